@@ -1,0 +1,148 @@
+"""One hook payload: sanitised text plus the fields the handlers need (stdlib + apsw only).
+
+SQLite's JSON functions parse the payload: importing Python's `json` costs ~5 ms per hook
+process (it pulls in `re` and `enum`), a third of the whole hook budget.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
+STORE_CAP = 256 * 1024  # characters of payload stored; larger payloads have long strings cut
+STRING_CAP = 8 * 1024  # a string longer than this is cut when a payload is over STORE_CAP
+
+# attribute -> JSON path. Every field is optional: Claude Code adds and drops fields often.
+FIELDS: dict[str, str] = {
+    "session_id": "$.session_id",
+    "hook_event_name": "$.hook_event_name",
+    "cwd": "$.cwd",
+    "transcript_path": "$.transcript_path",
+    "prompt_id": "$.prompt_id",
+    "agent_id": "$.agent_id",
+    "agent_type": "$.agent_type",
+    "tool_name": "$.tool_name",
+    "tool_use_id": "$.tool_use_id",
+    "source": "$.source",
+    "model": "$.model",
+    "reason": "$.reason",
+    "prompt": "$.prompt",
+    "trigger": "$.trigger",
+    "compact_summary": "$.compact_summary",
+    "last_assistant_message": "$.last_assistant_message",
+    "error": "$.error",
+    "is_interrupt": "$.is_interrupt",
+    "file_path": "$.tool_input.file_path",
+    "notebook_path": "$.tool_input.notebook_path",
+    "command": "$.tool_input.command",
+    "description": "$.tool_input.description",
+    "task_prompt": "$.tool_input.prompt",
+    "subagent_type": "$.tool_input.subagent_type",
+    "run_in_background": "$.tool_input.run_in_background",
+    "response_agent_id": "$.tool_response.agentId",
+    "response_status": "$.tool_response.status",
+    "first_batch_tool_use_id": "$.tool_calls[0].tool_use_id",
+}
+_SELECT = "SELECT " + ", ".join(f"json_extract(?1, '{path}')" for path in FIELDS.values())
+
+class BadPayload(ValueError):
+    """Not a JSON object: logged and dropped (there is nothing to store)."""
+
+class Event:
+    """The sanitised payload text and its extracted fields; unknown fields stay in `text`."""
+
+    __slots__ = ("fields", "text")
+
+    def __init__(self, text: str, fields: dict[str, Any]) -> None:
+        self.text = text
+        self.fields = fields
+
+    def get(self, name: str) -> Any:
+        return self.fields.get(name)
+
+    def text_of(self, name: str) -> str | None:
+        value = self.fields.get(name)
+        if value is None:
+            return None
+        return value if isinstance(value, str) else str(value)
+
+    @property
+    def session_id(self) -> str:
+        return self.text_of("session_id") or "unknown"
+
+    @property
+    def name(self) -> str:
+        return self.text_of("hook_event_name") or "unknown"
+
+    def dedup_key(self, delivery_id: str) -> str:
+        """Duplicate deliveries of one event share this key; distinct events never do."""
+        natural = self.text_of("tool_use_id")
+        if natural is None and self.name in ("SubagentStart", "SubagentStop"):
+            natural = self.text_of("agent_id")
+        if natural is None and self.name == "PostToolBatch":
+            natural = self.text_of("first_batch_tool_use_id")
+        return f"{self.session_id}|{self.name}|{natural or 'delivery:' + delivery_id}"
+
+def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:
+    """Parse payload text (already redacted) into an Event; raise BadPayload if it is not one."""
+    text = _sanitize_surrogates(text)
+    if not conn.execute("SELECT json_valid(?1)", (text,)).fetchall()[0][0]:
+        raise BadPayload(f"invalid JSON, {len(text)} characters")
+    kind = conn.execute("SELECT json_type(?1)", (text,)).fetchall()[0][0]
+    if kind != "object":
+        raise BadPayload(f"JSON {kind}, not an object")
+    values = conn.execute(_SELECT, (text,)).fetchall()[0]
+    fields = dict(zip(FIELDS, values, strict=True))
+    if fields["hook_event_name"] is None and event_hint:
+        fields["hook_event_name"] = event_hint
+    return Event(text, fields)
+
+def _sanitize_surrogates(text: str) -> str:
+    """Replace JSON escapes of lone UTF-16 surrogates, which SQLite would turn into bad UTF-8."""
+    if "\\ud" not in text and "\\uD" not in text:
+        return text
+    import re
+
+    pair = r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    lone = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+    return re.sub(
+        f"({pair})|{lone}", lambda m: m.group(1) or "\\ufffd", text
+    )
+
+def shrink(text: str) -> tuple[str, bool]:
+    """Cap a payload at about STORE_CAP characters while keeping it valid JSON.
+
+    Long strings are cut (with a marker saying how long they were); if that is not enough the
+    payload is replaced by a stub. Only large payloads pay for importing `json` here.
+    """
+    if len(text) <= STORE_CAP:
+        return text, False
+    import json
+
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text, False  # not JSON: parse() rejects it, nothing is stored
+
+    def cut(item: Any, limit: int) -> Any:
+        if isinstance(item, str) and len(item) > limit:
+            return item[:limit] + f"...[truncated {len(item) - limit} of {len(item)} chars]"
+        if isinstance(item, list):
+            return [cut(x, limit) for x in item]
+        if isinstance(item, dict):
+            return {k: cut(v, limit) for k, v in item.items()}
+        return item
+
+    limit = STRING_CAP
+    while limit >= 64:
+        small = json.dumps(cut(value, limit), ensure_ascii=False)
+        if len(small) <= STORE_CAP:
+            return small, True
+        limit //= 4
+    keep = ("session_id", "hook_event_name", "cwd", "tool_name", "tool_use_id", "agent_id")
+    stub = {k: value.get(k) for k in keep if isinstance(value, dict) and k in value}
+    stub["_claude_session"] = "payload too large to store; see payload_bytes and payload_sha256"
+    return json.dumps(stub, ensure_ascii=False), True

@@ -1,0 +1,213 @@
+"""The hook runtime: every hook script calls `main(event_name)` and nothing else.
+
+stdin (capped, with a deadline) -> redact -> parse -> one transaction -> answer. All output
+and the exit code live here: stdout is empty or exactly one JSON object, the exit code is 0.
+Anything that goes wrong inside is logged beside the database; the event goes to the spool
+when the database cannot take it. Imports: the standard library and apsw only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+STDIN_CAP_BYTES = 32 * 1024 * 1024  # past this the payload cannot be a real event
+STDIN_IDLE_SECONDS = 5.0  # no byte for this long: the writer is gone
+STDIN_TOTAL_SECONDS = 30.0  # UserPromptSubmit hooks are killed at 30 s
+
+
+def main(event_hint: str) -> None:
+    """Run one hook and exit 0, whatever happens."""
+    started_clock = time.perf_counter()
+    received_at = time.time()
+    output = None
+    if not os.environ.get("CLAUDE_SESSION_DISABLED"):
+        try:
+            output = run(event_hint, received_at, started_clock)
+        except BaseException as exc:  # fail open, always
+            _internal_error(None, event_hint, exc)
+    if output:
+        try:
+            sys.stdout.write(output)
+            sys.stdout.flush()
+        except Exception:
+            pass
+    # Skip interpreter teardown: everything is committed or spooled already.
+    os._exit(0)
+
+
+def run(event_hint: str, received_at: float, started_clock: float) -> str | None:
+    """One hook run; returns the text for stdout (one JSON object) or None."""
+    import apsw
+
+    from . import db, event, log, spool, store
+    from .handlers import DEFAULT, HANDLERS
+    from .paths import db_path, project_root, spool_dir
+    from .redact import redact
+
+    raw, why_short = read_stdin()
+    if why_short:
+        log.error(None, event_hint, f"{why_short}; {len(raw)} bytes read, event not stored")
+        return None
+    if not raw.strip():
+        log.warning(None, event_hint, "empty stdin: nothing to record")
+        return None
+    text, truncated = event.shrink(raw.decode("utf-8", "replace"))
+    sha = _sha256(raw) if truncated else None
+    text = redact(text)
+    scratch = apsw.Connection(":memory:")  # SQLite is the JSON parser and encoder here
+    try:
+        ev = event.parse(scratch, text, event_hint)
+    except event.BadPayload as exc:
+        log.error(None, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}")
+        return None
+    delivery = store.Delivery(
+        store.new_delivery_id(), received_at, len(raw), sha, truncated,
+        started_clock=started_clock,
+    )  # fmt: skip
+    root = project_root(ev.get("cwd"))
+    if root is None:
+        _spool(spool.user_spool_dir(), ev, delivery, None, None, "project directory missing")
+        return None
+    handler = HANDLERS.get(ev.name, DEFAULT)
+    prepared = None
+    if handler.prepare is not None:
+        try:
+            prepared = handler.prepare(root)
+        except Exception as exc:
+            _internal_error(root, ev.name, exc)
+    conn = None
+    now = time.time()
+    try:
+        conn = db.connect(db_path(root), busy_timeout_ms=handler.busy_timeout_ms)
+        _record(conn, ev, delivery, store.Context(root, now, prepared), handler.record)
+    except (db.DatabaseError, apsw.Error) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        log.error(root, ev.name, f"database unavailable, event spooled: {reason}")
+        _spool(spool_dir(root), ev, delivery, root, prepared, reason)
+        conn = _reader(root)
+    else:
+        if spool.pending(spool_dir(root)):
+            try:
+                spool.ingest(conn, root, limit=50)
+            except Exception as exc:
+                _internal_error(root, "spool ingest", exc)
+    if handler.answer is None or conn is None:
+        return None
+    try:
+        answer = handler.answer(conn, ev, now)
+    except Exception as exc:
+        _internal_error(root, ev.name, exc)
+        return None
+    return None if answer is None else encode(scratch, answer)
+
+
+def _record(conn, ev, delivery, ctx, derive) -> None:  # type: ignore[no-untyped-def]
+    """Record with derived state; if our own derivation has a bug, still keep the event."""
+    import apsw
+
+    from . import log, store
+
+    try:
+        store.record(conn, ev, delivery, ctx, derive)
+    except apsw.Error:
+        raise
+    except Exception as exc:
+        log.error(ctx.root, ev.name, f"derived state failed, event kept alone: {exc!r}")
+        delivery.note = f"derived state failed: {exc!r}"[:500]
+        store.record(conn, ev, delivery, ctx, None)
+
+
+def _reader(root: str):  # type: ignore[no-untyped-def]
+    """A read-only connection for answering when writing failed (a held lock does not block
+    WAL readers); None when the database cannot be read either."""
+    from . import db
+    from .paths import db_path
+
+    try:
+        return db.connect(db_path(root), readonly=True, busy_timeout_ms=500)
+    except Exception:
+        return None
+
+
+def _spool(folder, ev, delivery, root, prepared, reason) -> None:  # type: ignore[no-untyped-def]
+    from . import log, spool
+
+    envelope = {
+        "v": 1,
+        "delivery_id": delivery.delivery_id,
+        "received_at": delivery.received_at,
+        "duration_ms": round((time.perf_counter() - delivery.started_clock) * 1000, 3),
+        "event_hint": ev.name,
+        "project_root": root,
+        "reason": reason,
+        "payload_bytes": delivery.payload_bytes,
+        "payload_sha256": delivery.payload_sha256,
+        "truncated": delivery.truncated,
+        "prepared": prepared,
+        "payload": ev.text,
+    }
+    try:
+        spool.write(folder, envelope)
+    except Exception as exc:
+        log.error(root, ev.name, f"event lost: spool write failed too: {exc!r}")
+    if root is None:
+        log.error(None, ev.name, f"{reason}: event spooled to {folder}")
+
+
+def read_stdin() -> tuple[bytes, str | None]:
+    """All of stdin, unless it passes the size cap or stalls; then (what was read, why)."""
+    import select
+
+    fd = sys.stdin.fileno() if sys.stdin is not None else -1
+    if fd < 0:
+        return b"", None
+    chunks: list[bytes] = []
+    size = 0
+    start = last = time.monotonic()
+    while True:
+        now = time.monotonic()
+        if now - last > STDIN_IDLE_SECONDS or now - start > STDIN_TOTAL_SECONDS:
+            return b"".join(chunks), "stdin deadline passed"
+        try:
+            ready, _, _ = select.select([fd], [], [], 0.25)
+        except (OSError, ValueError):
+            ready = [fd]  # not selectable (a regular file): plain reads never block
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks), None
+        chunks.append(chunk)
+        size += len(chunk)
+        last = time.monotonic()
+        if size > STDIN_CAP_BYTES:
+            return b"", f"oversized payload (over {STDIN_CAP_BYTES} bytes)"
+
+
+def encode(scratch, value) -> str:  # type: ignore[no-untyped-def]
+    """JSON text for a dict of str/int/bool/None/dict, via SQLite (no `json` import)."""
+    if isinstance(value, dict):
+        items = (f"{encode(scratch, str(k))}:{encode(scratch, v)}" for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int | float):
+        return repr(value)
+    return str(scratch.execute("SELECT json_quote(?)", (str(value),)).fetchall()[0][0])
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _internal_error(root: str | None, hook: str, exc: BaseException) -> None:
+    try:
+        from . import log
+
+        log.error(root, hook, f"internal error: {type(exc).__name__}: {exc}")
+    except BaseException:
+        pass

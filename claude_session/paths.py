@@ -1,0 +1,60 @@
+"""Where things live: the project root, its database, spool and log (standard library only)."""
+
+from __future__ import annotations
+
+import os
+
+DB_NAME = ".claude-session.db"
+# Everything beside the database shares its prefix, so one `.gitignore` line covers them all.
+SPOOL_SUFFIX = ".spool"
+LOG_SUFFIX = ".log"
+
+
+def project_root(payload_cwd: object = None) -> str | None:
+    """The project root: $CLAUDE_PROJECT_DIR, else the payload's cwd; None if neither is a directory.
+
+    Never the process cwd: hooks run in Claude's current directory, which follows `cd`.
+    A root that does not exist is not created: that would scatter databases over the disk.
+    """
+    for candidate in (os.environ.get("CLAUDE_PROJECT_DIR"), payload_cwd):
+        if isinstance(candidate, str) and candidate.strip():
+            path = os.path.abspath(candidate)
+            return path if os.path.isdir(path) else None
+    return None
+
+
+def db_path(root: str) -> str:
+    return os.path.join(root, DB_NAME)
+
+
+def spool_dir(root: str) -> str:
+    return db_path(root) + SPOOL_SUFFIX
+
+
+def log_path(root: str) -> str:
+    return db_path(root) + LOG_SUFFIX
+
+
+def user_state_dir() -> str:
+    """Per-user state (spool and log for events whose project directory is missing)."""
+    explicit = os.environ.get("CLAUDE_SESSION_STATE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_STATE_HOME")
+    if not base:
+        home = os.environ.get("HOME")
+        if not home:
+            return f"/tmp/claude-session-{os.getuid()}"
+        base = os.path.join(home, ".local", "state")
+    return os.path.join(base, "claude-session")
+
+
+def relative_to_root(root: str, file_path: str) -> str:
+    """Canonical claim path: relative to the project root when inside it, else absolute."""
+    path = os.path.normpath(os.path.join(root, file_path))
+    for base in (root, os.path.realpath(root)):
+        if path == base:
+            return "."
+        if path.startswith(base.rstrip("/") + "/"):
+            return path[len(base.rstrip("/")) + 1 :]
+    return path

@@ -1,0 +1,388 @@
+"""The write API: one event and its derived rows in one BEGIN IMMEDIATE transaction.
+
+Used by hooks (through `handlers`), spool ingestion, the CLI and the daemon. Each `on_*`
+function writes the state one event implies; `handlers.HANDLERS` says which runs for which
+event. Everything here assumes it runs inside `record`'s transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import apsw
+
+from . import errors
+from .db import Immediate
+from .event import Event
+from .paths import relative_to_root
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
+CLAIM_LEASE_SECONDS = 15 * 60
+EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+AGENT_TOOLS = ("Agent", "Task")
+MAIN_AGENT = "main"
+PROMPT_CAP = 4000
+MESSAGE_CAP = 2000
+
+class Delivery:
+    """How one payload reached us: used for the audit row and the idempotency key.
+
+    Plain classes, not dataclasses: `dataclasses` imports `inspect`, several ms per hook.
+    """
+
+    def __init__(
+        self,
+        delivery_id: str,
+        received_at: float,
+        payload_bytes: int,
+        payload_sha256: str | None = None,
+        truncated: bool = False,
+        via: str = "hook",
+        started_clock: float = 0.0,
+        duration_ms: float | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.delivery_id = delivery_id
+        self.received_at = received_at  # time.time() when the hook process started
+        self.payload_bytes = payload_bytes
+        self.payload_sha256 = payload_sha256
+        self.truncated = truncated
+        self.via = via  # 'hook' or 'spool'
+        self.started_clock = started_clock  # time.perf_counter() at received_at
+        self.duration_ms = duration_ms  # fixed for spooled events: the original hook run
+        self.note = note
+
+class Context:
+    """What a derived-state writer may need beyond the event itself."""
+
+    def __init__(self, root: str, now: float, prepared: Any = None) -> None:
+        self.root = root
+        self.now = now
+        self.prepared = prepared  # the handler's `prepare` result, made outside the transaction
+
+class Recorded:
+    def __init__(self, event_id: int, duplicate: bool) -> None:
+        self.event_id = event_id
+        self.duplicate = duplicate
+
+def record(
+    conn: apsw.Connection, ev: Event, delivery: Delivery, ctx: Context, derive: Any = None
+) -> Recorded:
+    """Store the event, its derived rows and its audit row, or nothing at all."""
+    with Immediate(conn):
+        conn.execute(
+            "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, tool_name,"
+            " tool_use_id, agent_id, agent_type, prompt_id, payload, payload_bytes,"
+            " payload_sha256, truncated, via) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT (dedup_key) DO NOTHING",
+            (
+                ev.dedup_key(delivery.delivery_id), delivery.received_at, ev.session_id,
+                ev.name, ev.text_of("tool_name"), ev.text_of("tool_use_id"),
+                ev.text_of("agent_id"), ev.text_of("agent_type"), ev.text_of("prompt_id"),
+                ev.text, delivery.payload_bytes, delivery.payload_sha256,
+                int(delivery.truncated), delivery.via,
+            ),
+        )  # fmt: skip
+        duplicate = conn.changes() == 0
+        if duplicate:
+            event_id = conn.execute(
+                "SELECT id FROM events WHERE dedup_key = ?", (ev.dedup_key(delivery.delivery_id),)
+            ).fetchall()[0][0]
+        else:
+            event_id = conn.last_insert_rowid()
+            touch_session(conn, ev, ctx)
+            if derive is not None:
+                derive(conn, ev, ctx)
+        _audit(conn, ev, delivery, event_id, duplicate)
+    return Recorded(event_id, duplicate)
+
+def _audit(
+    conn: apsw.Connection, ev: Event, delivery: Delivery, event_id: int, duplicate: bool
+) -> None:
+    if delivery.duration_ms is not None:
+        duration = delivery.duration_ms
+    else:
+        duration = (time.perf_counter() - delivery.started_clock) * 1000
+    outcome = "duplicate" if duplicate else ("spooled" if delivery.via == "spool" else "stored")
+    conn.execute(
+        "INSERT INTO hook_events (event_id, hook_event_name, session_id, started_at, duration_ms,"
+        " exit_code, outcome, note) VALUES (?,?,?,?,?,0,?,?)",
+        (event_id, ev.name, ev.session_id, delivery.received_at,
+         round(duration, 3), outcome, delivery.note),
+    )  # fmt: skip
+
+# --- derived state -------------------------------------------------------------------------
+
+def touch_session(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    """Every event keeps its session's last activity, cwd and transcript current."""
+    conn.execute(
+        "INSERT INTO sessions (session_id, started_at, last_activity_at, cwd, transcript_path)"
+        " VALUES (?1, ?2, ?2, ?3, ?4) ON CONFLICT (session_id) DO UPDATE SET"
+        " last_activity_at = max(last_activity_at, excluded.last_activity_at),"
+        " cwd = coalesce(excluded.cwd, cwd),"
+        " transcript_path = coalesce(excluded.transcript_path, transcript_path)",
+        (ev.session_id, ctx.now, ev.text_of("cwd"), ev.text_of("transcript_path")),
+    )
+    _count(conn, ev.session_id, "events")
+
+def _count(conn: apsw.Connection, session_id: str, column: str) -> None:
+    conn.execute(
+        f"INSERT INTO session_metrics (session_id, {column}) VALUES (?, 1)"
+        f" ON CONFLICT (session_id) DO UPDATE SET {column} = {column} + 1",
+        (session_id,),
+    )
+
+def on_session_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    conn.execute(
+        "UPDATE sessions SET status = 'active', ended_at = NULL, end_reason = NULL,"
+        " start_source = ?2, model = coalesce(?3, model) WHERE session_id = ?1",
+        (ev.session_id, ev.text_of("source"), ev.text_of("model")),
+    )
+
+def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    prompt = ev.text_of("prompt")
+    if prompt is not None:
+        conn.execute(
+            "INSERT INTO prompts (session_id, prompt_id, prompt, submitted_at) VALUES (?,?,?,?)",
+            (ev.session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),
+        )
+    _count(conn, ev.session_id, "prompts")
+
+def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    heartbeat(conn, ev, ctx, tool_use=True)
+    if ev.text_of("tool_name") in AGENT_TOOLS and ev.text_of("tool_use_id"):
+        background = ev.get("run_in_background")
+        conn.execute(
+            "INSERT INTO agent_launches (tool_use_id, session_id, description, prompt,"
+            " subagent_type, background, launched_at) VALUES (?,?,?,?,?,?,?)"
+            " ON CONFLICT (tool_use_id) DO NOTHING",
+            (ev.text_of("tool_use_id"), ev.session_id, ev.text_of("description"),
+             _cap(ev.text_of("task_prompt"), PROMPT_CAP), ev.text_of("subagent_type"),
+             None if background is None else int(bool(background)), ctx.now),
+        )  # fmt: skip
+
+def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    heartbeat(conn, ev, ctx)
+    _count(conn, ev.session_id, "tool_calls")
+    tool = ev.text_of("tool_name")
+    if tool in EDIT_TOOLS:
+        claim_file(conn, ev, ctx)
+    elif tool in AGENT_TOOLS and ev.text_of("response_agent_id"):
+        link_agent_launch(conn, ev, ctx)
+
+def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    heartbeat(conn, ev, ctx)
+    _count(conn, ev.session_id, "tool_calls")
+    _count(conn, ev.session_id, "tool_failures")
+    log_error(conn, ev, ctx)
+
+def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    agent_id = ev.text_of("agent_id")
+    if not agent_id:
+        return
+    conn.execute(
+        "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
+        " started_at, last_seen_at) VALUES (?1, ?2, ?3, 'running', 'SubagentStart', ?4, ?4)"
+        " ON CONFLICT (agent_id) DO UPDATE SET is_internal = 0,"
+        " agent_type = coalesce(nullif(excluded.agent_type, ''), agent_type),"
+        " started_at = coalesce(min(started_at, excluded.started_at), excluded.started_at)",
+        (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now),
+    )
+    _count(conn, ev.session_id, "subagents")
+    linked = conn.execute(
+        "SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)
+    ).fetchall()
+    if linked:
+        return
+    # Not linked by PostToolUse(Agent) yet (a foreground agent): the oldest pending launch of
+    # this type in the session is the one; PostToolUse corrects it if the guess was wrong.
+    launch = conn.execute(
+        "SELECT tool_use_id FROM agent_launches WHERE session_id = ? AND agent_id IS NULL"
+        " AND coalesce(subagent_type, 'general-purpose') = coalesce(?, 'general-purpose')"
+        " ORDER BY launched_at, rowid LIMIT 1",
+        (ev.session_id, ev.text_of("agent_type")),
+    ).fetchall()
+    if launch:
+        _link(conn, launch[0][0], agent_id)
+
+def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    """PostToolUse(Agent) names the agent it launched: the definitive link."""
+    agent_id = ev.text_of("response_agent_id") or ""
+    tool_use_id = ev.text_of("tool_use_id") or ""
+    conn.execute(
+        "INSERT INTO agent_launches (tool_use_id, session_id, description, prompt, subagent_type,"
+        " launched_at) VALUES (?,?,?,?,?,?) ON CONFLICT (tool_use_id) DO NOTHING",
+        (tool_use_id, ev.session_id, ev.text_of("description"),
+         _cap(ev.text_of("task_prompt"), PROMPT_CAP), ev.text_of("subagent_type"), ctx.now),
+    )  # fmt: skip
+    background = ev.text_of("response_status") == "async_launched"
+    conn.execute(
+        "UPDATE agent_launches SET background = ?2 WHERE tool_use_id = ?1",
+        (tool_use_id, int(background)),
+    )
+    conn.execute(
+        "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
+        " started_at, last_seen_at) VALUES (?1, ?2, ?3, 'running', 'Agent tool launched it',"
+        " ?4, ?4) ON CONFLICT (agent_id) DO NOTHING",
+        (agent_id, ev.session_id, ev.text_of("subagent_type") or "general-purpose", ctx.now),
+    )
+    _link(conn, tool_use_id, agent_id)
+    if ev.text_of("response_status") == "completed":
+        conn.execute(
+            "UPDATE agent_registry SET status = 'completed', ended_at = coalesce(ended_at, ?2),"
+            " status_reason = 'Agent tool returned' WHERE agent_id = ?1 AND status = 'running'",
+            (agent_id, ctx.now),
+        )
+
+def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
+    conn.execute(
+        "UPDATE agent_launches SET agent_id = NULL WHERE agent_id = ?1 AND tool_use_id != ?2",
+        (agent_id, tool_use_id),
+    )
+    conn.execute(
+        "UPDATE agent_launches SET agent_id = ?2 WHERE tool_use_id = ?1", (tool_use_id, agent_id)
+    )
+    conn.execute(
+        "UPDATE agent_registry SET tool_use_id = l.tool_use_id, description = l.description,"
+        " task = l.prompt FROM agent_launches AS l"
+        " WHERE l.tool_use_id = ?1 AND agent_registry.agent_id = ?2",
+        (tool_use_id, agent_id),
+    )
+
+def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    agent_id = ev.text_of("agent_id")
+    if not agent_id:
+        return
+    message = _cap(ev.text_of("last_assistant_message"), MESSAGE_CAP)
+    known = conn.execute(
+        "SELECT status FROM agent_registry WHERE agent_id = ?", (agent_id,)
+    ).fetchall()
+    if not known:
+        # No SubagentStart and no tool calls: one of Claude Code's internal helpers
+        # (compaction summariser, recap...). Recorded, never shown as a running agent.
+        conn.execute(
+            "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
+            " is_internal, ended_at, last_seen_at, last_message)"
+            " VALUES (?1, ?2, ?3, 'completed', 'SubagentStop without SubagentStart', 1, ?4, ?4, ?5)",
+            (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, message),
+        )
+        return
+    conn.execute(
+        "UPDATE agent_registry SET last_message = coalesce(?3, last_message),"
+        " last_seen_at = max(last_seen_at, ?2) WHERE agent_id = ?1",
+        (agent_id, ctx.now, message),
+    )
+    conn.execute(
+        "UPDATE agent_registry SET status = 'completed', ended_at = ?2,"
+        " status_reason = 'SubagentStop' WHERE agent_id = ?1 AND status = 'running'",
+        (agent_id, ctx.now),
+    )
+    release_claims(conn, ev.session_id, agent_id, ctx.now, "agent completed")
+
+def heartbeat(conn: apsw.Connection, ev: Event, ctx: Context, tool_use: bool = False) -> None:
+    """A tool event from inside a subagent proves the agent is alive."""
+    agent_id = ev.text_of("agent_id")
+    if not agent_id:
+        return
+    conn.execute(
+        "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
+        " started_at, last_seen_at, tool_uses) VALUES (?1, ?2, ?3, 'running',"
+        " 'seen in a tool event', ?4, ?4, ?5) ON CONFLICT (agent_id) DO UPDATE SET"
+        " last_seen_at = max(last_seen_at, excluded.last_seen_at),"
+        " tool_uses = tool_uses + excluded.tool_uses,"
+        " agent_type = coalesce(nullif(agent_type, ''), excluded.agent_type)",
+        (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, int(tool_use)),
+    )
+
+def claim_file(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    if not target:
+        return
+    conn.execute(
+        "INSERT INTO file_claims (session_id, agent_id, file_path, tool_name, first_claimed_at,"
+        " last_touched_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)"
+        " ON CONFLICT (session_id, agent_id, file_path) DO UPDATE SET"
+        " last_touched_at = max(last_touched_at, excluded.last_touched_at),"
+        " expires_at = max(expires_at, excluded.expires_at), tool_name = excluded.tool_name,"
+        " edits = edits + 1, released_at = NULL, release_reason = NULL",
+        (ev.session_id, ev.text_of("agent_id") or MAIN_AGENT, relative_to_root(ctx.root, target),
+         ev.text_of("tool_name"), ctx.now, ctx.now + CLAIM_LEASE_SECONDS),
+    )  # fmt: skip
+    _count(conn, ev.session_id, "file_edits")
+
+def release_claims(
+    conn: apsw.Connection, session_id: str, agent_id: str, now: float, reason: str
+) -> None:
+    conn.execute(
+        "UPDATE file_claims SET released_at = ?3, release_reason = ?4"
+        " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL",
+        (session_id, agent_id, now, reason),
+    )
+
+def log_error(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    error = ev.text_of("error") or ""
+    tool = ev.text_of("tool_name")
+    command = ev.text_of("command")
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    file_path = relative_to_root(ctx.root, target) if target else None
+    signature = errors.signature(tool, command, file_path, error)
+    attempt = 1 + conn.execute(
+        "SELECT count(*) FROM error_log WHERE session_id = ? AND signature = ?"
+        " AND resolution IS NULL",
+        (ev.session_id, signature),
+    ).fetchall()[0][0]
+    conn.execute(
+        "INSERT INTO error_log (session_id, agent_id, tool_name, tool_use_id, signature, category,"
+        " file_path, command, exit_code, error_text, attempt, occurred_at)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (ev.session_id, ev.text_of("agent_id") or MAIN_AGENT, tool, ev.text_of("tool_use_id"),
+         signature, errors.category(tool, command, error, ev.get("is_interrupt") is True),
+         file_path, _cap(command, 1000), errors.exit_code(error), errors.capped(error),
+         attempt, ctx.now),
+    )  # fmt: skip
+
+def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    from . import context
+
+    state = context.gather(conn, ev.session_id, ctx.now)
+    state["git"] = ctx.prepared
+    save_snapshot(conn, ev.session_id, "pre_compact", ev.text_of("trigger"), state, ctx.now)
+
+def on_post_compact(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    summary = {"compact_summary": _cap(ev.text_of("compact_summary"), 20000)}
+    save_snapshot(conn, ev.session_id, "post_compact", ev.text_of("trigger"), summary, ctx.now)
+    _count(conn, ev.session_id, "compactions")
+
+def on_session_end(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    from . import context
+
+    conn.execute(
+        "UPDATE sessions SET status = 'ended', ended_at = ?2, end_reason = ?3"
+        " WHERE session_id = ?1",
+        (ev.session_id, ctx.now, ev.text_of("reason")),
+    )
+    state = context.gather(conn, ev.session_id, ctx.now)
+    save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
+
+def save_snapshot(
+    conn: apsw.Connection, session_id: str, kind: str, trigger: str | None, content: Any, now: float
+) -> None:
+    import json
+
+    from .redact import redact
+
+    conn.execute(
+        "INSERT INTO context_snapshots (session_id, snapshot_type, trigger, created_at, content)"
+        " VALUES (?,?,?,?,?)",
+        (session_id, kind, trigger, now, redact(json.dumps(content, ensure_ascii=False))),
+    )
+
+def _cap(text: str | None, limit: int) -> str | None:
+    return text if text is None or len(text) <= limit else text[:limit] + "...[truncated]"
+
+def new_delivery_id() -> str:
+    return os.urandom(12).hex()
