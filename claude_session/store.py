@@ -27,6 +27,7 @@ AGENT_TOOLS = ("Agent", "Task")
 MAIN_AGENT = "main"
 PROMPT_CAP = 4000
 MESSAGE_CAP = 2000
+NOT_USER_PROMPTS = ("<task-notification>", "<system-reminder>")
 
 class Delivery:
     """How one payload reached us: used for the audit row and the idempotency key.
@@ -145,7 +146,8 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
 
 def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     prompt = ev.text_of("prompt")
-    if prompt is not None:
+    # Claude Code also submits background-task notifications as prompts: not the user's task.
+    if prompt is not None and not prompt.lstrip().startswith(NOT_USER_PROMPTS):
         conn.execute(
             "INSERT INTO prompts (session_id, prompt_id, prompt, submitted_at) VALUES (?,?,?,?)",
             (ev.session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),

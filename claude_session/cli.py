@@ -1,0 +1,209 @@
+"""The `claude-session` command: thin click commands over queries, installer and output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import apsw
+import click
+
+from . import __version__, context, db, doctor, installer, output, queries, spool
+from .paths import DB_NAME, db_path
+
+
+def find_root(explicit: str | None) -> Path:
+    """--project, else $CLAUDE_PROJECT_DIR, else the nearest folder up with a database, else cwd."""
+    if explicit:
+        return Path(explicit).resolve()
+    if os.environ.get("CLAUDE_PROJECT_DIR"):
+        return Path(os.environ["CLAUDE_PROJECT_DIR"]).resolve()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / DB_NAME).exists():
+            return folder
+    return here
+
+
+@contextmanager
+def opened(root: Path) -> Iterator[apsw.Connection]:
+    """The project database, migrated and with the spool ingested; a clear error otherwise."""
+    path = db_path(str(root))
+    if not os.path.exists(path) and not spool.backlog(str(root)):
+        raise click.ClickException(
+            f"no claude-session database at {path} yet: install the hooks with "
+            "`claude-session install` and start Claude Code, or try `claude-session demo`"
+        )
+    try:
+        conn = db.connect(path)
+    except db.SchemaTooNew as exc:
+        raise click.ClickException(str(exc)) from exc
+    except db.DatabaseError as exc:
+        raise click.ClickException(f"cannot open {path}: {exc}") from exc
+    try:
+        spool.ingest(conn, str(root))
+        yield conn
+    finally:
+        conn.close()
+
+
+def format_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--json on every command that prints data (the one switch lives in output.emit)."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
+        command
+    )
+
+
+@click.group()
+@click.version_option(__version__, prog_name="claude-session")
+@click.option("--project", type=click.Path(file_okay=False), help="Project root (default: found).")
+@click.pass_context
+def cli(ctx: click.Context, project: str | None) -> None:
+    """Session, agent and failure memory for Claude Code, from its hook events."""
+    ctx.obj = find_root(project)
+
+
+@cli.command()
+@click.option("--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing.")
+@click.pass_obj
+def install(root: Path, scope: str, dry_run: bool) -> None:
+    """Write claude-session's hooks into Claude Code's settings.json (idempotent)."""
+    path = installer.settings_path(scope, root)
+    try:
+        updated = installer.with_ours(installer.read_settings(path))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if dry_run:
+        click.echo(json.dumps(updated, indent=2))
+        return
+    backup = installer.write_settings(path, updated)
+    click.echo(f"installed {len(installer.installed_events())} hooks into {path}")
+    if backup:
+        click.echo(f"previous settings saved as {backup}")
+    if scope != "user" and installer.ensure_gitignored(root):
+        click.echo(f"added {installer.GITIGNORE_LINE} to {root / '.gitignore'}")
+    click.echo("restart Claude Code (or open /hooks) so it loads the new hooks")
+
+
+@cli.command()
+@click.option("--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing.")
+@click.pass_obj
+def uninstall(root: Path, scope: str, dry_run: bool) -> None:
+    """Remove exactly claude-session's hooks from settings.json; other hooks stay."""
+    path = installer.settings_path(scope, root)
+    if not path.exists():
+        click.echo(f"nothing to do: {path} does not exist")
+        return
+    current = installer.read_settings(path)
+    updated = installer.without_ours(current)
+    if dry_run:
+        click.echo(json.dumps(updated, indent=2))
+        return
+    if updated == current:
+        click.echo(f"nothing to do: no claude-session hooks in {path}")
+        return
+    backup = installer.write_settings(path, updated)
+    click.echo(f"removed claude-session hooks from {path} (backup: {backup})")
+
+
+@cli.command(name="doctor")
+@format_option
+@click.pass_obj
+def doctor_command(root: Path, as_json: bool) -> None:
+    """Run every installed hook as Claude Code would and check the database."""
+    results = doctor.check(root)
+    output.emit(results, "json" if as_json else "table", title="doctor")
+    if not all(r["ok"] for r in results):
+        sys.exit(1)
+
+
+@cli.command()
+@format_option
+@click.pass_obj
+def status(root: Path, as_json: bool) -> None:
+    """Sessions, agents, claims, errors, failed paths, snapshots, database and spool."""
+    with opened(root) as conn:
+        output.emit(queries.status(conn, str(root)), "json" if as_json else "table")
+
+
+@cli.command()
+@click.option("--session", help="Session id (a prefix is enough).")
+@click.option("--event", help="Hook event name, e.g. PostToolUse.")
+@click.option("--tool", help="Tool name, e.g. Bash.")
+@click.option("--agent", help="Subagent id.")
+@click.option("--limit", default=50, show_default=True, help="How many of the latest events.")
+@click.option("--payload", is_flag=True, help="Include the stored (redacted) payload.")
+@format_option
+@click.pass_obj
+def events(
+    root: Path, session: str | None, event: str | None, tool: str | None, agent: str | None,
+    limit: int, payload: bool, as_json: bool,
+) -> None:  # fmt: skip
+    """List recorded events, oldest first, filtered."""
+    with opened(root) as conn:
+        found = queries.events(
+            conn, session=session, event=event, tool=tool, agent=agent, limit=limit,
+            payload=payload,
+        )  # fmt: skip
+    output.emit(found, "json" if as_json else "table", title="events")
+
+
+@cli.command()
+@click.option("--session", help="Session id (default: the most recently active).")
+@click.pass_obj
+def restore(root: Path, session: str | None) -> None:
+    """Print the state SessionStart puts back into the model's context after a compaction."""
+    with opened(root) as conn:
+        session = session or queries.latest_session(conn)
+        if not session:
+            raise click.ClickException("no session recorded yet")
+        click.echo(context.for_compaction(conn, session, time.time()))
+
+
+@cli.command()
+@click.pass_obj
+def ingest(root: Path) -> None:
+    """Replay events waiting in the spool into the database."""
+    with opened(root) as conn:
+        click.echo(f"{spool.backlog(str(root))} events still waiting in the spool")
+
+
+@cli.command()
+@click.option("--keep", is_flag=True, help="Keep the scratch project and print its path.")
+def demo(keep: bool) -> None:
+    """Play a recorded real Claude Code session through the hooks, then show the result."""
+    from . import demo as player
+
+    scratch = Path(tempfile.mkdtemp(prefix="claude-session-demo-"))
+    project = scratch / "project"
+    project.mkdir()
+    played = player.play(project)
+    failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
+    click.echo(f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks "
+               f"into {project} ({len(failed)} hook failures)\n")  # fmt: skip
+    with opened(project) as conn:
+        output.emit(queries.status(conn, str(project)))
+        session = queries.latest_session(conn)
+        click.echo("\nWhat SessionStart puts back into the model's context after a compaction:\n")
+        click.echo(context.for_compaction(conn, session or "", time.time()))
+    if keep:
+        click.echo(f"\nscratch project kept: {project}")
+    else:
+        import shutil
+
+        shutil.rmtree(scratch, ignore_errors=True)
+    if failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,127 @@
+"""Shared test helpers: real hook scripts run as subprocesses, on real recorded payloads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from claude_session import installer
+
+ROOT = Path(__file__).resolve().parent.parent
+HOOKS = ROOT / "hooks"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude-code-2.1.330"
+RECORDED_PROJECT = "/home/dev/project"
+PYTHON = sys.executable  # the venv interpreter, as `install` writes it
+
+
+def fixture(name: str, project: Path | None = None) -> dict[str, Any]:
+    """A recorded payload, with its project path moved to `project`."""
+    text = (FIXTURES / f"{name}.json").read_text()
+    if project is not None:
+        text = text.replace(RECORDED_PROJECT, str(project))
+    return json.loads(text)
+
+
+def stream(project: Path) -> list[dict[str, Any]]:
+    text = (FIXTURES / "session-stream.jsonl").read_text().replace(RECORDED_PROJECT, str(project))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+class HookResult:
+    def __init__(self, done: subprocess.CompletedProcess[bytes], seconds: float) -> None:
+        self.returncode = done.returncode
+        self.stdout = done.stdout.decode("utf-8", "replace")
+        self.stderr = done.stderr.decode("utf-8", "replace")
+        self.seconds = seconds
+
+    def json(self) -> dict[str, Any] | None:
+        """stdout as the contract allows it: empty (None) or exactly one JSON object."""
+        if not self.stdout.strip():
+            return None
+        value = json.loads(self.stdout)
+        assert isinstance(value, dict), self.stdout
+        return value
+
+
+def run_hook(
+    event: str,
+    payload: dict[str, Any] | bytes | str | None,
+    project: Path | None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    **popen: Any,
+) -> HookResult:
+    """Run the real hook script for `event` the way `install` registers it (-I -S)."""
+    if isinstance(payload, dict):
+        data = json.dumps(payload).encode()
+    elif isinstance(payload, str):
+        data = payload.encode("utf-8", "surrogatepass")
+    else:
+        data = payload or b""
+    full_env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
+    full_env["CLAUDE_SESSION_STATE_DIR"] = os.environ["CLAUDE_SESSION_STATE_DIR"]
+    if project is not None:
+        full_env["CLAUDE_PROJECT_DIR"] = str(project)
+    full_env.update(env or {})
+    script = HOOKS / installer.script_name(event)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [PYTHON, "-I", "-S", str(script)], input=data, capture_output=True, env=full_env,
+        timeout=timeout, **popen,
+    )  # fmt: skip
+    result = HookResult(done, time.perf_counter() - started)
+    assert result.returncode == 0, result.stderr
+    result.json()  # stdout is empty or one JSON object, always
+    return result
+
+
+def query(project: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(str(project / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def count(project: Path, table: str, where: str = "1", params: Any = ()) -> int:
+    return int(query(project, f"SELECT count(*) FROM {table} WHERE {where}", params)[0][0])
+
+
+def spooled(project: Path) -> list[Path]:
+    folder = project / ".claude-session.db.spool"
+    return sorted(folder.glob("*.json")) if folder.exists() else []
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test touches the real user's state dir or settings."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("CLAUDE_SESSION_STATE_DIR", str(state))
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    return state
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def hook(project: Path) -> Callable[..., HookResult]:
+    """`hook(event, payload)` runs the real script against the `project` fixture."""
+
+    def run(event: str, payload: Any, **kwargs: Any) -> HookResult:
+        return run_hook(event, payload, project, **kwargs)
+
+    return run
