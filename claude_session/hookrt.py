@@ -43,15 +43,16 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
 
     from . import db, event, log, spool, store
     from .handlers import DEFAULT, HANDLERS
-    from .paths import db_path, project_root, spool_dir
+    from .paths import db_path, intended_root, project_root, spool_dir
     from .redact import redact
 
+    known_root = project_root()  # from $CLAUDE_PROJECT_DIR: where to log before parsing
     raw, why_short = read_stdin()
     if why_short:
-        log.error(None, event_hint, f"{why_short}; {len(raw)} bytes read, event not stored")
+        log.error(known_root, event_hint, f"{why_short}; {len(raw)} bytes read, event not stored")
         return None
     if not raw.strip():
-        log.warning(None, event_hint, "empty stdin: nothing to record")
+        log.warning(known_root, event_hint, "empty stdin: nothing to record")
         return None
     text, truncated = event.shrink(raw.decode("utf-8", "replace"))
     sha = _sha256(raw) if truncated else None
@@ -60,7 +61,7 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     try:
         ev = event.parse(scratch, text, event_hint)
     except event.BadPayload as exc:
-        log.error(None, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}")
+        log.error(known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}")
         return None
     delivery = store.Delivery(
         store.new_delivery_id(), received_at, len(raw), sha, truncated,
@@ -68,7 +69,9 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     )  # fmt: skip
     root = project_root(ev.get("cwd"))
     if root is None:
-        _spool(spool.user_spool_dir(), ev, delivery, None, None, "project directory missing")
+        missing = intended_root(ev.get("cwd"))
+        reason = f"project directory {missing} missing" if missing else "no project directory"
+        _spool(spool.user_spool_dir(), ev, delivery, missing, None, reason)
         return None
     handler = HANDLERS.get(ev.name, DEFAULT)
     prepared = None
@@ -151,8 +154,16 @@ def _spool(folder, ev, delivery, root, prepared, reason) -> None:  # type: ignor
     try:
         spool.write(folder, envelope)
     except Exception as exc:
-        log.error(root, ev.name, f"event lost: spool write failed too: {exc!r}")
-    if root is None:
+        if folder == spool.user_spool_dir():
+            log.error(root, ev.name, f"event lost: spool write failed too: {exc!r}")
+            return
+        folder = spool.user_spool_dir()  # e.g. the project directory is not writable
+        try:
+            spool.write(folder, envelope)
+        except Exception as exc2:
+            log.error(root, ev.name, f"event lost: no spool could take it: {exc!r}, {exc2!r}")
+            return
+    if folder == spool.user_spool_dir():
         log.error(None, ev.name, f"{reason}: event spooled to {folder}")
 
 

@@ -10,17 +10,24 @@ SPOOL_SUFFIX = ".spool"
 LOG_SUFFIX = ".log"
 
 
-def project_root(payload_cwd: object = None) -> str | None:
-    """The project root: $CLAUDE_PROJECT_DIR, else the payload's cwd; None if neither is a directory.
+def intended_root(payload_cwd: object = None) -> str | None:
+    """$CLAUDE_PROJECT_DIR, else the payload's cwd, whether or not it exists.
 
     Never the process cwd: hooks run in Claude's current directory, which follows `cd`.
-    A root that does not exist is not created: that would scatter databases over the disk.
     """
     for candidate in (os.environ.get("CLAUDE_PROJECT_DIR"), payload_cwd):
         if isinstance(candidate, str) and candidate.strip():
-            path = os.path.abspath(candidate)
-            return path if os.path.isdir(path) else None
+            return os.path.abspath(candidate)
     return None
+
+
+def project_root(payload_cwd: object = None) -> str | None:
+    """The intended root if it is a directory, else None.
+
+    A root that does not exist is not created: that would scatter databases over the disk.
+    """
+    path = intended_root(payload_cwd)
+    return path if path is not None and os.path.isdir(path) else None
 
 
 def db_path(root: str) -> str:
