@@ -95,14 +95,30 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
             problems = []
             if run.returncode != 0:
                 problems.append(f"exit {run.returncode}")
-            if run.output_problem():
-                problems.append(str(run.output_problem()))
+            problem = run.output_problem() or _output_contract(run.stdout)
+            if problem:
+                problems.append(problem)
             if not _stored(project, payload["session_id"], event):
                 first = run.stderr.strip().splitlines()[:1]
                 problems.append("event not recorded" + (f" ({first[0][:160]})" if first else ""))
             detail = f"{run.seconds * 1000:.0f} ms" + (": " + "; ".join(problems) if problems else "")
             results.append(_row(f"hook {event}", not problems, detail))
     return results
+
+
+def _output_contract(stdout: str) -> str | None:
+    """A JSON answer must also match Claude Code's output schema, or it is reported as an error."""
+    if not stdout.strip():
+        return None
+    from pydantic import ValidationError
+
+    from .payloads import output_adapter
+
+    try:
+        output_adapter.validate_json(stdout)
+    except ValidationError as exc:
+        return f"output breaks the hook output contract: {exc.errors()[0]['msg']}"
+    return None
 
 
 def sample_payload(event: str, project: Path) -> dict[str, Any]:

@@ -1,0 +1,157 @@
+"""The claude-session command, run as a user runs it (a subprocess of the installed script)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import PYTHON, count, fixture, run_hook, stream
+
+from claude_session import installer
+
+CLI = str(Path(PYTHON).parent / "claude-session")
+
+
+def cli(*args: str, project: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [CLI, *(["--project", str(project)] if project else []), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if check:
+        assert done.returncode == 0, done.stderr + done.stdout
+    return done
+
+
+def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = {"command": "echo theirs", "type": "command"}
+    settings.write_text(json.dumps({"model": "x", "hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [theirs]}]}}))  # fmt: skip
+    cli("install", project=project)
+    cli("install", project=project)
+    data = json.loads(settings.read_text())
+    assert data["model"] == "x"
+    assert data["hooks"]["PreToolUse"][0] == {"matcher": "Bash", "hooks": [theirs]}
+    for event in installer.installed_events():
+        ours = [h for g in data["hooks"][event] for h in g["hooks"] if installer.is_ours(h)]
+        assert len(ours) == 1, event
+        command = ours[0]["command"]
+        assert command.startswith(f"{PYTHON} -I -S /") and command.endswith("|| true # claude-session")
+        assert isinstance(ours[0]["timeout"], int) and ours[0]["timeout"] <= 60  # seconds
+    assert "WorktreeCreate" not in data["hooks"]  # it would replace git worktree creation
+    assert data["hooks"]["Notification"][0]["hooks"][0]["async"] is True
+    assert "async" not in data["hooks"]["SessionEnd"][0]["hooks"][0]
+    assert len(list(settings.parent.glob("settings.json.bak-*"))) >= 1
+    assert ".claude-session.db*" in (project / ".gitignore").read_text().splitlines()
+    cli("install", project=project)
+    assert (project / ".gitignore").read_text().count(".claude-session.db*") == 1
+
+    cli("uninstall", project=project)
+    assert json.loads(settings.read_text()) == {
+        "model": "x", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [theirs]}]}
+    }
+
+
+def test_install_dry_run_writes_nothing(project: Path) -> None:
+    out = cli("install", "--dry-run", project=project).stdout
+    assert "SessionStart" in json.loads(out)["hooks"]
+    assert not (project / ".claude").exists()
+
+
+def test_install_scopes(project: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    cli("install", "--scope", "local", project=project)
+    assert (project / ".claude" / "settings.local.json").exists()
+    cli("install", "--scope", "user", project=project)
+    assert (home / ".claude" / "settings.json").exists()
+
+
+def test_doctor_runs_every_installed_hook_and_finds_duplicates(project: Path) -> None:
+    cli("install", project=project)
+    report = json.loads(cli("doctor", "--json", project=project).stdout)
+    hooks = [r for r in report if r["check"].startswith("hook ")]
+    assert len(hooks) == len(installer.installed_events()) and all(r["ok"] for r in hooks)
+    # a second registration with a different interpreter path: events would be recorded twice
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps(installer.with_ours({}, python=sys.executable + "3")))
+    done = cli("doctor", "--json", project=project, check=False)
+    assert done.returncode == 1
+    dup = [r for r in json.loads(done.stdout) if r["check"] == "duplicate registrations"][0]
+    assert not dup["ok"] and "SessionStart" in dup["detail"]
+
+
+def test_doctor_reports_a_broken_hook(project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(installer.with_ours({}, python="/nonexistent/python")))
+    done = cli("doctor", "--json", project=project, check=False)
+    assert done.returncode == 1
+    hooks = [r for r in json.loads(done.stdout) if r["check"].startswith("hook ")]
+    assert hooks and not any(r["ok"] for r in hooks)
+    assert all("event not recorded" in r["detail"] for r in hooks)
+
+
+def test_status_events_and_restore_after_a_recorded_session(project: Path) -> None:
+    for payload in stream(project):
+        run_hook(payload["hook_event_name"], payload, project)
+    status = json.loads(cli("status", "--json", project=project).stdout)
+    assert status["database"]["events"] == len(stream(project))
+    assert status["database"]["schema_version"] == 2 and status["database"]["spool_backlog"] == 0
+    assert status["database"]["internal_errors"] == 0
+    assert [c["file_path"] for c in status["claims"]] == ["hello.py"]
+    assert status["open_errors"][0]["what"] == "python3 -c 'import nonexistent_mod'"
+    assert {a["agent_id"] for a in status["agents"]} == {"a026341fa5086f41e"}  # no helpers
+    assert status["database"]["last_snapshot"]["snapshot_type"] == "session_end"
+    table = cli("status", project=project).stdout
+    assert "hello.py" in table and "nonexistent_mod" in table
+
+    events = json.loads(cli("events", "--json", "--tool", "Bash", project=project).stdout)
+    assert [e["event"] for e in events] == ["PreToolUse", "PostToolUse", "PreToolUse",
+                                            "PostToolUseFailure"]  # fmt: skip
+    one = json.loads(cli("events", "--json", "--session", "93a0", "--event", "PostCompact",
+                         "--payload", project=project).stdout)  # fmt: skip
+    assert json.loads(one[0]["payload"])["compact_summary"] == "Done."
+
+    restored = cli("restore", project=project).stdout
+    assert "hello.py" in restored and "nonexistent_mod" in restored
+    assert "TASK-A: write hello.py" in restored
+
+
+def test_status_without_a_database_says_what_to_do(project: Path) -> None:
+    done = cli("status", project=project, check=False)
+    assert done.returncode == 1 and "claude-session install" in done.stderr
+
+
+def test_demo_plays_the_recorded_session_through_the_hooks() -> None:
+    done = cli("demo")
+    assert "played 35 recorded Claude Code 2.1.330 events" in done.stdout
+    assert "(0 hook failures)" in done.stdout
+    assert "<claude-session-recorded-state>" in done.stdout and "hello.py" in done.stdout
+
+
+def test_every_command_has_help() -> None:
+    from click.testing import CliRunner
+
+    from claude_session.cli import cli as group
+
+    for name, command in group.commands.items():
+        assert command.help, name
+        result = CliRunner().invoke(group, [name, "--help"])
+        assert result.exit_code == 0, name
+
+
+def test_spool_backlog_is_ingested_by_the_cli(project: Path) -> None:
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    (project / ".claude-session.db.spool").mkdir()
+    from claude_session import spool
+
+    spool.write(str(project / ".claude-session.db.spool"), {
+        "delivery_id": "d1", "received_at": 1.0, "event_hint": "Stop", "reason": "test",
+        "payload": json.dumps(fixture("Stop", project)),
+    })  # fmt: skip
+    status = json.loads(cli("status", "--json", project=project).stdout)
+    assert status["database"]["spool_backlog"] == 0
+    assert count(project, "events") == 2
