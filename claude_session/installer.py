@@ -27,11 +27,10 @@ GITIGNORE_LINE = f"{DB_NAME}*"
 
 # WorktreeCreate hooks replace Claude Code's own git worktree creation: never install one.
 SKIPPED_EVENTS = ("WorktreeCreate",)
-# Pure observations: Claude Code need not wait for them.
-ASYNC_EVENTS = frozenset({
-    "Notification", "InstructionsLoaded", "MessageDisplay", "CwdChanged", "FileChanged",
-    "ConfigChange", "StopFailure", "PermissionDenied",
-})  # fmt: skip
+# Events whose hooks Claude Code need not wait for. Empty on purpose: Claude Code kills async
+# hooks still running when `claude -p` exits, which loses the event, and a synchronous hook
+# costs ~15 ms. Kept as the one switch should that trade-off change.
+ASYNC_EVENTS: frozenset[str] = frozenset()
 # Seconds. SessionEnd's value also raises Claude Code's 1.5 s budget for SessionEnd hooks.
 TIMEOUTS = {"SessionStart": 15, "PreCompact": 20, "SessionEnd": 5}
 DEFAULT_TIMEOUT = 10

@@ -1,0 +1,177 @@
+"""End to end with the real Claude Code CLI 2.1.330 against a scripted Messages API on 127.0.0.1.
+
+A session writes and edits a file, fails a command and runs a subagent; then `/compact`; then
+asks again. Beside our hooks, a tap hook saves every payload Claude Code sent to its own file,
+so "the database holds every event" is checked against an independent record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PYTHON, query
+from fake_api import FakeAnthropic, last_user_text, text, tool
+
+from claude_session import installer
+
+pytestmark = pytest.mark.e2e
+
+CLAUDE_VERSION = "2.1.330"
+SUBTASK = "SUBTASK-B: read hello.py and report its first line"
+FAILING = "cat missing_config.yaml"
+CLI = str(Path(PYTHON).parent / "claude-session")
+
+
+def claude_binary() -> Path:
+    """The real CLI from the npm registry, installed once into a cache folder."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    prefix = cache / "claude-session-tests" / f"claude-code-{CLAUDE_VERSION}"
+    binary = prefix / "node_modules" / ".bin" / "claude"
+    if not binary.exists():
+        npm = shutil.which("npm")
+        assert npm, "npm is needed to install @anthropic-ai/claude-code for the end-to-end test"
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+             f"@anthropic-ai/claude-code@{CLAUDE_VERSION}"],
+            check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    assert CLAUDE_VERSION in done.stdout, done.stdout + done.stderr
+    return binary
+
+
+class Model:
+    """What the scripted model says, decided from each request."""
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
+        self.phase = "work"
+        self.main_requests: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = body.get("messages") or []
+        last = last_user_text(body)
+        if "Respond with TEXT ONLY" in last or "summary of the conversation" in last:
+            return [text("<summary>Wrote and edited hello.py, a command failed.</summary>")]
+        if self._is_subagent(messages):
+            done = any(b.get("type") == "tool_result" for b in _blocks(messages))
+            return [text("first line: print('hello')")] if done else [
+                tool("Read", file_path=str(self.project / "hello.py"))]  # fmt: skip
+        self.main_requests.append((self.phase, body))
+        if self.phase != "work":
+            return [text("Continuing from the restored state.")]
+        used = [b["name"] for b in _blocks(messages) if b.get("type") == "tool_use"]
+        plan = [
+            tool("Write", file_path=str(self.project / "hello.py"), content="print('hi')\n"),
+            tool("Bash", command=FAILING, description="read the config"),
+            tool("Edit", file_path=str(self.project / "hello.py"), old_string="hi",
+                 new_string="hello"),
+            tool("Agent", description="check hello", prompt=SUBTASK,
+                 subagent_type="general-purpose"),
+        ]  # fmt: skip
+        return [plan[len(used)]] if len(used) < len(plan) else [text("Done.")]
+
+    @staticmethod
+    def _is_subagent(messages: list[dict[str, Any]]) -> bool:
+        return any(
+            m.get("role") == "user" and b.get("type") == "text" and b.get("text", "").strip() == SUBTASK
+            for m in messages for b in (m["content"] if isinstance(m["content"], list) else [])
+        )  # fmt: skip
+
+
+def _blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [b for m in messages if isinstance(m.get("content"), list) for b in m["content"]]
+
+
+def add_tap(settings_path: Path, tap: Path) -> None:
+    """A second hook on every event that saves the raw payload, one file per delivery."""
+    settings = json.loads(settings_path.read_text())
+    command = f'f=$(mktemp "{tap}/XXXXXXXX") && cat > "$f"'
+    for event in installer.installed_events():
+        settings["hooks"][event].append({"hooks": [{"type": "command", "command": command}]})
+    settings_path.write_text(json.dumps(settings, indent=2))
+
+
+def run_claude(binary: Path, project: Path, home: Path, api: FakeAnthropic, *args: str) -> dict[str, Any]:
+    env = {
+        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": api.url,
+        "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-real-key", "IS_SANDBOX": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
+    }  # fmt: skip
+    done = subprocess.run(
+        [str(binary), "-p", *args, "--output-format", "json", "--dangerously-skip-permissions"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_real_claude_code_session_is_recorded_and_restored_after_compact(tmp_path: Path) -> None:
+    binary = claude_binary()
+    project, home, tap = tmp_path / "project", tmp_path / "home", tmp_path / "tap"
+    for folder in (project, home, tap):
+        folder.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run([CLI, "--project", str(project), "install"], check=True, capture_output=True)
+    add_tap(project / ".claude" / "settings.json", tap)
+
+    model = Model(project)
+    with FakeAnthropic(model) as api:
+        first = run_claude(binary, project, home, api, "TASK-E2E: create hello.py and check it")
+        session = first["session_id"]
+        model.phase = "compact"
+        run_claude(binary, project, home, api, "/compact", "--resume", session)
+        model.phase = "after"
+        run_claude(binary, project, home, api, "what next?", "--resume", session)
+
+    # 1. Every event Claude Code sent is in the database, once.
+    sent = [json.loads(p.read_text()) for p in tap.iterdir()]
+    assert len(sent) > 30
+    stored = query(project, "SELECT session_id, hook_event_name, tool_use_id, agent_id, payload"
+                            " FROM events")  # fmt: skip
+    assert len(stored) == len(sent)
+    assert sorted(json.loads(row[4])["hook_event_name"] for row in stored) == sorted(
+        p["hook_event_name"] for p in sent)  # fmt: skip
+    for payload in sent:
+        if payload.get("tool_use_id"):
+            matches = [r for r in stored if r[1] == payload["hook_event_name"]
+                       and r[2] == payload["tool_use_id"]]  # fmt: skip
+            assert len(matches) == 1, payload["hook_event_name"]
+            assert json.loads(matches[0][4]) == payload
+    names = {p["hook_event_name"] for p in sent}
+    assert {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+            "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "Stop",
+            "SessionEnd"} <= names  # fmt: skip
+    assert query(project, "SELECT count(*) FROM hook_events WHERE exit_code != 0")[0][0] == 0
+
+    # 2. Derived state: the subagent linked to its task, helpers apart, the claim, the error.
+    agents = query(project, "SELECT agent_type, status, description, task, is_internal"
+                            " FROM agent_registry WHERE is_internal = 0")  # fmt: skip
+    assert agents == [("general-purpose", "completed", "check hello", SUBTASK, 0)]
+    assert query(project, "SELECT count(*) FROM agent_registry WHERE is_internal = 1")[0][0] >= 1
+    assert query(project, "SELECT file_path, agent_id, edits FROM file_claims") == [
+        ("hello.py", "main", 2)
+    ]
+    assert query(project, "SELECT command, exit_code, attempt FROM error_log") == [
+        (FAILING, 1, 1)
+    ]
+    kinds = {r[0] for r in query(project, "SELECT snapshot_type FROM context_snapshots")}
+    assert {"pre_compact", "post_compact", "session_end"} <= kinds
+
+    # 3. The model's first request after the compaction carries the restored state.
+    after = [body for phase, body in model.main_requests if phase == "after"]
+    assert after, "no model request after the compaction"
+    request = json.dumps(after[0], ensure_ascii=False)
+    assert "<claude-session-recorded-state>" in request
+    assert "Context was just compacted" in request
+    assert "hello.py by main" in request  # the claimed file
+    assert FAILING.split()[1] in request and "failed 1x" in request  # the failed command
+    assert "TASK-E2E: create hello.py" in request  # the task
