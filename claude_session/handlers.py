@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import apsw
 
-from . import context, gitstate, store
+from . import store
 from .event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -44,8 +44,16 @@ class Handler:
         self.answer = answer
         self.busy_timeout_ms = busy_timeout_ms
 
+def capture_git(root: str) -> dict[str, Any]:
+    from . import gitstate  # imported here: only PreCompact pays for subprocess
+
+    return gitstate.capture(root)
+
+
 def answer_session_start(conn: apsw.Connection, ev: Event, now: float) -> dict[str, Any] | None:
     """Put the recorded state back in front of the model (compaction) or what was left open."""
+    from . import context
+
     source = ev.text_of("source")
     if source == "compact":
         text: str | None = context.for_compaction(conn, ev.session_id, now)
@@ -63,7 +71,7 @@ HANDLERS: dict[str, Handler] = {
     "PostToolUseFailure": Handler(store.on_post_tool_use_failure),
     "SubagentStart": Handler(store.on_subagent_start),
     "SubagentStop": Handler(store.on_subagent_stop),
-    "PreCompact": Handler(store.on_pre_compact, prepare=gitstate.capture),
+    "PreCompact": Handler(store.on_pre_compact, prepare=capture_git),
     "PostCompact": Handler(store.on_post_compact),
     # SessionEnd hooks share a 1.5 s budget unless settings raise it: give up on a lock sooner.
     "SessionEnd": Handler(store.on_session_end, busy_timeout_ms=1000),

@@ -41,7 +41,7 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     """One hook run; returns the text for stdout (one JSON object) or None."""
     import apsw
 
-    from . import db, event, log, spool, store
+    from . import db, event, store
     from .handlers import DEFAULT, HANDLERS
     from .paths import db_path, intended_root, project_root, spool_dir
     from .redact import redact
@@ -49,10 +49,10 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     known_root = project_root()  # from $CLAUDE_PROJECT_DIR: where to log before parsing
     raw, why_short = read_stdin()
     if why_short:
-        log.error(known_root, event_hint, f"{why_short}; {len(raw)} bytes read, event not stored")
+        _log("ERROR", known_root, event_hint, f"{why_short}; {len(raw)} bytes read, event not stored")
         return None
     if not raw.strip():
-        log.warning(known_root, event_hint, "empty stdin: nothing to record")
+        _log("WARNING", known_root, event_hint, "empty stdin: nothing to record")
         return None
     text, truncated = event.shrink(raw.decode("utf-8", "replace"))
     sha = _sha256(raw) if truncated else None
@@ -61,7 +61,7 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     try:
         ev = event.parse(scratch, text, event_hint)
     except event.BadPayload as exc:
-        log.error(known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}")
+        _log("ERROR", known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}")
         return None
     delivery = store.Delivery(
         store.new_delivery_id(), received_at, len(raw), sha, truncated,
@@ -71,6 +71,8 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     if root is None:
         missing = intended_root(ev.get("cwd"))
         reason = f"project directory {missing} missing" if missing else "no project directory"
+        from . import spool
+
         _spool(spool.user_spool_dir(), ev, delivery, missing, None, reason)
         return None
     handler = HANDLERS.get(ev.name, DEFAULT)
@@ -87,13 +89,16 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
         _record(conn, ev, delivery, store.Context(root, now, prepared), handler.record)
     except (db.DatabaseError, apsw.Error) as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        log.error(root, ev.name, f"database unavailable, event spooled: {reason}")
+        _log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
         _spool(spool_dir(root), ev, delivery, root, prepared, reason)
         conn = _reader(root)
     else:
-        if spool.pending(spool_dir(root)):
+        if os.path.isdir(spool_dir(root)):
             try:
-                spool.ingest(conn, root, limit=50)
+                from . import spool
+
+                if spool.pending(spool_dir(root)):
+                    spool.ingest(conn, root, limit=50)
             except Exception as exc:
                 _internal_error(root, "spool ingest", exc)
     if handler.answer is None or conn is None:
@@ -110,14 +115,14 @@ def _record(conn, ev, delivery, ctx, derive) -> None:  # type: ignore[no-untyped
     """Record with derived state; if our own derivation has a bug, still keep the event."""
     import apsw
 
-    from . import log, store
+    from . import store
 
     try:
         store.record(conn, ev, delivery, ctx, derive)
     except apsw.Error:
         raise
     except Exception as exc:
-        log.error(ctx.root, ev.name, f"derived state failed, event kept alone: {exc!r}")
+        _log("ERROR", ctx.root, ev.name, f"derived state failed, event kept alone: {exc!r}")
         delivery.note = f"derived state failed: {exc!r}"[:500]
         store.record(conn, ev, delivery, ctx, None)
 
@@ -135,7 +140,7 @@ def _reader(root: str):  # type: ignore[no-untyped-def]
 
 
 def _spool(folder, ev, delivery, root, prepared, reason) -> None:  # type: ignore[no-untyped-def]
-    from . import log, spool
+    from . import spool
 
     envelope = {
         "v": 1,
@@ -155,46 +160,65 @@ def _spool(folder, ev, delivery, root, prepared, reason) -> None:  # type: ignor
         spool.write(folder, envelope)
     except Exception as exc:
         if folder == spool.user_spool_dir():
-            log.error(root, ev.name, f"event lost: spool write failed too: {exc!r}")
+            _log("ERROR", root, ev.name, f"event lost: spool write failed too: {exc!r}")
             return
         folder = spool.user_spool_dir()  # e.g. the project directory is not writable
         try:
             spool.write(folder, envelope)
         except Exception as exc2:
-            log.error(root, ev.name, f"event lost: no spool could take it: {exc!r}, {exc2!r}")
+            _log("ERROR", root, ev.name, f"event lost: no spool could take it: {exc!r}, {exc2!r}")
             return
     if folder == spool.user_spool_dir():
-        log.error(None, ev.name, f"{reason}: event spooled to {folder}")
+        _log("ERROR", None, ev.name, f"{reason}: event spooled to {folder}")
 
 
 def read_stdin() -> tuple[bytes, str | None]:
-    """All of stdin, unless it passes the size cap or stalls; then (what was read, why)."""
-    import select
+    """All of stdin, unless it passes the size cap or stalls; then (what was read, why).
 
-    fd = sys.stdin.fileno() if sys.stdin is not None else -1
-    if fd < 0:
+    Non-blocking reads with a short sleep when the pipe is momentarily empty: a deadline
+    without importing `select`, and a slow writer that keeps delivering is never cut off.
+    """
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
         return b"", None
+    try:
+        was_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+    except OSError:
+        was_blocking = None
     chunks: list[bytes] = []
     size = 0
+    pause = 0.0005
     start = last = time.monotonic()
-    while True:
-        now = time.monotonic()
-        if now - last > STDIN_IDLE_SECONDS or now - start > STDIN_TOTAL_SECONDS:
-            return b"".join(chunks), "stdin deadline passed"
-        try:
-            ready, _, _ = select.select([fd], [], [], 0.25)
-        except (OSError, ValueError):
-            ready = [fd]  # not selectable (a regular file): plain reads never block
-        if not ready:
-            continue
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks), None
-        chunks.append(chunk)
-        size += len(chunk)
-        last = time.monotonic()
-        if size > STDIN_CAP_BYTES:
-            return b"", f"oversized payload (over {STDIN_CAP_BYTES} bytes)"
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                now = time.monotonic()
+                # Idle time counts once data flows; before the first byte only the total does
+                # (an overloaded Claude Code may start us before it writes).
+                stalled = bool(chunks) and now - last > STDIN_IDLE_SECONDS
+                if stalled or now - start > STDIN_TOTAL_SECONDS:
+                    return b"".join(chunks), "stdin deadline passed"
+                time.sleep(pause)
+                pause = min(pause * 2, 0.02)  # back off: a waiting hook must not burn a core
+                continue
+            pause = 0.0005
+            if not chunk:
+                return b"".join(chunks), None
+            chunks.append(chunk)
+            size += len(chunk)
+            last = time.monotonic()
+            if size > STDIN_CAP_BYTES:
+                return b"", f"oversized payload (over {STDIN_CAP_BYTES} bytes)"
+    finally:
+        if was_blocking:
+            try:
+                os.set_blocking(fd, True)
+            except OSError:
+                pass
 
 
 def encode(scratch, value) -> str:  # type: ignore[no-untyped-def]
@@ -209,6 +233,13 @@ def encode(scratch, value) -> str:  # type: ignore[no-untyped-def]
     return str(scratch.execute("SELECT json_quote(?)", (str(value),)).fetchall()[0][0])
 
 
+def _log(level: str, root: str | None, hook: str, message: str) -> None:
+    """One line in the log; the log module loads only when there is something to say."""
+    from . import log
+
+    log.write(root, level, hook, message)
+
+
 def _sha256(data: bytes) -> str:
     import hashlib
 
@@ -217,8 +248,6 @@ def _sha256(data: bytes) -> str:
 
 def _internal_error(root: str | None, hook: str, exc: BaseException) -> None:
     try:
-        from . import log
-
-        log.error(root, hook, f"internal error: {type(exc).__name__}: {exc}")
+        _log("ERROR", root, hook, f"internal error: {type(exc).__name__}: {exc}")
     except BaseException:
         pass

@@ -12,7 +12,6 @@ import time
 
 import apsw
 
-from . import errors
 from .db import Immediate
 from .event import Event
 from .paths import relative_to_root
@@ -326,6 +325,8 @@ def release_claims(
     )
 
 def log_error(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    from . import errors
+
     error = ev.text_of("error") or ""
     tool = ev.text_of("tool_name")
     command = ev.text_of("command")

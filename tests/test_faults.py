@@ -380,10 +380,14 @@ def test_30_many_concurrent_hooks_lose_nothing(project: Path, writers: int) -> N
             [PYTHON, "-I", "-S", str(HOOKS / installer.script_name(payload["hook_event_name"]))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
         )  # fmt: skip
-        procs.append((proc, json.dumps(payload).encode()))
-    for proc, data in procs:
-        out, err = proc.communicate(data, timeout=120)
-        assert proc.returncode == 0 and out == b"", err
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(payload).encode())  # as Claude Code does: at once
+        proc.stdin.close()
+        procs.append(proc)
+    for proc in procs:
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+        assert proc.wait(timeout=120) == 0 and out == b"", err
     assert count(project, "events") + len(spooled(project)) == writers
     assert count(project, "events") == writers  # with BEGIN IMMEDIATE nobody needed the spool
     assert count(project, "error_log") == writers // 4
