@@ -33,7 +33,9 @@ CASES = [
 
 def timed(cmd: list[str], data: bytes, env: dict[str, str]) -> float:
     started = time.perf_counter()
-    done = subprocess.run(cmd, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    done = subprocess.run(
+        cmd, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
     elapsed = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise SystemExit(f"{cmd} failed: {done.stderr.decode()[-500:]}")
@@ -49,7 +51,9 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 
 def payload(name: str, project: Path, i: int) -> bytes:
-    data = json.loads((FIXTURES / f"{name}.json").read_text().replace("/home/dev/project", str(project)))
+    data = json.loads(
+        (FIXTURES / f"{name}.json").read_text().replace("/home/dev/project", str(project))
+    )
     if "tool_use_id" in data:
         data["tool_use_id"] = f"toolu_bench_{i}"  # a new event each run, not a duplicate
     return json.dumps(data).encode()
@@ -68,26 +72,42 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         project = Path(scratch) / "project"
         project.mkdir()
-        env = {"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
-               "CLAUDE_SESSION_STATE_DIR": str(Path(scratch) / "state")}  # fmt: skip
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "CLAUDE_PROJECT_DIR": str(project),
+            "CLAUDE_SESSION_STATE_DIR": str(Path(scratch) / "state"),
+        }
+        site = (
+            Path(venv_python).parent.parent
+            / "lib"
+            / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        )
+        only_apsw = f"import sys; sys.path[:0] = [{str(site / 'site-packages')!r}]; import apsw"
         floors = {
             "python3 -I -S -c pass": [base_python, "-I", "-S", "-c", "pass"],
             "venv python -c pass": [venv_python, "-c", "pass"],
+            "import apsw only (-I -S)": [venv_python, "-I", "-S", "-c", only_apsw],
         }
-        table: dict[str, dict[str, float]] = {}
-        for label, cmd in floors.items():
-            timed(cmd, b"", env)
-            table[label] = summary([timed(cmd, b"", env) for _ in range(args.runs)])
+        commands: dict[str, tuple[list[str], str | None]] = {
+            label: (cmd, None) for label, cmd in floors.items()
+        }
+        for event, name in CASES:
+            script = installer.hooks_dir() / installer.script_name(event)
+            commands[f"hook {event}"] = ([venv_python, "-I", "-S", str(script)], name)
+        samples: dict[str, list[float]] = {label: [] for label in commands}
+        for i in range(-1, args.runs):  # run -1 warms the page cache and the .pyc files
+            # Round robin, so drift in machine load hits every command alike.
+            for label, (cmd, name) in commands.items():
+                elapsed = timed(cmd, payload(name, project, i) if name else b"", env)
+                if i >= 0:
+                    samples[label].append(elapsed)
+        table = {label: summary(values) for label, values in samples.items()}
         floor = table["python3 -I -S -c pass"]["median_ms"]
         venv_floor = table["venv python -c pass"]["median_ms"]
-        for event, name in CASES:
-            cmd = [venv_python, "-I", "-S", str(installer.hooks_dir() / installer.script_name(event))]
-            timed(cmd, payload(name, project, -1), env)  # warm the page cache and the pyc files
-            samples = [timed(cmd, payload(name, project, i), env) for i in range(args.runs)]
-            row = summary(samples)
+        for event, _ in CASES:
+            row = table[f"hook {event}"]
             row["x_bare_floor"] = round(row["median_ms"] / floor, 2)
             row["x_venv_floor"] = round(row["median_ms"] / venv_floor, 2)
-            table[f"hook {event}"] = row
         results["wall_time"] = table
         results["concurrency"] = storm(args.concurrency, venv_python, Path(scratch))
     if args.json:
@@ -96,11 +116,15 @@ def main() -> None:
     print(f"Python {results['python']}, {args.runs} runs each, {os.cpu_count()} cores")
     print(f"{'':28} {'median ms':>10} {'p95 ms':>8} {'x bare':>7} {'x venv':>7}")
     for label, row in table.items():
-        print(f"{label:28} {row['median_ms']:>10.2f} {row['p95_ms']:>8.2f}"
-              f" {row.get('x_bare_floor', ''):>7} {row.get('x_venv_floor', ''):>7}")  # fmt: skip
+        print(
+            f"{label:28} {row['median_ms']:>10.2f} {row['p95_ms']:>8.2f}"
+            f" {row.get('x_bare_floor', ''):>7} {row.get('x_venv_floor', ''):>7}"
+        )
     c = results["concurrency"]
-    print(f"\n{c['processes']} concurrent PostToolUse hooks: sent {c['sent']}, stored {c['stored']},"
-          f" spooled {c['spooled']}, errors {c['errors']}, wall {c['wall_ms']:.0f} ms")  # fmt: skip
+    print(
+        f"\n{c['processes']} concurrent PostToolUse hooks: sent {c['sent']}, stored {c['stored']},"
+        f" spooled {c['spooled']}, errors {c['errors']}, wall {c['wall_ms']:.0f} ms"
+    )
 
 
 def storm(n: int, python: str, scratch: Path) -> dict[str, object]:
@@ -108,14 +132,18 @@ def storm(n: int, python: str, scratch: Path) -> dict[str, object]:
 
     project = scratch / "storm"
     project.mkdir()
-    env = {"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
-           "CLAUDE_SESSION_STATE_DIR": str(scratch / "state")}  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CLAUDE_PROJECT_DIR": str(project),
+        "CLAUDE_SESSION_STATE_DIR": str(scratch / "state"),
+    }
     cmd = [python, "-I", "-S", str(installer.hooks_dir() / "post_tool_use.py")]
     started = time.perf_counter()
     procs = []
     for i in range(n):
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env)  # fmt: skip
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
         procs.append((proc, payload("PostToolUse.Edit", project, i)))
     errors = 0
     for proc, data in procs:
@@ -128,8 +156,14 @@ def storm(n: int, python: str, scratch: Path) -> dict[str, object]:
     spooled = len(list(spool.glob("*.json"))) if spool.exists() else 0
     log = project / ".claude-session.db.log"
     errors += log.read_text().count(" ERROR [") if log.exists() else 0
-    return {"processes": n, "sent": n, "stored": stored, "spooled": spooled, "errors": errors,
-            "wall_ms": round(wall, 1)}  # fmt: skip
+    return {
+        "processes": n,
+        "sent": n,
+        "stored": stored,
+        "spooled": spooled,
+        "errors": errors,
+        "wall_ms": round(wall, 1),
+    }
 
 
 if __name__ == "__main__":

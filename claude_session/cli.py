@@ -145,15 +145,26 @@ def status(root: Path, as_json: bool) -> None:
 @format_option
 @click.pass_obj
 def events(
-    root: Path, session: str | None, event: str | None, tool: str | None, agent: str | None,
-    limit: int, payload: bool, as_json: bool,
-) -> None:  # fmt: skip
+    root: Path,
+    session: str | None,
+    event: str | None,
+    tool: str | None,
+    agent: str | None,
+    limit: int,
+    payload: bool,
+    as_json: bool,
+) -> None:
     """List recorded events, oldest first, filtered."""
     with opened(root) as conn:
         found = queries.events(
-            conn, session=session, event=event, tool=tool, agent=agent, limit=limit,
+            conn,
+            session=session,
+            event=event,
+            tool=tool,
+            agent=agent,
+            limit=limit,
             payload=payload,
-        )  # fmt: skip
+        )
     output.emit(found, "json" if as_json else "table", title="events")
 
 
@@ -173,7 +184,7 @@ def restore(root: Path, session: str | None) -> None:
 @click.pass_obj
 def ingest(root: Path) -> None:
     """Replay events waiting in the spool into the database."""
-    with opened(root) as conn:
+    with opened(root):  # opening ingests
         click.echo(f"{spool.backlog(str(root))} events still waiting in the spool")
 
 
@@ -188,8 +199,10 @@ def demo(keep: bool) -> None:
     project.mkdir()
     played = player.play(project)
     failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
-    click.echo(f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks "
-               f"into {project} ({len(failed)} hook failures)\n")  # fmt: skip
+    click.echo(
+        f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks "
+        f"into {project} ({len(failed)} hook failures)\n"
+    )
     with opened(project) as conn:
         output.emit(queries.status(conn, str(project)))
         session = queries.latest_session(conn)

@@ -24,6 +24,7 @@ LINE_CAP = 400
 OPEN_TAG = "<claude-session-recorded-state>"
 CLOSE_TAG = "</claude-session-recorded-state>"
 
+
 def gather(conn: apsw.Connection, session_id: str, now: float) -> dict[str, Any]:
     """Everything worth restoring about one session, as plain JSON-ready data."""
     return {
@@ -46,6 +47,7 @@ def gather(conn: apsw.Connection, session_id: str, now: float) -> dict[str, Any]
         "failed_paths": failed_paths(conn, now),
     }
 
+
 def live_agents(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
     return rows(
         conn,
@@ -54,6 +56,7 @@ def live_agents(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
         " ORDER BY last_seen_at DESC",
         (session_id,),
     )
+
 
 def open_errors(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
     """Open errors, one line per signature, with how many attempts failed so far."""
@@ -66,6 +69,7 @@ def open_errors(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
         (session_id,),
     )
 
+
 def failed_paths(conn: apsw.Connection, now: float) -> list[dict[str, Any]]:
     return rows(
         conn,
@@ -74,6 +78,7 @@ def failed_paths(conn: apsw.Connection, now: float) -> list[dict[str, Any]]:
         " ORDER BY created_at DESC LIMIT 20",
         (now,),
     )
+
 
 def latest_snapshot(
     conn: apsw.Connection, session_id: str, kind: str = "pre_compact"
@@ -94,7 +99,9 @@ def latest_snapshot(
         return None
     return content if isinstance(content, dict) else None
 
+
 # --- what SessionStart says ----------------------------------------------------------------
+
 
 def for_compaction(conn: apsw.Connection, session_id: str, now: float) -> str:
     """After a compaction: the live state of the session, with git from the last snapshot."""
@@ -107,6 +114,7 @@ def for_compaction(conn: apsw.Connection, session_id: str, now: float) -> str:
         "use it to continue the task without repeating what already failed."
     )
     return render(state, intro)
+
 
 def for_new_session(
     conn: apsw.Connection, session_id: str, source: str | None, now: float
@@ -136,32 +144,24 @@ def for_new_session(
     )
     return render(state, intro)
 
+
 def render(state: dict[str, Any], intro: str, cap: int = CONTEXT_CAP) -> str:
     """Priority-ordered sections within `cap` characters, clearly marked as recorded state."""
     now = state.get("gathered_at") or time.time()
     sections: list[tuple[str, list[str]]] = [
-        ("Task (latest user prompts, oldest first)",
-         [f"- [{_clock(p['submitted_at'])}] {_one_line(p['prompt'])}" for p in state.get("task") or []]),
-        ("Failed approaches: do not repeat these",
-         [f"- {_one_line(f['approach'])} -> failed: {_one_line(f['reason'])}"
-          + (f" (file {f['file_path']})" if f.get("file_path") else "")
-          for f in state.get("failed_paths") or []]),
-        ("Open errors (not yet fixed)",
-         [f"- {e['tool_name'] or 'tool'} `{_one_line(e['command'] or e['file_path'] or e['signature'])}`"
-          f" failed {e['attempts']}x [{e['category']}]: {gist(e['error_text'] or '')}"
-          for e in state.get("errors") or []]),
-        ("Live subagents",
-         [f"- {a['agent_id']} ({a['agent_type'] or 'agent'})"
-          + (f" \"{_one_line(a['description'])}\"" if a.get("description") else "")
-          + (f": {_one_line(a['task'])}" if a.get("task") else "")
-          + f"; last seen {_ago(now, a['last_seen_at'])}, {a['tool_uses']} tool uses"
-          for a in state.get("agents") or []]),
-        ("Files changed in this session (claims)",
-         [f"- {c['file_path']} by {c['agent_id']} ({c['tool_name']}, {c['edits']} edit"
-          f"{'s' if c['edits'] != 1 else ''}, last {_ago(now, c['last_touched_at'])})"
-          for c in state.get("claims") or []]),
+        ("Task (latest user prompts, oldest first)", [_task(p) for p in state.get("task") or []]),
+        (
+            "Failed approaches: do not repeat these",
+            [_failed(f) for f in state.get("failed_paths") or []],
+        ),
+        ("Open errors (not yet fixed)", [_error(e) for e in state.get("errors") or []]),
+        ("Live subagents", [_agent(a, now) for a in state.get("agents") or []]),
+        (
+            "Files changed in this session (claims)",
+            [_claim(c, now) for c in state.get("claims") or []],
+        ),
         ("Git (at the last compaction)", _git_lines(state.get("git"))),
-    ]  # fmt: skip
+    ]
     head = [OPEN_TAG, intro]
     if state.get("session_id"):
         head.append(f"Session {state['session_id']}, state as of {_clock(now)}.")
@@ -183,6 +183,40 @@ def render(state: dict[str, Any], intro: str, cap: int = CONTEXT_CAP) -> str:
             text += line
     return redact(text + closing)
 
+
+def _task(prompt: dict[str, Any]) -> str:
+    return f"- [{_clock(prompt['submitted_at'])}] {_one_line(prompt['prompt'])}"
+
+
+def _failed(path: dict[str, Any]) -> str:
+    where = f" (file {path['file_path']})" if path.get("file_path") else ""
+    return f"- {_one_line(path['approach'])} -> failed: {_one_line(path['reason'])}{where}"
+
+
+def _error(error: dict[str, Any]) -> str:
+    what = _one_line(error["command"] or error["file_path"] or error["signature"])
+    return (
+        f"- {error['tool_name'] or 'tool'} `{what}` failed {error['attempts']}x"
+        f" [{error['category']}]: {gist(error['error_text'] or '')}"
+    )
+
+
+def _agent(agent: dict[str, Any], now: float) -> str:
+    line = f"- {agent['agent_id']} ({agent['agent_type'] or 'agent'})"
+    if agent.get("description"):
+        line += f' "{_one_line(agent["description"])}"'
+    if agent.get("task"):
+        line += f": {_one_line(agent['task'])}"
+    return line + f"; last seen {_ago(now, agent['last_seen_at'])}, {agent['tool_uses']} tool uses"
+
+
+def _claim(claim: dict[str, Any], now: float) -> str:
+    edits = f"{claim['edits']} edit{'s' if claim['edits'] != 1 else ''}"
+    last = _ago(now, claim["last_touched_at"])
+    by = f"{claim['file_path']} by {claim['agent_id']}"
+    return f"- {by} ({claim['tool_name']}, {edits}, last {last})"
+
+
 def _git_lines(git: Any) -> list[str]:
     if not isinstance(git, dict):
         return []
@@ -198,13 +232,16 @@ def _git_lines(git: Any) -> list[str]:
         lines.append("- working tree clean")
     return lines
 
+
 def _one_line(text: Any) -> str:
     return " ".join(str(text or "").split())
+
 
 def _clock(ts: Any) -> str:
     if not isinstance(ts, int | float):
         return "?"
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+
 
 def _ago(now: float, ts: Any) -> str:
     if not isinstance(ts, int | float):

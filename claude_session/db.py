@@ -4,8 +4,6 @@ apsw and the standard library only: hooks import this. Pragmas are set by hand (
 `apsw.bestpractice`, which costs ~40 ms). WAL is set once, when the file is created.
 """
 
-from __future__ import annotations
-
 import os
 
 import apsw
@@ -19,8 +17,10 @@ BUSY_TIMEOUT_MS = 5000
 JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
+
 class DatabaseError(Exception):
     """The database cannot be used now; the caller spools or reports, never crashes."""
+
 
 class SchemaTooNew(DatabaseError):
     """Written by a newer claude-session: never write to it, upgrade instead."""
@@ -31,6 +31,7 @@ class SchemaTooNew(DatabaseError):
             f"({SCHEMA_VERSION}); upgrade claude-session"
         )
         self.found = found
+
 
 class Immediate:
     """`with Immediate(conn):` runs the block in one BEGIN IMMEDIATE transaction.
@@ -51,6 +52,7 @@ class Immediate:
             self.conn.execute("COMMIT")
         elif not self.conn.getautocommit():
             self.conn.execute("ROLLBACK")
+
 
 def connect(
     path: str,
@@ -87,8 +89,10 @@ def connect(
         raise DatabaseError(f"{type(exc).__name__}: {exc}") from exc
     return conn
 
+
 def schema_version(conn: apsw.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchall()[0][0])
+
 
 def ensure_schema(conn: apsw.Connection) -> None:
     """Bring the schema to SCHEMA_VERSION: a cheap header read when it is already there.
@@ -117,9 +121,11 @@ def ensure_schema(conn: apsw.Connection) -> None:
                     _run_script(conn, sql)
                     conn.execute(f"PRAGMA user_version = {number}")
 
+
 def read_schema() -> str:
     with open(os.path.join(_PACKAGE_DIR, "schema.sql"), encoding="utf-8") as f:
         return f.read()
+
 
 def migrations() -> list[tuple[int, str]]:
     """(version, sql) for every migration file, in order."""
@@ -131,12 +137,14 @@ def migrations() -> list[tuple[int, str]]:
                 found.append((int(name[:4]), f.read()))
     return found
 
+
 def _run_script(conn: apsw.Connection, sql: str) -> None:
     # apsw runs a multi-statement script lazily, one row-returning statement at a time.
     for _ in conn.execute(sql):
         pass
 
-def rows(conn: apsw.Connection, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+
+def rows(conn: apsw.Connection, sql: str, params: "Any" = ()) -> "list[dict[str, Any]]":
     """Run a query and return plain dict rows (for readers: CLI, context, daemon)."""
     cursor = conn.execute(sql, params)
     try:

@@ -38,10 +38,13 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
         hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
         ours = [
             (scope, event, handler)
-            for event, groups in hooks.items() if isinstance(groups, list)
-            for group in groups if isinstance(group, dict)
-            for handler in group.get("hooks") or [] if installer.is_ours(handler)
-        ]  # fmt: skip
+            for event, groups in hooks.items()
+            if isinstance(groups, list)
+            for group in groups
+            if isinstance(group, dict)
+            for handler in group.get("hooks") or []
+            if installer.is_ours(handler)
+        ]
         found += ours
         if ours:
             events = {event for _, event, _ in ours}
@@ -51,8 +54,13 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
                 detail += f"; missing: {', '.join(sorted(missing))}"
             results.append(_row(f"settings {scope}", not missing, detail))
     if not found:
-        results.append(_row("installed", False, "no claude-session hooks in any settings file;"
-                                                 " run `claude-session install`"))
+        results.append(
+            _row(
+                "installed",
+                False,
+                "no claude-session hooks in any settings file; run `claude-session install`",
+            )
+        )
     return found
 
 
@@ -89,9 +97,11 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
             seen.add((event, command))
             payload = sample_payload(event, project)
             run = installer.run_hook_command(
-                command, json.dumps(payload).encode(), project,
+                command,
+                json.dumps(payload).encode(),
+                project,
                 timeout=float(handler.get("timeout") or installer.DEFAULT_TIMEOUT),
-            )  # fmt: skip
+            )
             problems = []
             if run.returncode != 0:
                 problems.append(f"exit {run.returncode}")
@@ -101,7 +111,9 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
             if not _stored(project, payload["session_id"], event):
                 first = run.stderr.strip().splitlines()[:1]
                 problems.append("event not recorded" + (f" ({first[0][:160]})" if first else ""))
-            detail = f"{run.seconds * 1000:.0f} ms" + (": " + "; ".join(problems) if problems else "")
+            detail = f"{run.seconds * 1000:.0f} ms" + (
+                ": " + "; ".join(problems) if problems else ""
+            )
             results.append(_row(f"hook {event}", not problems, detail))
     return results
 
@@ -129,8 +141,9 @@ def sample_payload(event: str, project: Path) -> dict[str, Any]:
         "hook_event_name": event,
     }
     if "Tool" in event or event in ("PermissionRequest", "PermissionDenied"):
-        payload.update(tool_name="Bash", tool_input={"command": "true"},
-                       tool_use_id=f"toolu_doctor_{event}")  # fmt: skip
+        payload.update(
+            tool_name="Bash", tool_input={"command": "true"}, tool_use_id=f"toolu_doctor_{event}"
+        )
     if event == "SessionStart":
         payload["source"] = "startup"
     return payload
@@ -166,8 +179,13 @@ def _database(root: Path) -> list[dict[str, Any]]:
         conn.close()
         results.append(_row("database quick_check", verdict == "ok", f"{path}: {verdict}"))
         results.append(_row("database journal", mode == "wal", f"journal_mode={mode}"))
-        results.append(_row("database schema", version == db.SCHEMA_VERSION,
-                            f"version {version} (this claude-session: {db.SCHEMA_VERSION})"))
+        results.append(
+            _row(
+                "database schema",
+                version == db.SCHEMA_VERSION,
+                f"version {version} (this claude-session: {db.SCHEMA_VERSION})",
+            )
+        )
     except db.DatabaseError as exc:
         results.append(_row("database", False, str(exc)))
     perms = stat.S_IMODE(os.stat(path).st_mode)
@@ -175,5 +193,7 @@ def _database(root: Path) -> list[dict[str, Any]]:
     backlog = spool.backlog(str(root))
     results.append(_row("spool backlog", backlog == 0, f"{backlog} events waiting"))
     count, last = log.count_errors(str(root))
-    results.append(_row("internal errors", count == 0, f"{count} logged" + (f"; last: {last}" if last else "")))
+    results.append(
+        _row("internal errors", count == 0, f"{count} logged" + (f"; last: {last}" if last else ""))
+    )
     return results

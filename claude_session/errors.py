@@ -7,15 +7,69 @@ _SEPARATORS = str.maketrans({c: " " for c in "/;&|()`'\""})
 
 # (category, words that mark a command of that kind), first match wins.
 _COMMAND_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("test", ("pytest", "jest", "vitest", "mocha", "go test", "cargo test", "unittest", "tox",
-              "make test", "make check", "npm test", "npm run test", "yarn test", "pnpm test", "rspec", "phpunit", "ctest")),
+    (
+        "test",
+        (
+            "pytest",
+            "jest",
+            "vitest",
+            "mocha",
+            "go test",
+            "cargo test",
+            "unittest",
+            "tox",
+            "make test",
+            "make check",
+            "npm test",
+            "npm run test",
+            "yarn test",
+            "pnpm test",
+            "rspec",
+            "phpunit",
+            "ctest",
+        ),
+    ),
     ("type", ("mypy", "tsc", "pyright", "pytype", "flow check")),
-    ("lint", ("ruff", "eslint", "flake8", "pylint", "black --check", "prettier --check",
-              "golangci-lint", "clippy", "shellcheck", "stylelint")),
-    ("build", ("make", "cargo build", "go build", "pip install", "npm install", "npm ci",
-               "npm run build", "yarn build", "pnpm build", "gcc", "g++", "clang", "cmake",
-               "mvn", "gradle", "docker build", "uv sync", "poetry install", "python -m build")),
-)  # fmt: skip
+    (
+        "lint",
+        (
+            "ruff",
+            "eslint",
+            "flake8",
+            "pylint",
+            "black --check",
+            "prettier --check",
+            "golangci-lint",
+            "clippy",
+            "shellcheck",
+            "stylelint",
+        ),
+    ),
+    (
+        "build",
+        (
+            "make",
+            "cargo build",
+            "go build",
+            "pip install",
+            "npm install",
+            "npm ci",
+            "npm run build",
+            "yarn build",
+            "pnpm build",
+            "gcc",
+            "g++",
+            "clang",
+            "cmake",
+            "mvn",
+            "gradle",
+            "docker build",
+            "uv sync",
+            "poetry install",
+            "python -m build",
+        ),
+    ),
+)
 
 
 def exit_code(error: str) -> int | None:

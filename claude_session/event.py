@@ -4,8 +4,6 @@ SQLite's JSON functions parse the payload: importing Python's `json` costs ~5 ms
 process (it pulls in `re` and `enum`), a third of the whole hook budget.
 """
 
-from __future__ import annotations
-
 import apsw
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -48,19 +46,21 @@ FIELDS: dict[str, str] = {
 }
 _SELECT = "SELECT " + ", ".join(f"json_extract(?1, '{path}')" for path in FIELDS.values())
 
+
 class BadPayload(ValueError):
     """Not a JSON object: logged and dropped (there is nothing to store)."""
+
 
 class Event:
     """The sanitised payload text and its extracted fields; unknown fields stay in `text`."""
 
     __slots__ = ("fields", "text")
 
-    def __init__(self, text: str, fields: dict[str, Any]) -> None:
+    def __init__(self, text: str, fields: "dict[str, Any]") -> None:
         self.text = text
         self.fields = fields
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> "Any":
         return self.fields.get(name)
 
     def text_of(self, name: str) -> str | None:
@@ -86,6 +86,7 @@ class Event:
             natural = self.text_of("first_batch_tool_use_id")
         return f"{self.session_id}|{self.name}|{natural or 'delivery:' + delivery_id}"
 
+
 def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:
     """Parse payload text (already redacted) into an Event; raise BadPayload if it is not one."""
     text = _sanitize_surrogates(text)
@@ -100,6 +101,7 @@ def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:
         fields["hook_event_name"] = event_hint
     return Event(text, fields)
 
+
 def _sanitize_surrogates(text: str) -> str:
     """Replace JSON escapes of lone UTF-16 surrogates, which SQLite would turn into bad UTF-8."""
     if "\\ud" not in text and "\\uD" not in text:
@@ -108,9 +110,8 @@ def _sanitize_surrogates(text: str) -> str:
 
     pair = r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
     lone = r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
-    return re.sub(
-        f"({pair})|{lone}", lambda m: m.group(1) or "\\ufffd", text
-    )
+    return re.sub(f"({pair})|{lone}", lambda m: m.group(1) or "\\ufffd", text)
+
 
 def shrink(text: str) -> tuple[str, bool]:
     """Cap a payload at about STORE_CAP characters while keeping it valid JSON.
@@ -127,7 +128,7 @@ def shrink(text: str) -> tuple[str, bool]:
     except (ValueError, RecursionError):
         return text, False  # not JSON: parse() rejects it, nothing is stored
 
-    def cut(item: Any, limit: int) -> Any:
+    def cut(item: "Any", limit: int) -> "Any":
         if isinstance(item, str) and len(item) > limit:
             return item[:limit] + f"...[truncated {len(item) - limit} of {len(item)} chars]"
         if isinstance(item, list):

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 GIT_TIMEOUT_SECONDS = 3.0
 
+
 def capture(root: str) -> dict[str, Any]:
     import subprocess
 
@@ -31,6 +32,7 @@ def capture(root: str) -> dict[str, Any]:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         return {"error": message[0][:200] if message else f"git exited {done.returncode}"}
     return parse_status(done.stdout.decode("utf-8", "replace"))
+
 
 def parse_status(text: str) -> dict[str, Any]:
     """Parse `git status --porcelain=v2 --branch` output."""
@@ -53,6 +55,7 @@ def parse_status(text: str) -> dict[str, Any]:
         elif line.startswith("? "):
             state["changed"].append(f"?? {line[2:]}")
     return state
+
 
 def _git_env() -> dict[str, str]:
     import os

@@ -6,8 +6,6 @@ returns the JSON object Claude Code gets on stdout. Events not in the table are 
 came and answered with nothing.
 """
 
-from __future__ import annotations
-
 import apsw
 
 from . import store
@@ -20,23 +18,49 @@ if TYPE_CHECKING:
 
 # Every event of the hooks contract (Claude Code 2.1.240 docs, seen in 2.1.330).
 EVENTS: tuple[str, ...] = (
-    "SessionStart", "Setup", "InstructionsLoaded", "UserPromptSubmit", "UserPromptExpansion",
-    "MessageDisplay", "PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse",
-    "PostToolUseFailure", "PostToolBatch", "Notification", "SubagentStart", "SubagentStop",
-    "TaskCreated", "TaskCompleted", "Stop", "StopFailure", "TeammateIdle", "ConfigChange",
-    "CwdChanged", "DirectoryAdded", "FileChanged", "WorktreeCreate", "WorktreeRemove",
-    "PreCompact", "PostCompact", "Elicitation", "ElicitationResult", "SessionEnd",
-)  # fmt: skip
+    "SessionStart",
+    "Setup",
+    "InstructionsLoaded",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "MessageDisplay",
+    "PreToolUse",
+    "PermissionRequest",
+    "PermissionDenied",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskCreated",
+    "TaskCompleted",
+    "Stop",
+    "StopFailure",
+    "TeammateIdle",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "FileChanged",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "PreCompact",
+    "PostCompact",
+    "Elicitation",
+    "ElicitationResult",
+    "SessionEnd",
+)
+
 
 class Handler:
     __slots__ = ("answer", "busy_timeout_ms", "prepare", "record")
 
     def __init__(
         self,
-        record: Callable[[apsw.Connection, Event, store.Context], None] | None = None,
+        record: "Callable[[apsw.Connection, Event, store.Context], None] | None" = None,
         *,
-        prepare: Callable[[str], Any] | None = None,
-        answer: Callable[[apsw.Connection, Event, float], dict[str, Any] | None] | None = None,
+        prepare: "Callable[[str], Any] | None" = None,
+        answer: "Callable[[apsw.Connection, Event, float], dict[str, Any] | None] | None" = None,
         busy_timeout_ms: int = 5000,
     ) -> None:
         self.record = record
@@ -44,13 +68,14 @@ class Handler:
         self.answer = answer
         self.busy_timeout_ms = busy_timeout_ms
 
-def capture_git(root: str) -> dict[str, Any]:
+
+def capture_git(root: str) -> "dict[str, Any]":
     from . import gitstate  # imported here: only PreCompact pays for subprocess
 
     return gitstate.capture(root)
 
 
-def answer_session_start(conn: apsw.Connection, ev: Event, now: float) -> dict[str, Any] | None:
+def answer_session_start(conn: apsw.Connection, ev: Event, now: float) -> "dict[str, Any] | None":
     """Put the recorded state back in front of the model (compaction) or what was left open."""
     from . import context
 
@@ -62,6 +87,7 @@ def answer_session_start(conn: apsw.Connection, ev: Event, now: float) -> dict[s
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
 
 HANDLERS: dict[str, Handler] = {
     "SessionStart": Handler(store.on_session_start, answer=answer_session_start),

@@ -6,8 +6,6 @@ Anything that goes wrong inside is logged beside the database; the event goes to
 when the database cannot take it. Imports: the standard library and apsw only.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time
@@ -49,7 +47,9 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     known_root = project_root()  # from $CLAUDE_PROJECT_DIR: where to log before parsing
     raw, why_short = read_stdin()
     if why_short:
-        _log("ERROR", known_root, event_hint, f"{why_short}; {len(raw)} bytes read, event not stored")
+        _log(
+            "ERROR", known_root, event_hint, f"{why_short}; {len(raw)} bytes read, event not stored"
+        )
         return None
     if not raw.strip():
         _log("WARNING", known_root, event_hint, "empty stdin: nothing to record")
@@ -61,12 +61,18 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     try:
         ev = event.parse(scratch, text, event_hint)
     except event.BadPayload as exc:
-        _log("ERROR", known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}")
+        _log(
+            "ERROR", known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}"
+        )
         return None
     delivery = store.Delivery(
-        store.new_delivery_id(), received_at, len(raw), sha, truncated,
+        store.new_delivery_id(),
+        received_at,
+        len(raw),
+        sha,
+        truncated,
         started_clock=started_clock,
-    )  # fmt: skip
+    )
     root = project_root(ev.get("cwd"))
     if root is None:
         missing = intended_root(ev.get("cwd"))

@@ -203,9 +203,13 @@ def run_hook_command(
     started = time.perf_counter()
     try:
         done = subprocess.run(
-            ["/bin/sh", "-c", command], input=payload, capture_output=True, env=env,
-            cwd=project_dir, timeout=timeout,
-        )  # fmt: skip
+            ["/bin/sh", "-c", command],
+            input=payload,
+            capture_output=True,
+            env=env,
+            cwd=project_dir,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as exc:
         return HookRun(-1, "", f"timed out after {exc.timeout}s", time.perf_counter() - started)
     return HookRun(

@@ -1,7 +1,5 @@
 """Where things live: the project root, its database, spool and log (standard library only)."""
 
-from __future__ import annotations
-
 import os
 
 DB_NAME = ".claude-session.db"

@@ -115,10 +115,22 @@ class Notification(Payload):
 
 MODELS: dict[str, type[Payload]] = {
     model.model_fields["hook_event_name"].annotation.__args__[0]: model  # type: ignore[union-attr]
-    for model in (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure,
-                  PostToolBatch, SubagentStart, SubagentStop, Stop, PreCompact, PostCompact,
-                  SessionEnd, Notification)
-}  # fmt: skip
+    for model in (
+        SessionStart,
+        UserPromptSubmit,
+        PreToolUse,
+        PostToolUse,
+        PostToolUseFailure,
+        PostToolBatch,
+        SubagentStart,
+        SubagentStop,
+        Stop,
+        PreCompact,
+        PostCompact,
+        SessionEnd,
+        Notification,
+    )
+}
 
 
 def parse(data: dict[str, Any]) -> Payload:
@@ -133,10 +145,10 @@ def parse(data: dict[str, Any]) -> Payload:
 class HookSpecificOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    hookEventName: str  # noqa: N815 - Claude Code's field names
-    additionalContext: str | None = None  # noqa: N815
-    permissionDecision: Literal["allow", "deny", "ask", "defer"] | None = None  # noqa: N815
-    permissionDecisionReason: str | None = None  # noqa: N815
+    hookEventName: str
+    additionalContext: str | None = None
+    permissionDecision: Literal["allow", "deny", "ask", "defer"] | None = None
+    permissionDecisionReason: str | None = None
 
 
 class HookOutput(BaseModel):
@@ -145,12 +157,12 @@ class HookOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     continue_: bool | None = Field(default=None, alias="continue")
-    stopReason: str | None = None  # noqa: N815
-    suppressOutput: bool | None = None  # noqa: N815
-    systemMessage: str | None = None  # noqa: N815
+    stopReason: str | None = None
+    suppressOutput: bool | None = None
+    systemMessage: str | None = None
     decision: Literal["block"] | None = None
     reason: str | None = None
-    hookSpecificOutput: HookSpecificOutput | None = None  # noqa: N815
+    hookSpecificOutput: HookSpecificOutput | None = None
 
 
 output_adapter = TypeAdapter(HookOutput)

@@ -111,9 +111,11 @@ def events(
     """The most recent matching events, oldest first."""
     where, params = [], []
     for column, value in (
-        ("session_id", session), ("hook_event_name", event), ("tool_name", tool),
+        ("session_id", session),
+        ("hook_event_name", event),
+        ("tool_name", tool),
         ("agent_id", agent),
-    ):  # fmt: skip
+    ):
         if value:
             where.append(f"{column} = ?" if column != "session_id" else "session_id LIKE ?")
             params.append(value + "%" if column == "session_id" else value)
@@ -130,7 +132,5 @@ def events(
 
 
 def latest_session(conn: apsw.Connection) -> str | None:
-    found = db.rows(
-        conn, "SELECT session_id FROM sessions ORDER BY last_activity_at DESC LIMIT 1"
-    )
+    found = db.rows(conn, "SELECT session_id FROM sessions ORDER BY last_activity_at DESC LIMIT 1")
     return found[0]["session_id"] if found else None

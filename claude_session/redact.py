@@ -5,22 +5,41 @@ backslash except as a whole JSON escape, so redacting a valid JSON document leav
 A cheap keyword prefilter keeps `re` (about 3 ms to import) off the path of clean payloads.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     from typing import Any
 
 # Lower-case markers; a text containing none of them cannot match any pattern below.
 _KEYWORDS = (
-    "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "xox",
-    "-----begin", "bearer", "passw", "pwd", "secret", "token", "api_key", "apikey", "api-key",
-    "access_key", "accesskey", "credential", "<private",
-)  # fmt: skip
+    "akia",
+    "asia",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "sk-",
+    "xox",
+    "-----begin",
+    "bearer",
+    "passw",
+    "pwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_key",
+    "accesskey",
+    "credential",
+    "<private",
+)
 
-_compiled: list[tuple[Any, Any]] | None = None
+_compiled: "list[tuple[Any, Any]] | None" = None
 
-def _patterns() -> list[tuple[Any, Any]]:
+
+def _patterns() -> "list[tuple[Any, Any]]":
     global _compiled
     if _compiled is None:
         import re
@@ -28,10 +47,14 @@ def _patterns() -> list[tuple[Any, Any]]:
         unit = r'(?:[^"\\]|\\.)'  # one character of a JSON string, escapes kept whole
         value = r"[^\s\"'\\,;&(){}\[\]<>`]"
         _compiled = [
-            (re.compile(r"(?is)<private>" + unit + r"*?(?:</private>|(?=\"))"), "[REDACTED:private]"),
+            (
+                re.compile(r"(?is)<private>" + unit + r"*?(?:</private>|(?=\"))"),
+                "[REDACTED:private]",
+            ),
             (
                 re.compile(
-                    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----" + unit
+                    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----"
+                    + unit
                     + r"*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|(?=\"))"
                 ),
                 "[REDACTED:private_key]",
@@ -46,9 +69,7 @@ def _patterns() -> list[tuple[Any, Any]]:
                 lambda m: m.group(1) + "[REDACTED:bearer]",
             ),
             (
-                re.compile(
-                    r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s:/@\"\\]+):([^\s/@\"\\]+)@"
-                ),
+                re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s:/@\"\\]+):([^\s/@\"\\]+)@"),
                 lambda m: f"{m.group(1)}{m.group(2)}:[REDACTED:url_password]@",
             ),
             (
@@ -64,21 +85,24 @@ def _patterns() -> list[tuple[Any, Any]]:
         ]
     return _compiled
 
-def _fingerprint(kind: str) -> Any:
+
+def _fingerprint(kind: str) -> "Any":
     """Replacement naming the kind and a short hash, so one secret seen twice can be matched."""
 
-    def replace(match: Any) -> str:
+    def replace(match: "Any") -> str:
         from hashlib import sha256
 
         return f"[REDACTED:{kind}#{sha256(match.group(0).encode()).hexdigest()[:8]}]"
 
     return replace
 
+
 def might_contain_secret(text: str) -> bool:
     low = text.lower()
     if "://" in low and "@" in low:
         return True
     return any(word in low for word in _KEYWORDS)
+
 
 def redact(text: str) -> str:
     """Return `text` with every recognised secret replaced by a `[REDACTED:kind]` marker."""

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 
 REJECTED = "rejected"
 
+
 def user_spool_dir() -> str:
     """For events whose project directory is missing (deleted, renamed, never existed)."""
     return os.path.join(user_state_dir(), "spool")
+
 
 def write(folder: str, envelope: dict[str, Any]) -> str:
     """Atomically add one event to `folder`; returns the file's path."""
@@ -43,6 +45,7 @@ def write(folder: str, envelope: dict[str, Any]) -> str:
     os.rename(tmp, final)
     return final
 
+
 def pending(folder: str) -> list[str]:
     try:
         names = os.listdir(folder)
@@ -50,9 +53,11 @@ def pending(folder: str) -> list[str]:
         return []
     return sorted(os.path.join(folder, n) for n in names if n.endswith(".json") and n[0] != ".")
 
+
 def backlog(root: str) -> int:
     """Events waiting: the project's spool plus the per-user spool entries for this project."""
     return len(pending(spool_dir(root))) + len(_user_entries(root))
+
 
 def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
     """Replay spooled events of this project into the database; returns how many were stored."""
@@ -85,6 +90,7 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
         done += 1
     return done
 
+
 def _read(path: str) -> dict[str, Any]:
     import json
 
@@ -93,6 +99,7 @@ def _read(path: str) -> dict[str, Any]:
     if not isinstance(envelope, dict) or not isinstance(envelope.get("payload"), str):
         raise ValueError("not a spool envelope")
     return envelope
+
 
 def _reject(path: str, exc: Exception) -> None:
     """A spool file that cannot be replayed is moved aside, never deleted."""
@@ -105,6 +112,7 @@ def _reject(path: str, exc: Exception) -> None:
     except OSError:
         pass
     log.error(None, "spool", f"cannot replay {os.path.basename(path)}: {exc}")
+
 
 def _user_entries(root: str) -> list[str]:
     import json

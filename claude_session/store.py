@@ -5,8 +5,6 @@ function writes the state one event implies; `handlers.HANDLERS` says which runs
 event. Everything here assumes it runs inside `record`'s transaction.
 """
 
-from __future__ import annotations
-
 import os
 import time
 
@@ -24,9 +22,11 @@ CLAIM_LEASE_SECONDS = 15 * 60
 EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 AGENT_TOOLS = ("Agent", "Task")
 MAIN_AGENT = "main"
+NO_START = "SubagentStop without SubagentStart"
 PROMPT_CAP = 4000
 MESSAGE_CAP = 2000
 NOT_USER_PROMPTS = ("<task-notification>", "<system-reminder>")
+
 
 class Delivery:
     """How one payload reached us: used for the audit row and the idempotency key.
@@ -56,21 +56,24 @@ class Delivery:
         self.duration_ms = duration_ms  # fixed for spooled events: the original hook run
         self.note = note
 
+
 class Context:
     """What a derived-state writer may need beyond the event itself."""
 
-    def __init__(self, root: str, now: float, prepared: Any = None) -> None:
+    def __init__(self, root: str, now: float, prepared: "Any" = None) -> None:
         self.root = root
         self.now = now
         self.prepared = prepared  # the handler's `prepare` result, made outside the transaction
+
 
 class Recorded:
     def __init__(self, event_id: int, duplicate: bool) -> None:
         self.event_id = event_id
         self.duplicate = duplicate
 
+
 def record(
-    conn: apsw.Connection, ev: Event, delivery: Delivery, ctx: Context, derive: Any = None
+    conn: apsw.Connection, ev: Event, delivery: Delivery, ctx: Context, derive: "Any" = None
 ) -> Recorded:
     """Store the event, its derived rows and its audit row, or nothing at all."""
     with Immediate(conn):
@@ -80,13 +83,22 @@ def record(
             " payload_sha256, truncated, via) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT (dedup_key) DO NOTHING",
             (
-                ev.dedup_key(delivery.delivery_id), delivery.received_at, ev.session_id,
-                ev.name, ev.text_of("tool_name"), ev.text_of("tool_use_id"),
-                ev.text_of("agent_id"), ev.text_of("agent_type"), ev.text_of("prompt_id"),
-                ev.text, delivery.payload_bytes, delivery.payload_sha256,
-                int(delivery.truncated), delivery.via,
+                ev.dedup_key(delivery.delivery_id),
+                delivery.received_at,
+                ev.session_id,
+                ev.name,
+                ev.text_of("tool_name"),
+                ev.text_of("tool_use_id"),
+                ev.text_of("agent_id"),
+                ev.text_of("agent_type"),
+                ev.text_of("prompt_id"),
+                ev.text,
+                delivery.payload_bytes,
+                delivery.payload_sha256,
+                int(delivery.truncated),
+                delivery.via,
             ),
-        )  # fmt: skip
+        )
         duplicate = conn.changes() == 0
         if duplicate:
             event_id = conn.execute(
@@ -100,6 +112,7 @@ def record(
         _audit(conn, ev, delivery, event_id, duplicate)
     return Recorded(event_id, duplicate)
 
+
 def _audit(
     conn: apsw.Connection, ev: Event, delivery: Delivery, event_id: int, duplicate: bool
 ) -> None:
@@ -111,11 +124,20 @@ def _audit(
     conn.execute(
         "INSERT INTO hook_events (event_id, hook_event_name, session_id, started_at, duration_ms,"
         " exit_code, outcome, note) VALUES (?,?,?,?,?,0,?,?)",
-        (event_id, ev.name, ev.session_id, delivery.received_at,
-         round(duration, 3), outcome, delivery.note),
-    )  # fmt: skip
+        (
+            event_id,
+            ev.name,
+            ev.session_id,
+            delivery.received_at,
+            round(duration, 3),
+            outcome,
+            delivery.note,
+        ),
+    )
+
 
 # --- derived state -------------------------------------------------------------------------
+
 
 def touch_session(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     """Every event keeps its session's last activity, cwd and transcript current."""
@@ -129,6 +151,7 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     )
     _count(conn, ev.session_id, "events")
 
+
 def _count(conn: apsw.Connection, session_id: str, column: str) -> None:
     conn.execute(
         f"INSERT INTO session_metrics (session_id, {column}) VALUES (?, 1)"
@@ -136,12 +159,14 @@ def _count(conn: apsw.Connection, session_id: str, column: str) -> None:
         (session_id,),
     )
 
+
 def on_session_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     conn.execute(
         "UPDATE sessions SET status = 'active', ended_at = NULL, end_reason = NULL,"
         " start_source = ?2, model = coalesce(?3, model) WHERE session_id = ?1",
         (ev.session_id, ev.text_of("source"), ev.text_of("model")),
     )
+
 
 def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     prompt = ev.text_of("prompt")
@@ -153,6 +178,7 @@ def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         )
     _count(conn, ev.session_id, "prompts")
 
+
 def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     heartbeat(conn, ev, ctx, tool_use=True)
     if ev.text_of("tool_name") in AGENT_TOOLS and ev.text_of("tool_use_id"):
@@ -161,10 +187,17 @@ def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
             "INSERT INTO agent_launches (tool_use_id, session_id, description, prompt,"
             " subagent_type, background, launched_at) VALUES (?,?,?,?,?,?,?)"
             " ON CONFLICT (tool_use_id) DO NOTHING",
-            (ev.text_of("tool_use_id"), ev.session_id, ev.text_of("description"),
-             _cap(ev.text_of("task_prompt"), PROMPT_CAP), ev.text_of("subagent_type"),
-             None if background is None else int(bool(background)), ctx.now),
-        )  # fmt: skip
+            (
+                ev.text_of("tool_use_id"),
+                ev.session_id,
+                ev.text_of("description"),
+                _cap(ev.text_of("task_prompt"), PROMPT_CAP),
+                ev.text_of("subagent_type"),
+                None if background is None else int(bool(background)),
+                ctx.now,
+            ),
+        )
+
 
 def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     heartbeat(conn, ev, ctx)
@@ -175,11 +208,13 @@ def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     elif tool in AGENT_TOOLS and ev.text_of("response_agent_id"):
         link_agent_launch(conn, ev, ctx)
 
+
 def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     heartbeat(conn, ev, ctx)
     _count(conn, ev.session_id, "tool_calls")
     _count(conn, ev.session_id, "tool_failures")
     log_error(conn, ev, ctx)
+
 
 def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     agent_id = ev.text_of("agent_id")
@@ -194,9 +229,7 @@ def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now),
     )
     _count(conn, ev.session_id, "subagents")
-    linked = conn.execute(
-        "SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)
-    ).fetchall()
+    linked = conn.execute("SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)).fetchall()
     if linked:
         return
     # Not linked by PostToolUse(Agent) yet (a foreground agent): the oldest pending launch of
@@ -210,6 +243,7 @@ def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     if launch:
         _link(conn, launch[0][0], agent_id)
 
+
 def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     """PostToolUse(Agent) names the agent it launched: the definitive link."""
     agent_id = ev.text_of("response_agent_id") or ""
@@ -217,9 +251,15 @@ def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     conn.execute(
         "INSERT INTO agent_launches (tool_use_id, session_id, description, prompt, subagent_type,"
         " launched_at) VALUES (?,?,?,?,?,?) ON CONFLICT (tool_use_id) DO NOTHING",
-        (tool_use_id, ev.session_id, ev.text_of("description"),
-         _cap(ev.text_of("task_prompt"), PROMPT_CAP), ev.text_of("subagent_type"), ctx.now),
-    )  # fmt: skip
+        (
+            tool_use_id,
+            ev.session_id,
+            ev.text_of("description"),
+            _cap(ev.text_of("task_prompt"), PROMPT_CAP),
+            ev.text_of("subagent_type"),
+            ctx.now,
+        ),
+    )
     background = ev.text_of("response_status") == "async_launched"
     conn.execute(
         "UPDATE agent_launches SET background = ?2 WHERE tool_use_id = ?1",
@@ -239,6 +279,7 @@ def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
             (agent_id, ctx.now),
         )
 
+
 def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
     conn.execute(
         "UPDATE agent_launches SET agent_id = NULL WHERE agent_id = ?1 AND tool_use_id != ?2",
@@ -254,6 +295,7 @@ def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
         (tool_use_id, agent_id),
     )
 
+
 def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     agent_id = ev.text_of("agent_id")
     if not agent_id:
@@ -268,8 +310,8 @@ def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         conn.execute(
             "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
             " is_internal, ended_at, last_seen_at, last_message)"
-            " VALUES (?1, ?2, ?3, 'completed', 'SubagentStop without SubagentStart', 1, ?4, ?4, ?5)",
-            (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, message),
+            " VALUES (?1, ?2, ?3, 'completed', ?6, 1, ?4, ?4, ?5)",
+            (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, message, NO_START),
         )
         return
     conn.execute(
@@ -283,6 +325,7 @@ def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         (agent_id, ctx.now),
     )
     release_claims(conn, ev.session_id, agent_id, ctx.now, "agent completed")
+
 
 def heartbeat(conn: apsw.Connection, ev: Event, ctx: Context, tool_use: bool = False) -> None:
     """A tool event from inside a subagent proves the agent is alive."""
@@ -299,6 +342,7 @@ def heartbeat(conn: apsw.Connection, ev: Event, ctx: Context, tool_use: bool = F
         (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, int(tool_use)),
     )
 
+
 def claim_file(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     if not target:
@@ -310,10 +354,17 @@ def claim_file(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         " last_touched_at = max(last_touched_at, excluded.last_touched_at),"
         " expires_at = max(expires_at, excluded.expires_at), tool_name = excluded.tool_name,"
         " edits = edits + 1, released_at = NULL, release_reason = NULL",
-        (ev.session_id, ev.text_of("agent_id") or MAIN_AGENT, relative_to_root(ctx.root, target),
-         ev.text_of("tool_name"), ctx.now, ctx.now + CLAIM_LEASE_SECONDS),
-    )  # fmt: skip
+        (
+            ev.session_id,
+            ev.text_of("agent_id") or MAIN_AGENT,
+            relative_to_root(ctx.root, target),
+            ev.text_of("tool_name"),
+            ctx.now,
+            ctx.now + CLAIM_LEASE_SECONDS,
+        ),
+    )
     _count(conn, ev.session_id, "file_edits")
+
 
 def release_claims(
     conn: apsw.Connection, session_id: str, agent_id: str, now: float, reason: str
@@ -324,6 +375,7 @@ def release_claims(
         (session_id, agent_id, now, reason),
     )
 
+
 def log_error(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     from . import errors
 
@@ -333,20 +385,34 @@ def log_error(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     file_path = relative_to_root(ctx.root, target) if target else None
     signature = errors.signature(tool, command, file_path, error)
-    attempt = 1 + conn.execute(
-        "SELECT count(*) FROM error_log WHERE session_id = ? AND signature = ?"
-        " AND resolution IS NULL",
-        (ev.session_id, signature),
-    ).fetchall()[0][0]
+    attempt = (
+        1
+        + conn.execute(
+            "SELECT count(*) FROM error_log WHERE session_id = ? AND signature = ?"
+            " AND resolution IS NULL",
+            (ev.session_id, signature),
+        ).fetchall()[0][0]
+    )
     conn.execute(
         "INSERT INTO error_log (session_id, agent_id, tool_name, tool_use_id, signature, category,"
         " file_path, command, exit_code, error_text, attempt, occurred_at)"
         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (ev.session_id, ev.text_of("agent_id") or MAIN_AGENT, tool, ev.text_of("tool_use_id"),
-         signature, errors.category(tool, command, error, ev.get("is_interrupt") is True),
-         file_path, _cap(command, 1000), errors.exit_code(error), errors.capped(error),
-         attempt, ctx.now),
-    )  # fmt: skip
+        (
+            ev.session_id,
+            ev.text_of("agent_id") or MAIN_AGENT,
+            tool,
+            ev.text_of("tool_use_id"),
+            signature,
+            errors.category(tool, command, error, ev.get("is_interrupt") is True),
+            file_path,
+            _cap(command, 1000),
+            errors.exit_code(error),
+            errors.capped(error),
+            attempt,
+            ctx.now,
+        ),
+    )
+
 
 def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     from . import context
@@ -355,10 +421,12 @@ def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     state["git"] = ctx.prepared
     save_snapshot(conn, ev.session_id, "pre_compact", ev.text_of("trigger"), state, ctx.now)
 
+
 def on_post_compact(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     summary = {"compact_summary": _cap(ev.text_of("compact_summary"), 20000)}
     save_snapshot(conn, ev.session_id, "post_compact", ev.text_of("trigger"), summary, ctx.now)
     _count(conn, ev.session_id, "compactions")
+
 
 def on_session_end(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     from . import context
@@ -371,8 +439,14 @@ def on_session_end(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     state = context.gather(conn, ev.session_id, ctx.now)
     save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
 
+
 def save_snapshot(
-    conn: apsw.Connection, session_id: str, kind: str, trigger: str | None, content: Any, now: float
+    conn: apsw.Connection,
+    session_id: str,
+    kind: str,
+    trigger: str | None,
+    content: "Any",
+    now: float,
 ) -> None:
     import json
 
@@ -384,8 +458,10 @@ def save_snapshot(
         (session_id, kind, trigger, now, redact(json.dumps(content, ensure_ascii=False))),
     )
 
+
 def _cap(text: str | None, limit: int) -> str | None:
     return text if text is None or len(text) <= limit else text[:limit] + "...[truncated]"
+
 
 def new_delivery_id() -> str:
     return os.urandom(12).hex()

@@ -75,9 +75,13 @@ def run_hook(
     script = HOOKS / installer.script_name(event)
     started = time.perf_counter()
     done = subprocess.run(
-        [PYTHON, "-I", "-S", str(script)], input=data, capture_output=True, env=full_env,
-        timeout=timeout, **popen,
-    )  # fmt: skip
+        [PYTHON, "-I", "-S", str(script)],
+        input=data,
+        capture_output=True,
+        env=full_env,
+        timeout=timeout,
+        **popen,
+    )
     result = HookResult(done, time.perf_counter() - started)
     assert result.returncode == 0, result.stderr
     result.json()  # stdout is empty or one JSON object, always
@@ -102,7 +106,9 @@ def spooled(project: Path) -> list[Path]:
 
 
 @pytest.fixture(autouse=True)
-def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """No test touches the real user's state dir or settings."""
     state = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("CLAUDE_SESSION_STATE_DIR", str(state))

@@ -26,7 +26,12 @@ def text(value: str) -> Block:
 
 
 def tool(name: str, **tool_input: Any) -> Block:
-    return {"type": "tool_use", "id": f"toolu_e2e{next(_ids):06d}", "name": name, "input": tool_input}
+    return {
+        "type": "tool_use",
+        "id": f"toolu_e2e{next(_ids):06d}",
+        "name": name,
+        "input": tool_input,
+    }
 
 
 class FakeAnthropic:
@@ -109,12 +114,21 @@ class FakeAnthropic:
 
 def sse_events(model: str, blocks: list[Block]) -> list[dict[str, Any]]:
     usage = {"input_tokens": 100, "output_tokens": 20}
-    events: list[dict[str, Any]] = [{
-        "type": "message_start",
-        "message": {"id": f"msg_e2e{next(_ids):06d}", "type": "message", "role": "assistant",
-                    "model": model, "content": [], "stop_reason": None,
-                    "stop_sequence": None, "usage": usage},
-    }]  # fmt: skip
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": f"msg_e2e{next(_ids):06d}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
+        }
+    ]
     for index, block in enumerate(blocks):
         if block["type"] == "text":
             start = {"type": "text", "text": ""}
@@ -129,10 +143,13 @@ def sse_events(model: str, blocks: list[Block]) -> list[dict[str, Any]]:
         ]
     stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
     events += [
-        {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-         "usage": {"output_tokens": 20}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 20},
+        },
         {"type": "message_stop"},
-    ]  # fmt: skip
+    ]
     return events
 
 

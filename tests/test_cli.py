@@ -14,7 +14,9 @@ from claude_session import installer
 CLI = str(Path(PYTHON).parent / "claude-session")
 
 
-def cli(*args: str, project: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, project: Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     cmd = [CLI, *(["--project", str(project)] if project else []), *args]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if check:
@@ -26,8 +28,11 @@ def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Pat
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
     theirs = {"command": "echo theirs", "type": "command"}
-    settings.write_text(json.dumps({"model": "x", "hooks": {"PreToolUse": [
-        {"matcher": "Bash", "hooks": [theirs]}]}}))  # fmt: skip
+    settings.write_text(
+        json.dumps(
+            {"model": "x", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [theirs]}]}}
+        )
+    )
     cli("install", project=project)
     cli("install", project=project)
     data = json.loads(settings.read_text())
@@ -37,7 +42,9 @@ def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Pat
         ours = [h for g in data["hooks"][event] for h in g["hooks"] if installer.is_ours(h)]
         assert len(ours) == 1, event
         command = ours[0]["command"]
-        assert command.startswith(f"{PYTHON} -I -S /") and command.endswith("|| true # claude-session")
+        assert command.startswith(f"{PYTHON} -I -S /") and command.endswith(
+            "|| true # claude-session"
+        )
         assert isinstance(ours[0]["timeout"], int) and ours[0]["timeout"] <= 60  # seconds
     assert "WorktreeCreate" not in data["hooks"]  # it would replace git worktree creation
     # synchronous: async hooks are killed when `claude -p` exits, and the event is lost
@@ -49,7 +56,8 @@ def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Pat
 
     cli("uninstall", project=project)
     assert json.loads(settings.read_text()) == {
-        "model": "x", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [theirs]}]}
+        "model": "x",
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [theirs]}]},
     }
 
 
@@ -79,7 +87,7 @@ def test_doctor_runs_every_installed_hook_and_finds_duplicates(project: Path) ->
     local.write_text(json.dumps(installer.with_ours({}, python=sys.executable + "3")))
     done = cli("doctor", "--json", project=project, check=False)
     assert done.returncode == 1
-    dup = [r for r in json.loads(done.stdout) if r["check"] == "duplicate registrations"][0]
+    dup = next(r for r in json.loads(done.stdout) if r["check"] == "duplicate registrations")
     assert not dup["ok"] and "SessionStart" in dup["detail"]
 
 
@@ -109,10 +117,24 @@ def test_status_events_and_restore_after_a_recorded_session(project: Path) -> No
     assert "hello.py" in table and "nonexistent_mod" in table
 
     events = json.loads(cli("events", "--json", "--tool", "Bash", project=project).stdout)
-    assert [e["event"] for e in events] == ["PreToolUse", "PostToolUse", "PreToolUse",
-                                            "PostToolUseFailure"]  # fmt: skip
-    one = json.loads(cli("events", "--json", "--session", "93a0", "--event", "PostCompact",
-                         "--payload", project=project).stdout)  # fmt: skip
+    assert [e["event"] for e in events] == [
+        "PreToolUse",
+        "PostToolUse",
+        "PreToolUse",
+        "PostToolUseFailure",
+    ]
+    one = json.loads(
+        cli(
+            "events",
+            "--json",
+            "--session",
+            "93a0",
+            "--event",
+            "PostCompact",
+            "--payload",
+            project=project,
+        ).stdout
+    )
     assert json.loads(one[0]["payload"])["compact_summary"] == "Done."
 
     restored = cli("restore", project=project).stdout
@@ -148,10 +170,16 @@ def test_spool_backlog_is_ingested_by_the_cli(project: Path) -> None:
     (project / ".claude-session.db.spool").mkdir()
     from claude_session import spool
 
-    spool.write(str(project / ".claude-session.db.spool"), {
-        "delivery_id": "d1", "received_at": 1.0, "event_hint": "Stop", "reason": "test",
-        "payload": json.dumps(fixture("Stop", project)),
-    })  # fmt: skip
+    spool.write(
+        str(project / ".claude-session.db.spool"),
+        {
+            "delivery_id": "d1",
+            "received_at": 1.0,
+            "event_hint": "Stop",
+            "reason": "test",
+            "payload": json.dumps(fixture("Stop", project)),
+        },
+    )
     status = json.loads(cli("status", "--json", project=project).stdout)
     assert status["database"]["spool_backlog"] == 0
     assert count(project, "events") == 2

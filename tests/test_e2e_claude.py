@@ -38,10 +38,19 @@ def claude_binary() -> Path:
         assert npm, "npm is needed to install @anthropic-ai/claude-code for the end-to-end test"
         prefix.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-             f"@anthropic-ai/claude-code@{CLAUDE_VERSION}"],
-            check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                f"@anthropic-ai/claude-code@{CLAUDE_VERSION}",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
     done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
     assert CLAUDE_VERSION in done.stdout, done.stdout + done.stderr
     return binary
@@ -62,8 +71,11 @@ class Model:
             return [text("<summary>Wrote and edited hello.py, a command failed.</summary>")]
         if self._is_subagent(messages):
             done = any(b.get("type") == "tool_result" for b in _blocks(messages))
-            return [text("first line: print('hello')")] if done else [
-                tool("Read", file_path=str(self.project / "hello.py"))]  # fmt: skip
+            return (
+                [text("first line: print('hello')")]
+                if done
+                else [tool("Read", file_path=str(self.project / "hello.py"))]
+            )
         self.main_requests.append((self.phase, body))
         if self.phase != "work":
             return [text("Continuing from the restored state.")]
@@ -71,19 +83,27 @@ class Model:
         plan = [
             tool("Write", file_path=str(self.project / "hello.py"), content="print('hi')\n"),
             tool("Bash", command=FAILING, description="read the config"),
-            tool("Edit", file_path=str(self.project / "hello.py"), old_string="hi",
-                 new_string="hello"),
-            tool("Agent", description="check hello", prompt=SUBTASK,
-                 subagent_type="general-purpose"),
-        ]  # fmt: skip
+            tool(
+                "Edit",
+                file_path=str(self.project / "hello.py"),
+                old_string="hi",
+                new_string="hello",
+            ),
+            tool(
+                "Agent", description="check hello", prompt=SUBTASK, subagent_type="general-purpose"
+            ),
+        ]
         return [plan[len(used)]] if len(used) < len(plan) else [text("Done.")]
 
     @staticmethod
     def _is_subagent(messages: list[dict[str, Any]]) -> bool:
         return any(
-            m.get("role") == "user" and b.get("type") == "text" and b.get("text", "").strip() == SUBTASK
-            for m in messages for b in (m["content"] if isinstance(m["content"], list) else [])
-        )  # fmt: skip
+            m.get("role") == "user"
+            and b.get("type") == "text"
+            and b.get("text", "").strip() == SUBTASK
+            for m in messages
+            for b in (m["content"] if isinstance(m["content"], list) else [])
+        )
 
 
 def _blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,17 +119,27 @@ def add_tap(settings_path: Path, tap: Path) -> None:
     settings_path.write_text(json.dumps(settings, indent=2))
 
 
-def run_claude(binary: Path, project: Path, home: Path, api: FakeAnthropic, *args: str) -> dict[str, Any]:
+def run_claude(
+    binary: Path, project: Path, home: Path, api: FakeAnthropic, *args: str
+) -> dict[str, Any]:
     env = {
-        "PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": api.url,
-        "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-real-key", "IS_SANDBOX": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": api.url,
+        "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-real-key",
+        "IS_SANDBOX": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
-    }  # fmt: skip
+    }
     done = subprocess.run(
         [str(binary), "-p", *args, "--output-format", "json", "--dangerously-skip-permissions"],
-        cwd=project, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads(done.stdout)
 
@@ -135,34 +165,50 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(tmp_pat
     # 1. Every event Claude Code sent is in the database, once.
     sent = [json.loads(p.read_text()) for p in tap.iterdir()]
     assert len(sent) > 30
-    stored = query(project, "SELECT session_id, hook_event_name, tool_use_id, agent_id, payload"
-                            " FROM events")  # fmt: skip
+    stored = query(
+        project, "SELECT session_id, hook_event_name, tool_use_id, agent_id, payload FROM events"
+    )
     assert len(stored) == len(sent)
     assert sorted(json.loads(row[4])["hook_event_name"] for row in stored) == sorted(
-        p["hook_event_name"] for p in sent)  # fmt: skip
+        p["hook_event_name"] for p in sent
+    )
     for payload in sent:
         if payload.get("tool_use_id"):
-            matches = [r for r in stored if r[1] == payload["hook_event_name"]
-                       and r[2] == payload["tool_use_id"]]  # fmt: skip
+            matches = [
+                r
+                for r in stored
+                if r[1] == payload["hook_event_name"] and r[2] == payload["tool_use_id"]
+            ]
             assert len(matches) == 1, payload["hook_event_name"]
             assert json.loads(matches[0][4]) == payload
     names = {p["hook_event_name"] for p in sent}
-    assert {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-            "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "Stop",
-            "SessionEnd"} <= names  # fmt: skip
+    assert {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "SubagentStart",
+        "SubagentStop",
+        "PreCompact",
+        "PostCompact",
+        "Stop",
+        "SessionEnd",
+    } <= names
     assert query(project, "SELECT count(*) FROM hook_events WHERE exit_code != 0")[0][0] == 0
 
     # 2. Derived state: the subagent linked to its task, helpers apart, the claim, the error.
-    agents = query(project, "SELECT agent_type, status, description, task, is_internal"
-                            " FROM agent_registry WHERE is_internal = 0")  # fmt: skip
+    agents = query(
+        project,
+        "SELECT agent_type, status, description, task, is_internal"
+        " FROM agent_registry WHERE is_internal = 0",
+    )
     assert agents == [("general-purpose", "completed", "check hello", SUBTASK, 0)]
     assert query(project, "SELECT count(*) FROM agent_registry WHERE is_internal = 1")[0][0] >= 1
     assert query(project, "SELECT file_path, agent_id, edits FROM file_claims") == [
         ("hello.py", "main", 2)
     ]
-    assert query(project, "SELECT command, exit_code, attempt FROM error_log") == [
-        (FAILING, 1, 1)
-    ]
+    assert query(project, "SELECT command, exit_code, attempt FROM error_log") == [(FAILING, 1, 1)]
     kinds = {r[0] for r in query(project, "SELECT snapshot_type FROM context_snapshots")}
     assert {"pre_compact", "post_compact", "session_end"} <= kinds
 

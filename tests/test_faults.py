@@ -41,7 +41,8 @@ def secret_payload(project: Path) -> dict[str, object]:
     )
     payload["tool_response"]["stdout"] = (
         f"token {SECRETS['ghp']} and {SECRETS['pat']}\n-----BEGIN PRIVATE KEY-----\n"
-        f"{SECRETS['pem']}\n-----END PRIVATE KEY-----\nkeys {SECRETS['anthropic']} {SECRETS['openai']}"
+        f"{SECRETS['pem']}\n-----END PRIVATE KEY-----\n"
+        f"keys {SECRETS['anthropic']} {SECRETS['openai']}"
     )
     payload["tool_response"]["stderr"] = f"note <PRIVATE>{SECRETS['private']}</Private> done"
     return payload
@@ -94,12 +95,17 @@ def test_01_empty_stdin(project: Path) -> None:
 
 def test_03_slow_but_valid_stdin_is_read_whole(project: Path) -> None:
     data = json.dumps(fixture("UserPromptSubmit", project)).encode()
-    env = {"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
-           "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"]}  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CLAUDE_PROJECT_DIR": str(project),
+        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
+    }
     proc = subprocess.Popen(
-        [PYTHON, "-I", "-S", str(HOOKS / "user_prompt_submit.py")], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, env=env,
-    )  # fmt: skip
+        [PYTHON, "-I", "-S", str(HOOKS / "user_prompt_submit.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     assert proc.stdin is not None
     for i in range(0, len(data), 40):
         proc.stdin.write(data[i : i + 40])
@@ -130,7 +136,9 @@ def test_06_invalid_utf8_is_stored_with_replacement(project: Path) -> None:
 
 
 def test_07_lone_surrogate_and_nul(project: Path) -> None:
-    data = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "x\\ud800y\\u0000z"}'
+    data = (
+        '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "x\\ud800y\\u0000z"}'
+    )
     run_hook("UserPromptSubmit", data, project)
     stored = query(project, "SELECT payload FROM events")[0][0]
     assert json.loads(stored)["prompt"] == "x\ufffdy\x00z"  # NUL round-trips, surrogate replaced
@@ -153,14 +161,20 @@ def test_09_ten_megabyte_response_is_capped_hashed_and_redacted(project: Path) -
 
 
 def test_10_unbounded_stream_stops_at_the_cap(project: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
-           "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"]}  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CLAUDE_PROJECT_DIR": str(project),
+        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
+    }
     yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
     started = time.perf_counter()
     done = subprocess.run(
-        [PYTHON, "-I", "-S", str(HOOKS / "post_tool_use.py")], stdin=yes.stdout,
-        capture_output=True, env=env, timeout=30,
-    )  # fmt: skip
+        [PYTHON, "-I", "-S", str(HOOKS / "post_tool_use.py")],
+        stdin=yes.stdout,
+        capture_output=True,
+        env=env,
+        timeout=30,
+    )
     yes.kill()
     assert done.returncode == 0 and done.stdout == b""
     assert time.perf_counter() - started < 5
@@ -171,7 +185,8 @@ def test_11_missing_fields(project: Path) -> None:
     run_hook("Stop", {"hook_event_name": "Stop"}, project)  # no session_id, no cwd
     run_hook("PreToolUse", {"session_id": "s1"}, project)  # no event name: the script's
     assert query(project, "SELECT session_id, hook_event_name FROM events ORDER BY id") == [
-        ("unknown", "Stop"), ("s1", "PreToolUse"),
+        ("unknown", "Stop"),
+        ("s1", "PreToolUse"),
     ]
 
 
@@ -182,9 +197,18 @@ def test_11_no_project_anywhere_spools_to_user_state(isolated_state: Path, tmp_p
 
 
 def test_12_wrong_types(project: Path) -> None:
-    run_hook("PostToolUse", {"session_id": 42, "hook_event_name": "PostToolUse",
-                             "tool_name": "Write", "tool_input": "not an object",
-                             "tool_response": ["a", "list"], "tool_use_id": 7}, project)  # fmt: skip
+    run_hook(
+        "PostToolUse",
+        {
+            "session_id": 42,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Write",
+            "tool_input": "not an object",
+            "tool_response": ["a", "list"],
+            "tool_use_id": 7,
+        },
+        project,
+    )
     assert query(project, "SELECT session_id, tool_use_id FROM events") == [("42", "7")]
 
 
@@ -194,7 +218,9 @@ def test_13_14_unknown_event_and_extra_fields_are_kept(project: Path) -> None:
     payload["tool_response"]["newThing"] = True
     run_hook("PostToolUse", payload, project)
     # a newer Claude Code's event, delivered to one of our scripts: stored under its own name
-    result = run_hook("Notification", {"session_id": "s1", "hook_event_name": "Foo", "x": 1}, project)
+    result = run_hook(
+        "Notification", {"session_id": "s1", "hook_event_name": "Foo", "x": 1}, project
+    )
     assert result.stdout == ""
     stored = [json.loads(r[0]) for r in query(project, "SELECT payload FROM events ORDER BY id")]
     assert stored[0] == payload and stored[1]["x"] == 1
@@ -204,11 +230,18 @@ def test_13_14_unknown_event_and_extra_fields_are_kept(project: Path) -> None:
 
 def test_15_concurrent_duplicate_delivery_leaves_one_row(project: Path) -> None:
     data = json.dumps(fixture("PostToolUse.Write", project)).encode()
-    env = {"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
-           "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"]}  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CLAUDE_PROJECT_DIR": str(project),
+        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
+    }
     procs = [
-        subprocess.Popen([PYTHON, "-I", "-S", str(HOOKS / "post_tool_use.py")],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)  # fmt: skip
+        subprocess.Popen(
+            [PYTHON, "-I", "-S", str(HOOKS / "post_tool_use.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
         for _ in range(12)
     ]
     for proc in procs:
@@ -272,8 +305,9 @@ def test_21_compact_context_is_capped_and_survives_a_locked_database(project: Pa
         for i in range(2000):
             conn.execute(
                 "INSERT INTO file_claims (session_id, agent_id, file_path, first_claimed_at,"
-                " last_touched_at) VALUES (?, 'main', ?, 0, ?)", (sid, f"lib/f{i}.py", i),
-            )  # fmt: skip
+                " last_touched_at) VALUES (?, 'main', ?, 0, ?)",
+                (sid, f"lib/f{i}.py", i),
+            )
     conn.close()
     start = fixture("SessionStart.compact", project) | {"session_id": sid}
     for locked in (False, True):
@@ -300,8 +334,9 @@ def test_22_project_directory_missing(tmp_path: Path, isolated_state: Path) -> N
     gone.mkdir()  # the project comes back: the CLI ingests what waited for it
     done = subprocess.run(
         [str(Path(PYTHON).parent / "claude-session"), "--project", str(gone), "ingest"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert query(gone, "SELECT prompt FROM prompts") == [("hello there",)]
     assert not list((isolated_state / "spool").glob("*.json"))
@@ -352,7 +387,7 @@ def test_28_kill_9_mid_transaction_leaves_no_partial_rows(project: Path) -> None
         "import apsw, os, sys\n"
         f"c = apsw.Connection({str(project / '.claude-session.db')!r})\n"
         "c.execute('BEGIN IMMEDIATE')\n"
-        "c.execute(\"INSERT INTO events (dedup_key, received_at, session_id, hook_event_name,"
+        'c.execute("INSERT INTO events (dedup_key, received_at, session_id, hook_event_name,'
         " payload, payload_bytes) VALUES ('partial', 0, 's', 'X', '{}', 2)\")\n"
         "print('ready', flush=True)\n"
         "import time; time.sleep(60)\n"
@@ -369,8 +404,11 @@ def test_28_kill_9_mid_transaction_leaves_no_partial_rows(project: Path) -> None
 
 @pytest.mark.parametrize("writers", [64, 200])
 def test_30_many_concurrent_hooks_lose_nothing(project: Path, writers: int) -> None:
-    env = {"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
-           "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"]}  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CLAUDE_PROJECT_DIR": str(project),
+        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
+    }
     names = ["PostToolUseFailure.Bash", "PostToolUse.Edit", "PreToolUse.Agent", "PostToolUse.Write"]
     procs = []
     for i in range(writers):
@@ -378,8 +416,11 @@ def test_30_many_concurrent_hooks_lose_nothing(project: Path, writers: int) -> N
         payload["tool_use_id"] = f"toolu_storm_{i}"
         proc = subprocess.Popen(
             [PYTHON, "-I", "-S", str(HOOKS / installer.script_name(payload["hook_event_name"]))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(payload).encode())  # as Claude Code does: at once
         proc.stdin.close()
@@ -413,8 +454,9 @@ def test_31_34_unusable_database_spools_and_cli_explains(project: Path, kind: st
         assert path.read_bytes() == before  # never written to
     done = subprocess.run(
         [str(Path(PYTHON).parent / "claude-session"), "--project", str(project), "status"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1
     expected = "upgrade claude-session" if kind == "newer-schema" else "cannot open"
     assert expected in done.stderr and "Traceback" not in done.stderr
@@ -435,15 +477,20 @@ def test_34_older_schema_is_migrated_keeping_rows(project: Path) -> None:
     old_prompt = json.dumps(fixture("UserPromptSubmit", project) | {"prompt": "from v1"})
     conn.execute(
         "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, payload,"
-        " payload_bytes) VALUES ('old', 1, 's-old', 'UserPromptSubmit', ?, 10)", (old_prompt,),
-    )  # fmt: skip
+        " payload_bytes) VALUES ('old', 1, 's-old', 'UserPromptSubmit', ?, 10)",
+        (old_prompt,),
+    )
     conn.close()
     procs = [
         subprocess.Popen(
-            [PYTHON, "-I", "-S", str(HOOKS / "pre_tool_use.py")], stdin=subprocess.PIPE,
-            env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
-                 "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"]},
-        )  # fmt: skip
+            [PYTHON, "-I", "-S", str(HOOKS / "pre_tool_use.py")],
+            stdin=subprocess.PIPE,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "CLAUDE_PROJECT_DIR": str(project),
+                "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
+            },
+        )
         for _ in range(20)
     ]
     for i, proc in enumerate(procs):
@@ -462,11 +509,17 @@ def test_38_broken_environment(project: Path, tmp_path: Path) -> None:
     gone = tmp_path / "cwd-that-vanished"
     gone.mkdir()
     proc = subprocess.Popen(
-        [PYTHON, "-I", "-S", str(HOOKS / "user_prompt_submit.py")], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, cwd=gone,
-        env={"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C",
-             "CLAUDE_PROJECT_DIR": str(project)},  # no HOME
-    )  # fmt: skip
+        [PYTHON, "-I", "-S", str(HOOKS / "user_prompt_submit.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=gone,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "LANG": "C",
+            "LC_ALL": "C",
+            "CLAUDE_PROJECT_DIR": str(project),
+        },  # no HOME
+    )
     gone.rmdir()
     out, _ = proc.communicate(json.dumps(fixture("UserPromptSubmit", project)).encode())
     assert proc.returncode == 0 and out == b""
@@ -478,5 +531,7 @@ def test_38_registered_command_never_exits_nonzero(project: Path) -> None:
     run = installer.run_hook_command(broken, b"{}", project)
     assert run.returncode == 0 and run.stdout == ""
     working = installer.hook_command("PreToolUse", python=sys.executable)
-    run = installer.run_hook_command(working, json.dumps(fixture("PreToolUse.Bash")).encode(), project)
+    run = installer.run_hook_command(
+        working, json.dumps(fixture("PreToolUse.Bash")).encode(), project
+    )
     assert run.returncode == 0 and count(project, "events") == 1

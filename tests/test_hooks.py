@@ -40,7 +40,9 @@ def test_each_recorded_payload_is_stored_once_with_its_fields(project: Path, nam
     assert tool == payload.get("tool_name") and tool_use_id == payload.get("tool_use_id")
     assert agent_id == payload.get("agent_id")
     assert json.loads(text) == payload  # nothing to redact here: stored exactly as it came
-    audit = query(project, "SELECT hook_event_name, exit_code, outcome, duration_ms FROM hook_events")
+    audit = query(
+        project, "SELECT hook_event_name, exit_code, outcome, duration_ms FROM hook_events"
+    )
     assert audit[0][:3] == (payload["hook_event_name"], 0, "stored") and audit[0][3] > 0
 
 
@@ -87,22 +89,44 @@ def test_recorded_stream_derives_sessions_agents_claims_errors_and_snapshots(pro
         "SELECT agent_type, status, description, task, tool_use_id, is_internal, tool_uses"
         " FROM agent_registry WHERE agent_id = 'a026341fa5086f41e'",
     )
-    assert agent == [("general-purpose", "completed", "sub work", "SUBTASK-B: read hello.py",
-                      "toolu_000014", 0, 1)]  # fmt: skip
+    assert agent == [
+        (
+            "general-purpose",
+            "completed",
+            "sub work",
+            "SUBTASK-B: read hello.py",
+            "toolu_000014",
+            0,
+            1,
+        )
+    ]
     # The two compaction helpers: SubagentStop without SubagentStart, kept apart, never running.
-    helpers = query(project, "SELECT status, is_internal FROM agent_registry WHERE agent_id != ?",
-                    ("a026341fa5086f41e",))  # fmt: skip
+    helpers = query(
+        project,
+        "SELECT status, is_internal FROM agent_registry WHERE agent_id != ?",
+        ("a026341fa5086f41e",),
+    )
     assert sorted(helpers) == [("completed", 1), ("completed", 1)]
     # The main thread wrote then edited hello.py: one claim, two edits, path relative.
     assert query(project, "SELECT file_path, agent_id, edits, tool_name FROM file_claims") == [
         ("hello.py", "main", 2, "Edit")
     ]
-    error = query(project, "SELECT tool_name, category, exit_code, attempt, command, resolution"
-                           " FROM error_log")  # fmt: skip
+    error = query(
+        project,
+        "SELECT tool_name, category, exit_code, attempt, command, resolution FROM error_log",
+    )
     assert error == [("Bash", "runtime", 1, 1, "python3 -c 'import nonexistent_mod'", None)]
-    kinds = [r[0] for r in query(project, "SELECT snapshot_type FROM context_snapshots ORDER BY id")]
-    assert kinds == ["session_end", "pre_compact", "post_compact", "session_end", "session_end",
-                     "session_end"]  # fmt: skip
+    kinds = [
+        r[0] for r in query(project, "SELECT snapshot_type FROM context_snapshots ORDER BY id")
+    ]
+    assert kinds == [
+        "session_end",
+        "pre_compact",
+        "post_compact",
+        "session_end",
+        "session_end",
+        "session_end",
+    ]
     prompts = [r[0] for r in query(project, "SELECT prompt FROM prompts ORDER BY id")]
     assert "hello there" in prompts and "TASK-A: write hello.py and run it" in prompts
     compact_answer = outputs["SessionStart"][2]
@@ -112,8 +136,14 @@ def test_recorded_stream_derives_sessions_agents_claims_errors_and_snapshots(pro
 
 def test_compact_session_start_restores_claims_errors_and_task(project: Path) -> None:
     sid = "560819af-56fc-4528-be0a-32a24d1aa819"
-    for name in ("UserPromptSubmit", "PostToolUse.Write", "PostToolUseFailure.Bash",
-                 "PreToolUse.Agent", "PostToolUse.Agent", "SubagentStart"):  # fmt: skip
+    for name in (
+        "UserPromptSubmit",
+        "PostToolUse.Write",
+        "PostToolUseFailure.Bash",
+        "PreToolUse.Agent",
+        "PostToolUse.Agent",
+        "SubagentStart",
+    ):
         payload = fixture(name, project)
         payload["session_id"] = sid
         run_hook(payload["hook_event_name"], payload, project)
@@ -153,18 +183,22 @@ def test_duplicate_delivery_leaves_one_row(project: Path) -> None:
     assert count(project, "file_claims") == 1
     assert query(project, "SELECT edits FROM file_claims")[0][0] == 1  # derived state once too
     assert [r[0] for r in query(project, "SELECT outcome FROM hook_events ORDER BY id")] == [
-        "stored", "duplicate"
+        "stored",
+        "duplicate",
     ]
 
 
 def test_late_tool_event_does_not_resurrect_a_finished_agent(project: Path) -> None:
-    stop = fixture("SubagentStop", project) | {"agent_id": "a026341fa5086f41e",
-                                               "agent_type": "general-purpose"}  # fmt: skip
+    stop = fixture("SubagentStop", project) | {
+        "agent_id": "a026341fa5086f41e",
+        "agent_type": "general-purpose",
+    }
     run_hook("SubagentStart", fixture("SubagentStart", project), project)
     run_hook("SubagentStop", stop, project)
     run_hook("PostToolUse", fixture("PostToolUse.Read.subagent", project), project)
-    assert query(project, "SELECT status FROM agent_registry WHERE agent_id = ?",
-                 ("a026341fa5086f41e",)) == [("completed",)]  # fmt: skip
+    assert query(
+        project, "SELECT status FROM agent_registry WHERE agent_id = ?", ("a026341fa5086f41e",)
+    ) == [("completed",)]
 
 
 def test_subagent_edit_claims_for_the_subagent(project: Path) -> None:

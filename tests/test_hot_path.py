@@ -13,9 +13,10 @@ from conftest import HOOKS, PYTHON, fixture
 def imported_modules(event: str, payload: dict[str, object], project: Path) -> set[str]:
     done = subprocess.run(
         [PYTHON, "-I", "-S", "-X", "importtime", str(HOOKS / f"{event}.py")],
-        input=json.dumps(payload).encode(), capture_output=True,
+        input=json.dumps(payload).encode(),
+        capture_output=True,
         env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project)},
-    )  # fmt: skip
+    )
     assert done.returncode == 0
     names = set()
     for line in done.stderr.decode().splitlines():
@@ -26,28 +27,42 @@ def imported_modules(event: str, payload: dict[str, object], project: Path) -> s
 
 def test_hooks_import_only_stdlib_and_apsw(project: Path) -> None:
     cases = [
-        ("session_start", "SessionStart.startup"), ("pre_tool_use", "PreToolUse.Bash"),
-        ("post_tool_use", "PostToolUse.Edit"), ("post_tool_use_failure", "PostToolUseFailure.Bash"),
-        ("subagent_stop", "SubagentStop"), ("session_start", "SessionStart.compact"),
-    ]  # fmt: skip
+        ("session_start", "SessionStart.startup"),
+        ("pre_tool_use", "PreToolUse.Bash"),
+        ("post_tool_use", "PostToolUse.Edit"),
+        ("post_tool_use_failure", "PostToolUseFailure.Bash"),
+        ("subagent_stop", "SubagentStop"),
+        ("session_start", "SessionStart.compact"),
+    ]
     for script, name in cases:
         modules = imported_modules(script, fixture(name, project), project)
         assert "claude_session.hookrt" in modules  # the measurement saw the hook's imports
         third_party = {
-            m for m in modules
+            m
+            for m in modules
             if m.split(".")[0] not in sys.stdlib_module_names
             and m.split(".")[0] not in ("apsw", "claude_session")
-        }  # fmt: skip
+        }
         assert not third_party, f"{script}: {sorted(third_party)}"
-        heavy = modules & {"click", "pydantic", "rich", "watchfiles", "claude_session.cli",
-                           "claude_session.payloads", "claude_session.queries"}  # fmt: skip
+        heavy = modules & {
+            "click",
+            "pydantic",
+            "rich",
+            "watchfiles",
+            "claude_session.cli",
+            "claude_session.payloads",
+            "claude_session.queries",
+        }
         assert not heavy
 
 
 def test_tool_event_hot_path_avoids_costly_stdlib_modules(project: Path) -> None:
     """json (~5 ms), typing (~3 ms), subprocess (~5 ms), dataclasses and hashlib stay off the
     path of an ordinary tool event: these budgets are why the hook meets its speed target."""
-    for script, name in (("pre_tool_use", "PreToolUse.Bash"), ("post_tool_use", "PostToolUse.Edit")):
+    for script, name in (
+        ("pre_tool_use", "PreToolUse.Bash"),
+        ("post_tool_use", "PostToolUse.Edit"),
+    ):
         modules = imported_modules(script, fixture(name, project), project)
         assert not modules & {"json", "typing", "subprocess", "dataclasses", "hashlib", "re"}, (
             sorted(modules & {"json", "typing", "subprocess", "dataclasses", "hashlib", "re"})

@@ -15,9 +15,13 @@ V1 = Path(__file__).parent / "fixtures" / "schema_v1.sql"
 
 def shape(conn: apsw.Connection) -> list[tuple[str, str, str]]:
     """Normalised sqlite_master: what a database is, whatever order or spacing made it."""
-    found = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
-                         " ORDER BY type, name").fetchall()  # fmt: skip
-    return [(t, n, re.sub(r"\s+", " ", re.sub(r"--[^\n]*", "", s or "")).strip()) for t, n, s in found]
+    found = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+        " ORDER BY type, name"
+    ).fetchall()
+    return [
+        (t, n, re.sub(r"\s+", " ", re.sub(r"--[^\n]*", "", s or "")).strip()) for t, n, s in found
+    ]
 
 
 def run(conn: apsw.Connection, sql: str) -> None:
@@ -42,7 +46,9 @@ def test_fresh_schema_equals_version_1_plus_migrations(tmp_path: Path) -> None:
     assert shape(migrated) == shape(fresh)
 
 
-def test_failed_migration_rolls_back_version_and_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_migration_rolls_back_version_and_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = str(tmp_path / "old.db")
     conn = apsw.Connection(path)
     run(conn, V1.read_text())

@@ -36,8 +36,11 @@ def test_token_shapes_are_replaced_with_kind_and_fingerprint(secret: str) -> Non
         ("db_password: 'hunter2x'", "hunter2x"),
         ("curl -H 'Authorization: Bearer abc.def.ghijklmnop'", "abc.def.ghijklmnop"),
         ("postgres://user:pa55word@host:5432/db", "pa55word"),
-        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----",
-         "b3BlbnNzaC1rZXk"),
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n"
+            "-----END OPENSSH PRIVATE KEY-----",
+            "b3BlbnNzaC1rZXk",
+        ),
         ("note <Private>my diary</PRIVATE> end", "my diary"),
         ("API_KEY=abcd1234efgh", "abcd1234efgh"),
     ],
