@@ -70,9 +70,19 @@ def cli(ctx: click.Context, project: str | None) -> None:
     ctx.obj = find_root(project)
 
 
+def settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--scope and --dry-run, shared by install and uninstall."""
+    scope = click.option(
+        "--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True
+    )
+    dry_run = click.option(
+        "--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing."
+    )
+    return scope(dry_run(command))
+
+
 @cli.command()
-@click.option("--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True)
-@click.option("--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing.")
+@settings_options
 @click.pass_obj
 def install(root: Path, scope: str, dry_run: bool) -> None:
     """Write claude-session's hooks into Claude Code's settings.json (idempotent)."""
@@ -94,8 +104,7 @@ def install(root: Path, scope: str, dry_run: bool) -> None:
 
 
 @cli.command()
-@click.option("--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True)
-@click.option("--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing.")
+@settings_options
 @click.pass_obj
 def uninstall(root: Path, scope: str, dry_run: bool) -> None:
     """Remove exactly claude-session's hooks from settings.json; other hooks stay."""

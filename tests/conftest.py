@@ -52,6 +52,15 @@ class HookResult:
         return value
 
 
+def hook_env(project: Path | None, **extra: str) -> dict[str, str]:
+    """The environment Claude Code gives a hook: minimal PATH, CLAUDE_PROJECT_DIR."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
+    env["CLAUDE_SESSION_STATE_DIR"] = os.environ["CLAUDE_SESSION_STATE_DIR"]
+    if project is not None:
+        env["CLAUDE_PROJECT_DIR"] = str(project)
+    return env | extra
+
+
 def run_hook(
     event: str,
     payload: dict[str, Any] | bytes | str | None,
@@ -67,11 +76,7 @@ def run_hook(
         data = payload.encode("utf-8", "surrogatepass")
     else:
         data = payload or b""
-    full_env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
-    full_env["CLAUDE_SESSION_STATE_DIR"] = os.environ["CLAUDE_SESSION_STATE_DIR"]
-    if project is not None:
-        full_env["CLAUDE_PROJECT_DIR"] = str(project)
-    full_env.update(env or {})
+    full_env = hook_env(project, **(env or {}))
     script = HOOKS / installer.script_name(event)
     started = time.perf_counter()
     done = subprocess.run(

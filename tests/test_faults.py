@@ -15,7 +15,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import HOOKS, PYTHON, count, fixture, query, run_hook, spooled
+from conftest import HOOKS, PYTHON, count, fixture, hook_env, query, run_hook, spooled
 
 from claude_session import db, installer, spool
 
@@ -95,11 +95,7 @@ def test_01_empty_stdin(project: Path) -> None:
 
 def test_03_slow_but_valid_stdin_is_read_whole(project: Path) -> None:
     data = json.dumps(fixture("UserPromptSubmit", project)).encode()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "CLAUDE_PROJECT_DIR": str(project),
-        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
-    }
+    env = hook_env(project)
     proc = subprocess.Popen(
         [PYTHON, "-I", "-S", str(HOOKS / "user_prompt_submit.py")],
         stdin=subprocess.PIPE,
@@ -161,11 +157,7 @@ def test_09_ten_megabyte_response_is_capped_hashed_and_redacted(project: Path) -
 
 
 def test_10_unbounded_stream_stops_at_the_cap(project: Path) -> None:
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "CLAUDE_PROJECT_DIR": str(project),
-        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
-    }
+    env = hook_env(project)
     yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
     started = time.perf_counter()
     done = subprocess.run(
@@ -230,11 +222,7 @@ def test_13_14_unknown_event_and_extra_fields_are_kept(project: Path) -> None:
 
 def test_15_concurrent_duplicate_delivery_leaves_one_row(project: Path) -> None:
     data = json.dumps(fixture("PostToolUse.Write", project)).encode()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "CLAUDE_PROJECT_DIR": str(project),
-        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
-    }
+    env = hook_env(project)
     procs = [
         subprocess.Popen(
             [PYTHON, "-I", "-S", str(HOOKS / "post_tool_use.py")],
@@ -289,17 +277,16 @@ def test_19_20_secrets_never_reach_disk(project: Path, isolated_state: Path) -> 
 
 def test_21_compact_context_is_capped_and_survives_a_locked_database(project: Path) -> None:
     sid = "560819af-56fc-4528-be0a-32a24d1aa819"
-    for i in range(300):
+    for i in range(5):  # a few real failures and edits through the hooks...
         failure = fixture("PostToolUseFailure.Bash", project)
         failure["tool_use_id"] = f"toolu_f{i}"
         failure["tool_input"]["command"] = f"pytest tests/test_{i}.py " + "-k x " * 40
-        run_hook("PostToolUseFailure", failure, project) if i % 60 == 0 else None
+        run_hook("PostToolUseFailure", failure, project)
         edit = fixture("PostToolUse.Edit", project)
         edit["tool_use_id"] = f"toolu_e{i}"
         edit["tool_input"]["file_path"] = str(project / f"src/module_{i}.py")
-        if i % 10 == 0:
-            run_hook("PostToolUse", edit, project)
-    # bulk state straight through the store, as a large, long session would leave it
+        run_hook("PostToolUse", edit, project)
+    # ...and bulk state straight through the database, as a long busy session leaves it
     conn = db.connect(str(project / ".claude-session.db"))
     with db.Immediate(conn):
         for i in range(2000):
@@ -404,11 +391,7 @@ def test_28_kill_9_mid_transaction_leaves_no_partial_rows(project: Path) -> None
 
 @pytest.mark.parametrize("writers", [64, 200])
 def test_30_many_concurrent_hooks_lose_nothing(project: Path, writers: int) -> None:
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "CLAUDE_PROJECT_DIR": str(project),
-        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
-    }
+    env = hook_env(project)
     names = ["PostToolUseFailure.Bash", "PostToolUse.Edit", "PreToolUse.Agent", "PostToolUse.Write"]
     procs = []
     for i in range(writers):
@@ -485,11 +468,7 @@ def test_34_older_schema_is_migrated_keeping_rows(project: Path) -> None:
         subprocess.Popen(
             [PYTHON, "-I", "-S", str(HOOKS / "pre_tool_use.py")],
             stdin=subprocess.PIPE,
-            env={
-                "PATH": "/usr/bin:/bin",
-                "CLAUDE_PROJECT_DIR": str(project),
-                "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
-            },
+            env=hook_env(project),
         )
         for _ in range(20)
     ]
