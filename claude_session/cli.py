@@ -145,6 +145,117 @@ def status(root: Path, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option(
+    "--all", "include_all", is_flag=True, help="Finished sessions and internal helpers too."
+)
+@click.option("--session", help="Session id (a prefix is enough).")
+@format_option
+@click.pass_obj
+def agents(root: Path, include_all: bool, session: str | None, as_json: bool) -> None:
+    """The agent registry: agent, type, task, state, age, last seen, files, reason."""
+    with opened(root) as conn:
+        found = queries.agents(conn, include_all=include_all, session=session)
+    if not as_json:
+        for row in found:  # the table keeps to what a person scans for
+            for key in ("session_id", "tool_uses", "is_internal"):
+                row.pop(key, None)
+    output.emit(found, "json" if as_json else "table", title="agents")
+
+
+@cli.command()
+@click.option("--all", "include_all", is_flag=True, help="Released claims too.")
+@format_option
+@click.pass_obj
+def claims(root: Path, include_all: bool, as_json: bool) -> None:
+    """File claims (leases) by agent; files held by two live agents are marked contested."""
+    with opened(root) as conn:
+        found = queries.claims(conn, include_released=include_all)
+    output.emit(found, "json" if as_json else "table", title="claims")
+
+
+@cli.command(name="config")
+@click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
+              help="Change a value in .claude-session.json (validated).")  # fmt: skip
+@format_option
+@click.pass_obj
+def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:
+    """Show the project configuration (.claude-session.json, with defaults), or change it."""
+    from . import config_model
+
+    path = Path(config_model.config_path(str(root)))
+    if assignments:
+        current = json.loads(path.read_text()) if path.exists() else {}
+        for assignment in assignments:
+            key, _, value = assignment.partition("=")
+            try:
+                current[key.strip()] = json.loads(value)
+            except ValueError:
+                current[key.strip()] = value
+        try:
+            config_model.Config.model_validate(current)
+        except config_model.ValidationError as exc:
+            raise click.ClickException(f"not changed: {exc.errors()[0]['msg']}") from exc
+        path.write_text(json.dumps(current, indent=2) + "\n")
+    try:
+        effective = config_model.load(root)
+    except config_model.ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    written = json.loads(path.read_text()) if path.exists() else {}
+    rows = [
+        {"key": key, "value": value, "source": "file" if key in written else "default"}
+        for key, value in effective.model_dump().items()
+    ]
+    output.emit(rows, "json" if as_json else "table", title=f"configuration ({path})")
+
+
+@cli.group()
+def daemon() -> None:
+    """The project's background process: marks silent agents stale, ingests the spool."""
+
+
+@daemon.command(name="start")
+@click.pass_obj
+def daemon_start(root: Path) -> None:
+    """Start it in the background (no-op when it runs)."""
+    from . import daemon_control
+
+    started = daemon_control.ensure_running(str(root))
+    deadline = time.monotonic() + 10
+    while daemon_control.running_pid(str(root)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = daemon_control.running_pid(str(root))
+    if pid is None:
+        raise click.ClickException(f"the daemon did not start; see {root / (DB_NAME + '.log')}")
+    click.echo(f"daemon {'started' if started else 'already running'} (pid {pid})")
+
+
+@daemon.command(name="stop")
+@click.pass_obj
+def daemon_stop(root: Path) -> None:
+    """Stop it (SIGTERM, then SIGKILL after 10 s)."""
+    from . import daemon_control
+
+    click.echo("daemon stopped" if daemon_control.stop(str(root)) else "daemon not running")
+
+
+@daemon.command(name="status")
+@format_option
+@click.pass_obj
+def daemon_status(root: Path, as_json: bool) -> None:
+    """Is it running, and what has it done."""
+    output.emit(queries.daemon_state(str(root)), "json" if as_json else "table", title="daemon")
+
+
+@daemon.command(name="run")
+@click.pass_obj
+def daemon_run(root: Path) -> None:
+    """Run it in the foreground (until Ctrl+C, `daemon stop`, or idle exit)."""
+    from . import daemon as background
+
+    sys.exit(background.run(str(root)))
+
+
+@cli.command()
 @click.option("--session", help="Session id (a prefix is enough).")
 @click.option("--event", help="Hook event name, e.g. PostToolUse.")
 @click.option("--tool", help="Tool name, e.g. Bash.")

@@ -39,8 +39,9 @@ def gather(conn: apsw.Connection, session_id: str, now: float) -> dict[str, Any]
         "agents": live_agents(conn, session_id),
         "claims": rows(
             conn,
+            # Every file the session changed, held or since released: the model needs them all.
             "SELECT file_path, agent_id, tool_name, edits, last_touched_at FROM file_claims"
-            " WHERE session_id = ? AND released_at IS NULL ORDER BY last_touched_at DESC",
+            " WHERE session_id = ? ORDER BY last_touched_at DESC",
             (session_id,),
         ),
         "errors": open_errors(conn, session_id),

@@ -1,20 +1,22 @@
 """The one table from event name to what a hook does for it.
 
-Each Handler has up to three steps: `prepare` runs before the write transaction (slow, outside
-work such as git), `record` writes derived state inside it, and `answer` reads afterwards and
-returns the JSON object Claude Code gets on stdout. Events not in the table are stored as they
+Each Handler has up to four steps (see the class). Events not in the table are stored as they
 came and answered with nothing.
 """
 
+import os
+
 import apsw
 
-from . import store
+from . import registry, store
 from .event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    Answer = dict[str, Any]
 
 # Every event of the hooks contract (Claude Code 2.1.240 docs, seen in 2.1.330).
 EVENTS: tuple[str, ...] = (
@@ -53,19 +55,23 @@ EVENTS: tuple[str, ...] = (
 
 
 class Handler:
-    __slots__ = ("answer", "busy_timeout_ms", "prepare", "record")
+    """What a hook does for one event, step by step; every step is optional."""
+
+    __slots__ = ("after", "answer", "busy_timeout_ms", "prepare", "record")
 
     def __init__(
         self,
         record: "Callable[[apsw.Connection, Event, store.Context], None] | None" = None,
         *,
         prepare: "Callable[[str], Any] | None" = None,
-        answer: "Callable[[apsw.Connection, Event, float], dict[str, Any] | None] | None" = None,
+        after: "Callable[[store.Context], None] | None" = None,
+        answer: "Callable[[apsw.Connection, Event, store.Context], Answer | None] | None" = None,
         busy_timeout_ms: int = 5000,
     ) -> None:
-        self.record = record
-        self.prepare = prepare
-        self.answer = answer
+        self.record = record  # derived state, inside the event's transaction
+        self.prepare = prepare  # slow outside work, before the transaction (git)
+        self.after = after  # side effects once the event is stored (starting the daemon)
+        self.answer = answer  # the JSON object for stdout, read after the transaction
         self.busy_timeout_ms = busy_timeout_ms
 
 
@@ -75,24 +81,76 @@ def capture_git(root: str) -> "dict[str, Any]":
     return gitstate.capture(root)
 
 
-def answer_session_start(conn: apsw.Connection, ev: Event, now: float) -> "dict[str, Any] | None":
+def answer_session_start(
+    conn: apsw.Connection, ev: Event, ctx: store.Context
+) -> "dict[str, Any] | None":
     """Put the recorded state back in front of the model (compaction) or what was left open."""
     from . import context
 
     source = ev.text_of("source")
     if source == "compact":
-        text: str | None = context.for_compaction(conn, ev.session_id, now)
+        text: str | None = context.for_compaction(conn, ev.session_id, ctx.now)
     else:
-        text = context.for_new_session(conn, ev.session_id, source, now)
+        text = context.for_new_session(conn, ev.session_id, source, ctx.now)
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 
+def start_daemon(ctx: store.Context) -> None:
+    """Start the project's background process if it is not running (detached, not waited for)."""
+    if ctx.config["daemon_autostart"] and not os.environ.get("CLAUDE_SESSION_NO_DAEMON"):
+        from . import daemon_control
+
+        daemon_control.ensure_running(ctx.root)
+
+
+def answer_pre_tool_use(
+    conn: apsw.Connection, ev: Event, ctx: store.Context
+) -> "dict[str, Any] | None":
+    """Before a Write/Edit: name any other live agent holding the file (warn, or deny)."""
+    if ev.text_of("tool_name") not in store.EDIT_TOOLS:
+        return None
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    if not target:
+        return None
+    from .paths import relative_to_root
+
+    path = relative_to_root(ctx.root, target)
+    holders = registry.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, ctx.now)
+    if not holders:
+        return None
+    lines = [f"claude-session: {path} is being changed by another live agent."]
+    for agent, session, touched, tool, edits, agent_type, description, task in holders[:3]:
+        who = "the main thread" if agent == registry.MAIN else f"subagent {agent}"
+        who += f" ({agent_type})" if agent_type and agent != registry.MAIN else ""
+        if session != ev.session_id:
+            who += f" of session {str(session)[:8]}"
+        about = f' "{description}"' if description else ""
+        doing = f", working on: {' '.join(str(task).split())[:300]}" if task else ""
+        minutes = max(0, int((ctx.now - float(str(touched))) // 60))
+        lines.append(
+            f"- {who}{about}{doing}; it last changed this file {minutes} min ago"
+            f" ({tool}, {edits} edit{'s' if edits != 1 else ''})."
+        )
+    lines.append(
+        "Two agents editing one file overwrite each other's work: leave this file to that agent"
+        " or coordinate first, and re-read the file right before any edit."
+    )
+    text = "\n".join(lines)
+    if ctx.config["conflict_policy"] == "deny":
+        output = {"permissionDecision": "deny", "permissionDecisionReason": text}
+    else:
+        output = {"additionalContext": text}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **output}}
+
+
 HANDLERS: dict[str, Handler] = {
-    "SessionStart": Handler(store.on_session_start, answer=answer_session_start),
+    "SessionStart": Handler(
+        store.on_session_start, after=start_daemon, answer=answer_session_start
+    ),
     "UserPromptSubmit": Handler(store.on_user_prompt),
-    "PreToolUse": Handler(store.on_pre_tool_use),
+    "PreToolUse": Handler(store.on_pre_tool_use, answer=answer_pre_tool_use),
     "PostToolUse": Handler(store.on_post_tool_use),
     "PostToolUseFailure": Handler(store.on_post_tool_use_failure),
     "SubagentStart": Handler(store.on_subagent_start),

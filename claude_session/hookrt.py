@@ -39,7 +39,7 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     """One hook run; returns the text for stdout (one JSON object) or None."""
     import apsw
 
-    from . import db, event, store
+    from . import config, db, event, store
     from .handlers import DEFAULT, HANDLERS
     from .paths import db_path, intended_root, project_root, spool_dir
     from .redact import redact
@@ -89,10 +89,10 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
         except Exception as exc:
             _internal_error(root, ev.name, exc)
     conn = None
-    now = time.time()
+    ctx = store.Context(root, time.time(), prepared, config.for_hooks(root, scratch))
     try:
         conn = db.connect(db_path(root), busy_timeout_ms=handler.busy_timeout_ms)
-        _record(conn, ev, delivery, store.Context(root, now, prepared), handler.record)
+        _record(conn, ev, delivery, ctx, handler.record)
     except (db.DatabaseError, apsw.Error) as exc:
         reason = f"{type(exc).__name__}: {exc}"
         _log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
@@ -107,11 +107,16 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
                     spool.ingest(conn, root, limit=50)
             except Exception as exc:
                 _internal_error(root, "spool ingest", exc)
+    if handler.after is not None:
+        try:
+            handler.after(ctx)
+        except Exception as exc:
+            _internal_error(root, ev.name, exc)
     if handler.answer is None or conn is None:
         return None
     try:
-        answer = handler.answer(conn, ev, now)
-    except Exception as exc:
+        answer = handler.answer(conn, ev, ctx)
+    except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
         _internal_error(root, ev.name, exc)
         return None
     return None if answer is None else encode(scratch, answer)

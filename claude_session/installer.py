@@ -186,7 +186,11 @@ class HookRun:
 
 
 def run_hook_command(
-    command: str, payload: bytes, project_dir: Path, timeout: float = DEFAULT_TIMEOUT
+    command: str,
+    payload: bytes,
+    project_dir: Path,
+    timeout: float = DEFAULT_TIMEOUT,
+    extra_env: dict[str, str] | None = None,
 ) -> HookRun:
     """Run `command` with `sh -c`, the payload on stdin and CLAUDE_PROJECT_DIR set, as Claude
     Code does (with a minimal PATH, so a hook that needs the user's shell setup shows up)."""
@@ -197,9 +201,10 @@ def run_hook_command(
         "HOME": os.environ.get("HOME", str(project_dir)),
         "CLAUDE_PROJECT_DIR": str(project_dir),
     }
-    for name in ("CLAUDE_SESSION_STATE_DIR", "XDG_STATE_HOME"):
+    for name in ("CLAUDE_SESSION_STATE_DIR", "XDG_STATE_HOME", "CLAUDE_SESSION_NO_DAEMON"):
         if name in os.environ:
             env[name] = os.environ[name]
+    env.update(extra_env or {})
     started = time.perf_counter()
     try:
         done = subprocess.run(

@@ -60,6 +60,8 @@ def _cell(column: str, value: Any) -> str:
         return "-"
     if column == "session_id" and isinstance(value, str) and len(value) > 13:
         return value[:8] + "…"  # tables show a prefix; --json and `events --session` take it
+    if column.endswith("_seconds") and isinstance(value, int | float):
+        return _duration(value)
     if column.endswith("_at") and isinstance(value, int | float):
         return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(value))
     if isinstance(value, float):
@@ -68,3 +70,14 @@ def _cell(column: str, value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     text = str(value)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 0:
+        return "-"
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -36,6 +37,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "sessions": sessions(conn, limit=5),
         "agents": agents(conn, limit=15),
         "claims": claims(conn),
+        "daemon": daemon_state(root),
         "open_errors": open_errors(conn),
         "failed_paths": [
             {k: v for k, v in row.items() if k != "id"} for row in context.failed_paths(conn, now)
@@ -57,25 +59,57 @@ def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
 
 
 def agents(
-    conn: apsw.Connection, limit: int = 50, include_internal: bool = False
+    conn: apsw.Connection,
+    *,
+    include_all: bool = False,
+    session: str | None = None,
+    limit: int = 200,
 ) -> list[dict[str, Any]]:
+    """The registry: by default real agents of active sessions and anything still running;
+    `include_all` adds finished sessions' agents and Claude Code's internal helpers."""
+    now = time.time()
+    where = "1" if include_all else (
+        "a.is_internal = 0 AND (a.status = 'running' OR s.status = 'active')"
+    )  # fmt: skip
+    params: list[Any] = [now, now]
+    if session:
+        where += " AND a.session_id LIKE ?"
+        params.append(session + "%")
     return db.rows(
         conn,
-        "SELECT agent_id, agent_type, status, description, task, session_id, last_seen_at,"
-        " tool_uses, status_reason FROM agent_registry WHERE is_internal = 0 OR ?"
-        " ORDER BY status = 'running' DESC, last_seen_at DESC LIMIT ?",
-        (int(include_internal), limit),
+        "SELECT a.agent_id AS agent, CASE WHEN a.is_main THEN 'main' ELSE a.agent_type END AS type,"
+        " coalesce(a.description || ': ', '') || coalesce(a.task, '') AS task, a.status AS state,"
+        " round(?1 - coalesce(a.started_at, a.last_seen_at)) AS age_seconds,"
+        " round(?2 - CASE WHEN a.is_main THEN max(a.last_seen_at, s.last_activity_at)"
+        "  ELSE a.last_seen_at END) AS silent_seconds,"
+        " (SELECT count(*) FROM file_claims c WHERE c.session_id = a.session_id AND c.agent_id ="
+        "  CASE WHEN a.is_main THEN 'main' ELSE a.agent_id END) AS files,"
+        " a.status_reason AS reason, a.session_id, a.tool_uses, a.is_internal"
+        " FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
+        f" WHERE {where} ORDER BY a.status = 'running' DESC, a.last_seen_at DESC LIMIT ?",
+        (*params, limit),
     )
 
 
-def claims(conn: apsw.Connection) -> list[dict[str, Any]]:
-    """Active claims; a file held by more than one agent is marked contested."""
+def claims(conn: apsw.Connection, *, include_released: bool = False) -> list[dict[str, Any]]:
+    """Claims with their lease state; a file live-held by more than one agent is contested."""
+    where = "1" if include_released else "released_at IS NULL"
     return db.rows(
         conn,
-        "SELECT file_path, agent_id, session_id, tool_name, edits, last_touched_at,"
-        " (SELECT count(DISTINCT c2.session_id || '/' || c2.agent_id) FROM file_claims c2"
-        "  WHERE c2.file_path = c.file_path AND c2.released_at IS NULL) > 1 AS contested"
-        " FROM file_claims c WHERE released_at IS NULL ORDER BY last_touched_at DESC",
+        "WITH held AS (SELECT c.file_path, c.agent_id, c.session_id, c.tool_name, c.edits,"
+        " c.last_touched_at, c.expires_at, c.released_at, c.release_reason,"
+        " r.status AS agent_state,"
+        " (c.released_at IS NULL AND c.expires_at > ?1 AND r.status = 'running') AS live"
+        " FROM file_claims c LEFT JOIN agent_registry r ON r.agent_id ="
+        "  CASE WHEN c.agent_id = 'main' THEN c.session_id ELSE c.agent_id END)"
+        " SELECT file_path, agent_id AS agent, session_id, tool_name, edits, last_touched_at,"
+        " expires_at, CASE WHEN released_at IS NOT NULL THEN 'released: ' || release_reason"
+        "  WHEN expires_at <= ?1 THEN 'expired'"
+        "  WHEN NOT live THEN 'agent ' || coalesce(agent_state, 'unknown') ELSE 'live' END"
+        " AS lease, live AND (SELECT count(*) FROM held h2 WHERE h2.file_path = held.file_path"
+        "  AND h2.live) > 1 AS contested"
+        f" FROM held WHERE {where} ORDER BY contested DESC, last_touched_at DESC",
+        (time.time(),),
     )
 
 
@@ -129,6 +163,21 @@ def events(
         (*params, limit),
     )
     return list(reversed(found))
+
+
+def daemon_state(root: str) -> dict[str, Any]:
+    from . import daemon_control
+
+    pid = daemon_control.running_pid(root)
+    state: dict[str, Any] = {"running": pid is not None, "pid": pid}
+    try:
+        with open(daemon_control.status_path(root), encoding="utf-8") as f:
+            details = json.load(f)
+    except (OSError, ValueError):
+        return state
+    if pid is not None:
+        state.update(details)
+    return state
 
 
 def latest_session(conn: apsw.Connection) -> str | None:

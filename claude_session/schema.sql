@@ -84,7 +84,8 @@ CREATE TABLE agent_registry (
     ended_at      REAL,
     last_seen_at  REAL NOT NULL,
     tool_uses     INTEGER NOT NULL DEFAULT 0,
-    last_message  TEXT
+    last_message  TEXT,
+    is_main       INTEGER NOT NULL DEFAULT 0  -- the session's main thread (agent_id = session_id)
 );
 CREATE INDEX agent_registry_session ON agent_registry (session_id, status);
 
@@ -96,7 +97,7 @@ CREATE TABLE file_claims (
     tool_name        TEXT,
     first_claimed_at REAL NOT NULL,
     last_touched_at  REAL NOT NULL,
-    expires_at       REAL,
+    expires_at       REAL,            -- lease end, renewed by the agent's activity
     released_at      REAL,
     release_reason   TEXT,
     edits            INTEGER NOT NULL DEFAULT 1,
@@ -183,4 +184,20 @@ CREATE TABLE agent_launches (
 );
 CREATE INDEX agent_launches_pending ON agent_launches (session_id, agent_id);
 
-PRAGMA user_version = 2;
+-- Version 3 --------------------------------------------------------------------------------
+
+-- Every agent status change: when and why (a stale agent that speaks again shows here too).
+CREATE TABLE agent_transitions (
+    id          INTEGER PRIMARY KEY,
+    agent_id    TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    from_status TEXT,            -- NULL when the agent was first recorded
+    to_status   TEXT NOT NULL,
+    at          REAL NOT NULL,
+    reason      TEXT NOT NULL
+);
+CREATE INDEX agent_transitions_agent ON agent_transitions (agent_id, id);
+CREATE INDEX agent_registry_last_seen ON agent_registry (status, last_seen_at);
+CREATE INDEX file_claims_agent ON file_claims (session_id, agent_id, released_at);
+
+PRAGMA user_version = 3;

@@ -13,7 +13,7 @@ import time
 
 import apsw
 
-from . import event, handlers, store
+from . import config, event, handlers, store
 from .paths import spool_dir, user_state_dir
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -62,6 +62,7 @@ def backlog(root: str) -> int:
 def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
     """Replay spooled events of this project into the database; returns how many were stored."""
     done = 0
+    settings = config.for_hooks(root, conn)
     for path in (pending(spool_dir(root)) + _user_entries(root))[:limit]:
         try:
             envelope = _read(path)
@@ -81,7 +82,7 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
             duration_ms=float(envelope.get("duration_ms") or 0.0),
             note=f"spooled: {envelope.get('reason') or 'unknown'}"[:500],
         )
-        ctx = store.Context(root, received, envelope.get("prepared"))
+        ctx = store.Context(root, received, envelope.get("prepared"), settings)
         store.record(conn, ev, delivery, ctx, handler.record)
         try:
             os.unlink(path)

@@ -10,6 +10,8 @@ import time
 
 import apsw
 
+from . import registry
+from .config import DEFAULTS
 from .db import Immediate
 from .event import Event
 from .paths import relative_to_root
@@ -19,9 +21,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 CLAIM_LEASE_SECONDS = 15 * 60
-EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+EDIT_TOOLS = registry.EDIT_TOOLS
 AGENT_TOOLS = ("Agent", "Task")
-MAIN_AGENT = "main"
+MAIN_AGENT = registry.MAIN
+MAIN_TYPE = "main"
 NO_START = "SubagentStop without SubagentStart"
 PROMPT_CAP = 4000
 MESSAGE_CAP = 2000
@@ -60,10 +63,17 @@ class Delivery:
 class Context:
     """What a derived-state writer may need beyond the event itself."""
 
-    def __init__(self, root: str, now: float, prepared: "Any" = None) -> None:
+    def __init__(
+        self, root: str, now: float, prepared: "Any" = None, config: "dict[str, Any] | None" = None
+    ) -> None:
         self.root = root
         self.now = now
         self.prepared = prepared  # the handler's `prepare` result, made outside the transaction
+        self.config = config if config is not None else dict(DEFAULTS)
+
+    @property
+    def lease_seconds(self) -> float:
+        return float(self.config["claim_lease_minutes"]) * 60
 
 
 class Recorded:
@@ -149,6 +159,11 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         " transcript_path = coalesce(excluded.transcript_path, transcript_path)",
         (ev.session_id, ctx.now, ev.text_of("cwd"), ev.text_of("transcript_path")),
     )
+    # The session's main thread is an agent too (recorded once; a no-op afterwards).
+    registry.register(
+        conn, ev.session_id, ev.session_id, MAIN_TYPE, ctx.now, f"session seen ({ev.name})",
+        main=True,
+    )  # fmt: skip
     _count(conn, ev.session_id, "events")
 
 
@@ -161,10 +176,46 @@ def _count(conn: apsw.Connection, session_id: str, column: str) -> None:
 
 
 def on_session_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
+    source = ev.text_of("source")
     conn.execute(
         "UPDATE sessions SET status = 'active', ended_at = NULL, end_reason = NULL,"
         " start_source = ?2, model = coalesce(?3, model) WHERE session_id = ?1",
-        (ev.session_id, ev.text_of("source"), ev.text_of("model")),
+        (ev.session_id, source, ev.text_of("model")),
+    )
+    registry.transition(
+        conn, ev.session_id, registry.RUNNING, f"session started again ({source})", ctx.now,
+        (registry.STALE, "completed"),
+    )  # fmt: skip
+    close_out_finished_sessions(conn, ev.session_id, ctx)
+
+
+def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: Context) -> None:
+    """Agents left running by sessions that are over (a Ctrl+C kill sends no SubagentStop).
+
+    Over means ended, or silent for `session_idle_minutes`; a live session in another
+    terminal is never touched.
+    """
+    idle = float(ctx.config["session_idle_minutes"]) * 60
+    over = conn.execute(
+        "SELECT DISTINCT s.session_id, s.status, s.last_activity_at FROM agent_registry a"
+        " JOIN sessions s USING (session_id) WHERE a.status = 'running' AND s.session_id != ?1"
+        " AND (s.status = 'ended' OR s.last_activity_at < ?2)",
+        (current, ctx.now - idle),
+    ).fetchall()
+    for session_id, status, last in over:
+        if status == "ended":
+            reason = f"session {session_id[:8]} ended without the agent stopping"
+        else:
+            reason = f"session {session_id[:8]} gone: no event for {(ctx.now - last) / 60:.0f} min"
+            end_session(conn, session_id, ctx.now, reason)
+        registry.close_out_session(conn, session_id, ctx.now, reason)
+
+
+def end_session(conn: apsw.Connection, session_id: str, now: float, reason: str) -> None:
+    conn.execute(
+        "UPDATE sessions SET status = 'ended', ended_at = ?2, end_reason = ?3"
+        " WHERE session_id = ?1 AND status = 'active'",
+        (session_id, now, reason),
     )
 
 
@@ -175,6 +226,10 @@ def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         conn.execute(
             "INSERT INTO prompts (session_id, prompt_id, prompt, submitted_at) VALUES (?,?,?,?)",
             (ev.session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),
+        )
+        conn.execute(  # the main agent's task is what the user asked last
+            "UPDATE agent_registry SET task = ?2 WHERE agent_id = ?1 AND is_main = 1",
+            (ev.session_id, prompt[:PROMPT_CAP]),
         )
     _count(conn, ev.session_id, "prompts")
 
@@ -214,20 +269,30 @@ def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: Context) -> 
     _count(conn, ev.session_id, "tool_calls")
     _count(conn, ev.session_id, "tool_failures")
     log_error(conn, ev, ctx)
+    if ev.text_of("tool_name") in AGENT_TOOLS:  # the Agent call itself failed
+        launched = conn.execute(
+            "SELECT agent_id FROM agent_launches WHERE tool_use_id = ? AND agent_id IS NOT NULL",
+            (ev.text_of("tool_use_id"),),
+        ).fetchall()
+        for (agent_id,) in launched:
+            reason = f"Agent tool failed: {(ev.text_of('error') or '').strip()[:200]}"
+            registry.transition(
+                conn, agent_id, "failed", reason, ctx.now, (registry.RUNNING, registry.STALE)
+            )
 
 
 def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     agent_id = ev.text_of("agent_id")
     if not agent_id:
         return
-    conn.execute(
-        "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
-        " started_at, last_seen_at) VALUES (?1, ?2, ?3, 'running', 'SubagentStart', ?4, ?4)"
-        " ON CONFLICT (agent_id) DO UPDATE SET is_internal = 0,"
-        " agent_type = coalesce(nullif(excluded.agent_type, ''), agent_type),"
-        " started_at = coalesce(min(started_at, excluded.started_at), excluded.started_at)",
-        (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now),
-    )
+    agent_type = ev.text_of("agent_type")
+    if not registry.register(conn, agent_id, ev.session_id, agent_type, ctx.now, "SubagentStart"):
+        # Known already (a tool event or a SubagentStop came first): it is a real agent.
+        conn.execute(
+            "UPDATE agent_registry SET is_internal = 0, started_at = min(started_at, ?2),"
+            " agent_type = coalesce(nullif(?3, ''), agent_type) WHERE agent_id = ?1",
+            (agent_id, ctx.now, agent_type),
+        )
     _count(conn, ev.session_id, "subagents")
     linked = conn.execute("SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)).fetchall()
     if linked:
@@ -265,19 +330,14 @@ def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         "UPDATE agent_launches SET background = ?2 WHERE tool_use_id = ?1",
         (tool_use_id, int(background)),
     )
-    conn.execute(
-        "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
-        " started_at, last_seen_at) VALUES (?1, ?2, ?3, 'running', 'Agent tool launched it',"
-        " ?4, ?4) ON CONFLICT (agent_id) DO NOTHING",
-        (agent_id, ev.session_id, ev.text_of("subagent_type") or "general-purpose", ctx.now),
-    )
+    agent_type = ev.text_of("subagent_type") or "general-purpose"
+    registry.register(conn, agent_id, ev.session_id, agent_type, ctx.now, "Agent tool launched it")
     _link(conn, tool_use_id, agent_id)
     if ev.text_of("response_status") == "completed":
-        conn.execute(
-            "UPDATE agent_registry SET status = 'completed', ended_at = coalesce(ended_at, ?2),"
-            " status_reason = 'Agent tool returned' WHERE agent_id = ?1 AND status = 'running'",
-            (agent_id, ctx.now),
-        )
+        registry.transition(
+            conn, agent_id, "completed", "Agent tool returned", ctx.now,
+            (registry.RUNNING, registry.STALE),
+        )  # fmt: skip
 
 
 def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
@@ -301,79 +361,41 @@ def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     if not agent_id:
         return
     message = _cap(ev.text_of("last_assistant_message"), MESSAGE_CAP)
-    known = conn.execute(
-        "SELECT status FROM agent_registry WHERE agent_id = ?", (agent_id,)
-    ).fetchall()
-    if not known:
-        # No SubagentStart and no tool calls: one of Claude Code's internal helpers
-        # (compaction summariser, recap...). Recorded, never shown as a running agent.
-        conn.execute(
-            "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
-            " is_internal, ended_at, last_seen_at, last_message)"
-            " VALUES (?1, ?2, ?3, 'completed', ?6, 1, ?4, ?4, ?5)",
-            (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, message, NO_START),
-        )
-        return
+    # No SubagentStart and no tool calls: one of Claude Code's internal helpers (compaction
+    # summariser, recap...). Recorded, never shown as a running agent.
+    registry.register(
+        conn, agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, NO_START,
+        status="completed", internal=True,
+    )  # fmt: skip
     conn.execute(
         "UPDATE agent_registry SET last_message = coalesce(?3, last_message),"
         " last_seen_at = max(last_seen_at, ?2) WHERE agent_id = ?1",
         (agent_id, ctx.now, message),
     )
-    conn.execute(
-        "UPDATE agent_registry SET status = 'completed', ended_at = ?2,"
-        " status_reason = 'SubagentStop' WHERE agent_id = ?1 AND status = 'running'",
-        (agent_id, ctx.now),
+    # A stale agent that stops properly did finish after all; a finished one stays finished.
+    registry.transition(
+        conn, agent_id, "completed", "SubagentStop", ctx.now, (registry.RUNNING, registry.STALE)
     )
-    release_claims(conn, ev.session_id, agent_id, ctx.now, "agent completed")
 
 
 def heartbeat(conn: apsw.Connection, ev: Event, ctx: Context, tool_use: bool = False) -> None:
-    """A tool event from inside a subagent proves the agent is alive."""
-    agent_id = ev.text_of("agent_id")
-    if not agent_id:
-        return
-    conn.execute(
-        "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
-        " started_at, last_seen_at, tool_uses) VALUES (?1, ?2, ?3, 'running',"
-        " 'seen in a tool event', ?4, ?4, ?5) ON CONFLICT (agent_id) DO UPDATE SET"
-        " last_seen_at = max(last_seen_at, excluded.last_seen_at),"
-        " tool_uses = tool_uses + excluded.tool_uses,"
-        " agent_type = coalesce(nullif(agent_type, ''), excluded.agent_type)",
-        (agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, int(tool_use)),
-    )
+    """Any tool event is a sign of life of the agent that made it (a subagent, or main)."""
+    what = f"{ev.name} {ev.text_of('tool_name') or ''}".strip()
+    registry.heartbeat(
+        conn, ev.session_id, ev.text_of("agent_id"), ev.text_of("agent_type"), ctx.now,
+        ctx.lease_seconds, what, tool_use,
+    )  # fmt: skip
 
 
 def claim_file(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     if not target:
         return
-    conn.execute(
-        "INSERT INTO file_claims (session_id, agent_id, file_path, tool_name, first_claimed_at,"
-        " last_touched_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)"
-        " ON CONFLICT (session_id, agent_id, file_path) DO UPDATE SET"
-        " last_touched_at = max(last_touched_at, excluded.last_touched_at),"
-        " expires_at = max(expires_at, excluded.expires_at), tool_name = excluded.tool_name,"
-        " edits = edits + 1, released_at = NULL, release_reason = NULL",
-        (
-            ev.session_id,
-            ev.text_of("agent_id") or MAIN_AGENT,
-            relative_to_root(ctx.root, target),
-            ev.text_of("tool_name"),
-            ctx.now,
-            ctx.now + CLAIM_LEASE_SECONDS,
-        ),
-    )
+    registry.claim(
+        conn, ev.session_id, ev.text_of("agent_id"), relative_to_root(ctx.root, target),
+        ev.text_of("tool_name"), ctx.now, ctx.lease_seconds,
+    )  # fmt: skip
     _count(conn, ev.session_id, "file_edits")
-
-
-def release_claims(
-    conn: apsw.Connection, session_id: str, agent_id: str, now: float, reason: str
-) -> None:
-    conn.execute(
-        "UPDATE file_claims SET released_at = ?3, release_reason = ?4"
-        " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL",
-        (session_id, agent_id, now, reason),
-    )
 
 
 def log_error(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
@@ -436,7 +458,9 @@ def on_session_end(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         " WHERE session_id = ?1",
         (ev.session_id, ctx.now, ev.text_of("reason")),
     )
-    state = context.gather(conn, ev.session_id, ctx.now)
+    state = context.gather(conn, ev.session_id, ctx.now)  # before the close-out below
+    reason = f"session ended ({ev.text_of('reason') or 'no reason given'})"
+    registry.close_out_session(conn, ev.session_id, ctx.now, reason)
     save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
 
 

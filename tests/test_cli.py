@@ -10,6 +10,7 @@ from pathlib import Path
 from conftest import PYTHON, count, fixture, run_hook, stream
 
 from claude_session import installer
+from claude_session.db import SCHEMA_VERSION
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 
@@ -107,14 +108,26 @@ def test_status_events_and_restore_after_a_recorded_session(project: Path) -> No
         run_hook(payload["hook_event_name"], payload, project)
     status = json.loads(cli("status", "--json", project=project).stdout)
     assert status["database"]["events"] == len(stream(project))
-    assert status["database"]["schema_version"] == 2 and status["database"]["spool_backlog"] == 0
+    assert (
+        status["database"]["schema_version"] == SCHEMA_VERSION
+        and status["database"]["spool_backlog"] == 0
+    )
     assert status["database"]["internal_errors"] == 0
-    assert [c["file_path"] for c in status["claims"]] == ["hello.py"]
+    assert status["claims"] == []  # both sessions ended: every lease was released
+    claims = json.loads(cli("claims", "--all", "--json", project=project).stdout)
+    assert [(c["file_path"], c["agent"], c["lease"]) for c in claims] == [
+        ("hello.py", "main", "released: session ended (other)")
+    ]
     assert status["open_errors"][0]["what"] == "python3 -c 'import nonexistent_mod'"
-    assert {a["agent_id"] for a in status["agents"]} == {"a026341fa5086f41e"}  # no helpers
+    assert status["agents"] == []  # no session is active and nothing runs
+    everyone = json.loads(cli("agents", "--all", "--json", project=project).stdout)
+    real = {a["agent"] for a in everyone if not a["is_internal"] and a["type"] != "main"}
+    assert real == {"a026341fa5086f41e"}
+    assert sum(a["is_internal"] for a in everyone) == 2  # the compaction helpers, kept apart
+    assert sorted(a["state"] for a in everyone if a["type"] == "main") == ["completed"] * 2
     assert status["database"]["last_snapshot"]["snapshot_type"] == "session_end"
     table = cli("status", project=project).stdout
-    assert "hello.py" in table and "nonexistent_mod" in table
+    assert "nonexistent_mod" in table and "session_end" in table
 
     events = json.loads(cli("events", "--json", "--tool", "Bash", project=project).stdout)
     assert [e["event"] for e in events] == [

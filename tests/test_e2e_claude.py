@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 from conftest import PYTHON, query
 from fake_api import FakeAnthropic, last_user_text, text, tool
 
-from claude_session import installer
+from claude_session import daemon_control, installer
 
 pytestmark = pytest.mark.e2e
 
@@ -119,6 +120,15 @@ def add_tap(settings_path: Path, tap: Path) -> None:
     settings_path.write_text(json.dumps(settings, indent=2))
 
 
+def wait_for(condition: Any, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def run_claude(
     binary: Path, project: Path, home: Path, api: FakeAnthropic, *args: str
 ) -> dict[str, Any]:
@@ -154,13 +164,19 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(tmp_pat
     add_tap(project / ".claude" / "settings.json", tap)
 
     model = Model(project)
-    with FakeAnthropic(model) as api:
-        first = run_claude(binary, project, home, api, "TASK-E2E: create hello.py and check it")
-        session = first["session_id"]
-        model.phase = "compact"
-        run_claude(binary, project, home, api, "/compact", "--resume", session)
-        model.phase = "after"
-        run_claude(binary, project, home, api, "what next?", "--resume", session)
+    try:
+        with FakeAnthropic(model) as api:
+            first = run_claude(binary, project, home, api, "TASK-E2E: create hello.py and check it")
+            session = first["session_id"]
+            # The SessionStart hook started the project's background process, detached.
+            assert wait_for(lambda: daemon_control.is_running(str(project)))
+            model.phase = "compact"
+            run_claude(binary, project, home, api, "/compact", "--resume", session)
+            model.phase = "after"
+            run_claude(binary, project, home, api, "what next?", "--resume", session)
+    finally:
+        daemon_control.stop(str(project))
+    assert not daemon_control.is_running(str(project))
 
     # 1. Every event Claude Code sent is in the database, once.
     sent = [json.loads(p.read_text()) for p in tap.iterdir()]
@@ -201,7 +217,7 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(tmp_pat
     agents = query(
         project,
         "SELECT agent_type, status, description, task, is_internal"
-        " FROM agent_registry WHERE is_internal = 0",
+        " FROM agent_registry WHERE is_internal = 0 AND is_main = 0",
     )
     assert agents == [("general-purpose", "completed", "check hello", SUBTASK, 0)]
     assert query(project, "SELECT count(*) FROM agent_registry WHERE is_internal = 1")[0][0] >= 1

@@ -103,10 +103,13 @@ def test_recorded_stream_derives_sessions_agents_claims_errors_and_snapshots(pro
     # The two compaction helpers: SubagentStop without SubagentStart, kept apart, never running.
     helpers = query(
         project,
-        "SELECT status, is_internal FROM agent_registry WHERE agent_id != ?",
+        "SELECT status, is_internal FROM agent_registry WHERE is_main = 0 AND agent_id != ?",
         ("a026341fa5086f41e",),
     )
     assert sorted(helpers) == [("completed", 1), ("completed", 1)]
+    # Each session's main thread is an agent too, completed when its session ended.
+    mains = query(project, "SELECT agent_id, status FROM agent_registry WHERE is_main = 1")
+    assert sorted(mains) == sorted((sid, "completed") for sid in sessions)
     # The main thread wrote then edited hello.py: one claim, two edits, path relative.
     assert query(project, "SELECT file_path, agent_id, edits, tool_name FROM file_claims") == [
         ("hello.py", "main", 2, "Edit")
@@ -205,7 +208,9 @@ def test_subagent_edit_claims_for_the_subagent(project: Path) -> None:
     payload = fixture("PostToolUse.Edit", project) | {"agent_id": "a1", "agent_type": "Plan"}
     run_hook("PostToolUse", payload, project)
     assert query(project, "SELECT agent_id, file_path FROM file_claims") == [("a1", "hello.py")]
-    assert query(project, "SELECT status, agent_type FROM agent_registry") == [("running", "Plan")]
+    assert query(project, "SELECT status, agent_type FROM agent_registry WHERE is_main = 0") == [
+        ("running", "Plan")
+    ]
 
 
 def test_file_outside_the_project_is_stored_absolute_and_never_opened(project: Path) -> None:

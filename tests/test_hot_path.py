@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import HOOKS, PYTHON, fixture
+from conftest import HOOKS, PYTHON, fixture, hook_env
 
 
 def imported_modules(event: str, payload: dict[str, object], project: Path) -> set[str]:
@@ -15,7 +15,7 @@ def imported_modules(event: str, payload: dict[str, object], project: Path) -> s
         [PYTHON, "-I", "-S", "-X", "importtime", str(HOOKS / f"{event}.py")],
         input=json.dumps(payload).encode(),
         capture_output=True,
-        env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project)},
+        env=hook_env(project),
     )
     assert done.returncode == 0
     names = set()

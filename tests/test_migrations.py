@@ -19,9 +19,12 @@ def shape(conn: apsw.Connection) -> list[tuple[str, str, str]]:
         "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
         " ORDER BY type, name"
     ).fetchall()
-    return [
-        (t, n, re.sub(r"\s+", " ", re.sub(r"--[^\n]*", "", s or "")).strip()) for t, n, s in found
-    ]
+
+    def normal(sql: str) -> str:
+        text = re.sub(r"\s+", " ", re.sub(r"--[^\n]*", "", sql)).strip()
+        return re.sub(r"\s+([,)])", r"\1", text)  # ALTER TABLE ADD COLUMN leaves "x TEXT , y"
+
+    return [(t, n, normal(s or "")) for t, n, s in found]
 
 
 def run(conn: apsw.Connection, sql: str) -> None:

@@ -1,0 +1,203 @@
+"""The agent registry and file claims: writes (part of the store layer; stdlib + apsw).
+
+Every status change goes through `transition`, a compare-and-swap that records when and why:
+a late event can never resurrect a finished agent, and a stale agent that speaks again is
+revived visibly. The main thread of a session is an agent too (agent_id = session_id,
+is_main = 1); its file claims carry agent_id 'main'.
+"""
+
+import apsw
+
+MAIN = "main"
+RUNNING = "running"
+FINISHED = ("completed", "failed")
+STALE = "aborted_stale"
+EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+
+
+def claim_owner(session_id: str, agent_id: str | None) -> str:
+    """The agent_id a claim or error is recorded under: the subagent's id, or 'main'."""
+    return agent_id or MAIN
+
+
+def registry_id(session_id: str, claim_agent: str) -> str:
+    """The agent_registry id behind a claim's agent_id."""
+    return session_id if claim_agent == MAIN else claim_agent
+
+
+def register(
+    conn: apsw.Connection,
+    agent_id: str,
+    session_id: str,
+    agent_type: str | None,
+    now: float,
+    reason: str,
+    *,
+    status: str = RUNNING,
+    internal: bool = False,
+    main: bool = False,
+) -> bool:
+    """Record an agent the first time it shows up; False if it was known already."""
+    conn.execute(
+        "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
+        " is_internal, is_main, started_at, ended_at, last_seen_at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8) ON CONFLICT (agent_id) DO NOTHING",
+        (
+            agent_id, session_id, agent_type, status, reason, int(internal), int(main), now,
+            None if status == RUNNING else now,
+        ),
+    )  # fmt: skip
+    if conn.changes() == 0:
+        return False
+    _log_transition(conn, agent_id, session_id, None, status, now, reason)
+    return True
+
+
+def transition(
+    conn: apsw.Connection,
+    agent_id: str,
+    to_status: str,
+    reason: str,
+    now: float,
+    allowed_from: tuple[str, ...],
+) -> bool:
+    """Compare-and-swap the status; records the transition and releases claims on leaving
+    `running`. False (and nothing written) when the agent is not in an allowed state."""
+    found = conn.execute(
+        "SELECT status, session_id, is_main FROM agent_registry WHERE agent_id = ?", (agent_id,)
+    ).fetchall()
+    if not found or found[0][0] not in allowed_from or found[0][0] == to_status:
+        return False
+    status, session_id, is_main = found[0]
+    conn.execute(
+        "UPDATE agent_registry SET status = ?2, status_reason = ?3,"
+        " ended_at = CASE WHEN ?2 = 'running' THEN NULL ELSE ?4 END"
+        " WHERE agent_id = ?1 AND status = ?5",
+        (agent_id, to_status, reason, now, status),
+    )
+    if conn.changes() == 0:
+        return False
+    _log_transition(conn, agent_id, session_id, status, to_status, now, reason)
+    if to_status != RUNNING:
+        release_claims(conn, session_id, MAIN if is_main else agent_id, now, reason)
+    return True
+
+
+def _log_transition(
+    conn: apsw.Connection,
+    agent_id: str,
+    session_id: str,
+    from_status: str | None,
+    to_status: str,
+    now: float,
+    reason: str,
+) -> None:
+    conn.execute(
+        "INSERT INTO agent_transitions (agent_id, session_id, from_status, to_status, at, reason)"
+        " VALUES (?,?,?,?,?,?)",
+        (agent_id, session_id, from_status, to_status, now, reason),
+    )
+
+
+def heartbeat(
+    conn: apsw.Connection,
+    session_id: str,
+    agent_id: str | None,
+    agent_type: str | None,
+    now: float,
+    lease_seconds: float,
+    what: str,
+    tool_use: bool,
+) -> None:
+    """Activity of an agent (a subagent's tool event, or any main-thread event): last seen,
+    tool count, lease renewal of its claims, and revival if it had been marked stale."""
+    if agent_id:
+        register(conn, agent_id, session_id, agent_type, now, f"first seen in {what}")
+        conn.execute(
+            "UPDATE agent_registry SET last_seen_at = max(last_seen_at, ?2),"
+            " tool_uses = tool_uses + ?3, agent_type = coalesce(nullif(agent_type, ''), ?4)"
+            " WHERE agent_id = ?1",
+            (agent_id, now, int(tool_use), agent_type),
+        )
+        target = agent_id
+    else:
+        conn.execute(
+            "UPDATE agent_registry SET last_seen_at = max(last_seen_at, ?2),"
+            " tool_uses = tool_uses + ?3 WHERE agent_id = ?1",
+            (session_id, now, int(tool_use)),
+        )
+        target = session_id
+    transition(
+        conn, target, RUNNING, f"spoke again ({what}) after being marked stale", now, (STALE,)
+    )
+    conn.execute(
+        "UPDATE file_claims SET expires_at = max(coalesce(expires_at, 0), ?3)"
+        " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL",
+        (session_id, claim_owner(session_id, agent_id), now + lease_seconds),
+    )
+
+
+def claim(
+    conn: apsw.Connection,
+    session_id: str,
+    agent_id: str | None,
+    file_path: str,
+    tool_name: str | None,
+    now: float,
+    lease_seconds: float,
+) -> None:
+    conn.execute(
+        "INSERT INTO file_claims (session_id, agent_id, file_path, tool_name, first_claimed_at,"
+        " last_touched_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)"
+        " ON CONFLICT (session_id, agent_id, file_path) DO UPDATE SET"
+        " last_touched_at = max(last_touched_at, excluded.last_touched_at),"
+        " expires_at = max(coalesce(expires_at, 0), excluded.expires_at),"
+        " tool_name = excluded.tool_name, edits = edits + 1, released_at = NULL,"
+        " release_reason = NULL",
+        (
+            session_id, claim_owner(session_id, agent_id), file_path, tool_name, now,
+            now + lease_seconds,
+        ),
+    )  # fmt: skip
+
+
+def release_claims(
+    conn: apsw.Connection, session_id: str, claim_agent: str, now: float, reason: str
+) -> None:
+    conn.execute(
+        "UPDATE file_claims SET released_at = ?3, release_reason = ?4"
+        " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL",
+        (session_id, claim_agent, now, reason),
+    )
+
+
+def close_out_session(conn: apsw.Connection, session_id: str, now: float, reason: str) -> int:
+    """A session that is over: its running subagents become aborted_stale, its main agent ends.
+    Returns how many subagents were closed out."""
+    closed = 0
+    running = conn.execute(
+        "SELECT agent_id FROM agent_registry WHERE session_id = ? AND status = 'running'"
+        " AND is_main = 0",
+        (session_id,),
+    ).fetchall()
+    for (agent_id,) in running:
+        closed += transition(conn, agent_id, STALE, reason, now, (RUNNING,))
+    transition(conn, session_id, "completed", reason, now, (RUNNING, STALE))
+    return closed
+
+
+def conflicts(
+    conn: apsw.Connection, session_id: str, agent_id: str | None, file_path: str, now: float
+) -> list[tuple[object, ...]]:
+    """Live claims on `file_path` held by other running agents, most recent first."""
+    me = claim_owner(session_id, agent_id)
+    return conn.execute(
+        "SELECT c.agent_id, c.session_id, c.last_touched_at, c.tool_name, c.edits,"
+        " r.agent_type, r.description, r.task"
+        " FROM file_claims c JOIN agent_registry r ON r.agent_id ="
+        "  CASE WHEN c.agent_id = 'main' THEN c.session_id ELSE c.agent_id END"
+        " WHERE c.file_path = ?1 AND c.released_at IS NULL AND c.expires_at > ?4"
+        " AND r.status = 'running' AND NOT (c.session_id = ?2 AND c.agent_id = ?3)"
+        " ORDER BY c.last_touched_at DESC",
+        (file_path, session_id, me, now),
+    ).fetchall()
