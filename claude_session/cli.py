@@ -174,8 +174,13 @@ def claims(root: Path, include_all: bool, as_json: bool) -> None:
 
 
 @cli.command(name="config")
-@click.option("--set", "assignments", multiple=True, metavar="KEY=VALUE",
-              help="Change a value in .claude-session.json (validated).")  # fmt: skip
+@click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Change a value in .claude-session.json (validated).",
+)
 @format_option
 @click.pass_obj
 def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:

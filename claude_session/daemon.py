@@ -56,9 +56,14 @@ class Daemon:
         self.seen = staleness.Observations()
         self.conn: apsw.Connection | None = None
         self.stats: dict[str, Any] = {
-            "pid": os.getpid(), "started_at": clock(), "sweeps": 0, "agents_marked_stale": 0,
-            "sessions_closed": 0, "claims_expired": 0, "events_ingested": 0,
-        }  # fmt: skip
+            "pid": os.getpid(),
+            "started_at": clock(),
+            "sweeps": 0,
+            "agents_marked_stale": 0,
+            "sessions_closed": 0,
+            "claims_expired": 0,
+            "events_ingested": 0,
+        }
         self.config = config_model.Config()
 
     # --- one pass ------------------------------------------------------------------------
@@ -100,9 +105,14 @@ class Daemon:
             )
         }
         verdicts = staleness.sweep(
-            agents, sessions, now, now_mono, self.seen,
-            self.config.stale_after_minutes * 60, self.config.session_idle_minutes * 60,
-        )  # fmt: skip
+            agents,
+            sessions,
+            now,
+            now_mono,
+            self.seen,
+            self.config.stale_after_minutes * 60,
+            self.config.session_idle_minutes * 60,
+        )
         with db.Immediate(conn):
             for verdict in verdicts:
                 if verdict.kind == "session":
@@ -153,10 +163,16 @@ class Daemon:
         self.pass_once()
         last_sweep = last_live = self.mono()
         for changes in watchfiles.watch(
-            self.root, spool_dir(self.root), watch_filter=_ours, recursive=False,
-            yield_on_timeout=True, rust_timeout=int(self.config.sweep_interval_seconds * 1000),
-            stop_event=stop, debounce=100, raise_interrupt=False,
-        ):  # fmt: skip
+            self.root,
+            spool_dir(self.root),
+            watch_filter=_ours,
+            recursive=False,
+            yield_on_timeout=True,
+            rust_timeout=int(self.config.sweep_interval_seconds * 1000),
+            stop_event=stop,
+            debounce=100,
+            raise_interrupt=False,
+        ):
             if stop.is_set():
                 break
             if not os.path.isdir(self.root):

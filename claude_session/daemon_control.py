@@ -87,7 +87,7 @@ def stop(root: str, timeout: float = 10.0) -> bool:
         return True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not is_running(root):
+        if not is_running(root) and not _alive(pid):
             return True
         time.sleep(0.05)
     try:
@@ -95,3 +95,15 @@ def stop(root: str, timeout: float = 10.0) -> bool:
     except ProcessLookupError:
         pass
     return True
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an init that does not reap leaves those)."""
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    except (OSError, IndexError):
+        return True

@@ -34,8 +34,10 @@ def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
     for payload in recorded_events(project):
         command = installer.hook_command(payload["hook_event_name"])
         run = installer.run_hook_command(
-            command, json.dumps(payload).encode(), project,
+            command,
+            json.dumps(payload).encode(),
+            project,
             extra_env={"CLAUDE_SESSION_NO_DAEMON": "1"},  # a scratch project needs none
-        )  # fmt: skip
+        )
         played.append((payload, run))
     return played

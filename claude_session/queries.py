@@ -68,9 +68,11 @@ def agents(
     """The registry: by default real agents of active sessions and anything still running;
     `include_all` adds finished sessions' agents and Claude Code's internal helpers."""
     now = time.time()
-    where = "1" if include_all else (
-        "a.is_internal = 0 AND (a.status = 'running' OR s.status = 'active')"
-    )  # fmt: skip
+    where = (
+        "1"
+        if include_all
+        else ("a.is_internal = 0 AND (a.status = 'running' OR s.status = 'active')")
+    )
     params: list[Any] = [now, now]
     if session:
         where += " AND a.session_id LIKE ?"

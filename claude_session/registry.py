@@ -43,10 +43,17 @@ def register(
         " is_internal, is_main, started_at, ended_at, last_seen_at)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8) ON CONFLICT (agent_id) DO NOTHING",
         (
-            agent_id, session_id, agent_type, status, reason, int(internal), int(main), now,
+            agent_id,
+            session_id,
+            agent_type,
+            status,
+            reason,
+            int(internal),
+            int(main),
+            now,
             None if status == RUNNING else now,
         ),
-    )  # fmt: skip
+    )
     if conn.changes() == 0:
         return False
     _log_transition(conn, agent_id, session_id, None, status, now, reason)
@@ -155,10 +162,14 @@ def claim(
         " tool_name = excluded.tool_name, edits = edits + 1, released_at = NULL,"
         " release_reason = NULL",
         (
-            session_id, claim_owner(session_id, agent_id), file_path, tool_name, now,
+            session_id,
+            claim_owner(session_id, agent_id),
+            file_path,
+            tool_name,
+            now,
             now + lease_seconds,
         ),
-    )  # fmt: skip
+    )
 
 
 def release_claims(

@@ -161,9 +161,14 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     )
     # The session's main thread is an agent too (recorded once; a no-op afterwards).
     registry.register(
-        conn, ev.session_id, ev.session_id, MAIN_TYPE, ctx.now, f"session seen ({ev.name})",
+        conn,
+        ev.session_id,
+        ev.session_id,
+        MAIN_TYPE,
+        ctx.now,
+        f"session seen ({ev.name})",
         main=True,
-    )  # fmt: skip
+    )
     _count(conn, ev.session_id, "events")
 
 
@@ -183,9 +188,13 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         (ev.session_id, source, ev.text_of("model")),
     )
     registry.transition(
-        conn, ev.session_id, registry.RUNNING, f"session started again ({source})", ctx.now,
+        conn,
+        ev.session_id,
+        registry.RUNNING,
+        f"session started again ({source})",
+        ctx.now,
         (registry.STALE, "completed"),
-    )  # fmt: skip
+    )
     close_out_finished_sessions(conn, ev.session_id, ctx)
 
 
@@ -335,9 +344,13 @@ def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     _link(conn, tool_use_id, agent_id)
     if ev.text_of("response_status") == "completed":
         registry.transition(
-            conn, agent_id, "completed", "Agent tool returned", ctx.now,
+            conn,
+            agent_id,
+            "completed",
+            "Agent tool returned",
+            ctx.now,
             (registry.RUNNING, registry.STALE),
-        )  # fmt: skip
+        )
 
 
 def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
@@ -364,9 +377,15 @@ def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     # No SubagentStart and no tool calls: one of Claude Code's internal helpers (compaction
     # summariser, recap...). Recorded, never shown as a running agent.
     registry.register(
-        conn, agent_id, ev.session_id, ev.text_of("agent_type"), ctx.now, NO_START,
-        status="completed", internal=True,
-    )  # fmt: skip
+        conn,
+        agent_id,
+        ev.session_id,
+        ev.text_of("agent_type"),
+        ctx.now,
+        NO_START,
+        status="completed",
+        internal=True,
+    )
     conn.execute(
         "UPDATE agent_registry SET last_message = coalesce(?3, last_message),"
         " last_seen_at = max(last_seen_at, ?2) WHERE agent_id = ?1",
@@ -382,9 +401,15 @@ def heartbeat(conn: apsw.Connection, ev: Event, ctx: Context, tool_use: bool = F
     """Any tool event is a sign of life of the agent that made it (a subagent, or main)."""
     what = f"{ev.name} {ev.text_of('tool_name') or ''}".strip()
     registry.heartbeat(
-        conn, ev.session_id, ev.text_of("agent_id"), ev.text_of("agent_type"), ctx.now,
-        ctx.lease_seconds, what, tool_use,
-    )  # fmt: skip
+        conn,
+        ev.session_id,
+        ev.text_of("agent_id"),
+        ev.text_of("agent_type"),
+        ctx.now,
+        ctx.lease_seconds,
+        what,
+        tool_use,
+    )
 
 
 def claim_file(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
@@ -392,9 +417,14 @@ def claim_file(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     if not target:
         return
     registry.claim(
-        conn, ev.session_id, ev.text_of("agent_id"), relative_to_root(ctx.root, target),
-        ev.text_of("tool_name"), ctx.now, ctx.lease_seconds,
-    )  # fmt: skip
+        conn,
+        ev.session_id,
+        ev.text_of("agent_id"),
+        relative_to_root(ctx.root, target),
+        ev.text_of("tool_name"),
+        ctx.now,
+        ctx.lease_seconds,
+    )
     _count(conn, ev.session_id, "file_edits")
 
 

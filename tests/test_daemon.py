@@ -1,0 +1,262 @@
+"""The background process: its sweep on controllable clocks, and its life as a real process
+(single instance by flock, kill -9 and restart, stop, idle exit, lazy start by SessionStart)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import pytest
+from conftest import PYTHON, count, fixture, query, run_hook, spooled
+from test_coordination import SESSION, agent_status, edit, set_config, start_agent
+from test_faults import hold_write_lock
+
+from claude_session import daemon, daemon_control, db
+
+CLI = str(Path(PYTHON).parent / "claude-session")
+MIN = 60.0
+
+
+def daemons_of(project: Path) -> list[int]:
+    """Pids of daemon processes for this project, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"claude_session.daemon" in argv and str(project).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(condition: Callable[[], object], seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def stop_daemons(project: Path):  # type: ignore[no-untyped-def]
+    yield
+    daemon_control.stop(str(project), timeout=5)
+    for pid in daemons_of(project):
+        os.kill(pid, signal.SIGKILL)
+
+
+class Clocks:
+    def __init__(self) -> None:
+        self.wall = time.time()
+        self.mono = 1000.0
+
+    def advance(self, seconds: float, wall_only: bool = False) -> None:
+        self.wall += seconds
+        if not wall_only:
+            self.mono += seconds
+
+
+def sweeper(project: Path, clocks: Clocks) -> daemon.Daemon:
+    worker = daemon.Daemon(str(project), clock=lambda: clocks.wall, mono=lambda: clocks.mono)
+    worker.reload_config()
+    return worker
+
+
+def test_sweep_marks_a_silent_agent_stale_and_releases_its_claims(project: Path) -> None:
+    start_agent(project, "a1", "slow work")
+    edit(project, "a1")
+    clocks = Clocks()
+    worker = sweeper(project, clocks)
+    assert worker.sweep() == []
+    clocks.advance(5 * MIN)
+    run_hook(
+        "UserPromptSubmit", fixture("UserPromptSubmit", project) | {"session_id": SESSION}, project
+    )
+    assert worker.sweep() == []  # silent 5 min: not yet
+    clocks.advance(6 * MIN, wall_only=False)
+    verdicts = worker.sweep()
+    assert [(v.kind, v.target) for v in verdicts] == [("agent", "a1")]
+    status, reason = agent_status(project, "a1")
+    assert status == "aborted_stale" and reason.startswith("silent for 1")
+    assert query(project, "SELECT release_reason FROM file_claims WHERE agent_id = 'a1'") == [
+        (reason,)
+    ]
+    assert agent_status(project, SESSION)[0] == "running"  # the main thread is not touched
+
+
+def test_sweep_survives_a_forward_clock_jump(project: Path) -> None:
+    start_agent(project, "a1", "work")
+    clocks = Clocks()
+    worker = sweeper(project, clocks)
+    worker.sweep()
+    clocks.advance(6 * 3600, wall_only=True)
+    assert worker.sweep() == []
+    assert agent_status(project, "a1")[0] == "running"
+
+
+def test_sweep_closes_out_a_gone_session_but_never_a_live_one(project: Path) -> None:
+    start_agent(project, "quiet-agent", "work", session="quiet")
+    clocks = Clocks()
+    worker = sweeper(project, clocks)
+    worker.sweep()
+    clocks.advance(61 * MIN)
+    start_agent(project, "busy-agent", "work", session="busy")  # real time: just now
+    conn = db.connect(str(project / ".claude-session.db"))
+    conn.execute(
+        "UPDATE sessions SET last_activity_at = ? WHERE session_id = 'busy'", (clocks.wall,)
+    )
+    conn.execute(
+        "UPDATE agent_registry SET last_seen_at = ? WHERE agent_id = 'busy-agent'", (clocks.wall,)
+    )
+    conn.close()
+    verdicts = worker.sweep()
+    assert [(v.kind, v.target) for v in verdicts] == [("session", "quiet")]
+    assert agent_status(project, "quiet-agent")[0] == "aborted_stale"
+    assert "session gone: no event for 61 min" in agent_status(project, "quiet-agent")[1]
+    assert agent_status(project, "busy-agent")[0] == "running"
+
+
+def test_sweep_releases_expired_claims(project: Path) -> None:
+    set_config(project, claim_lease_minutes=1)
+    start_agent(project, "a1", "work")
+    edit(project, "a1")
+    clocks = Clocks()
+    clocks.advance(2 * MIN)
+    sweeper(project, clocks).sweep()
+    assert query(project, "SELECT release_reason FROM file_claims") == [("lease expired",)]
+
+
+def test_ten_simultaneous_starts_leave_one_daemon(project: Path, stop_daemons: None) -> None:
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    starts = [
+        subprocess.Popen(
+            [CLI, "--project", str(project), "daemon", "start"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(10)
+    ]
+    for proc in starts:
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    time.sleep(1.0)  # losers retry the lock for up to 0.5 s, then exit
+    assert len(daemons_of(project)) == 1
+    assert daemon_control.running_pid(str(project)) == daemons_of(project)[0]
+
+
+def test_kill_9_and_restart_lose_nothing_then_stop(project: Path, stop_daemons: None) -> None:
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    subprocess.run([CLI, "--project", str(project), "daemon", "start"], check=True)
+    pid = daemon_control.running_pid(str(project))
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: not daemon_control.is_running(str(project)))
+    # events while it is down: hooks never depend on it
+    run_hook("UserPromptSubmit", fixture("UserPromptSubmit", project), project)
+    holder = hold_write_lock(project, 7)
+    try:
+        run_hook("PostToolUse", fixture("PostToolUse.Edit", project), project)  # -> spool
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(spooled(project)) == 1
+    subprocess.run([CLI, "--project", str(project), "daemon", "start"], check=True)
+    assert wait_for(lambda: not spooled(project))  # the restarted daemon ingests the spool
+    assert count(project, "events") == 3 and count(project, "file_claims") == 1
+    done = subprocess.run(
+        [CLI, "--project", str(project), "daemon", "stop"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "daemon stopped" in done.stdout
+    assert not daemon_control.is_running(str(project)) and not daemons_of(project)
+
+
+def test_running_daemon_marks_stale_in_real_time_and_idles_out(
+    project: Path, stop_daemons: None
+) -> None:
+    set_config(
+        project,
+        stale_after_minutes=0.02,
+        sweep_interval_seconds=0.2,
+        session_idle_minutes=0.05,
+        daemon_idle_exit_minutes=0.02,
+    )
+    start_agent(project, "a1", "goes quiet")
+    subprocess.run([CLI, "--project", str(project), "daemon", "start"], check=True)
+    assert wait_for(lambda: agent_status(project, "a1")[0] == "aborted_stale")
+    assert "silent for" in agent_status(project, "a1")[1]
+    # the session goes quiet too: closed out, then nothing live, then the daemon exits itself
+    assert wait_for(lambda: not daemon_control.is_running(str(project)), seconds=30)
+    assert query(project, "SELECT status FROM sessions") == [("ended",)]
+    assert "idle exit" in (project / ".claude-session.db.log").read_text()
+
+
+def test_session_start_hook_starts_the_daemon_without_waiting(
+    project: Path, stop_daemons: None
+) -> None:
+    result = run_hook(
+        "SessionStart",
+        fixture("SessionStart.startup", project),
+        project,
+        env={"CLAUDE_SESSION_NO_DAEMON": ""},
+    )
+    assert result.seconds < 1.0
+    assert wait_for(lambda: daemon_control.is_running(str(project)))
+    pid = daemon_control.running_pid(str(project))
+    again = run_hook(
+        "SessionStart",
+        fixture("SessionStart.resume", project),
+        project,
+        env={"CLAUDE_SESSION_NO_DAEMON": ""},
+    )
+    assert again.returncode == 0 and daemon_control.running_pid(str(project)) == pid
+
+
+def test_autostart_can_be_turned_off(project: Path) -> None:
+    set_config(project, daemon_autostart=False)
+    run_hook(
+        "SessionStart",
+        fixture("SessionStart.startup", project),
+        project,
+        env={"CLAUDE_SESSION_NO_DAEMON": ""},
+    )
+    time.sleep(0.5)
+    assert not daemon_control.is_running(str(project)) and not daemons_of(project)
+
+
+def test_checkpoint_keeps_the_wal_bounded_once_a_long_reader_closes(project: Path) -> None:
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    path = str(project / ".claude-session.db")
+    reader = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM events").fetchall()  # holds a snapshot
+    writer = db.connect(path)
+    blob = "x" * 2000
+    with db.Immediate(writer):
+        for i in range(10_000):
+            writer.execute(
+                "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name,"
+                " payload, payload_bytes) VALUES (?, 0, 's', 'Stop', ?, 1)",
+                (f"bulk{i}", json.dumps({"blob": blob})),
+            )
+    wal = Path(path + "-wal")
+    assert wal.stat().st_size > db.JOURNAL_SIZE_LIMIT  # grew past the limit under the reader
+    worker = daemon.Daemon(str(project))
+    worker.checkpoint()  # a reader is open: nothing may be lost, nothing blocks
+    reader.execute("COMMIT")
+    reader.close()
+    worker.checkpoint()
+    run_hook("Stop", fixture("Stop", project), project)  # the next write restarts the WAL
+    assert wal.stat().st_size <= db.JOURNAL_SIZE_LIMIT
+    assert count(project, "events") == 10_002
