@@ -62,8 +62,8 @@ class FakeAnthropic:
                     self._json({})
                     return
                 if body.get("tools"):
-                    with owner.lock:
-                        blocks = owner.script(body)
+                    # Not under the lock: a script may wait for another agent's request.
+                    blocks = owner.script(body)
                 else:
                     blocks = [text("Summary: the session wrote and edited files and ran tools.")]
                 self._stream(body, blocks)

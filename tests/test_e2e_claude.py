@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,112 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(tmp_pat
     assert "hello.py by main" in request  # the claimed file
     assert FAILING.split()[1] in request and "failed 1x" in request  # the failed command
     assert "TASK-E2E: create hello.py" in request  # the task
+
+
+SHARED = "shared.txt"
+EDITOR_A = "SUBTASK-A: change alpha in shared.txt"
+EDITOR_B = "SUBTASK-B: change beta in shared.txt"
+
+
+class TwoEditors:
+    """Two subagents edit one file: A in the foreground, B in the background. B's edit waits
+    until A has edited (so A holds a claim) and A stays alive until B has edited."""
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
+        self.a_edited = threading.Event()
+        self.b_edited = threading.Event()
+        self.b_after_edit: dict[str, Any] | None = None
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = body.get("messages") or []
+        results = sum(1 for b in _blocks(messages) if b.get("type") == "tool_result")
+        path = str(self.project / SHARED)
+        if _has_prompt(messages, EDITOR_A):
+            if results == 0:
+                return [tool("Read", file_path=path)]
+            if results == 1:
+                return [tool("Edit", file_path=path, old_string="alpha", new_string="alpha-A")]
+            self.a_edited.set()
+            self.b_edited.wait(60)  # stay alive (and hold the claim) while B edits
+            return [text("A done")]
+        if _has_prompt(messages, EDITOR_B):
+            if results == 0:
+                return [tool("Read", file_path=path)]
+            if results == 1:
+                self.a_edited.wait(60)
+                return [tool("Edit", file_path=path, old_string="beta", new_string="beta-B")]
+            if self.b_after_edit is None:
+                self.b_after_edit = body  # what B's model saw right after its edit
+            self.b_edited.set()
+            return [text("B done")]
+        used = [b for b in _blocks(messages) if b.get("type") == "tool_use"]
+        if not used:
+            return [
+                tool(
+                    "Agent",
+                    description="editor A",
+                    prompt=EDITOR_A,
+                    subagent_type="general-purpose",
+                    run_in_background=False,
+                ),
+                tool(
+                    "Agent",
+                    description="editor B",
+                    prompt=EDITOR_B,
+                    subagent_type="general-purpose",
+                    run_in_background=True,
+                ),
+            ]
+        return [text("Both editors are done.")]
+
+
+def _has_prompt(messages: list[dict[str, Any]], prompt: str) -> bool:
+    return any(
+        m.get("role") == "user" and b.get("type") == "text" and b.get("text", "").strip() == prompt
+        for m in messages
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+    )
+
+
+def test_real_claude_code_two_subagents_editing_one_file(tmp_path: Path) -> None:
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    (project / SHARED).write_text("alpha\nbeta\n")
+    subprocess.run([CLI, "--project", str(project), "install"], check=True, capture_output=True)
+    model = TwoEditors(project)
+    try:
+        with FakeAnthropic(model) as api:
+            run_claude(binary, project, home, api, "TASK-E2E-2: have two agents edit shared.txt")
+    finally:
+        daemon_control.stop(str(project))
+    assert (project / SHARED).read_text() == "alpha-A\nbeta-B\n"
+
+    # the registry: both editors, linked to their Agent calls, one of them in the background
+    agents = query(
+        project,
+        "SELECT r.description, r.status, r.task, l.background, r.tool_uses FROM agent_registry r"
+        " JOIN agent_launches l ON l.agent_id = r.agent_id ORDER BY r.description",
+    )
+    assert [(d, s, t) for d, s, t, _, _ in agents] == [
+        ("editor A", "completed", EDITOR_A),
+        ("editor B", "completed", EDITOR_B),
+    ]
+    assert [bg for _, _, _, bg, _ in agents] == [0, 1]
+    assert all(uses >= 2 for *_, uses in agents)  # Read and Edit each
+    a_id = query(project, "SELECT agent_id FROM agent_registry WHERE description = 'editor A'")
+    # the claims: one file, both editors, both released when they finished
+    claims = query(
+        project,
+        "SELECT file_path, agent_id, released_at IS NOT NULL FROM file_claims"
+        " ORDER BY first_claimed_at",
+    )
+    assert [(f, released) for f, _, released in claims] == [(SHARED, 1), (SHARED, 1)]
+    assert claims[0][1] == a_id[0][0]
+    # the second editor's model request carries the conflict warning, naming A and its task
+    assert model.b_after_edit is not None
+    seen = json.dumps(model.b_after_edit, ensure_ascii=False)
+    assert f"{SHARED} is being changed by another live agent" in seen
+    assert f"subagent {a_id[0][0]} (general-purpose)" in seen and EDITOR_A in seen
