@@ -180,7 +180,8 @@ CREATE TABLE agent_launches (
     subagent_type TEXT,
     background    INTEGER,
     launched_at   REAL NOT NULL,
-    agent_id      TEXT
+    agent_id      TEXT,
+    confirmed     INTEGER NOT NULL DEFAULT 0  -- 1: PostToolUse(Agent) named the agent
 );
 CREATE INDEX agent_launches_pending ON agent_launches (session_id, agent_id);
 

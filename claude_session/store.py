@@ -304,18 +304,8 @@ def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         )
     _count(conn, ev.session_id, "subagents")
     linked = conn.execute("SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)).fetchall()
-    if linked:
-        return
-    # Not linked by PostToolUse(Agent) yet (a foreground agent): the oldest pending launch of
-    # this type in the session is the one; PostToolUse corrects it if the guess was wrong.
-    launch = conn.execute(
-        "SELECT tool_use_id FROM agent_launches WHERE session_id = ? AND agent_id IS NULL"
-        " AND coalesce(subagent_type, 'general-purpose') = coalesce(?, 'general-purpose')"
-        " ORDER BY launched_at, rowid LIMIT 1",
-        (ev.session_id, ev.text_of("agent_type")),
-    ).fetchall()
-    if launch:
-        _link(conn, launch[0][0], agent_id)
+    if not linked:  # not named by PostToolUse(Agent) yet (a foreground agent, or a race)
+        _guess_link(conn, ev.session_id, agent_id, agent_type)
 
 
 def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
@@ -354,13 +344,54 @@ def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
 
 
 def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
+    """PostToolUse(Agent) named the agent of this launch: a confirmed link. An agent that had
+    been guessed onto this launch at its SubagentStart is moved to the next pending one."""
+    displaced = conn.execute(
+        "SELECT agent_id FROM agent_launches WHERE tool_use_id = ?1 AND agent_id != ?2",
+        (tool_use_id, agent_id),
+    ).fetchall()
     conn.execute(
         "UPDATE agent_launches SET agent_id = NULL WHERE agent_id = ?1 AND tool_use_id != ?2",
         (agent_id, tool_use_id),
     )
     conn.execute(
-        "UPDATE agent_launches SET agent_id = ?2 WHERE tool_use_id = ?1", (tool_use_id, agent_id)
+        "UPDATE agent_launches SET agent_id = ?2, confirmed = 1 WHERE tool_use_id = ?1",
+        (tool_use_id, agent_id),
     )
+    _describe(conn, tool_use_id, agent_id)
+    for (other,) in displaced:
+        conn.execute(
+            "UPDATE agent_registry SET tool_use_id = NULL, description = NULL, task = NULL"
+            " WHERE agent_id = ?",
+            (other,),
+        )
+        found = conn.execute(
+            "SELECT session_id, agent_type FROM agent_registry WHERE agent_id = ?", (other,)
+        ).fetchall()
+        if found:
+            _guess_link(conn, found[0][0], other, found[0][1])
+
+
+def _guess_link(
+    conn: apsw.Connection, session_id: str, agent_id: str, agent_type: str | None
+) -> None:
+    """At SubagentStart nothing says which Agent call started this agent: take the oldest
+    pending launch of its type. PostToolUse(Agent) confirms or corrects it (see `_link`)."""
+    launch = conn.execute(
+        "SELECT tool_use_id FROM agent_launches WHERE session_id = ? AND agent_id IS NULL"
+        " AND coalesce(subagent_type, 'general-purpose') = coalesce(?, 'general-purpose')"
+        " ORDER BY launched_at, rowid LIMIT 1",
+        (session_id, agent_type),
+    ).fetchall()
+    if launch:
+        conn.execute(
+            "UPDATE agent_launches SET agent_id = ?2, confirmed = 0 WHERE tool_use_id = ?1",
+            (launch[0][0], agent_id),
+        )
+        _describe(conn, launch[0][0], agent_id)
+
+
+def _describe(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
     conn.execute(
         "UPDATE agent_registry SET tool_use_id = l.tool_use_id, description = l.description,"
         " task = l.prompt FROM agent_launches AS l"

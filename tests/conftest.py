@@ -111,6 +111,40 @@ def spooled(project: Path) -> list[Path]:
     return sorted(folder.glob("*.json")) if folder.exists() else []
 
 
+def daemons_of(project: Path) -> list[int]:
+    """Pids of daemon processes for this project, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        # also while still in its start delay (`sh -c "sleep ...; exec nice python -m ..."`)
+        path = str(project).encode()
+        if b"claude_session.daemon" in cmdline and (
+            path + b"\0" in cmdline or path + b"'" in cmdline
+        ):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def reap_daemons(project: Path):  # type: ignore[no-untyped-def]
+    """Stop every daemon a test started for `project`, including one still starting up."""
+    yield
+    from claude_session import daemon_control
+
+    deadline = time.monotonic() + 3
+    while daemons_of(project) and time.monotonic() < deadline:
+        if daemon_control.is_running(str(project)):
+            daemon_control.stop(str(project), timeout=5)
+        time.sleep(0.05)
+    for pid in daemons_of(project):
+        os.kill(pid, 9)
+
+
 @pytest.fixture(autouse=True)
 def isolated_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

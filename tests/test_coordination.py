@@ -284,3 +284,31 @@ def test_invalid_config_falls_back_to_defaults_in_hooks(project: Path) -> None:
         and "conflict_policy" in done.stderr
         and "claim_lease_minutes" in done.stderr
     )
+
+
+def test_subagent_start_race_is_corrected_by_the_agent_tool_result(project: Path) -> None:
+    """Two general-purpose launches; B's SubagentStart comes first, so the first-come guess
+    gives B the task of A. B's PostToolUse(Agent) then names B: both are set right."""
+    launches = {}
+    for name in ("A", "B"):
+        launch = subagent_event(project, "PreToolUse.Agent", None)
+        launch["tool_input"] |= {"prompt": f"task {name}", "description": f"editor {name}"}
+        run_hook("PreToolUse", launch, project)
+        launches[name] = launch
+        time.sleep(0.01)  # launched in this order
+    for agent in ("agent-b", "agent-a"):
+        start = fixture("SubagentStart", project) | {"session_id": SESSION, "agent_id": agent}
+        run_hook("SubagentStart", start, project)
+    described = "SELECT agent_id, description FROM agent_registry WHERE is_main = 0 ORDER BY 1"
+    assert query(project, described) == [("agent-a", "editor B"), ("agent-b", "editor A")]
+    result = subagent_event(project, "PostToolUse.Agent", None)
+    result |= {
+        "tool_use_id": launches["B"]["tool_use_id"],
+        "tool_input": launches["B"]["tool_input"],
+    }
+    result["tool_response"]["agentId"] = "agent-b"
+    run_hook("PostToolUse", result, project)
+    assert query(project, described) == [("agent-a", "editor A"), ("agent-b", "editor B")]
+    assert query(
+        project, "SELECT agent_id, confirmed FROM agent_launches ORDER BY launched_at"
+    ) == [("agent-a", 0), ("agent-b", 1)]

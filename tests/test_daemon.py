@@ -12,8 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import apsw
-import pytest
-from conftest import PYTHON, count, fixture, query, run_hook, spooled
+from conftest import PYTHON, count, daemons_of, fixture, query, run_hook, spooled
 from test_coordination import SESSION, agent_status, edit, set_config, start_agent
 from test_faults import hold_write_lock
 
@@ -23,21 +22,6 @@ CLI = str(Path(PYTHON).parent / "claude-session")
 MIN = 60.0
 
 
-def daemons_of(project: Path) -> list[int]:
-    """Pids of daemon processes for this project, from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"claude_session.daemon" in argv and str(project).encode() in argv:
-            found.append(int(entry.name))
-    return found
-
-
 def wait_for(condition: Callable[[], object], seconds: float = 15.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -45,14 +29,6 @@ def wait_for(condition: Callable[[], object], seconds: float = 15.0) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-@pytest.fixture
-def stop_daemons(project: Path):  # type: ignore[no-untyped-def]
-    yield
-    daemon_control.stop(str(project), timeout=5)
-    for pid in daemons_of(project):
-        os.kill(pid, signal.SIGKILL)
 
 
 class Clocks:
@@ -136,7 +112,7 @@ def test_sweep_releases_expired_claims(project: Path) -> None:
     assert query(project, "SELECT release_reason FROM file_claims") == [("lease expired",)]
 
 
-def test_ten_simultaneous_starts_leave_one_daemon(project: Path, stop_daemons: None) -> None:
+def test_ten_simultaneous_starts_leave_one_daemon(project: Path, reap_daemons: None) -> None:
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
     starts = [
         subprocess.Popen(
@@ -153,7 +129,7 @@ def test_ten_simultaneous_starts_leave_one_daemon(project: Path, stop_daemons: N
     assert daemon_control.running_pid(str(project)) == daemons_of(project)[0]
 
 
-def test_kill_9_and_restart_lose_nothing_then_stop(project: Path, stop_daemons: None) -> None:
+def test_kill_9_and_restart_lose_nothing_then_stop(project: Path, reap_daemons: None) -> None:
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
     subprocess.run([CLI, "--project", str(project), "daemon", "start"], check=True)
     pid = daemon_control.running_pid(str(project))
@@ -183,7 +159,7 @@ def test_kill_9_and_restart_lose_nothing_then_stop(project: Path, stop_daemons: 
 
 
 def test_running_daemon_marks_stale_in_real_time_and_idles_out(
-    project: Path, stop_daemons: None
+    project: Path, reap_daemons: None
 ) -> None:
     set_config(
         project,
@@ -203,7 +179,7 @@ def test_running_daemon_marks_stale_in_real_time_and_idles_out(
 
 
 def test_session_start_hook_starts_the_daemon_without_waiting(
-    project: Path, stop_daemons: None
+    project: Path, reap_daemons: None
 ) -> None:
     result = run_hook(
         "SessionStart",

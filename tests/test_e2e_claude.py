@@ -346,4 +346,6 @@ def test_real_claude_code_two_subagents_editing_one_file(tmp_path: Path) -> None
     assert model.b_after_edit is not None
     seen = json.dumps(model.b_after_edit, ensure_ascii=False)
     assert f"{SHARED} is being changed by another live agent" in seen
-    assert f"subagent {a_id[0][0]} (general-purpose)" in seen and EDITOR_A in seen
+    warning = seen[seen.index(f"{SHARED} is being changed") :][:800]
+    assert f"subagent {a_id[0][0]} (general-purpose)" in warning, warning
+    assert EDITOR_A in warning, warning

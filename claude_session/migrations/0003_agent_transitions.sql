@@ -1,5 +1,7 @@
 -- Version 2 -> 3: the main thread is an agent too, and every agent status change is recorded.
 ALTER TABLE agent_registry ADD COLUMN is_main INTEGER NOT NULL DEFAULT 0;
+-- 1 when PostToolUse(Agent) named the agent; 0 for a first-come guess at SubagentStart.
+ALTER TABLE agent_launches ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 0;
 
 CREATE TABLE agent_transitions (
     id          INTEGER PRIMARY KEY,
