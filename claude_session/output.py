@@ -24,7 +24,7 @@ def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
     console = Console(highlight=False, soft_wrap=False)
     if not console.is_terminal:
         console.width = max(console.width, 140)
-    if isinstance(data, dict):
+    if isinstance(data, dict) and any(isinstance(v, dict | list) for v in data.values()):
         for name, section in data.items():
             _section(console, name, section)
     else:
