@@ -33,10 +33,10 @@ def find_root(explicit: str | None) -> Path:
 
 
 @contextmanager
-def opened(root: Path) -> Iterator[apsw.Connection]:
+def opened(root: Path, create: bool = False) -> Iterator[apsw.Connection]:
     """The project database, migrated and with the spool ingested; a clear error otherwise."""
     path = db_path(str(root))
-    if not os.path.exists(path) and not spool.backlog(str(root)):
+    if not create and not os.path.exists(path) and not spool.backlog(str(root)):
         raise click.ClickException(
             f"no claude-session database at {path} yet: install the hooks with "
             "`claude-session install` and start Claude Code, or try `claude-session demo`"
@@ -258,6 +258,96 @@ def daemon_run(root: Path) -> None:
     from . import daemon as background
 
     sys.exit(background.run(str(root)))
+
+
+@cli.command(name="errors")
+@click.option("--open", "open_only", is_flag=True, help="Only errors not fixed yet.")
+@format_option
+@click.pass_obj
+def errors_command(root: Path, open_only: bool, as_json: bool) -> None:
+    """Failures with their escalation step (attempt) and resolution."""
+    with opened(root) as conn:
+        found = queries.errors(conn, open_only=open_only)
+    if not as_json:
+        for row in found:
+            row.pop("error_text")
+            row.pop("command")
+            row.pop("file_path")
+    output.emit(found, "json" if as_json else "table", title="errors")
+
+
+@cli.command()
+@click.argument("approach", required=False)
+@click.option("--reason", help="Why it failed.")
+@click.option("--file", "file_path", help="The file it concerns.")
+@click.option("--session", help="Session id (default: the most recently active).")
+@click.option("--resolve", type=int, metavar="ID", help="Mark failed path ID no longer relevant.")
+@click.pass_obj
+def fail(
+    root: Path,
+    approach: str | None,
+    reason: str | None,
+    file_path: str | None,
+    session: str | None,
+    resolve: int | None,
+) -> None:
+    """Record an approach that failed, so no agent tries it again (agents may run this too)."""
+    from . import ladder
+    from .config_model import load
+    from .redact import redact
+
+    with opened(root, create=True) as conn:
+        if resolve is not None:
+            with db.Immediate(conn):
+                found = ladder.resolve_failed_path(conn, resolve)
+            if not found:
+                raise click.ClickException(f"no failed path {resolve}")
+            click.echo(f"failed path {resolve} is no longer shown")
+            return
+        if not approach or not reason:
+            raise click.UsageError('give the approach and --reason "why it failed"')
+        session = session or queries.latest_session(conn)
+        relative = None
+        if file_path:
+            from .paths import relative_to_root
+
+            relative = relative_to_root(str(root), os.path.abspath(file_path))
+        with db.Immediate(conn):
+            new_id = ladder.add_failed_path(
+                conn,
+                session,
+                redact(approach),
+                redact(reason),
+                relative,
+                "recorded by hand",
+                time.time(),
+                load(root).failed_path_ttl_days,
+            )
+    click.echo(f"failed path {new_id} recorded")
+
+
+@cli.command(name="failed-paths")
+@click.option("--all", "include_all", is_flag=True, help="Resolved and expired ones too.")
+@format_option
+@click.pass_obj
+def failed_paths(root: Path, include_all: bool, as_json: bool) -> None:
+    """Approaches tried and rejected, newest first."""
+    with opened(root) as conn:
+        found = queries.all_failed_paths(conn, include_all=include_all)
+    output.emit(found, "json" if as_json else "table", title="failed paths")
+
+
+@cli.command(name="verdicts")
+@format_option
+@click.pass_obj
+def verdicts_command(root: Path, as_json: bool) -> None:
+    """The judge's verdicts on finished work."""
+    with opened(root) as conn:
+        found = queries.verdicts(conn)
+    if not as_json:
+        for row in found:
+            row.pop("raw")
+    output.emit(found, "json" if as_json else "table", title="verdicts")
 
 
 @cli.command()

@@ -26,8 +26,23 @@ DEFAULTS: dict[str, object] = {
     "daemon_idle_exit_minutes": 30.0,
     # How often the background process sweeps for stale agents, at the latest.
     "sweep_interval_seconds": 30.0,
+    # From the 5th failure of the same thing, refuse further edits to the file at fault.
+    "escalation_deny_edits": False,
+    # A failed path stops being shown this long after it was recorded.
+    "failed_path_ttl_days": 14.0,
+    # Events at which a judge checks that the work is really done: any of TaskCompleted,
+    # Stop, SubagentStop (comma-separated); "" turns the judge off.
+    "judge_events": "TaskCompleted",
+    # The judge: a command that reads a prompt on stdin and answers JSON
+    # {"decision": "allow"|"block", "reason": "..."} (also inside `claude -p` JSON output).
+    "judge_command": (
+        "claude -p --model haiku --output-format json --max-turns 1"
+        " --settings '{\"disableAllHooks\": true}'"
+    ),
+    "judge_timeout_seconds": 120.0,
 }
 CHOICES: dict[str, tuple[str, ...]] = {"conflict_policy": ("warn", "deny")}
+JUDGE_EVENTS = ("TaskCompleted", "Stop", "SubagentStop")
 
 
 def config_path(root: str) -> str:

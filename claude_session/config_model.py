@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .config import DEFAULTS, config_path
+from .config import DEFAULTS, JUDGE_EVENTS, config_path
 
 __all__ = ["Config", "ConfigError", "ValidationError", "config_path", "load"]
 
@@ -26,6 +26,21 @@ class Config(BaseModel):
     daemon_autostart: bool = DEFAULTS["daemon_autostart"]  # type: ignore[assignment]
     daemon_idle_exit_minutes: float = Field(DEFAULTS["daemon_idle_exit_minutes"], gt=0)  # type: ignore[arg-type]
     sweep_interval_seconds: float = Field(DEFAULTS["sweep_interval_seconds"], gt=0)  # type: ignore[arg-type]
+    escalation_deny_edits: bool = DEFAULTS["escalation_deny_edits"]  # type: ignore[assignment]
+    failed_path_ttl_days: float = Field(DEFAULTS["failed_path_ttl_days"], gt=0)  # type: ignore[arg-type]
+    judge_events: str = DEFAULTS["judge_events"]  # type: ignore[assignment]
+    judge_command: str = Field(DEFAULTS["judge_command"], min_length=1)  # type: ignore[arg-type]
+    judge_timeout_seconds: float = Field(DEFAULTS["judge_timeout_seconds"], gt=0)  # type: ignore[arg-type]
+
+    @field_validator("judge_events")
+    @classmethod
+    def _known_events(cls, value: str) -> str:
+        unknown = {e.strip() for e in value.split(",") if e.strip()} - set(JUDGE_EVENTS)
+        if unknown:
+            raise ValueError(
+                f"unknown judge events {sorted(unknown)}; use {', '.join(JUDGE_EVENTS)}"
+            )
+        return value
 
 
 class ConfigError(ValueError):

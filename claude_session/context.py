@@ -59,13 +59,20 @@ def live_agents(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
     )
 
 
-def open_errors(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
-    """Open errors, one line per signature, with how many attempts failed so far."""
+def open_errors(
+    conn: apsw.Connection, session_id: str, include_abandoned: bool = False
+) -> list[dict[str, Any]]:
+    """Unfixed errors, one line per ladder, with how many attempts failed so far. A session
+    that is over abandoned its open ones: for the next session they are still unfixed."""
+    states = "'escalated_research', 'escalated_user'" + (
+        ", 'abandoned'" if include_abandoned else ""
+    )
     return rows(
         conn,
         "SELECT signature, tool_name, category, file_path, command, max(attempt) AS attempts,"
         " error_text, max(occurred_at) AS last_at FROM error_log"
-        " WHERE session_id = ? AND resolution IS NULL GROUP BY signature"
+        f" WHERE session_id = ? AND (resolution IS NULL OR resolution IN ({states}))"
+        " AND category != 'interrupt' GROUP BY ladder_key"
         " ORDER BY last_at DESC LIMIT 20",
         (session_id,),
     )
@@ -107,6 +114,8 @@ def latest_snapshot(
 def for_compaction(conn: apsw.Connection, session_id: str, now: float) -> str:
     """After a compaction: the live state of the session, with git from the last snapshot."""
     state = gather(conn, session_id, now)
+    # What an ended session abandoned is still unfixed (a live one has none: resume reopens).
+    state["errors"] = open_errors(conn, session_id, include_abandoned=True)
     snapshot = latest_snapshot(conn, session_id)
     state["git"] = snapshot.get("git") if snapshot else None
     intro = (
@@ -134,7 +143,7 @@ def for_new_session(
     state: dict[str, Any] = {"failed_paths": failed_paths(conn, now)}
     if previous:
         state["agents"] = live_agents(conn, previous)
-        state["errors"] = open_errors(conn, previous)
+        state["errors"] = open_errors(conn, previous, include_abandoned=previous != session_id)
     if not any(state.values()):
         return None
     which = "this session" if previous == session_id else f"the previous session ({previous})"

@@ -42,6 +42,8 @@ FIELDS: dict[str, str] = {
     "run_in_background": "$.tool_input.run_in_background",
     "response_agent_id": "$.tool_response.agentId",
     "response_status": "$.tool_response.status",
+    "response_error": "$.tool_response.error",
+    "response_success": "$.tool_response.success",
     "first_batch_tool_use_id": "$.tool_calls[0].tool_use_id",
 }
 _SELECT = "SELECT " + ", ".join(f"json_extract(?1, '{path}')" for path in FIELDS.values())

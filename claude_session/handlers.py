@@ -8,7 +8,7 @@ import os
 
 import apsw
 
-from . import registry, store
+from . import ladder, registry, store
 from .event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    Answer = dict[str, Any]
+Answer = dict  # the JSON object a hook prints (a plain dict: `typing` stays off the hot path)
 
 # Every event of the hooks contract (Claude Code 2.1.240 docs, seen in 2.1.330).
 EVENTS: tuple[str, ...] = (
@@ -117,6 +117,16 @@ def answer_pre_tool_use(
     from .paths import relative_to_root
 
     path = relative_to_root(ctx.root, target)
+    if ctx.config["escalation_deny_edits"]:
+        blocked = ladder.blocked_file(conn, ev.session_id, path)
+        if blocked:
+            from .errors import gist
+
+            reason = (
+                f"claude-session: edits to {path} are refused after {blocked[0]} failed attempts"
+                f" ({gist(blocked[1])}). Stop and ask the user how to proceed."
+            )
+            return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": reason})
     holders = registry.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, ctx.now)
     if not holders:
         return None
@@ -139,10 +149,33 @@ def answer_pre_tool_use(
     )
     text = "\n".join(lines)
     if ctx.config["conflict_policy"] == "deny":
-        output = {"permissionDecision": "deny", "permissionDecisionReason": text}
-    else:
-        output = {"additionalContext": text}
+        return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": text})
+    return _pre_tool_use({"additionalContext": text})
+
+
+def _pre_tool_use(output: "Answer") -> "Answer":
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **output}}
+
+
+def answer_failure(conn: apsw.Connection, ev: Event, ctx: store.Context) -> "Answer | None":
+    """After a failure: the ladder's guidance for the model, and from attempt 4 for the user."""
+    if ev.name == "PostToolUse" and not store.response_error(ev):
+        return None  # the common case: a success, nothing to say
+    found = ladder.latest_for_call(conn, ev.text_of("tool_use_id"))
+    if not found:
+        return None
+    attempt, category, command, tool, file_path, error_text = found
+    if category == "interrupt":
+        return None
+    from . import errors
+
+    what = str(command or f"{tool} {file_path or ''}".strip())
+    gist = errors.gist(str(error_text or ""))
+    text = errors.guidance(int(str(attempt)), what, gist, str(file_path) if file_path else None)
+    answer: Answer = {"hookSpecificOutput": {"hookEventName": ev.name, "additionalContext": text}}
+    if int(str(attempt)) >= errors.USER_AT:
+        answer["systemMessage"] = errors.user_message(int(str(attempt)), what, gist)
+    return answer
 
 
 HANDLERS: dict[str, Handler] = {
@@ -151,8 +184,8 @@ HANDLERS: dict[str, Handler] = {
     ),
     "UserPromptSubmit": Handler(store.on_user_prompt),
     "PreToolUse": Handler(store.on_pre_tool_use, answer=answer_pre_tool_use),
-    "PostToolUse": Handler(store.on_post_tool_use),
-    "PostToolUseFailure": Handler(store.on_post_tool_use_failure),
+    "PostToolUse": Handler(store.on_post_tool_use, answer=answer_failure),
+    "PostToolUseFailure": Handler(store.on_post_tool_use_failure, answer=answer_failure),
     "SubagentStart": Handler(store.on_subagent_start),
     "SubagentStop": Handler(store.on_subagent_stop),
     "PreCompact": Handler(store.on_pre_compact, prepare=capture_git),

@@ -120,7 +120,39 @@ def open_errors(conn: apsw.Connection) -> list[dict[str, Any]]:
         conn,
         "SELECT session_id, tool_name, category, coalesce(command, file_path, signature) AS what,"
         " max(attempt) AS attempts, max(occurred_at) AS last_at FROM error_log"
-        " WHERE resolution IS NULL GROUP BY session_id, signature ORDER BY last_at DESC LIMIT 30",
+        " WHERE resolution IS NULL OR resolution LIKE 'escalated%'"
+        " GROUP BY session_id, ladder_key ORDER BY last_at DESC LIMIT 30",
+    )
+
+
+def errors(conn: apsw.Connection, *, open_only: bool = False) -> list[dict[str, Any]]:
+    """Every failure, newest first, with its ladder step and resolution."""
+    where = "resolution IS NULL OR resolution LIKE 'escalated%'" if open_only else "1"
+    return db.rows(
+        conn,
+        "SELECT id, session_id, agent_id, tool_name, category, attempt, resolution,"
+        " coalesce(command, file_path, signature) AS what, command, file_path, exit_code,"
+        " error_text, occurred_at, resolved_at FROM error_log"
+        f" WHERE {where} ORDER BY id DESC LIMIT 200",
+    )
+
+
+def all_failed_paths(conn: apsw.Connection, *, include_all: bool = False) -> list[dict[str, Any]]:
+    """Failed paths, newest first: by default the ones still shown to agents."""
+    where = "1" if include_all else "still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?)"
+    return db.rows(
+        conn,
+        "SELECT id, approach, reason, file_path, session_id, still_relevant, created_at,"
+        f" expires_at, context FROM failed_paths WHERE {where} ORDER BY id DESC LIMIT 200",
+        () if include_all else (time.time(),),
+    )
+
+
+def verdicts(conn: apsw.Connection) -> list[dict[str, Any]]:
+    return db.rows(
+        conn,
+        "SELECT id, session_id, hook_event_name AS event, decision, reason, task, judge,"
+        " created_at, raw FROM llm_verdicts ORDER BY id DESC LIMIT 200",
     )
 
 

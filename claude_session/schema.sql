@@ -120,7 +120,8 @@ CREATE TABLE error_log (
     attempt     INTEGER NOT NULL,  -- 1 for the first failure of this signature in the session
     occurred_at REAL NOT NULL,
     resolution  TEXT CHECK (resolution IN ('auto_fixed', 'escalated_research', 'escalated_user', 'abandoned')),
-    resolved_at REAL
+    resolved_at REAL,
+    ladder_key  TEXT               -- category | file at fault, or the command signature
 );
 CREATE INDEX error_log_open ON error_log (session_id, signature, resolution);
 
@@ -201,4 +202,9 @@ CREATE INDEX agent_transitions_agent ON agent_transitions (agent_id, id);
 CREATE INDEX agent_registry_last_seen ON agent_registry (status, last_seen_at);
 CREATE INDEX file_claims_agent ON file_claims (session_id, agent_id, released_at);
 
-PRAGMA user_version = 3;
+-- Version 4 --------------------------------------------------------------------------------
+
+CREATE INDEX error_log_ladder ON error_log (session_id, ladder_key, resolution);
+CREATE INDEX failed_paths_relevant ON failed_paths (still_relevant, created_at);
+
+PRAGMA user_version = 4;

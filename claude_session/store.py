@@ -10,7 +10,7 @@ import time
 
 import apsw
 
-from . import registry
+from . import ladder, registry
 from .config import DEFAULTS
 from .db import Immediate
 from .event import Event
@@ -196,6 +196,12 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
         (registry.STALE, "completed"),
     )
     close_out_finished_sessions(conn, ev.session_id, ctx)
+    # The same session going on (resume): what its last SessionEnd abandoned is open again.
+    conn.execute(
+        "UPDATE error_log SET resolution = NULL, resolved_at = NULL"
+        " WHERE session_id = ? AND resolution = 'abandoned'",
+        (ev.session_id,),
+    )
 
 
 def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: Context) -> None:
@@ -266,6 +272,12 @@ def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
 def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     heartbeat(conn, ev, ctx)
     _count(conn, ev.session_id, "tool_calls")
+    failed = response_error(ev)
+    if failed:
+        _count(conn, ev.session_id, "tool_failures")
+        record_failure(conn, ev, ctx, failed)
+    else:
+        ladder.resolve_on_success(conn, ev, ctx.root, ctx.now)
     tool = ev.text_of("tool_name")
     if tool in EDIT_TOOLS:
         claim_file(conn, ev, ctx)
@@ -277,7 +289,7 @@ def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: Context) -> 
     heartbeat(conn, ev, ctx)
     _count(conn, ev.session_id, "tool_calls")
     _count(conn, ev.session_id, "tool_failures")
-    log_error(conn, ev, ctx)
+    record_failure(conn, ev, ctx, ev.text_of("error") or "")
     if ev.text_of("tool_name") in AGENT_TOOLS:  # the Agent call itself failed
         launched = conn.execute(
             "SELECT agent_id FROM agent_launches WHERE tool_use_id = ? AND agent_id IS NOT NULL",
@@ -459,42 +471,21 @@ def claim_file(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     _count(conn, ev.session_id, "file_edits")
 
 
-def log_error(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
-    from . import errors
+def record_failure(conn: apsw.Connection, ev: Event, ctx: Context, error: str) -> None:
+    ladder.record_failure(
+        conn, ev, ctx.root, ctx.now, error, float(ctx.config["failed_path_ttl_days"])
+    )
 
-    error = ev.text_of("error") or ""
-    tool = ev.text_of("tool_name")
-    command = ev.text_of("command")
-    target = ev.text_of("file_path") or ev.text_of("notebook_path")
-    file_path = relative_to_root(ctx.root, target) if target else None
-    signature = errors.signature(tool, command, file_path, error)
-    attempt = (
-        1
-        + conn.execute(
-            "SELECT count(*) FROM error_log WHERE session_id = ? AND signature = ?"
-            " AND resolution IS NULL",
-            (ev.session_id, signature),
-        ).fetchall()[0][0]
-    )
-    conn.execute(
-        "INSERT INTO error_log (session_id, agent_id, tool_name, tool_use_id, signature, category,"
-        " file_path, command, exit_code, error_text, attempt, occurred_at)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            ev.session_id,
-            ev.text_of("agent_id") or MAIN_AGENT,
-            tool,
-            ev.text_of("tool_use_id"),
-            signature,
-            errors.category(tool, command, error, ev.get("is_interrupt") is True),
-            file_path,
-            _cap(command, 1000),
-            errors.exit_code(error),
-            errors.capped(error),
-            attempt,
-            ctx.now,
-        ),
-    )
+
+def response_error(ev: Event) -> str | None:
+    """A failure reported inside a successful tool call's response ({"error"} or
+    {"success": false}), as NotebookEdit and the Task tools do."""
+    error = ev.text_of("response_error")
+    if error:
+        return error
+    if ev.get("response_success") == 0:
+        return f"{ev.text_of('tool_name')} reported success: false"
+    return None
 
 
 def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
@@ -522,6 +513,7 @@ def on_session_end(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     state = context.gather(conn, ev.session_id, ctx.now)  # before the close-out below
     reason = f"session ended ({ev.text_of('reason') or 'no reason given'})"
     registry.close_out_session(conn, ev.session_id, ctx.now, reason)
+    ladder.abandon_open(conn, ev.session_id, ctx.now)
     save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
 
 

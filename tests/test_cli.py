@@ -118,7 +118,11 @@ def test_status_events_and_restore_after_a_recorded_session(project: Path) -> No
     assert [(c["file_path"], c["agent"], c["lease"]) for c in claims] == [
         ("hello.py", "main", "released: session ended (other)")
     ]
-    assert status["open_errors"][0]["what"] == "python3 -c 'import nonexistent_mod'"
+    assert status["open_errors"] == []  # the session ended: abandoned, no longer open
+    errors = json.loads(cli("errors", "--json", project=project).stdout)
+    assert [(e["command"], e["resolution"]) for e in errors] == [
+        ("python3 -c 'import nonexistent_mod'", "abandoned")
+    ]
     assert status["agents"] == []  # no session is active and nothing runs
     everyone = json.loads(cli("agents", "--all", "--json", project=project).stdout)
     real = {a["agent"] for a in everyone if not a["is_internal"] and a["type"] != "main"}
@@ -127,7 +131,7 @@ def test_status_events_and_restore_after_a_recorded_session(project: Path) -> No
     assert sorted(a["state"] for a in everyone if a["type"] == "main") == ["completed"] * 2
     assert status["database"]["last_snapshot"]["snapshot_type"] == "session_end"
     table = cli("status", project=project).stdout
-    assert "nonexistent_mod" in table and "session_end" in table
+    assert "session_end" in table and "560819af" in table
 
     events = json.loads(cli("events", "--json", "--tool", "Bash", project=project).stdout)
     assert [e["event"] for e in events] == [

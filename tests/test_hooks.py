@@ -118,7 +118,8 @@ def test_recorded_stream_derives_sessions_agents_claims_errors_and_snapshots(pro
         project,
         "SELECT tool_name, category, exit_code, attempt, command, resolution FROM error_log",
     )
-    assert error == [("Bash", "runtime", 1, 1, "python3 -c 'import nonexistent_mod'", None)]
+    # never fixed: abandoned when its session ended
+    assert error == [("Bash", "runtime", 1, 1, "python3 -c 'import nonexistent_mod'", "abandoned")]
     kinds = [
         r[0] for r in query(project, "SELECT snapshot_type FROM context_snapshots ORDER BY id")
     ]

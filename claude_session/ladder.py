@@ -1,0 +1,211 @@
+"""The error escalation ladder and failed paths (writes, part of the store layer).
+
+Every failure is an error_log row. Failures of the same thing (the file at fault, else the
+command) in one category and session climb a ladder: attempts 1-2 get "fix and retry",
+attempt 3 "research first" and a failed path, attempt 4 goes to the user, and from attempt 5 an
+optional policy refuses further edits to that file. A later success of the same command or file
+resolves the entries (auto_fixed) and so resets the ladder; what is still open at session end
+is abandoned. `errors` (which needs `re`) is imported only once something failed.
+"""
+
+import apsw
+
+from .event import Event
+from .paths import relative_to_root
+
+# An entry still counts toward its ladder until it is fixed or abandoned.
+OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_user'))"
+MAIN = "main"
+
+
+def record_failure(
+    conn: apsw.Connection, ev: Event, root: str, now: float, error: str, ttl_days: float
+) -> int:
+    """Log one failure; returns its attempt number on its ladder."""
+    from . import errors
+
+    tool = ev.text_of("tool_name")
+    command = ev.text_of("command")
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    file_path = relative_to_root(root, target) if target else None
+    interrupted = ev.get("is_interrupt") in (1, True)
+    kind = errors.category(tool, command, error, interrupted)
+    at_fault = errors.file_at_fault(error, file_path)
+    if at_fault and at_fault != file_path:
+        at_fault = relative_to_root(root, at_fault)
+    signature = errors.signature(tool, command, file_path, error)
+    key = errors.ladder_key(kind, at_fault, signature)
+    attempt = (
+        1
+        + conn.execute(
+            f"SELECT count(*) FROM error_log WHERE session_id = ? AND ladder_key = ? AND {OPEN}",
+            (ev.session_id, key),
+        ).fetchall()[0][0]
+    )
+    resolution = None if interrupted else errors.resolution_for(attempt)
+    conn.execute(
+        "INSERT INTO error_log (session_id, agent_id, tool_name, tool_use_id, signature, category,"
+        " file_path, command, exit_code, error_text, attempt, occurred_at, resolution,"
+        " resolved_at, ladder_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            ev.session_id,
+            ev.text_of("agent_id") or MAIN,
+            tool,
+            ev.text_of("tool_use_id"),
+            signature,
+            kind,
+            at_fault,
+            None if command is None else command[:1000],
+            errors.exit_code(error),
+            errors.capped(error),
+            attempt,
+            now,
+            resolution,
+            now if resolution else None,
+            key,
+        ),
+    )
+    if attempt == errors.RESEARCH_AT and not interrupted:
+        _record_failed_path(conn, ev, key, at_fault, now, ttl_days)
+    return attempt
+
+
+def _record_failed_path(
+    conn: apsw.Connection, ev: Event, key: str, at_fault: str | None, now: float, ttl_days: float
+) -> None:
+    """The third failure of one approach: remember it so no agent walks it again."""
+    from . import errors
+
+    tries = conn.execute(
+        f"SELECT command, tool_name, error_text FROM error_log WHERE session_id = ?"
+        f" AND ladder_key = ? AND {OPEN} ORDER BY id",
+        (ev.session_id, key),
+    ).fetchall()
+    approaches = []
+    for command, tool, _ in tries:
+        what = command or f"{tool} {at_fault or ''}".strip()
+        if what not in approaches:
+            approaches.append(what)
+    edits = _recent_edits(conn, ev.session_id, at_fault)
+    approach = "; then ".join(approaches)
+    if edits:
+        approach += f" (after editing {at_fault}: {edits})"
+    reason = errors.gist(tries[-1][2] or "")
+    context = f"failed {len(tries)} times; ladder {key}; " + " | ".join(
+        errors.gist(text or "", 160) for _, _, text in tries[:-1]
+    )
+    add_failed_path(conn, ev.session_id, approach, reason, at_fault, context, now, ttl_days)
+
+
+def add_failed_path(
+    conn: apsw.Connection,
+    session_id: str | None,
+    approach: str,
+    reason: str,
+    file_path: str | None,
+    context: str | None,
+    now: float,
+    ttl_days: float,
+) -> int:
+    """Record an approach that failed (automatically at attempt 3, or by hand); returns its id."""
+    conn.execute(
+        "INSERT INTO failed_paths (session_id, approach, reason, file_path, context, created_at,"
+        " expires_at) VALUES (?,?,?,?,?,?,?)",
+        (
+            session_id,
+            approach[:1000],
+            reason[:1000],
+            file_path,
+            None if context is None else context[:2000],
+            now,
+            now + ttl_days * 86400,
+        ),
+    )
+    return conn.last_insert_rowid()
+
+
+def resolve_failed_path(conn: apsw.Connection, failed_path_id: int) -> bool:
+    """It is no longer a dead end (the cause was fixed elsewhere): stop showing it."""
+    conn.execute("UPDATE failed_paths SET still_relevant = 0 WHERE id = ?", (failed_path_id,))
+    return conn.changes() > 0
+
+
+def _recent_edits(conn: apsw.Connection, session_id: str, file_path: str | None) -> str:
+    """A short summary of the last edits this session made to the file at fault."""
+    if not file_path:
+        return ""
+    found = conn.execute(
+        "SELECT json_extract(payload, '$.tool_input.old_string'),"
+        " json_extract(payload, '$.tool_input.new_string'), tool_name FROM events"
+        " WHERE session_id = ? AND hook_event_name = 'PostToolUse'"
+        " AND tool_name IN ('Edit', 'Write', 'MultiEdit', 'NotebookEdit')"
+        " AND (json_extract(payload, '$.tool_input.file_path') LIKE '%' || ?"
+        "  OR json_extract(payload, '$.tool_input.notebook_path') LIKE '%' || ?)"
+        " ORDER BY id DESC LIMIT 2",
+        (session_id, file_path, file_path),
+    ).fetchall()
+    parts = []
+    for old, new, tool in found:
+        if tool == "Edit" and old is not None:
+            parts.append(f"replaced {_short(old)!r} with {_short(new)!r}")
+        else:
+            parts.append(f"{tool} of the file")
+    return ", ".join(parts)
+
+
+def _short(text: object, limit: int = 60) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) -> int:
+    """A success of a command or file that had failed: its open entries are auto_fixed."""
+    if not conn.execute(
+        f"SELECT 1 FROM error_log WHERE session_id = ? AND {OPEN} LIMIT 1", (ev.session_id,)
+    ).fetchall():
+        return 0  # the common case: nothing open, nothing to import or compute
+    from . import errors
+
+    tool = ev.text_of("tool_name")
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    file_path = relative_to_root(root, target) if target else None
+    signature = errors.signature(tool, ev.text_of("command"), file_path, "")
+    conn.execute(
+        "UPDATE error_log SET resolution = 'auto_fixed', resolved_at = ?3"
+        f" WHERE session_id = ?1 AND signature = ?2 AND {OPEN}",
+        (ev.session_id, signature, now),
+    )
+    return conn.changes()
+
+
+def abandon_open(conn: apsw.Connection, session_id: str, now: float) -> None:
+    """At session end: what was never fixed nor escalated is abandoned."""
+    conn.execute(
+        "UPDATE error_log SET resolution = 'abandoned', resolved_at = ?2"
+        " WHERE session_id = ?1 AND resolution IS NULL",
+        (session_id, now),
+    )
+
+
+def latest_for_call(conn: apsw.Connection, tool_use_id: str | None) -> tuple[object, ...] | None:
+    """(attempt, category, command, tool, file, error_text) of the failure a tool call logged."""
+    if not tool_use_id:
+        return None
+    found = conn.execute(
+        "SELECT attempt, category, command, tool_name, file_path, error_text FROM error_log"
+        " WHERE tool_use_id = ? ORDER BY id DESC LIMIT 1",
+        (tool_use_id,),
+    ).fetchall()
+    return found[0] if found else None
+
+
+def blocked_file(conn: apsw.Connection, session_id: str, file_path: str) -> tuple[int, str] | None:
+    """(attempts, error text) when edits to `file_path` have failed past the deny threshold."""
+    from .errors import DENY_FROM
+
+    found = conn.execute(
+        f"SELECT max(attempt), error_text FROM error_log WHERE session_id = ? AND {OPEN}"
+        " AND file_path = ? GROUP BY ladder_key HAVING max(attempt) >= ? ORDER BY 1 DESC",
+        (session_id, file_path, DENY_FROM),
+    ).fetchall()
+    return (int(found[0][0]), str(found[0][1] or "")) if found else None
