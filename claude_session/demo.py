@@ -37,7 +37,10 @@ def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
             command,
             json.dumps(payload).encode(),
             project,
-            extra_env={"CLAUDE_SESSION_NO_DAEMON": "1"},  # a scratch project needs none
+            extra_env={
+                "CLAUDE_SESSION_NO_DAEMON": "1",
+                "CLAUDE_SESSION_NO_JUDGE": "1",
+            },  # a scratch project needs none
         )
         played.append((payload, run))
     return played

@@ -45,6 +45,9 @@ FIELDS: dict[str, str] = {
     "response_error": "$.tool_response.error",
     "response_success": "$.tool_response.success",
     "first_batch_tool_use_id": "$.tool_calls[0].tool_use_id",
+    "task_subject": "$.task_subject",
+    "task_description": "$.task_description",
+    "stop_hook_active": "$.stop_hook_active",
 }
 _SELECT = "SELECT " + ", ".join(f"json_extract(?1, '{path}')" for path in FIELDS.values())
 

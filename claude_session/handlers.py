@@ -178,6 +178,34 @@ def answer_failure(conn: apsw.Connection, ev: Event, ctx: store.Context) -> "Ans
     return answer
 
 
+class ExitBlock:
+    """A deliberate, configured block that the event only takes as exit code 2 with the
+    reason on stderr (TaskCompleted); `hookrt` turns it into exactly that."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def answer_judge(
+    conn: apsw.Connection, ev: Event, ctx: store.Context
+) -> "Answer | ExitBlock | None":
+    """At the configured events, a judge checks the work is done; a block makes the agent go on."""
+    wanted = {e.strip() for e in str(ctx.config["judge_events"]).split(",")}
+    if ev.name not in wanted or ev.get("stop_hook_active") in (1, True):
+        return None  # not configured, or already going on because of a block: no loop
+    if os.environ.get("CLAUDE_SESSION_NO_JUDGE"):
+        return None  # doctor and demo runs: never start a (paid) judge on sample data
+    from . import judge
+
+    verdict = judge.judge(conn, ev, ctx.config, ctx.now)
+    if verdict.decision != "block":
+        return None  # allowed, or the judge failed: fail open (recorded)
+    reason = f"claude-session judge: the work is not done yet. {verdict.reason}"
+    if ev.name == "TaskCompleted":
+        return ExitBlock(reason)
+    return {"decision": "block", "reason": reason}
+
+
 HANDLERS: dict[str, Handler] = {
     "SessionStart": Handler(
         store.on_session_start, after=start_daemon, answer=answer_session_start
@@ -187,8 +215,10 @@ HANDLERS: dict[str, Handler] = {
     "PostToolUse": Handler(store.on_post_tool_use, answer=answer_failure),
     "PostToolUseFailure": Handler(store.on_post_tool_use_failure, answer=answer_failure),
     "SubagentStart": Handler(store.on_subagent_start),
-    "SubagentStop": Handler(store.on_subagent_stop),
     "PreCompact": Handler(store.on_pre_compact, prepare=capture_git),
+    "TaskCompleted": Handler(answer=answer_judge),
+    "Stop": Handler(answer=answer_judge),
+    "SubagentStop": Handler(store.on_subagent_stop, answer=answer_judge),
     "PostCompact": Handler(store.on_post_compact),
     # SessionEnd hooks share a 1.5 s budget unless settings raise it: give up on a lock sooner.
     "SessionEnd": Handler(store.on_session_end, busy_timeout_ms=1000),

@@ -10,6 +10,10 @@ import os
 import sys
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .handlers import ExitBlock
+
 STDIN_CAP_BYTES = 32 * 1024 * 1024  # past this the payload cannot be a real event
 STDIN_IDLE_SECONDS = 5.0  # no byte for this long: the writer is gone
 STDIN_TOTAL_SECONDS = 30.0  # UserPromptSubmit hooks are killed at 30 s
@@ -25,22 +29,27 @@ def main(event_hint: str) -> None:
             output = run(event_hint, received_at, started_clock)
         except BaseException as exc:  # fail open, always
             _internal_error(None, event_hint, exc)
-    if output:
-        try:
+    code = 0
+    try:
+        if isinstance(output, str):
             sys.stdout.write(output)
             sys.stdout.flush()
-        except Exception:
-            pass
+        elif output is not None:  # a deliberate, configured block (the judge): exit 2
+            sys.stderr.write(output.reason + "\n")
+            sys.stderr.flush()
+            code = 2
+    except Exception:
+        code = 0
     # Skip interpreter teardown: everything is committed or spooled already.
-    os._exit(0)
+    os._exit(code)
 
 
-def run(event_hint: str, received_at: float, started_clock: float) -> str | None:
-    """One hook run; returns the text for stdout (one JSON object) or None."""
+def run(event_hint: str, received_at: float, started_clock: float) -> "str | ExitBlock | None":
+    """One hook run; returns the text for stdout (one JSON object), an ExitBlock, or None."""
     import apsw
 
     from . import config, db, event, store
-    from .handlers import DEFAULT, HANDLERS
+    from .handlers import DEFAULT, HANDLERS, ExitBlock
     from .paths import db_path, intended_root, project_root, spool_dir
     from .redact import redact
 
@@ -119,7 +128,9 @@ def run(event_hint: str, received_at: float, started_clock: float) -> str | None
     except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
         _internal_error(root, ev.name, exc)
         return None
-    return None if answer is None else encode(scratch, answer)
+    if answer is None or isinstance(answer, ExitBlock):
+        return answer
+    return encode(scratch, answer)
 
 
 def _record(conn, ev, delivery, ctx, derive) -> None:  # type: ignore[no-untyped-def]

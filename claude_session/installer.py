@@ -32,7 +32,15 @@ SKIPPED_EVENTS = ("WorktreeCreate",)
 # costs ~15 ms. Kept as the one switch should that trade-off change.
 ASYNC_EVENTS: frozenset[str] = frozenset()
 # Seconds. SessionEnd's value also raises Claude Code's 1.5 s budget for SessionEnd hooks.
-TIMEOUTS = {"SessionStart": 15, "PreCompact": 20, "SessionEnd": 5}
+# The judge's events wait for it (judge_timeout_seconds, default 120).
+TIMEOUTS = {
+    "SessionStart": 15,
+    "PreCompact": 20,
+    "SessionEnd": 5,
+    "TaskCompleted": 180,
+    "Stop": 180,
+    "SubagentStop": 180,
+}
 DEFAULT_TIMEOUT = 10
 
 
