@@ -311,7 +311,7 @@ def fail(
         if file_path:
             from .paths import relative_to_root
 
-            relative = relative_to_root(str(root), os.path.abspath(file_path))
+            relative = relative_to_root(str(root), file_path)  # relative: to the project
         with db.Immediate(conn):
             new_id = ladder.add_failed_path(
                 conn,

@@ -136,7 +136,8 @@ _TEXT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # Where the fault is: the last project frame of a traceback, or a compiler-style location.
 _FILE_PATTERNS = (
     r'File "([^"<>]+)", line \d+',  # Python traceback
-    r"(?m)^([\w./-]+\.\w+):\d+(?::\d+)?[: ]",  # path:line:col: (gcc, mypy, ruff, tsc, eslint)
+    r"(?m)^FAILED ([\w./-]+\.\w+)::",  # pytest summary line
+    r"(?m)^\s*([\w./-]+\.\w+):\d+(?::\d+)?[: ]",  # path:line[:col]: (gcc, mypy, ruff, go test)
     r"(?m)^([\w./-]+\.\w+)\(\d+,\d+\)",  # tsc path(line,col)
     r"\bat .*\(([\w./-]+\.[jt]sx?):\d+:\d+\)",  # node stack frame
     r"--> ([\w./-]+\.rs):\d+",  # rustc
