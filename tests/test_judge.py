@@ -1,0 +1,156 @@
+"""The judge at TaskCompleted / Stop: a scripted judge blocks, then allows; broken judges fail
+open and are recorded; the contract's blocking outputs; no loops."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import HOOKS, fixture, hook_env, query, run_hook
+
+from claude_session import judge
+
+SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
+
+
+def scripted_judge(tmp_path: Path, answers: list[str], sleep: float = 0.0, code: int = 0) -> str:
+    """A judge command that answers from a list, one per call, and keeps each prompt."""
+    script = tmp_path / f"judge{len(list(tmp_path.glob('judge*.py')))}.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        import json, pathlib, sys, time
+        state = pathlib.Path({str(tmp_path / "calls")!r})
+        state.mkdir(exist_ok=True)
+        n = len(list(state.iterdir()))
+        (state / f"{{n}}.txt").write_text(sys.stdin.read())
+        time.sleep({sleep})
+        answers = {answers!r}
+        print(answers[min(n, len(answers) - 1)])
+        sys.exit({code})
+    """)
+    )
+    return f"{sys.executable} {script}"
+
+
+def configure(project: Path, command: str, **extra: Any) -> None:
+    config = {"judge_command": command, "judge_events": "TaskCompleted,Stop"} | extra
+    subprocess.run(
+        [
+            str(Path(sys.executable).parent / "claude-session"),
+            "--project",
+            str(project),
+            "fail",
+            "regex parsing",
+            "--reason",
+            "nested quotes",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    stop = fixture("Stop", project) | {
+        "session_id": SESSION,
+        "last_assistant_message": "All done, tests pass.",
+    }
+    assert run_hook("Stop", stop, project).stdout == ""
+    prompt = (tmp_path / "calls" / "0.txt").read_text()
+    assert "Make the parser strict" in prompt and "All done, tests pass." in prompt
+    assert "python3 -c 'import nonexistent_mod': failed 1x" in prompt
+    assert "regex parsing: nested quotes" in prompt
+    assert '{"decision": "allow" or "block", "reason": "..."}' in prompt
+
+
+def test_stop_block_uses_the_decision_output_and_never_loops(project: Path, tmp_path: Path) -> None:
+    configure(project, scripted_judge(tmp_path, [BLOCK]))
+    stop = fixture("Stop", project) | {"session_id": SESSION}
+    answer = run_hook("Stop", stop, project).json()
+    assert answer == {
+        "decision": "block",
+        "reason": "claude-session judge: the work is not done"
+        " yet. the parser still accepts letters",
+    }
+    # Claude Code goes on with stop_hook_active: the judge is not asked again
+    assert run_hook("Stop", stop | {"stop_hook_active": True}, project).stdout == ""
+    assert len(list((tmp_path / "calls").iterdir())) == 1
+
+
+def test_a_judge_that_always_blocks_is_overruled(project: Path, tmp_path: Path) -> None:
+    configure(project, scripted_judge(tmp_path, [BLOCK]))
+    codes = [run_task_completed(project).returncode for _ in range(4)]
+    assert codes == [2, 2, 2, 0]
+    assert "overruled" in query(project, "SELECT reason FROM llm_verdicts ORDER BY id DESC")[0][0]
+
+
+@pytest.mark.parametrize("kind", ["exit-1", "nonsense", "timeout", "missing", "no-reason"])
+def test_a_broken_judge_fails_open_and_is_recorded(
+    project: Path, tmp_path: Path, kind: str
+) -> None:
+    commands = {
+        "exit-1": scripted_judge(tmp_path, [BLOCK], code=1),
+        "nonsense": scripted_judge(tmp_path, ["I think it is fine!"]),
+        "timeout": scripted_judge(tmp_path, [BLOCK], sleep=5),
+        "missing": "/nonexistent/judge --flag",
+        "no-reason": scripted_judge(tmp_path, ['{"decision": "block"}']),
+    }
+    configure(project, commands[kind], judge_timeout_seconds=0.5 if kind == "timeout" else 30)
+    result = run_task_completed(project)
+    assert result.returncode == 0 and result.stdout == b""
+    decision, reason = query(project, "SELECT decision, reason FROM llm_verdicts")[0]
+    assert decision == "error"
+    expected = {
+        "exit-1": "judge exited 1",
+        "nonsense": "answered nonsense",
+        "timeout": "timed out",
+        "missing": "judge not found",
+        "no-reason": "without a reason",
+    }[kind]
+    assert expected in reason
+
+
+def test_judge_off_by_configuration(project: Path, tmp_path: Path) -> None:
+    configure(project, scripted_judge(tmp_path, [BLOCK]), judge_events="")
+    assert run_task_completed(project).returncode == 0
+    assert query(project, "SELECT count(*) FROM llm_verdicts") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    "stdout",
+    [
+        BLOCK,
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": False,
+                "result": f"```json\n{BLOCK}\n```",
+                "session_id": "x",
+            }
+        ),
+        json.dumps({"type": "result", "result": f"Here is my verdict: {BLOCK}"}),
+    ],
+    ids=["plain", "claude-p-envelope-fenced", "claude-p-envelope-prose"],
+)
+def test_parse_reads_plain_json_and_claude_p_output(stdout: str) -> None:
+    assert judge.parse(stdout) == ("block", "the parser still accepts letters")
+
+
+def test_verdicts_command(project: Path, tmp_path: Path) -> None:
+    configure(project, scripted_judge(tmp_path, [BLOCK, ALLOW]))
+    run_task_completed(project)
+    run_task_completed(project)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "claude-session"),
+            "--project",
+            str(project),
+            "verdicts",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert [v["decision"] for v in json.loads(done.stdout)] == ["allow", "block"]
