@@ -39,6 +39,62 @@ def scripted_judge(tmp_path: Path, answers: list[str], sleep: float = 0.0, code:
 
 def configure(project: Path, command: str, **extra: Any) -> None:
     config = {"judge_command": command, "judge_events": "TaskCompleted,Stop"} | extra
+    (project / ".claude-session.json").write_text(json.dumps(config))
+
+
+def task_completed(project: Path) -> dict[str, Any]:
+    return {
+        "session_id": SESSION,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(project),
+        "hook_event_name": "TaskCompleted",
+        "task_id": "3",
+        "task_subject": "Add input validation to the parser",
+        "task_description": "Reject non-numeric input with a clear error",
+    }
+
+
+def run_task_completed(project: Path) -> subprocess.CompletedProcess[bytes]:
+    """TaskCompleted may exit 2 (a deliberate block), so it is run here, not with run_hook."""
+    return subprocess.run(
+        [sys.executable, "-I", "-S", str(HOOKS / "task_completed.py")],
+        input=json.dumps(task_completed(project)).encode(),
+        capture_output=True,
+        env=hook_env(project),
+        timeout=60,
+    )
+
+
+BLOCK = '{"decision": "block", "reason": "the parser still accepts letters"}'
+ALLOW = '{"decision": "allow", "reason": "validated and tested"}'
+
+
+def test_judge_blocks_once_then_allows(project: Path, tmp_path: Path) -> None:
+    configure(project, scripted_judge(tmp_path, [BLOCK, ALLOW]))
+    first = run_task_completed(project)
+    assert first.returncode == 2  # TaskCompleted blocks by exit 2, the reason on stderr
+    assert b"the parser still accepts letters" in first.stderr and first.stdout == b""
+    second = run_task_completed(project)
+    assert second.returncode == 0 and second.stdout == b""
+    verdicts = query(project, "SELECT hook_event_name, decision, reason, task FROM llm_verdicts")
+    assert [(e, d, r) for e, d, r, _ in verdicts] == [
+        ("TaskCompleted", "block", "the parser still accepts letters"),
+        ("TaskCompleted", "allow", "validated and tested"),
+    ]
+    assert verdicts[0][3].startswith("Add input validation to the parser\nReject non-numeric")
+
+
+def test_the_judge_sees_task_last_message_open_errors_and_failed_paths(
+    project: Path, tmp_path: Path
+) -> None:
+    configure(project, scripted_judge(tmp_path, [ALLOW]))
+    prompt_event = fixture("UserPromptSubmit", project) | {
+        "session_id": SESSION,
+        "prompt": "Make the parser strict",
+    }
+    run_hook("UserPromptSubmit", prompt_event, project)
+    failure = fixture("PostToolUseFailure.Bash", project) | {"session_id": SESSION}
+    run_hook("PostToolUseFailure", failure, project)
     subprocess.run(
         [
             str(Path(sys.executable).parent / "claude-session"),
