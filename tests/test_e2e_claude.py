@@ -349,3 +349,69 @@ def test_real_claude_code_two_subagents_editing_one_file(tmp_path: Path) -> None
     warning = seen[seen.index(f"{SHARED} is being changed") :][:800]
     assert f"subagent {a_id[0][0]} (general-purpose)" in warning, warning
     assert EDITOR_A in warning, warning
+
+
+STUCK = "cat settings.local.ini"
+
+
+class ThreeFailures:
+    """The same command fails three times; then /compact; then the session goes on."""
+
+    def __init__(self) -> None:
+        self.phase = "work"
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = body.get("messages") or []
+        last = last_user_text(body)
+        if "Respond with TEXT ONLY" in last or "summary of the conversation" in last:
+            return [text("<summary>Tried to read the settings file.</summary>")]
+        self.requests.append((self.phase, body))
+        if self.phase != "work":
+            return [text("Looking at another way to get the settings.")]
+        tries = sum(1 for b in _blocks(messages) if b.get("type") == "tool_use")
+        if tries < 3:
+            return [tool("Bash", command=STUCK, description="read the settings")]
+        return [text("I am stuck on the settings file.")]
+
+
+def test_real_claude_code_failed_path_survives_compaction(tmp_path: Path) -> None:
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    subprocess.run([CLI, "--project", str(project), "install"], check=True, capture_output=True)
+    model = ThreeFailures()
+    try:
+        with FakeAnthropic(model) as api:
+            first = run_claude(binary, project, home, api, "TASK-E2E-3: read the settings")
+            session = first["session_id"]
+            model.phase = "compact"
+            run_claude(binary, project, home, api, "/compact", "--resume", session)
+            model.phase = "after"
+            run_claude(binary, project, home, api, "go on", "--resume", session)
+    finally:
+        daemon_control.stop(str(project))
+
+    # the ladder's guidance reached the model after each failure
+    work = [
+        json.dumps(body, ensure_ascii=False) for phase, body in model.requests if phase == "work"
+    ]
+    assert len(work) == 4
+    assert "(attempt 1)" in work[1] and "Fix the cause and retry" in work[1]
+    assert "(attempt 2)" in work[2]
+    assert "3rd time" in work[3] and "research is required" in work[3]
+    # the last SessionEnd abandoned what was never fixed; the escalation stays recorded
+    assert query(project, "SELECT attempt, resolution FROM error_log ORDER BY id") == [
+        (1, "abandoned"),
+        (2, "abandoned"),
+        (3, "escalated_research"),
+    ]
+    assert query(project, "SELECT approach, still_relevant FROM failed_paths") == [(STUCK, 1)]
+
+    # after the compaction, the next request names the failed approach
+    after = [body for phase, body in model.requests if phase == "after"]
+    assert after
+    seen = json.dumps(after[0], ensure_ascii=False)
+    section = seen[seen.index("## Failed approaches: do not repeat these") :][:600]
+    assert STUCK in section and "No such file or directory" in section
