@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, query
+from conftest import HOOKS, PYTHON, hook_env, query
 from fake_api import FakeAnthropic, last_user_text, text, tool
 
 from claude_session import daemon_control, installer
@@ -415,3 +415,45 @@ def test_real_claude_code_failed_path_survives_compaction(tmp_path: Path) -> Non
     seen = json.dumps(after[0], ensure_ascii=False)
     section = seen[seen.index("## Failed approaches: do not repeat these") :][:600]
     assert STUCK in section and "No such file or directory" in section
+
+
+def test_default_judge_is_the_real_claude_cli_in_headless_mode(tmp_path: Path) -> None:
+    """The default judge command, unchanged, with the real CLI found on PATH."""
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    verdict = '{"decision": "block", "reason": "no test covers the new validation"}'
+    with FakeAnthropic(lambda body: [text(verdict)]) as api:
+        payload = {
+            "session_id": "judge-session",
+            "transcript_path": str(home / "t.jsonl"),
+            "cwd": str(project),
+            "hook_event_name": "TaskCompleted",
+            "task_id": "1",
+            "task_subject": "Validate parser input",
+        }
+        env = hook_env(project) | {
+            "PATH": f"{binary.parent}:/usr/bin:/bin",
+            "HOME": str(home),
+            "ANTHROPIC_BASE_URL": api.url,
+            "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-real-key",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+        done = subprocess.run(
+            [PYTHON, "-I", "-S", str(HOOKS / "task_completed.py")],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=env,
+            timeout=300,
+        )
+        judged = api.message_requests()
+    assert done.returncode == 2, done.stderr
+    assert b"no test covers the new validation" in done.stderr
+    decision, reason, raw = query(project, "SELECT decision, reason, raw FROM llm_verdicts")[0]
+    assert (decision, reason) == ("block", "no test covers the new validation")
+    assert json.loads(raw)["result"] == verdict  # the `claude -p --output-format json` envelope
+    assert len(judged) == 1 and "Validate parser input" in json.dumps(judged[0])
+    assert "haiku" in judged[0]["model"]
+    assert query(project, "SELECT count(*) FROM events") == [(1,)]  # the judge's hooks: off
