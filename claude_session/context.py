@@ -5,8 +5,6 @@ Reads only (stdlib + apsw). Sections come in priority order; when the text would
 cap, the lowest-priority lines go first. The text is redacted once more before it leaves.
 """
 
-from __future__ import annotations
-
 import time
 
 import apsw
@@ -25,7 +23,7 @@ OPEN_TAG = "<claude-session-recorded-state>"
 CLOSE_TAG = "</claude-session-recorded-state>"
 
 
-def gather(conn: apsw.Connection, session_id: str, now: float) -> dict[str, Any]:
+def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any]":
     """Everything worth restoring about one session, as plain JSON-ready data."""
     return {
         "session_id": session_id,
@@ -49,7 +47,7 @@ def gather(conn: apsw.Connection, session_id: str, now: float) -> dict[str, Any]
     }
 
 
-def live_agents(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
+def live_agents(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
     return rows(
         conn,
         "SELECT agent_id, agent_type, description, task, status, last_seen_at, tool_uses"
@@ -61,7 +59,7 @@ def live_agents(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
 
 def open_errors(
     conn: apsw.Connection, session_id: str, include_abandoned: bool = False
-) -> list[dict[str, Any]]:
+) -> "list[dict[str, Any]]":
     """Unfixed errors, one line per ladder, with how many attempts failed so far. A session
     that is over abandoned its open ones: for the next session they are still unfixed."""
     states = "'escalated_research', 'escalated_user'" + (
@@ -78,7 +76,7 @@ def open_errors(
     )
 
 
-def failed_paths(conn: apsw.Connection, now: float) -> list[dict[str, Any]]:
+def failed_paths(conn: apsw.Connection, now: float) -> "list[dict[str, Any]]":
     return rows(
         conn,
         "SELECT id, approach, reason, file_path, created_at FROM failed_paths"
@@ -90,7 +88,7 @@ def failed_paths(conn: apsw.Connection, now: float) -> list[dict[str, Any]]:
 
 def latest_snapshot(
     conn: apsw.Connection, session_id: str, kind: str = "pre_compact"
-) -> dict[str, Any] | None:
+) -> "dict[str, Any] | None":
     found = rows(
         conn,
         "SELECT content, created_at FROM context_snapshots WHERE session_id = ?"
@@ -155,7 +153,7 @@ def for_new_session(
     return render(state, intro)
 
 
-def render(state: dict[str, Any], intro: str, cap: int = CONTEXT_CAP) -> str:
+def render(state: "dict[str, Any]", intro: str, cap: int = CONTEXT_CAP) -> str:
     """Priority-ordered sections within `cap` characters, clearly marked as recorded state."""
     now = state.get("gathered_at") or time.time()
     sections: list[tuple[str, list[str]]] = [
@@ -194,16 +192,16 @@ def render(state: dict[str, Any], intro: str, cap: int = CONTEXT_CAP) -> str:
     return redact(text + closing)
 
 
-def _task(prompt: dict[str, Any]) -> str:
+def _task(prompt: "dict[str, Any]") -> str:
     return f"- [{_clock(prompt['submitted_at'])}] {_one_line(prompt['prompt'])}"
 
 
-def _failed(path: dict[str, Any]) -> str:
+def _failed(path: "dict[str, Any]") -> str:
     where = f" (file {path['file_path']})" if path.get("file_path") else ""
     return f"- {_one_line(path['approach'])} -> failed: {_one_line(path['reason'])}{where}"
 
 
-def _error(error: dict[str, Any]) -> str:
+def _error(error: "dict[str, Any]") -> str:
     what = _one_line(error["command"] or error["file_path"] or error["signature"])
     return (
         f"- {error['tool_name'] or 'tool'} `{what}` failed {error['attempts']}x"
@@ -211,7 +209,7 @@ def _error(error: dict[str, Any]) -> str:
     )
 
 
-def _agent(agent: dict[str, Any], now: float) -> str:
+def _agent(agent: "dict[str, Any]", now: float) -> str:
     line = f"- {agent['agent_id']} ({agent['agent_type'] or 'agent'})"
     if agent.get("description"):
         line += f' "{_one_line(agent["description"])}"'
@@ -220,14 +218,14 @@ def _agent(agent: dict[str, Any], now: float) -> str:
     return line + f"; last seen {_ago(now, agent['last_seen_at'])}, {agent['tool_uses']} tool uses"
 
 
-def _claim(claim: dict[str, Any], now: float) -> str:
+def _claim(claim: "dict[str, Any]", now: float) -> str:
     edits = f"{claim['edits']} edit{'s' if claim['edits'] != 1 else ''}"
     last = _ago(now, claim["last_touched_at"])
     by = f"{claim['file_path']} by {claim['agent_id']}"
     return f"- {by} ({claim['tool_name']}, {edits}, last {last})"
 
 
-def _git_lines(git: Any) -> list[str]:
+def _git_lines(git: "Any") -> list[str]:
     if not isinstance(git, dict):
         return []
     if git.get("error"):
@@ -243,17 +241,17 @@ def _git_lines(git: Any) -> list[str]:
     return lines
 
 
-def _one_line(text: Any) -> str:
+def _one_line(text: "Any") -> str:
     return " ".join(str(text or "").split())
 
 
-def _clock(ts: Any) -> str:
+def _clock(ts: "Any") -> str:
     if not isinstance(ts, int | float):
         return "?"
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
 
 
-def _ago(now: float, ts: Any) -> str:
+def _ago(now: float, ts: "Any") -> str:
     if not isinstance(ts, int | float):
         return "?"
     seconds = max(0, int(now - ts))

@@ -1,10 +1,8 @@
 """What a tool failure is: category, file at fault, signature, ladder step and gist (pure).
 
-`re` is imported inside the two functions that match patterns: only failing tool calls pay for
-it (~3 ms), not the context text that quotes an error's gist.
+No regular expressions: plain string tests keep a failing tool call's hook from paying ~5 ms
+to import `re` and compile patterns.
 """
-
-from __future__ import annotations
 
 ERROR_TEXT_CAP = 2000
 _SEPARATORS = str.maketrans({c: " " for c in "/;&|()`'\""})
@@ -80,69 +78,25 @@ _COMMAND_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
 )
 
-# (category, pattern in the error text), for commands that say nothing (a script, `npm run x`).
-_TEXT_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "test",
-        (
-            r"(?m)^(FAILED |=+ .*\bfailed\b|FAIL\s|--- FAIL:)",
-            r"Tests?:\s+\d+ failed",
-            r"(?m)\d+ failing$",
-        ),
-    ),
-    (
-        "type",
-        (
-            r"error TS\d+",
-            r"(?m): error: .*\[[a-z-]+\]$",
-            r"Found \d+ errors? in \d+ files?",
-            r"error\[E0308\]: mismatched types",
-        ),
-    ),
-    (
-        "lint",
-        (
-            r"(?m)^\S+:\d+:\d+: [A-Z]{1,3}\d{3,4} ",
-            r"\d+ problems? \(\d+ errors?",
-            r"(?m)^Found \d+ errors?\.\s*$",
-        ),
-    ),
-    (
-        "build",
-        (
-            r"(?i)error: could not compile",
-            r"ERROR: Could not build wheels",
-            r"npm ERR!",
-            r"make: \*\*\*",
-            r"CMake Error",
-            r"undefined reference to",
-            r"BUILD FAILED",
-            r"(?i)failed to build",
-        ),
-    ),
-    (
-        "runtime",
-        (
-            r"Traceback \(most recent call last\)",
-            r"\w+(Error|Exception): ",
-            r"panicked at",
-            r"Segmentation fault",
-            r"command not found",
-            r"No such file or directory",
-        ),
-    ),
+_BUILD_MARKERS = (
+    "error: could not compile",
+    "could not build wheels",
+    "npm err!",
+    "make: ***",
+    "cmake error",
+    "undefined reference to",
+    "build failed",
+    "failed to build",
 )
-
-# Where the fault is: the last project frame of a traceback, or a compiler-style location.
-_FILE_PATTERNS = (
-    r'File "([^"<>]+)", line \d+',  # Python traceback
-    r"(?m)^FAILED ([\w./-]+\.\w+)::",  # pytest summary line
-    r"(?m)^\s*([\w./-]+\.\w+):\d+(?::\d+)?[: ]",  # path:line[:col]: (gcc, mypy, ruff, go test)
-    r"(?m)^([\w./-]+\.\w+)\(\d+,\d+\)",  # tsc path(line,col)
-    r"\bat .*\(([\w./-]+\.[jt]sx?):\d+:\d+\)",  # node stack frame
-    r"--> ([\w./-]+\.rs):\d+",  # rustc
+_RUNTIME_MARKERS = (
+    "Traceback (most recent call last)",
+    "panicked at",
+    "Segmentation fault",
+    "command not found",
+    "No such file or directory",
 )
 _SITE = ("site-packages", "/lib/python", "node_modules", "/usr/", "<frozen")
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-")
 
 
 def exit_code(error: str) -> int | None:
@@ -156,9 +110,10 @@ def exit_code(error: str) -> int | None:
 
 
 def category(tool_name: str | None, command: str | None, error: str, interrupted: bool) -> str:
-    """test, type, lint, build, runtime; interrupt for a user stop; tool for other tools."""
-    import re
+    """test, type, lint, build, runtime; interrupt for a user stop; tool for other tools.
 
+    Plain string tests, no `re`: importing and compiling patterns would cost a failing tool
+    call's hook ~5 ms (measured)."""
     if interrupted:
         return "interrupt"
     if command:
@@ -167,23 +122,119 @@ def category(tool_name: str | None, command: str | None, error: str, interrupted
         for name, words in _COMMAND_WORDS:
             if any(f" {word} " in padded for word in words):
                 return name
-    for name, patterns in _TEXT_PATTERNS:
-        if any(re.search(pattern, error) for pattern in patterns):
-            return name if command or name != "runtime" else "tool"
-    return "runtime" if command else ("tool" if tool_name else "other")
+    lines = [line.rstrip() for line in error.splitlines()]
+    lower = error.lower()
+    if any(_test_line(line) for line in lines):
+        kind = "test"
+    elif "error TS" in error or "error[E0308]" in error or any(_type_line(x) for x in lines):
+        kind = "type"
+    elif any(_lint_line(line) for line in lines) or " problem (" in error or " problems (" in error:
+        kind = "lint"
+    elif any(marker in lower for marker in _BUILD_MARKERS):
+        kind = "build"
+    elif any(marker in error for marker in _RUNTIME_MARKERS) or any(
+        word.endswith(("Error:", "Exception:")) for line in lines for word in line.split()
+    ):
+        kind = "runtime"
+    else:
+        return "runtime" if command else ("tool" if tool_name else "other")
+    return kind if command or kind != "runtime" else "tool"
+
+
+def _test_line(line: str) -> bool:
+    stripped = line.strip()
+    return (
+        line.startswith(("FAILED ", "FAIL ", "FAIL\t", "--- FAIL:"))
+        or (line.startswith("=") and " failed" in line)
+        or (stripped.startswith(("Tests:", "Test:")) and " failed" in stripped)
+        or stripped.endswith(" failing")
+    )
+
+
+def _type_line(line: str) -> bool:
+    """mypy: `path:12: error: ... [code]` or its `Found 2 errors in 1 file` summary."""
+    if ": error: " in line and line.endswith("]"):
+        return True
+    return line.startswith("Found ") and " error" in line and " in " in line and " file" in line
+
+
+def _lint_line(line: str) -> bool:
+    """ruff/flake8 `path:1:8: F401 ...`, or ruff's `Found 3 errors.` summary."""
+    if line.startswith("Found ") and line.endswith(("error.", "errors.")):
+        return True
+    parts = line.split(":", 3)
+    if len(parts) < 4 or not (parts[1].isdigit() and parts[2].isdigit()):
+        return False
+    code = parts[3].split(maxsplit=1)[0] if parts[3].split() else ""
+    letters = code.rstrip("0123456789")
+    digits = code[len(letters) :]
+    return 1 <= len(letters) <= 3 and letters.isupper() and 3 <= len(digits) <= 4
 
 
 def file_at_fault(error: str, tool_file: str | None = None) -> str | None:
-    """The file the tool input names, else the deepest project file the error text points at."""
-    import re
-
+    """The file the tool input names, else the deepest project file the error text points at:
+    a traceback's last project frame, a test's file, a compiler's `path:line:`."""
     if tool_file:
         return tool_file
-    for pattern in _FILE_PATTERNS:
-        found = [path for path in re.findall(pattern, error) if not any(s in path for s in _SITE)]
+    lines = [line.strip() for line in error.splitlines()]
+    for finder in (
+        _traceback_file,
+        _pytest_file,
+        _location_file,
+        _tsc_file,
+        _frame_file,
+        _rust_file,
+    ):
+        found = [p for p in map(finder, lines) if p and _is_path(p) and not _in_site(p)]
         if found:
-            return found[-1]  # a traceback's last project frame is where it broke
+            return found[-1]
     return None
+
+
+def _traceback_file(line: str) -> str | None:
+    if line.startswith('File "') and '", line ' in line:
+        return line[6 : line.index('"', 6)]
+    return None
+
+
+def _pytest_file(line: str) -> str | None:
+    return line[7:].split("::")[0] if line.startswith("FAILED ") and "::" in line else None
+
+
+def _location_file(line: str) -> str | None:
+    parts = line.split(":", 2)
+    return parts[0] if len(parts) == 3 and parts[1].isdigit() else None
+
+
+def _tsc_file(line: str) -> str | None:
+    head, _, rest = line.partition("(")
+    numbers = rest.split(")", 1)[0].split(",")
+    return head if len(numbers) == 2 and all(n.isdigit() for n in numbers) else None
+
+
+def _frame_file(line: str) -> str | None:
+    """A node stack frame: `at fn (path:line:col)`."""
+    if not (line.startswith("at ") and line.endswith(")") and "(" in line):
+        return None
+    inner = line[line.rindex("(") + 1 : -1].rsplit(":", 2)
+    return inner[0] if len(inner) == 3 and inner[1].isdigit() else None
+
+
+def _rust_file(line: str) -> str | None:
+    if not line.startswith("--> "):
+        return None
+    parts = line[4:].split(":")
+    return parts[0] if len(parts) >= 2 and parts[1].isdigit() else None
+
+
+def _is_path(text: str) -> bool:
+    name = text.rsplit("/", 1)[-1]
+    stem, dot, ext = name.rpartition(".")
+    return bool(stem and dot and 1 <= len(ext) <= 5 and ext.isalnum()) and set(text) <= _PATH_CHARS
+
+
+def _in_site(path: str) -> bool:
+    return any(marker in path for marker in _SITE)
 
 
 def command_signature(tool_name: str | None, command: str | None) -> str | None:

@@ -85,9 +85,11 @@ def answer_session_start(
     conn: apsw.Connection, ev: Event, ctx: store.Context
 ) -> "dict[str, Any] | None":
     """Put the recorded state back in front of the model (compaction) or what was left open."""
+    source = ev.text_of("source")
+    if source != "compact" and not _anything_open(conn, ctx.now):
+        return None  # the common start: nothing to say, and `context` need not even load
     from . import context
 
-    source = ev.text_of("source")
     if source == "compact":
         text: str | None = context.for_compaction(conn, ev.session_id, ctx.now)
     else:
@@ -95,6 +97,21 @@ def answer_session_start(
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
+def _anything_open(conn: apsw.Connection, now: float) -> bool:
+    """A cheap superset of what `context.for_new_session` may report."""
+    return bool(
+        conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM failed_paths WHERE still_relevant = 1"
+            "  AND (expires_at IS NULL OR expires_at > ?1))"
+            " OR EXISTS (SELECT 1 FROM error_log WHERE category != 'interrupt'"
+            "  AND (resolution IS NULL OR resolution != 'auto_fixed'))"
+            " OR EXISTS (SELECT 1 FROM agent_registry WHERE status = 'running'"
+            "  AND is_main = 0 AND is_internal = 0)",
+            (now,),
+        ).fetchall()[0][0]
+    )
 
 
 def start_daemon(ctx: store.Context) -> None:

@@ -66,6 +66,8 @@ def test_hot_path_avoids_costly_stdlib_modules(project: Path, reap_daemons: None
         ("pre_tool_use", "PreToolUse.Edit"),
         ("post_tool_use", "PostToolUse.Edit"),
         ("session_start", "SessionStart.startup"),
+        ("post_tool_use_failure", "PostToolUseFailure.Bash"),  # the error ladder too
+        ("stop", "Stop"),
     ]
     for script, name in cases:
         modules = imported_modules(script, fixture(name, project), project)
