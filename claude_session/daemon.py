@@ -202,7 +202,33 @@ class Daemon:
             if self.conn is not None:
                 self.conn.close()
                 self.conn = None  # reopen next time (the file may have been replaced)
+            if _corrupt(exc) and self.quarantine():
+                self.pass_once()  # a fresh database: replay what waited in the spool
+                return
         self.write_status()
+
+    def quarantine(self) -> bool:
+        """Move a corrupt database aside (never delete it) so hooks can write again; the
+        moved file keeps whatever `sqlite3 .recover` can still salvage."""
+        path = db_path(self.root)
+        try:  # check once more on a fresh connection: a busy database is never moved
+            probe = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+            verdict = probe.execute("PRAGMA quick_check").fetchall()[0][0]
+            probe.close()
+            if verdict == "ok":
+                return False
+        except (apsw.NotADBError, apsw.CorruptError):
+            pass
+        except apsw.Error:
+            return False
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
+        moved = f"{path}.corrupt-{stamp}"
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.replace(path + suffix, moved + suffix)
+        log.error(self.root, "daemon", f"corrupt database moved aside to {moved}; starting afresh")
+        self.stats["quarantined"] = moved
+        return True
 
     def close(self) -> None:
         if self.conn is not None:
@@ -218,9 +244,15 @@ class Daemon:
             pass
 
 
+def _corrupt(exc: BaseException) -> bool:
+    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) else exc
+    return isinstance(cause, apsw.NotADBError | apsw.CorruptError)
+
+
 def _ours(change: watchfiles.Change, path: str) -> bool:
     name = os.path.basename(path)
-    return name.startswith(DB_NAME) and not name.endswith((".lock", ".json", ".log", ".tmp"))
+    excluded = (".lock", ".json", ".log", ".tmp")
+    return name.startswith(DB_NAME) and not name.endswith(excluded) and ".corrupt-" not in name
 
 
 def run(root: str, stop: threading.Event | None = None) -> int:

@@ -33,6 +33,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             "internal_errors": errors_logged,
             "last_internal_error": last_error,
             "last_snapshot": latest[0] if latest else None,
+            "moved_aside": corrupt_copies(root),
         },
         "sessions": sessions(conn, limit=5),
         "agents": agents(conn, limit=15),
@@ -44,6 +45,16 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         ],
         "hooks": hook_runs(conn),
     }
+
+
+def corrupt_copies(root: str) -> list[str]:
+    """Corrupt databases the daemon moved aside (never deleted): for `status` to point at."""
+    folder, name = os.path.split(db_path(root))
+    return sorted(
+        os.path.join(folder, n)
+        for n in os.listdir(folder)
+        if n.startswith(name + ".corrupt-") and not n.endswith(("-wal", "-shm"))
+    )
 
 
 def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:

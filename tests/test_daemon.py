@@ -236,3 +236,37 @@ def test_checkpoint_keeps_the_wal_bounded_once_a_long_reader_closes(project: Pat
     run_hook("Stop", fixture("Stop", project), project)  # the next write restarts the WAL
     assert wal.stat().st_size <= db.JOURNAL_SIZE_LIMIT
     assert count(project, "events") == 10_002
+
+
+def test_daemon_moves_a_corrupt_database_aside_and_replays_the_spool(project: Path) -> None:
+    path = project / ".claude-session.db"
+    garbage = b"this is not a database" * 400
+    path.write_bytes(garbage)
+    run_hook("UserPromptSubmit", fixture("UserPromptSubmit", project), project)  # -> spool
+    assert len(spooled(project)) == 1
+    worker = daemon.Daemon(str(project))
+    worker.pass_once()
+    moved = list(project.glob(".claude-session.db.corrupt-*"))
+    assert len(moved) == 1 and moved[0].read_bytes() == garbage  # kept, never deleted
+    assert not spooled(project) and count(project, "prompts") == 1  # a fresh one, replayed
+    status = json.loads(
+        subprocess.run(
+            [CLI, "--project", str(project), "status", "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert status["database"]["moved_aside"] == [str(moved[0])]
+    assert "moved aside" in (project / ".claude-session.db.log").read_text()
+
+
+def test_daemon_never_moves_a_busy_database(project: Path) -> None:
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    holder = hold_write_lock(project, 3)
+    try:
+        worker = daemon.Daemon(str(project))
+        assert worker.quarantine() is False
+    finally:
+        holder.kill()
+    assert not list(project.glob(".claude-session.db.corrupt-*"))
