@@ -111,6 +111,16 @@ def spooled(project: Path) -> list[Path]:
     return sorted(folder.glob("*.json")) if folder.exists() else []
 
 
+def wait_for(condition: Callable[[], object], seconds: float = 15.0) -> bool:
+    """Poll `condition` until it holds or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def daemons_of(project: Path) -> list[int]:
     """Pids of daemon processes for this project, from /proc."""
     found = []

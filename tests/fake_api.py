@@ -158,6 +158,12 @@ def request_text(body: dict[str, Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
+def is_compaction(body: dict[str, Any]) -> bool:
+    """Claude Code's summary request for /compact (it still carries the tools)."""
+    last = last_user_text(body)
+    return "Respond with TEXT ONLY" in last or "summary of the conversation" in last
+
+
 def last_user_text(body: dict[str, Any]) -> str:
     """Text of the last user message (prompt or tool results)."""
     messages = body.get("messages") or []

@@ -8,11 +8,10 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import apsw
-from conftest import PYTHON, count, daemons_of, fixture, query, run_hook, spooled
+from conftest import PYTHON, count, daemons_of, fixture, query, run_hook, spooled, wait_for
 from test_coordination import SESSION, agent_status, edit, set_config, start_agent
 from test_faults import hold_write_lock
 
@@ -20,15 +19,6 @@ from claude_session import daemon, daemon_control, db
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 MIN = 60.0
-
-
-def wait_for(condition: Callable[[], object], seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class Clocks:

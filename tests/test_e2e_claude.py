@@ -12,13 +12,12 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HOOKS, PYTHON, hook_env, query
-from fake_api import FakeAnthropic, last_user_text, text, tool
+from conftest import HOOKS, PYTHON, hook_env, query, wait_for
+from fake_api import FakeAnthropic, is_compaction, text, tool
 
 from claude_session import daemon_control, installer
 
@@ -68,10 +67,9 @@ class Model:
 
     def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         messages = body.get("messages") or []
-        last = last_user_text(body)
-        if "Respond with TEXT ONLY" in last or "summary of the conversation" in last:
+        if is_compaction(body):
             return [text("<summary>Wrote and edited hello.py, a command failed.</summary>")]
-        if self._is_subagent(messages):
+        if _has_prompt(messages, SUBTASK):
             done = any(b.get("type") == "tool_result" for b in _blocks(messages))
             return (
                 [text("first line: print('hello')")]
@@ -97,16 +95,6 @@ class Model:
         ]
         return [plan[len(used)]] if len(used) < len(plan) else [text("Done.")]
 
-    @staticmethod
-    def _is_subagent(messages: list[dict[str, Any]]) -> bool:
-        return any(
-            m.get("role") == "user"
-            and b.get("type") == "text"
-            and b.get("text", "").strip() == SUBTASK
-            for m in messages
-            for b in (m["content"] if isinstance(m["content"], list) else [])
-        )
-
 
 def _blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [b for m in messages if isinstance(m.get("content"), list) for b in m["content"]]
@@ -119,15 +107,6 @@ def add_tap(settings_path: Path, tap: Path) -> None:
     for event in installer.installed_events():
         settings["hooks"][event].append({"hooks": [{"type": "command", "command": command}]})
     settings_path.write_text(json.dumps(settings, indent=2))
-
-
-def wait_for(condition: Any, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def run_claude(
@@ -363,8 +342,7 @@ class ThreeFailures:
 
     def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         messages = body.get("messages") or []
-        last = last_user_text(body)
-        if "Respond with TEXT ONLY" in last or "summary of the conversation" in last:
+        if is_compaction(body):
             return [text("<summary>Tried to read the settings file.</summary>")]
         self.requests.append((self.phase, body))
         if self.phase != "work":
