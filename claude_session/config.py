@@ -8,6 +8,10 @@ the default for any key that is missing or of the wrong type.
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import apsw
+
 CONFIG_NAME = ".claude-session.json"
 
 DEFAULTS: dict[str, object] = {
@@ -49,8 +53,8 @@ def config_path(root: str) -> str:
     return os.path.join(root, CONFIG_NAME)
 
 
-def for_hooks(root: str, scratch: object) -> dict[str, object]:
-    """The configuration with defaults, read with SQLite (`scratch` is an apsw Connection).
+def for_hooks(root: str, scratch: "apsw.Connection") -> dict[str, object]:
+    """The configuration with defaults, read with SQLite's JSON functions.
 
     Invalid values fall back to their default silently here; `claude-session config` reports
     them. A missing file costs one failed open.
@@ -62,7 +66,7 @@ def for_hooks(root: str, scratch: object) -> dict[str, object]:
     except OSError:
         return values
     try:
-        found = scratch.execute(  # type: ignore[attr-defined]
+        found = scratch.execute(
             "SELECT key, value, type FROM json_each(?) WHERE json_valid(?)", (text, text)
         ).fetchall()
     except Exception:

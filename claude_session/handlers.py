@@ -155,7 +155,7 @@ def answer_pre_tool_use(
             who += f" of session {str(session)[:8]}"
         about = f' "{description}"' if description else ""
         doing = f", working on: {' '.join(str(task).split())[:300]}" if task else ""
-        minutes = max(0, int((ctx.now - float(str(touched))) // 60))
+        minutes = max(0, int((ctx.now - touched) // 60))
         lines.append(
             f"- {who}{about}{doing}; it last changed this file {minutes} min ago"
             f" ({tool}, {edits} edit{'s' if edits != 1 else ''})."
@@ -188,10 +188,10 @@ def answer_failure(conn: apsw.Connection, ev: Event, ctx: store.Context) -> "Ans
 
     what = str(command or f"{tool} {file_path or ''}".strip())
     gist = errors.gist(str(error_text or ""))
-    text = errors.guidance(int(str(attempt)), what, gist, str(file_path) if file_path else None)
+    text = errors.guidance(attempt, what, gist, file_path)
     answer: Answer = {"hookSpecificOutput": {"hookEventName": ev.name, "additionalContext": text}}
-    if int(str(attempt)) >= errors.USER_AT:
-        answer["systemMessage"] = errors.user_message(int(str(attempt)), what, gist)
+    if attempt >= errors.USER_AT:
+        answer["systemMessage"] = errors.user_message(attempt, what, gist)
     return answer
 
 

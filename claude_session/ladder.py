@@ -13,6 +13,10 @@ import apsw
 from .event import Event
 from .paths import relative_to_root
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # An entry still counts toward its ladder until it is fixed or abandoned.
 OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_user'))"
 MAIN = "main"
@@ -187,7 +191,7 @@ def abandon_open(conn: apsw.Connection, session_id: str, now: float) -> None:
     )
 
 
-def latest_for_call(conn: apsw.Connection, tool_use_id: str | None) -> tuple[object, ...] | None:
+def latest_for_call(conn: apsw.Connection, tool_use_id: str | None) -> "tuple[Any, ...] | None":
     """(attempt, category, command, tool, file, error_text) of the failure a tool call logged."""
     if not tool_use_id:
         return None

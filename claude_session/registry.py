@@ -8,6 +8,10 @@ is_main = 1); its file claims carry agent_id 'main'.
 
 import apsw
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 MAIN = "main"
 RUNNING = "running"
 FINISHED = ("completed", "failed")
@@ -199,7 +203,7 @@ def close_out_session(conn: apsw.Connection, session_id: str, now: float, reason
 
 def conflicts(
     conn: apsw.Connection, session_id: str, agent_id: str | None, file_path: str, now: float
-) -> list[tuple[object, ...]]:
+) -> "list[tuple[Any, ...]]":
     """Live claims on `file_path` held by other running agents, most recent first."""
     me = claim_owner(session_id, agent_id)
     return conn.execute(
