@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .handlers import ExitBlock
     from .store import Context, Delivery
 
+BLOCK_EXIT = 3  # not 2: python itself exits 2 when it cannot open the script
 STDIN_CAP_BYTES = 32 * 1024 * 1024  # past this the payload cannot be a real event
 STDIN_IDLE_SECONDS = 5.0  # no byte for this long: the writer is gone
 STDIN_TOTAL_SECONDS = 30.0  # UserPromptSubmit hooks are killed at 30 s
@@ -40,10 +41,10 @@ def main(event_hint: str) -> None:
         if isinstance(output, str):
             sys.stdout.write(output)
             sys.stdout.flush()
-        elif output is not None:  # a deliberate, configured block (the judge): exit 2
+        elif output is not None:  # a deliberate, configured block (the judge)
             sys.stderr.write(output.reason + "\n")
             sys.stderr.flush()
-            code = 2
+            code = BLOCK_EXIT  # the installed command turns it into 2 (see installer)
     except Exception:
         code = 0
     # Skip interpreter teardown: everything is committed or spooled already.

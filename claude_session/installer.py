@@ -2,8 +2,9 @@
 
 Our handlers are recognised by a shell comment at the end of the command, so `uninstall`
 never touches anyone else's hooks. Commands use absolute paths to the venv interpreter and the
-hook scripts (a pyenv shim costs ~90 ms per event) and end in `|| true`, so even a broken
-installation can never exit 2 and block Claude Code.
+hook scripts (a pyenv shim costs ~90 ms per event). The shell wrapper turns every exit status
+into 0 except the runtime's deliberate block (3, which becomes the contract's 2): a broken
+installation, whose python may itself exit 2 ("can't open file"), can never block Claude Code.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .handlers import EVENTS
 from .paths import DB_NAME
 
 MARKER = "# claude-session"
+BLOCK_EXIT = 3  # hookrt's exit status for a deliberate block; the wrapper turns it into 2
 SCOPES = ("project", "local", "user")
 GITIGNORE_LINE = f"{DB_NAME}*"
 
@@ -60,7 +62,8 @@ def installed_events() -> tuple[str, ...]:
 def hook_command(event: str, python: str | None = None, folder: Path | None = None) -> str:
     interpreter = os.path.abspath(python or sys.executable)  # not resolved: keep the venv path
     script = (folder or hooks_dir()) / script_name(event)
-    return f"{shlex.quote(interpreter)} -I -S {shlex.quote(str(script))} || true {MARKER}"
+    guard = f"[ $? -ne {BLOCK_EXIT} ] || exit 2"
+    return f"{shlex.quote(interpreter)} -I -S {shlex.quote(str(script))}; {guard} {MARKER}"
 
 
 def our_handlers(python: str | None = None) -> dict[str, dict[str, Any]]:

@@ -44,7 +44,7 @@ def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Pat
         assert len(ours) == 1, event
         command = ours[0]["command"]
         assert command.startswith(f"{PYTHON} -I -S /") and command.endswith(
-            "|| true # claude-session"
+            "; [ $? -ne 3 ] || exit 2 # claude-session"
         )
         assert isinstance(ours[0]["timeout"], int) and 0 < ours[0]["timeout"] <= 600  # seconds
         if event == "SessionEnd":  # Claude Code caps SessionEnd hooks at 60 s

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HOOKS, PYTHON, hook_env, query, wait_for
+from conftest import PYTHON, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 
 from claude_session import daemon_control, installer
@@ -411,7 +411,7 @@ def test_default_judge_is_the_real_claude_cli_in_headless_mode(tmp_path: Path) -
             "task_id": "1",
             "task_subject": "Validate parser input",
         }
-        env = hook_env(project) | {
+        env = {
             "PATH": f"{binary.parent}:/usr/bin:/bin",
             "HOME": str(home),
             "ANTHROPIC_BASE_URL": api.url,
@@ -419,16 +419,18 @@ def test_default_judge_is_the_real_claude_cli_in_headless_mode(tmp_path: Path) -
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
         }
-        done = subprocess.run(
-            [PYTHON, "-I", "-S", str(HOOKS / "task_completed.py")],
-            input=json.dumps(payload).encode(),
-            capture_output=True,
-            env=env,
+        done = installer.run_hook_command(
+            installer.hook_command("TaskCompleted"),
+            json.dumps(payload).encode(),
+            project,
             timeout=300,
+            extra_env=env,
         )
         judged = api.message_requests()
-    assert done.returncode == 2, done.stderr
-    assert b"no test covers the new validation" in done.stderr
+    assert done.returncode == 2, (
+        done.stderr
+    )  # through the installed command, as Claude Code runs it
+    assert "no test covers the new validation" in done.stderr
     decision, reason, raw = query(project, "SELECT decision, reason, raw FROM llm_verdicts")[0]
     assert (decision, reason) == ("block", "no test covers the new validation")
     assert json.loads(raw)["result"] == verdict  # the `claude -p --output-format json` envelope

@@ -506,10 +506,14 @@ def test_38_broken_environment(project: Path, tmp_path: Path) -> None:
     assert count(project, "prompts") == 1
 
 
-def test_38_registered_command_never_exits_nonzero(project: Path) -> None:
+def test_38_registered_command_never_exits_nonzero(project: Path, tmp_path: Path) -> None:
     broken = installer.hook_command("PreToolUse", python="/nonexistent/venv/bin/python")
     run = installer.run_hook_command(broken, b"{}", project)
-    assert run.returncode == 0 and run.stdout == ""
+    assert run.returncode == 0 and run.stdout == ""  # sh: 127, not passed on
+    # a deleted checkout: python itself exits 2 ("can't open file"), which must not block
+    gone = installer.hook_command("TaskCompleted", folder=tmp_path / "deleted-checkout")
+    run = installer.run_hook_command(gone, b"{}", project)
+    assert run.returncode == 0 and "can't open file" in run.stderr
     working = installer.hook_command("PreToolUse", python=sys.executable)
     run = installer.run_hook_command(
         working, json.dumps(fixture("PreToolUse.Bash")).encode(), project

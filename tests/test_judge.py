@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HOOKS, fixture, hook_env, query, run_hook
+from conftest import fixture, query, run_hook
 
-from claude_session import judge
+from claude_session import installer, judge
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
 
@@ -54,15 +54,11 @@ def task_completed(project: Path) -> dict[str, Any]:
     }
 
 
-def run_task_completed(project: Path) -> subprocess.CompletedProcess[bytes]:
-    """TaskCompleted may exit 2 (a deliberate block), so it is run here, not with run_hook."""
-    return subprocess.run(
-        [sys.executable, "-I", "-S", str(HOOKS / "task_completed.py")],
-        input=json.dumps(task_completed(project)).encode(),
-        capture_output=True,
-        env=hook_env(project),
-        timeout=60,
-    )
+def run_task_completed(project: Path) -> installer.HookRun:
+    """Through the installed command: TaskCompleted may block (exit 2) on purpose."""
+    command = installer.hook_command("TaskCompleted")
+    data = json.dumps(task_completed(project)).encode()
+    return installer.run_hook_command(command, data, project, timeout=60)
 
 
 BLOCK = '{"decision": "block", "reason": "the parser still accepts letters"}'
@@ -73,9 +69,9 @@ def test_judge_blocks_once_then_allows(project: Path, tmp_path: Path) -> None:
     configure(project, scripted_judge(tmp_path, [BLOCK, ALLOW]))
     first = run_task_completed(project)
     assert first.returncode == 2  # TaskCompleted blocks by exit 2, the reason on stderr
-    assert b"the parser still accepts letters" in first.stderr and first.stdout == b""
+    assert "the parser still accepts letters" in first.stderr and first.stdout == ""
     second = run_task_completed(project)
-    assert second.returncode == 0 and second.stdout == b""
+    assert second.returncode == 0 and second.stdout == ""
     verdicts = query(project, "SELECT hook_event_name, decision, reason, task FROM llm_verdicts")
     assert [(e, d, r) for e, d, r, _ in verdicts] == [
         ("TaskCompleted", "block", "the parser still accepts letters"),
@@ -154,7 +150,7 @@ def test_a_broken_judge_fails_open_and_is_recorded(
     }
     configure(project, commands[kind], judge_timeout_seconds=0.5 if kind == "timeout" else 30)
     result = run_task_completed(project)
-    assert result.returncode == 0 and result.stdout == b""
+    assert result.returncode == 0 and result.stdout == ""
     decision, reason = query(project, "SELECT decision, reason FROM llm_verdicts")[0]
     assert decision == "error"
     expected = {
