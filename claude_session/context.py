@@ -43,7 +43,7 @@ def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any
             (session_id,),
         ),
         "errors": open_errors(conn, session_id),
-        "failed_paths": failed_paths(conn, now),
+        "failed_paths": failed_paths(conn, now, session_id),
     }
 
 
@@ -76,13 +76,19 @@ def open_errors(
     )
 
 
-def failed_paths(conn: apsw.Connection, now: float) -> "list[dict[str, Any]]":
+def failed_paths(
+    conn: apsw.Connection, now: float, session_id: str | None = None
+) -> "list[dict[str, Any]]":
+    """Dead ends still worth knowing: those of `session_id` (the work at hand) and those about
+    files it changed first, then the rest of the project's, newest first."""
     return rows(
         conn,
-        "SELECT id, approach, reason, file_path, created_at FROM failed_paths"
-        " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?)"
-        " ORDER BY created_at DESC LIMIT 20",
-        (now,),
+        "SELECT id, approach, reason, file_path, created_at FROM failed_paths f"
+        " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
+        " ORDER BY (f.session_id = ?2) DESC,"
+        " EXISTS (SELECT 1 FROM file_claims c WHERE c.session_id = ?2"
+        "  AND c.file_path = f.file_path) DESC, created_at DESC, id DESC LIMIT 20",
+        (now, session_id),
     )
 
 
@@ -138,7 +144,7 @@ def for_new_session(
             (session_id,),
         )
         previous = found[0]["session_id"] if found else None
-    state: dict[str, Any] = {"failed_paths": failed_paths(conn, now)}
+    state: dict[str, Any] = {"failed_paths": failed_paths(conn, now, previous)}
     if previous:
         state["agents"] = live_agents(conn, previous)
         state["errors"] = open_errors(conn, previous, include_abandoned=previous != session_id)

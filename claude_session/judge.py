@@ -51,7 +51,7 @@ def task_of(conn: apsw.Connection, ev: Event) -> str:
 
 def build_prompt(conn: apsw.Connection, ev: Event, task: str, now: float) -> str:
     errors = open_errors(conn, ev.session_id)
-    dead_ends = failed_paths(conn, now)
+    dead_ends = failed_paths(conn, now, ev.session_id)
     lines = [
         "You are a strict reviewer. Decide whether the work below is really done.",
         'Answer with one JSON object only: {"decision": "allow" or "block", "reason": "..."}.',

@@ -331,3 +331,20 @@ def test_errors_command_lists_open_ones(project: Path) -> None:
         ("make build", "build", 1)
     ]
     assert len(json.loads(cli(project, "errors", "--json").stdout)) == 2
+
+
+def test_failed_paths_of_the_work_at_hand_come_first(project: Path) -> None:
+    run_hook(
+        "SessionStart", fixture("SessionStart.startup", project) | {"session_id": "other"}, project
+    )
+    cli(project, "fail", "an idea from another session", "--reason", "no", "--session", "other")
+    for _ in range(3):
+        fail(project, "python3 src/app.py")  # this session's own dead end, recorded first
+    cli(project, "fail", "newer idea elsewhere", "--reason", "no", "--session", "other")
+    start = fixture("SessionStart.compact", project) | {"session_id": SESSION}
+    text = run_hook("SessionStart", start, project).json()["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    section = text[text.index("## Failed approaches") :]
+    assert section.index("python3 src/app.py") < section.index("newer idea elsewhere")
+    assert section.index("newer idea elsewhere") < section.index("an idea from another session")

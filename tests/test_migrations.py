@@ -39,6 +39,27 @@ def test_schema_version_constant_matches_schema_sql_and_migrations() -> None:
     assert numbers == list(range(2, db.SCHEMA_VERSION + 1)), "migrations are append-only, gapless"
 
 
+@pytest.mark.parametrize("start", range(1, db.SCHEMA_VERSION))
+def test_every_previous_version_migrates_to_the_fresh_schema(tmp_path: Path, start: int) -> None:
+    """Version 1 from its snapshot, later ones as the migrations left them; rows survive."""
+    path = str(tmp_path / f"v{start}.db")
+    old = apsw.Connection(path)
+    run(old, V1.read_text())
+    for number, sql in db.migrations():
+        if number <= start:
+            run(old, sql)
+            old.execute(f"PRAGMA user_version = {number}")
+    old.execute(
+        "INSERT INTO error_log (session_id, agent_id, signature, category, error_text, attempt,"
+        " occurred_at) VALUES ('s', 'main', 'Bash: make', 'build', 'Exit code 2', 1, 1)"
+    )
+    old.close()
+    migrated = db.connect(path)
+    fresh = db.connect(str(tmp_path / "fresh.db"))
+    assert shape(migrated) == shape(fresh)
+    assert migrated.execute("SELECT signature FROM error_log").fetchall() == [("Bash: make",)]
+
+
 def test_fresh_schema_equals_version_1_plus_migrations(tmp_path: Path) -> None:
     fresh = db.connect(str(tmp_path / "fresh.db"))
     migrated = apsw.Connection(str(tmp_path / "old.db"))
