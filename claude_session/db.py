@@ -74,6 +74,8 @@ def connect(
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
             pass
+        except OSError as exc:  # a read-only or full filesystem, a missing directory
+            raise DatabaseError(f"cannot create {path}: {exc}") from exc
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     try:
         conn = apsw.Connection(path, flags=flags)

@@ -109,7 +109,7 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
     try:
         conn = db.connect(db_path(root), busy_timeout_ms=handler.busy_timeout_ms)
         _record(conn, ev, delivery, ctx, handler.record)
-    except (db.DatabaseError, apsw.Error) as exc:
+    except (db.DatabaseError, apsw.Error, OSError) as exc:  # OSError: cannot even create it
         reason = f"{type(exc).__name__}: {exc}"
         _log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
         _spool(spool_dir(root), ev, delivery, root, prepared, reason)

@@ -519,3 +519,37 @@ def test_38_registered_command_never_exits_nonzero(project: Path, tmp_path: Path
         working, json.dumps(fixture("PreToolUse.Bash")).encode(), project
     )
     assert run.returncode == 0 and count(project, "events") == 1
+
+
+class ReadOnly:
+    """Bind-mount a folder read-only onto itself (the tests run as root, which ignores modes)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = str(folder)
+
+    def __enter__(self) -> None:
+        subprocess.run(["mount", "--bind", self.folder, self.folder], check=True)
+        subprocess.run(["mount", "-o", "remount,ro,bind", self.folder], check=True)
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run(["umount", self.folder], check=True)
+
+
+@pytest.mark.parametrize("database", ["absent", "present"])
+def test_23_24_read_only_project_spools_to_user_state(
+    project: Path, isolated_state: Path, database: str
+) -> None:
+    if database == "present":
+        run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    with ReadOnly(project):
+        result = run_hook("UserPromptSubmit", fixture("UserPromptSubmit", project), project)
+        assert result.stdout == ""
+    assert len(list((isolated_state / "spool").glob("*.json"))) == 1  # nothing lost
+    done = subprocess.run(
+        [str(Path(PYTHON).parent / "claude-session"), "--project", str(project), "ingest"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert query(project, "SELECT prompt FROM prompts") == [("hello there",)]
+    assert not list((isolated_state / "spool").glob("*.json"))
