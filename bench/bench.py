@@ -31,6 +31,16 @@ CASES = [
 ]
 
 
+def hook_env(project: Path, scratch: Path, **extra: str) -> dict[str, str]:
+    """What Claude Code gives a hook: a minimal PATH and CLAUDE_PROJECT_DIR."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CLAUDE_PROJECT_DIR": str(project),
+        "CLAUDE_SESSION_STATE_DIR": str(scratch / "state"),
+    }
+    return env | extra
+
+
 def timed(cmd: list[str], data: bytes, env: dict[str, str]) -> float:
     started = time.perf_counter()
     done = subprocess.run(
@@ -74,12 +84,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         project = Path(scratch) / "project"
         project.mkdir()
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "CLAUDE_PROJECT_DIR": str(project),
-            "CLAUDE_SESSION_STATE_DIR": str(Path(scratch) / "state"),
-            "CLAUDE_SESSION_NO_DAEMON": "1",  # measured on its own below
-        }
+        # the daemon is measured on its own below
+        env = hook_env(project, Path(scratch), CLAUDE_SESSION_NO_DAEMON="1")
         site = (
             Path(venv_python).parent.parent
             / "lib"
@@ -156,11 +162,7 @@ def storm(n: int, python: str, scratch: Path) -> dict[str, object]:
 
     project = scratch / "storm"
     project.mkdir()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "CLAUDE_PROJECT_DIR": str(project),
-        "CLAUDE_SESSION_STATE_DIR": str(scratch / "state"),
-    }
+    env = hook_env(project, scratch)
     cmd = [python, "-I", "-S", str(installer.hooks_dir() / "post_tool_use.py")]
     started = time.perf_counter()
     procs = []
@@ -201,11 +203,7 @@ def daemon_start_cost(runs: int, python: str, scratch: Path) -> dict[str, object
 
     project = scratch / "daemon"
     project.mkdir()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "CLAUDE_PROJECT_DIR": str(project),
-        "CLAUDE_SESSION_STATE_DIR": str(scratch / "state"),
-    }
+    env = hook_env(project, scratch)
     cmd = [python, "-I", "-S", str(installer.hooks_dir() / "session_start.py")]
     bare = [os.path.realpath(python), "-I", "-S", "-c", "pass"]
     data = payload("SessionStart.startup", project, 0)
