@@ -218,6 +218,15 @@ def answer_judge(
     if verdict.decision != "block":
         return None  # allowed, or the judge failed: fail open (recorded)
     reason = f"claude-session judge: the work is not done yet. {verdict.reason}"
+    exit_code = 2 if ev.name == "TaskCompleted" else 0
+    from .db import Immediate
+
+    with Immediate(conn):  # the audit row says how this hook run really ended
+        conn.execute(
+            "UPDATE hook_events SET exit_code = ?3, note = 'blocked by the judge' WHERE id ="
+            " (SELECT max(id) FROM hook_events WHERE session_id = ?1 AND hook_event_name = ?2)",
+            (ev.session_id, ev.name, exit_code),
+        )
     if ev.name == "TaskCompleted":
         return ExitBlock(reason)
     return {"decision": "block", "reason": reason}

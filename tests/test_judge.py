@@ -78,6 +78,8 @@ def test_judge_blocks_once_then_allows(project: Path, tmp_path: Path) -> None:
         ("TaskCompleted", "allow", "validated and tested"),
     ]
     assert verdicts[0][3].startswith("Add input validation to the parser\nReject non-numeric")
+    audit = query(project, "SELECT exit_code, note FROM hook_events ORDER BY id")
+    assert audit == [(2, "blocked by the judge"), (0, None)]
 
 
 def test_the_judge_sees_task_last_message_open_errors_and_failed_paths(
