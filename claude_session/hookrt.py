@@ -1,7 +1,8 @@
 """The hook runtime: every hook script calls `main(event_name)` and nothing else.
 
 stdin (capped, with a deadline) -> redact -> parse -> one transaction -> answer. All output
-and the exit code live here: stdout is empty or exactly one JSON object, the exit code is 0.
+and the exit code live here: stdout is empty or exactly one JSON object, the exit code is 0,
+or 3 for the one deliberate, configured block (the judge; the installed command makes it 2).
 Anything that goes wrong inside is logged beside the database; the event goes to the spool
 when the database cannot take it. Imports: the standard library and apsw only.
 """
@@ -28,7 +29,7 @@ STDIN_TOTAL_SECONDS = 30.0  # UserPromptSubmit hooks are killed at 30 s
 
 
 def main(event_hint: str) -> None:
-    """Run one hook and exit 0, whatever happens."""
+    """Run one hook and exit 0 whatever happens (3 only for a deliberate block)."""
     # A hook lives ~15 ms and leaves no cycles worth collecting: without the cyclic GC, the
     # imports below stop paying for collections that scan every object so far (measured).
     gc.disable()
