@@ -76,6 +76,8 @@ def connect(
             pass
         except OSError as exc:  # a read-only or full filesystem, a missing directory
             raise DatabaseError(f"cannot create {path}: {exc}") from exc
+        else:
+            keep_out_of_git(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     try:
         conn = apsw.Connection(path, flags=flags)
@@ -90,6 +92,23 @@ def connect(
     except apsw.Error as exc:
         raise DatabaseError(f"{type(exc).__name__}: {exc}") from exc
     return conn
+
+
+def keep_out_of_git(path: str) -> None:
+    """A new database in a git checkout goes into `.git/info/exclude` (local, never committed),
+    so it stays out of git even where `install` did not write a .gitignore (user scope)."""
+    folder, name = os.path.split(path)
+    exclude = os.path.join(folder, ".git", "info", "exclude")
+    if not os.path.isdir(os.path.join(folder, ".git")):
+        return
+    try:
+        os.makedirs(os.path.dirname(exclude), exist_ok=True)
+        with open(exclude, "a+", encoding="utf-8") as f:
+            f.seek(0)
+            if f"{name}*" not in f.read().splitlines():
+                f.write(f"\n# claude-session database, WAL, spool and log\n{name}*\n")
+    except OSError:
+        pass  # best effort: `install` also writes .gitignore
 
 
 def schema_version(conn: apsw.Connection) -> int:

@@ -219,3 +219,21 @@ def test_file_outside_the_project_is_stored_absolute_and_never_opened(project: P
     payload["tool_input"]["file_path"] = "/etc/passwd"
     run_hook("PostToolUse", payload, project)
     assert query(project, "SELECT file_path FROM file_claims") == [("/etc/passwd",)]
+
+
+def test_new_database_in_a_git_checkout_stays_out_of_git(project: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    run_hook("PostToolUse", fixture("PostToolUse.Write", project), project)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored=no"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".claude-session" not in status
+    assert (project / ".claude-session.db").exists()
+    assert (project / ".git" / "info" / "exclude").read_text().count(".claude-session.db*") == 1
