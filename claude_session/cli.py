@@ -15,7 +15,7 @@ from typing import Any
 import apsw
 import click
 
-from . import __version__, context, db, doctor, installer, output, queries, spool
+from . import __version__, context, db, doctor, installer, output, queries, spool, store
 from .paths import DB_NAME, db_path
 
 
@@ -393,6 +393,26 @@ def restore(root: Path, session: str | None) -> None:
         if not session:
             raise click.ClickException("no session recorded yet")
         click.echo(context.for_compaction(conn, session, time.time()))
+
+
+@cli.command()
+@click.option(
+    "--older-than",
+    "days",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Sessions that ended more than this many days ago.",
+)
+@click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
+@click.pass_obj
+def prune(root: Path, days: float, vacuum: bool) -> None:
+    """Drop old sessions' raw events and audit rows; what was learned from them stays."""
+    with opened(root) as conn:
+        counts = store.prune(conn, time.time() - days * 86400)
+        if vacuum:
+            conn.execute("VACUUM")
+    click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
 
 
 @cli.command()

@@ -542,3 +542,24 @@ def _cap(text: str | None, limit: int) -> str | None:
 
 def new_delivery_id() -> str:
     return os.urandom(12).hex()
+
+
+def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
+    """Drop the raw event log and audit rows of sessions that ended before `before`.
+
+    What the tool learned stays (sessions, agents, claims, errors, failed paths, verdicts, each
+    session's last snapshot): only the bulk that a long-lived project accumulates goes.
+    """
+    old = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
+    counts = {}
+    with Immediate(conn):
+        for table in ("events", "hook_events"):
+            conn.execute(f"DELETE FROM {table} WHERE session_id IN ({old})", (before,))
+            counts[table] = conn.changes()
+        conn.execute(
+            f"DELETE FROM context_snapshots WHERE session_id IN ({old}) AND id NOT IN"
+            " (SELECT max(id) FROM context_snapshots GROUP BY session_id)",
+            (before,),
+        )
+        counts["context_snapshots"] = conn.changes()
+    return counts

@@ -202,3 +202,20 @@ def test_spool_backlog_is_ingested_by_the_cli(project: Path) -> None:
     status = json.loads(cli("status", "--json", project=project).stdout)
     assert status["database"]["spool_backlog"] == 0
     assert count(project, "events") == 2
+
+
+def test_prune_drops_old_sessions_raw_events_and_keeps_what_was_learned(project: Path) -> None:
+    for payload in stream(project):
+        run_hook(payload["hook_event_name"], payload, project)
+    live = fixture("UserPromptSubmit", project) | {"session_id": "still-going"}
+    run_hook("UserPromptSubmit", live, project)
+    import apsw
+
+    conn = apsw.Connection(str(project / ".claude-session.db"))
+    conn.execute("UPDATE sessions SET ended_at = ended_at - 90 * 86400 WHERE status = 'ended'")
+    conn.close()
+    done = cli("prune", "--older-than", "30", "--vacuum", project=project)
+    assert f"{len(stream(project))} events rows" in done.stdout
+    assert count(project, "events") == 1 and count(project, "hook_events") == 1  # the live one
+    assert count(project, "error_log") == 1 and count(project, "agent_registry") > 0
+    assert count(project, "context_snapshots") == 2  # each old session's last one
