@@ -11,6 +11,7 @@ import apsw
 
 from .db import rows
 from .errors import gist
+from .ladder import OPEN, UNFIXED
 from .redact import redact
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -62,14 +63,12 @@ def open_errors(
 ) -> "list[dict[str, Any]]":
     """Unfixed errors, one line per ladder, with how many attempts failed so far. A session
     that is over abandoned its open ones: for the next session they are still unfixed."""
-    states = "'escalated_research', 'escalated_user'" + (
-        ", 'abandoned'" if include_abandoned else ""
-    )
+    unfixed = UNFIXED if include_abandoned else OPEN
     return rows(
         conn,
         "SELECT signature, tool_name, category, file_path, command, max(attempt) AS attempts,"
         " error_text, max(occurred_at) AS last_at FROM error_log"
-        f" WHERE session_id = ? AND (resolution IS NULL OR resolution IN ({states}))"
+        f" WHERE session_id = ? AND {unfixed}"
         " AND category != 'interrupt' GROUP BY ladder_key"
         " ORDER BY last_at DESC LIMIT 20",
         (session_id,),

@@ -106,7 +106,7 @@ def _anything_open(conn: apsw.Connection, now: float) -> bool:
             "SELECT EXISTS (SELECT 1 FROM failed_paths WHERE still_relevant = 1"
             "  AND (expires_at IS NULL OR expires_at > ?1))"
             " OR EXISTS (SELECT 1 FROM error_log WHERE category != 'interrupt'"
-            "  AND (resolution IS NULL OR resolution != 'auto_fixed'))"
+            f"  AND {ladder.UNFIXED})"
             " OR EXISTS (SELECT 1 FROM agent_registry WHERE status = 'running'"
             "  AND is_main = 0 AND is_internal = 0)",
             (now,),

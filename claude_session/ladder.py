@@ -10,6 +10,7 @@ is abandoned. `errors` (which needs `re`) is imported only once something failed
 
 import apsw
 
+from . import registry
 from .event import Event
 from .paths import relative_to_root
 
@@ -17,9 +18,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# An entry still counts toward its ladder until it is fixed or abandoned.
+# An entry still counts toward its ladder until it is fixed or abandoned; what a finished
+# session abandoned is still unfixed for the next one.
 OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_user'))"
-MAIN = "main"
+UNFIXED = "(resolution IS NULL OR resolution != 'auto_fixed')"
 
 
 def record_failure(
@@ -53,7 +55,7 @@ def record_failure(
         " resolved_at, ladder_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             ev.session_id,
-            ev.text_of("agent_id") or MAIN,
+            registry.claim_owner(ev.text_of("agent_id")),
             tool,
             ev.text_of("tool_use_id"),
             signature,

@@ -9,7 +9,7 @@ from typing import Any
 
 import apsw
 
-from . import context, db, log, spool
+from . import context, db, ladder, log, spool
 from .paths import db_path
 
 
@@ -131,14 +131,14 @@ def open_errors(conn: apsw.Connection) -> list[dict[str, Any]]:
         conn,
         "SELECT session_id, tool_name, category, coalesce(command, file_path, signature) AS what,"
         " max(attempt) AS attempts, max(occurred_at) AS last_at FROM error_log"
-        " WHERE resolution IS NULL OR resolution LIKE 'escalated%'"
+        f" WHERE {ladder.OPEN}"
         " GROUP BY session_id, ladder_key ORDER BY last_at DESC LIMIT 30",
     )
 
 
 def errors(conn: apsw.Connection, *, open_only: bool = False) -> list[dict[str, Any]]:
     """Every failure, newest first, with its ladder step and resolution."""
-    where = "resolution IS NULL OR resolution LIKE 'escalated%'" if open_only else "1"
+    where = ladder.OPEN if open_only else "1"
     return db.rows(
         conn,
         "SELECT id, session_id, agent_id, tool_name, category, attempt, resolution,"

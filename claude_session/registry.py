@@ -19,7 +19,7 @@ STALE = "aborted_stale"
 EDIT_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
-def claim_owner(session_id: str, agent_id: str | None) -> str:
+def claim_owner(agent_id: str | None) -> str:
     """The agent_id a claim or error is recorded under: the subagent's id, or 'main'."""
     return agent_id or MAIN
 
@@ -144,7 +144,7 @@ def heartbeat(
     conn.execute(
         "UPDATE file_claims SET expires_at = max(coalesce(expires_at, 0), ?3)"
         " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL",
-        (session_id, claim_owner(session_id, agent_id), now + lease_seconds),
+        (session_id, claim_owner(agent_id), now + lease_seconds),
     )
 
 
@@ -167,7 +167,7 @@ def claim(
         " release_reason = NULL",
         (
             session_id,
-            claim_owner(session_id, agent_id),
+            claim_owner(agent_id),
             file_path,
             tool_name,
             now,
@@ -205,7 +205,7 @@ def conflicts(
     conn: apsw.Connection, session_id: str, agent_id: str | None, file_path: str, now: float
 ) -> "list[tuple[Any, ...]]":
     """Live claims on `file_path` held by other running agents, most recent first."""
-    me = claim_owner(session_id, agent_id)
+    me = claim_owner(agent_id)
     return conn.execute(
         "SELECT c.agent_id, c.session_id, c.last_touched_at, c.tool_name, c.edits,"
         " r.agent_type, r.description, r.task"

@@ -20,10 +20,8 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-CLAIM_LEASE_SECONDS = 15 * 60
 EDIT_TOOLS = registry.EDIT_TOOLS
 AGENT_TOOLS = ("Agent", "Task")
-MAIN_AGENT = registry.MAIN
 MAIN_TYPE = "main"
 NO_START = "SubagentStop without SubagentStart"
 PROMPT_CAP = 4000
@@ -76,16 +74,11 @@ class Context:
         return float(self.config["claim_lease_minutes"]) * 60
 
 
-class Recorded:
-    def __init__(self, event_id: int, duplicate: bool) -> None:
-        self.event_id = event_id
-        self.duplicate = duplicate
-
-
 def record(
     conn: apsw.Connection, ev: Event, delivery: Delivery, ctx: Context, derive: "Any" = None
-) -> Recorded:
+) -> None:
     """Store the event, its derived rows and its audit row, or nothing at all."""
+    key = ev.dedup_key(delivery.delivery_id)
     with Immediate(conn):
         conn.execute(
             "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, tool_name,"
@@ -93,7 +86,7 @@ def record(
             " payload_sha256, truncated, via) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT (dedup_key) DO NOTHING",
             (
-                ev.dedup_key(delivery.delivery_id),
+                key,
                 delivery.received_at,
                 ev.session_id,
                 ev.name,
@@ -111,16 +104,15 @@ def record(
         )
         duplicate = conn.changes() == 0
         if duplicate:
-            event_id = conn.execute(
-                "SELECT id FROM events WHERE dedup_key = ?", (ev.dedup_key(delivery.delivery_id),)
-            ).fetchall()[0][0]
+            event_id = conn.execute("SELECT id FROM events WHERE dedup_key = ?", (key,)).fetchall()[
+                0
+            ][0]
         else:
             event_id = conn.last_insert_rowid()
             touch_session(conn, ev, ctx)
             if derive is not None:
                 derive(conn, ev, ctx)
         _audit(conn, ev, delivery, event_id, duplicate)
-    return Recorded(event_id, duplicate)
 
 
 def _audit(
