@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part of it
 
-from claude_session import installer  # noqa: E402
+from claude_session.services import installer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 CASES = [
@@ -101,8 +101,7 @@ def main() -> None:
             label: (cmd, None) for label, cmd in floors.items()
         }
         for event, name in CASES:
-            script = installer.hooks_dir() / installer.script_name(event)
-            commands[f"hook {event}"] = ([venv_python, "-I", "-S", str(script)], name)
+            commands[f"hook {event}"] = (installer.hook_argv(event, venv_python), name)
         samples: dict[str, list[float]] = {label: [] for label in commands}
         for i in range(-1, args.runs):  # run -1 warms the page cache and the .pyc files
             # Round robin, so drift in machine load hits every command alike.
@@ -163,7 +162,7 @@ def storm(n: int, python: str, scratch: Path) -> dict[str, object]:
     project = scratch / "storm"
     project.mkdir()
     env = hook_env(project, scratch)
-    cmd = [python, "-I", "-S", str(installer.hooks_dir() / "post_tool_use.py")]
+    cmd = installer.hook_argv("PostToolUse", python)
     started = time.perf_counter()
     procs = []
     for i in range(n):
@@ -199,12 +198,12 @@ def daemon_start_cost(runs: int, python: str, scratch: Path) -> dict[str, object
     conditions: a machine that just sat idle runs everything ~1.4x slower (measured here), so
     a hook timed after a pause cannot be compared with one timed in a busy loop.
     """
-    from claude_session import daemon_control
+    from claude_session.services import daemon_control
 
     project = scratch / "daemon"
     project.mkdir()
     env = hook_env(project, scratch)
-    cmd = [python, "-I", "-S", str(installer.hooks_dir() / "session_start.py")]
+    cmd = installer.hook_argv("SessionStart", python)
     bare = [os.path.realpath(python), "-I", "-S", "-c", "pass"]
     data = payload("SessionStart.startup", project, 0)
     samples: dict[str, list[float]] = {"bare": [], "running": [], "to_start": []}
@@ -235,7 +234,8 @@ def wait_until(condition: object, seconds: float = 15.0) -> None:
 
 def sweep_cost(scratch: Path, agents: int, events: int) -> dict[str, object]:
     """One daemon sweep over a large database: steady state, and marking agents stale."""
-    from claude_session import daemon, db
+    from claude_session.core import db
+    from claude_session.services import daemon
 
     project = scratch / "sweep"
     project.mkdir()

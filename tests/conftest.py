@@ -14,10 +14,9 @@ from typing import Any
 import apsw
 import pytest
 
-from claude_session import installer
+from claude_session.services import installer
 
 ROOT = Path(__file__).resolve().parent.parent
-HOOKS = ROOT / "hooks"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude-code-2.1.330"
 RECORDED_PROJECT = "/home/dev/project"
 PYTHON = sys.executable  # the venv interpreter, as `install` writes it
@@ -70,7 +69,7 @@ def run_hook(
     timeout: float = 60,
     **popen: Any,
 ) -> HookResult:
-    """Run the real hook script for `event` the way `install` registers it (-I -S)."""
+    """Run the real hook entry for `event` the way `install` registers it (-I -S)."""
     if isinstance(payload, dict):
         data = json.dumps(payload).encode()
     elif isinstance(payload, str):
@@ -78,10 +77,9 @@ def run_hook(
     else:
         data = payload or b""
     full_env = hook_env(project, **(env or {}))
-    script = HOOKS / installer.script_name(event)
     started = time.perf_counter()
     done = subprocess.run(
-        [PYTHON, "-I", "-S", str(script)],
+        hook_argv(event),
         input=data,
         capture_output=True,
         env=full_env,
@@ -92,6 +90,11 @@ def run_hook(
     assert result.returncode == 0, result.stderr
     result.json()  # stdout is empty or one JSON object, always
     return result
+
+
+def hook_argv(event: str) -> list[str]:
+    """The hook process exactly as `install` registers it (less the shell guard)."""
+    return installer.hook_argv(event, PYTHON)
 
 
 def query(project: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
@@ -133,7 +136,7 @@ def daemons_of(project: Path) -> list[int]:
             continue
         # also while still in its start delay (`sh -c "sleep ...; exec nice python -m ..."`)
         path = str(project).encode()
-        if b"claude_session.daemon" in cmdline and (
+        if b"claude_session.services.daemon" in cmdline and (
             path + b"\0" in cmdline or path + b"'" in cmdline
         ):
             found.append(int(entry.name))
@@ -144,7 +147,7 @@ def daemons_of(project: Path) -> list[int]:
 def reap_daemons(project: Path):  # type: ignore[no-untyped-def]
     """Stop every daemon a test started for `project`, including one still starting up."""
     yield
-    from claude_session import daemon_control
+    from claude_session.services import daemon_control
 
     deadline = time.monotonic() + 3
     while daemons_of(project) and time.monotonic() < deadline:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import PYTHON, count, fixture, run_hook, stream
 
-from claude_session import installer
-from claude_session.db import SCHEMA_VERSION
+from claude_session.core.db import SCHEMA_VERSION
+from claude_session.services import installer
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 
@@ -187,7 +187,7 @@ def test_every_command_has_help() -> None:
 def test_spool_backlog_is_ingested_by_the_cli(project: Path) -> None:
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
     (project / ".claude-session.db.spool").mkdir()
-    from claude_session import spool
+    from claude_session.core import spool
 
     spool.write(
         str(project / ".claude-session.db.spool"),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HOOKS, PYTHON, fixture, hook_env, query, run_hook
+from conftest import PYTHON, fixture, hook_argv, hook_env, query, run_hook
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
 _ids = counter(1)
@@ -143,7 +143,7 @@ def test_parallel_edits_by_two_subagents_both_recorded(project: Path) -> None:
     for agent in ("a1", "a2") * 5:
         post = subagent_event(project, "PostToolUse.Edit", agent)
         proc = subprocess.Popen(
-            [PYTHON, "-I", "-S", str(HOOKS / "post_tool_use.py")],
+            hook_argv("PostToolUse"),
             stdin=subprocess.PIPE,
             env=hook_env(project),
         )
@@ -193,7 +193,7 @@ def test_transitions_are_recorded_and_late_events_do_not_resurrect(project: Path
 
 
 def test_stale_agent_that_speaks_again_is_revived_visibly(project: Path) -> None:
-    from claude_session import db, registry
+    from claude_session.core import db, registry
 
     start_agent(project, "a1", "work")
     conn = db.connect(str(project / ".claude-session.db"))
@@ -237,7 +237,7 @@ def test_session_start_closes_out_agents_of_sessions_that_are_over(project: Path
     if how == "ended":
         run_hook("SessionEnd", fixture("SessionEnd", project) | {"session_id": old}, project)
         # SessionEnd closes its agents itself; reopen to test the close-out at SessionStart
-        from claude_session import db
+        from claude_session.core import db
 
         conn = db.connect(str(project / ".claude-session.db"))
         conn.execute("UPDATE agent_registry SET status = 'running' WHERE agent_id = 'a-old'")

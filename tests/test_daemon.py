@@ -15,7 +15,8 @@ from conftest import PYTHON, count, daemons_of, fixture, query, run_hook, spoole
 from test_coordination import SESSION, agent_status, edit, set_config, start_agent
 from test_faults import hold_write_lock
 
-from claude_session import daemon, daemon_control, db
+from claude_session.core import db
+from claude_session.services import daemon, daemon_control
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 MIN = 60.0

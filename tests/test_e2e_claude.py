@@ -19,7 +19,7 @@ import pytest
 from conftest import PYTHON, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 
-from claude_session import daemon_control, installer
+from claude_session.services import daemon_control, installer
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import HOOKS, PYTHON, count, fixture, hook_env, query, run_hook, spooled
+from conftest import PYTHON, count, fixture, hook_argv, hook_env, query, run_hook, spooled
 
-from claude_session import db, installer, spool
+from claude_session.core import db, spool
+from claude_session.services import installer
 
 SECRETS = {
     "aws": "AKIAIOSFODNN7EXAMPLE",
@@ -97,7 +98,7 @@ def test_03_slow_but_valid_stdin_is_read_whole(project: Path) -> None:
     data = json.dumps(fixture("UserPromptSubmit", project)).encode()
     env = hook_env(project)
     proc = subprocess.Popen(
-        [PYTHON, "-I", "-S", str(HOOKS / "user_prompt_submit.py")],
+        hook_argv("UserPromptSubmit"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -161,7 +162,7 @@ def test_10_unbounded_stream_stops_at_the_cap(project: Path) -> None:
     yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
     started = time.perf_counter()
     done = subprocess.run(
-        [PYTHON, "-I", "-S", str(HOOKS / "post_tool_use.py")],
+        hook_argv("PostToolUse"),
         stdin=yes.stdout,
         capture_output=True,
         env=env,
@@ -225,7 +226,7 @@ def test_15_concurrent_duplicate_delivery_leaves_one_row(project: Path) -> None:
     env = hook_env(project)
     procs = [
         subprocess.Popen(
-            [PYTHON, "-I", "-S", str(HOOKS / "post_tool_use.py")],
+            hook_argv("PostToolUse"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -398,7 +399,7 @@ def test_30_many_concurrent_hooks_lose_nothing(project: Path, writers: int) -> N
         payload = fixture(names[i % len(names)], project)
         payload["tool_use_id"] = f"toolu_storm_{i}"
         proc = subprocess.Popen(
-            [PYTHON, "-I", "-S", str(HOOKS / installer.script_name(payload["hook_event_name"]))],
+            hook_argv(payload["hook_event_name"]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -467,7 +468,7 @@ def test_34_older_schema_is_migrated_keeping_rows(project: Path) -> None:
     conn.close()
     procs = [
         subprocess.Popen(
-            [PYTHON, "-I", "-S", str(HOOKS / "pre_tool_use.py")],
+            hook_argv("PreToolUse"),
             stdin=subprocess.PIPE,
             env=hook_env(project),
         )
@@ -489,7 +490,7 @@ def test_38_broken_environment(project: Path, tmp_path: Path) -> None:
     gone = tmp_path / "cwd-that-vanished"
     gone.mkdir()
     proc = subprocess.Popen(
-        [PYTHON, "-I", "-S", str(HOOKS / "user_prompt_submit.py")],
+        hook_argv("UserPromptSubmit"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         cwd=gone,
@@ -511,7 +512,9 @@ def test_38_registered_command_never_exits_nonzero(project: Path, tmp_path: Path
     run = installer.run_hook_command(broken, b"{}", project)
     assert run.returncode == 0 and run.stdout == ""  # sh: 127, not passed on
     # a deleted checkout: python itself exits 2 ("can't open file"), which must not block
-    gone = installer.hook_command("TaskCompleted", folder=tmp_path / "deleted-checkout")
+    gone = installer.hook_command(
+        "TaskCompleted", entry=tmp_path / "deleted-checkout" / "claude_session" / "hook.py"
+    )
     run = installer.run_hook_command(gone, b"{}", project)
     assert run.returncode == 0 and "can't open file" in run.stderr
     working = installer.hook_command("PreToolUse", python=sys.executable)

@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 import json
-import re
+import shlex
 import stat
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, HOOKS, count, fixture, query, run_hook, stream
+from conftest import FIXTURES, count, fixture, query, run_hook, stream
 
-from claude_session import installer
-from claude_session.handlers import EVENTS
+from claude_session.services import installer
 
 
-def test_every_contract_event_has_a_script_and_all_scripts_are_alike() -> None:
-    scripts = sorted(HOOKS.glob("*.py"))
-    assert {p.name for p in scripts} == {installer.script_name(e) for e in EVENTS}
-    shapes = set()
-    for path in scripts:
-        text = path.read_text()
-        event = re.search(r'main\("([A-Za-z]+)"\)', text)
-        assert event and installer.script_name(event.group(1)) == path.name
-        shapes.add(text.replace(event.group(1), "EVENT"))
-    assert len(shapes) == 1, "hook scripts drifted apart: they must differ only in the event name"
+def test_every_installed_command_runs_the_in_package_entry() -> None:
+    """One entry inside the package for every event: a wheel always carries it."""
+    entry = installer.hook_entry()
+    assert entry.is_file() and entry.parent.name == "claude_session"
+    for event in installer.installed_events():
+        argv = installer.hook_argv(event)
+        assert argv[1:] == ["-I", "-S", str(entry), event]
+        assert installer.hook_command(event).startswith(shlex.join(argv) + ";")
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.json")))

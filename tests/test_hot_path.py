@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import HOOKS, PYTHON, fixture, hook_env
+from conftest import PYTHON, fixture, hook_argv, hook_env
 
 
 def imported_modules(event: str, payload: dict[str, object], project: Path) -> set[str]:
     done = subprocess.run(
-        [PYTHON, "-I", "-S", "-X", "importtime", str(HOOKS / f"{event}.py")],
+        [PYTHON, "-I", "-S", "-X", "importtime", *hook_argv(event)[3:]],
         input=json.dumps(payload).encode(),
         capture_output=True,
         env=hook_env(project, CLAUDE_SESSION_NO_DAEMON=""),  # the daemon check is measured too
@@ -27,16 +27,16 @@ def imported_modules(event: str, payload: dict[str, object], project: Path) -> s
 
 def test_hooks_import_only_stdlib_and_apsw(project: Path, reap_daemons: None) -> None:
     cases = [
-        ("session_start", "SessionStart.startup"),
-        ("pre_tool_use", "PreToolUse.Bash"),
-        ("post_tool_use", "PostToolUse.Edit"),
-        ("post_tool_use_failure", "PostToolUseFailure.Bash"),
-        ("subagent_stop", "SubagentStop"),
-        ("session_start", "SessionStart.compact"),
+        ("SessionStart", "SessionStart.startup"),
+        ("PreToolUse", "PreToolUse.Bash"),
+        ("PostToolUse", "PostToolUse.Edit"),
+        ("PostToolUseFailure", "PostToolUseFailure.Bash"),
+        ("SubagentStop", "SubagentStop"),
+        ("SessionStart", "SessionStart.compact"),
     ]
     for script, name in cases:
         modules = imported_modules(script, fixture(name, project), project)
-        assert "claude_session.hookrt" in modules  # the measurement saw the hook's imports
+        assert "claude_session.runtime.hookrt" in modules  # the measurement saw the hook's imports
         third_party = {
             m
             for m in modules
@@ -50,8 +50,8 @@ def test_hooks_import_only_stdlib_and_apsw(project: Path, reap_daemons: None) ->
             "rich",
             "watchfiles",
             "claude_session.cli",
-            "claude_session.payloads",
-            "claude_session.queries",
+            "claude_session.services.payloads",
+            "claude_session.services.queries",
         }
         assert not heavy
 
@@ -62,12 +62,12 @@ def test_hot_path_avoids_costly_stdlib_modules(project: Path, reap_daemons: None
     (daemon check included): these budgets are why hooks meet their speed target."""
     costly = {"json", "typing", "subprocess", "dataclasses", "hashlib", "re", "enum", "signal"}
     cases = [
-        ("pre_tool_use", "PreToolUse.Bash"),
-        ("pre_tool_use", "PreToolUse.Edit"),
-        ("post_tool_use", "PostToolUse.Edit"),
-        ("session_start", "SessionStart.startup"),
-        ("post_tool_use_failure", "PostToolUseFailure.Bash"),  # the error ladder too
-        ("stop", "Stop"),
+        ("PreToolUse", "PreToolUse.Bash"),
+        ("PreToolUse", "PreToolUse.Edit"),
+        ("PostToolUse", "PostToolUse.Edit"),
+        ("SessionStart", "SessionStart.startup"),
+        ("PostToolUseFailure", "PostToolUseFailure.Bash"),  # the error ladder too
+        ("Stop", "Stop"),
     ]
     for script, name in cases:
         modules = imported_modules(script, fixture(name, project), project)

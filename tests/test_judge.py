@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import fixture, query, run_hook
 
-from claude_session import installer, judge
+from claude_session.services import installer, judge
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import PYTHON, fixture, query, run_hook
 
-from claude_session import errors
+from claude_session.core import errors
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
 CLI = str(Path(PYTHON).parent / "claude-session")

@@ -8,7 +8,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from claude_session import db
+from claude_session.core import db
 
 V1 = Path(__file__).parent / "fixtures" / "schema_v1.sql"
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from claude_session.redact import might_contain_secret, redact
+from claude_session.core.redact import might_contain_secret, redact
 
 CASES = {
     "AKIAIOSFODNN7EXAMPLE": "aws_key",

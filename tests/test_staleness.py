@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from claude_session.staleness import Agent, Observations, Session, sweep
+from claude_session.core.staleness import Agent, Observations, Session, sweep
 
 MIN = 60.0
 STALE, IDLE = 10 * MIN, 60 * MIN

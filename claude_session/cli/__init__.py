@@ -1,0 +1,460 @@
+"""The `claude-session` command: thin click commands over queries, installer and output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import apsw
+import click
+
+from .. import __version__
+from ..core import context, db, spool, store
+from ..core.paths import DB_NAME, db_path
+from ..services import doctor, installer, queries
+from . import output
+
+
+def find_root(explicit: str | None) -> Path:
+    """--project, else $CLAUDE_PROJECT_DIR, else the nearest folder up with a database, else cwd."""
+    if explicit:
+        return Path(explicit).resolve()
+    if os.environ.get("CLAUDE_PROJECT_DIR"):
+        return Path(os.environ["CLAUDE_PROJECT_DIR"]).resolve()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / DB_NAME).exists():
+            return folder
+    return here
+
+
+@contextmanager
+def opened(root: Path, create: bool = False) -> Iterator[apsw.Connection]:
+    """The project database, migrated and with the spool ingested; a clear error otherwise."""
+    path = db_path(str(root))
+    if not create and not os.path.exists(path) and not spool.backlog(str(root)):
+        raise click.ClickException(
+            f"no claude-session database at {path} yet: install the hooks with "
+            "`claude-session install` and start Claude Code, or try `claude-session demo`"
+        )
+    try:
+        conn = db.connect(path)
+    except db.SchemaTooNew as exc:
+        raise click.ClickException(str(exc)) from exc
+    except db.DatabaseError as exc:
+        raise click.ClickException(f"cannot open {path}: {exc}") from exc
+    try:
+        spool.ingest(conn, str(root))
+        yield conn
+    finally:
+        conn.close()
+
+
+def format_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--json on every command that prints data (the one switch lives in output.emit)."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
+        command
+    )
+
+
+@click.group()
+@click.version_option(__version__, prog_name="claude-session")
+@click.option("--project", type=click.Path(file_okay=False), help="Project root (default: found).")
+@click.pass_context
+def cli(ctx: click.Context, project: str | None) -> None:
+    """Session, agent and failure memory for Claude Code, from its hook events."""
+    ctx.obj = find_root(project)
+
+
+def settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--scope and --dry-run, shared by install and uninstall."""
+    scope = click.option(
+        "--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True
+    )
+    dry_run = click.option(
+        "--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing."
+    )
+    return scope(dry_run(command))
+
+
+@cli.command()
+@settings_options
+@click.pass_obj
+def install(root: Path, scope: str, dry_run: bool) -> None:
+    """Write claude-session's hooks into Claude Code's settings.json (idempotent)."""
+    path = installer.settings_path(scope, root)
+    try:
+        updated = installer.with_ours(installer.read_settings(path))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if dry_run:
+        click.echo(json.dumps(updated, indent=2))
+        return
+    backup = installer.write_settings(path, updated)
+    click.echo(f"installed {len(installer.installed_events())} hooks into {path}")
+    if backup:
+        click.echo(f"previous settings saved as {backup}")
+    if scope != "user" and installer.ensure_gitignored(root):
+        click.echo(f"added {installer.GITIGNORE_LINE} to {root / '.gitignore'}")
+    click.echo("restart Claude Code (or open /hooks) so it loads the new hooks")
+
+
+@cli.command()
+@settings_options
+@click.pass_obj
+def uninstall(root: Path, scope: str, dry_run: bool) -> None:
+    """Remove exactly claude-session's hooks from settings.json; other hooks stay."""
+    path = installer.settings_path(scope, root)
+    if not path.exists():
+        click.echo(f"nothing to do: {path} does not exist")
+        return
+    current = installer.read_settings(path)
+    updated = installer.without_ours(current)
+    if dry_run:
+        click.echo(json.dumps(updated, indent=2))
+        return
+    if updated == current:
+        click.echo(f"nothing to do: no claude-session hooks in {path}")
+        return
+    backup = installer.write_settings(path, updated)
+    click.echo(f"removed claude-session hooks from {path} (backup: {backup})")
+
+
+@cli.command(name="doctor")
+@format_option
+@click.pass_obj
+def doctor_command(root: Path, as_json: bool) -> None:
+    """Run every installed hook as Claude Code would and check the database."""
+    results = doctor.check(root)
+    output.emit(results, "json" if as_json else "table", title="doctor")
+    if not all(r["ok"] for r in results):
+        sys.exit(1)
+
+
+@cli.command()
+@format_option
+@click.pass_obj
+def status(root: Path, as_json: bool) -> None:
+    """Sessions, agents, claims, errors, failed paths, snapshots, database and spool."""
+    with opened(root) as conn:
+        output.emit(queries.status(conn, str(root)), "json" if as_json else "table")
+
+
+@cli.command()
+@click.option(
+    "--all", "include_all", is_flag=True, help="Finished sessions and internal helpers too."
+)
+@click.option("--session", help="Session id (a prefix is enough).")
+@format_option
+@click.pass_obj
+def agents(root: Path, include_all: bool, session: str | None, as_json: bool) -> None:
+    """The agent registry: agent, type, task, state, age, last seen, files, reason."""
+    with opened(root) as conn:
+        found = queries.agents(conn, include_all=include_all, session=session)
+    if not as_json:
+        for row in found:  # the table keeps to what a person scans for
+            for key in ("session_id", "tool_uses", "is_internal"):
+                row.pop(key, None)
+    output.emit(found, "json" if as_json else "table", title="agents")
+
+
+@cli.command()
+@click.option("--all", "include_all", is_flag=True, help="Released claims too.")
+@format_option
+@click.pass_obj
+def claims(root: Path, include_all: bool, as_json: bool) -> None:
+    """File claims (leases) by agent; files held by two live agents are marked contested."""
+    with opened(root) as conn:
+        found = queries.claims(conn, include_released=include_all)
+    output.emit(found, "json" if as_json else "table", title="claims")
+
+
+@cli.command(name="config")
+@click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Change a value in .claude-session.json (validated).",
+)
+@format_option
+@click.pass_obj
+def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:
+    """Show the project configuration (.claude-session.json, with defaults), or change it."""
+    from ..services import config_model
+
+    path = Path(config_model.config_path(str(root)))
+    if assignments:
+        current = json.loads(path.read_text()) if path.exists() else {}
+        for assignment in assignments:
+            key, _, value = assignment.partition("=")
+            try:
+                current[key.strip()] = json.loads(value)
+            except ValueError:
+                current[key.strip()] = value
+        try:
+            config_model.Config.model_validate(current)
+        except config_model.ValidationError as exc:
+            raise click.ClickException(f"not changed: {exc.errors()[0]['msg']}") from exc
+        path.write_text(json.dumps(current, indent=2) + "\n")
+    try:
+        effective = config_model.load(root)
+    except config_model.ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    written = json.loads(path.read_text()) if path.exists() else {}
+    rows = [
+        {"key": key, "value": value, "source": "file" if key in written else "default"}
+        for key, value in effective.model_dump().items()
+    ]
+    output.emit(rows, "json" if as_json else "table", title=f"configuration ({path})")
+
+
+@cli.group()
+def daemon() -> None:
+    """The project's background process: marks silent agents stale, ingests the spool."""
+
+
+@daemon.command(name="start")
+@click.pass_obj
+def daemon_start(root: Path) -> None:
+    """Start it in the background (no-op when it runs)."""
+    from ..services import daemon_control
+
+    started = daemon_control.ensure_running(str(root))
+    deadline = time.monotonic() + 10
+    while daemon_control.running_pid(str(root)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = daemon_control.running_pid(str(root))
+    if pid is None:
+        raise click.ClickException(f"the daemon did not start; see {root / (DB_NAME + '.log')}")
+    click.echo(f"daemon {'started' if started else 'already running'} (pid {pid})")
+
+
+@daemon.command(name="stop")
+@click.pass_obj
+def daemon_stop(root: Path) -> None:
+    """Stop it (SIGTERM, then SIGKILL after 10 s)."""
+    from ..services import daemon_control
+
+    click.echo("daemon stopped" if daemon_control.stop(str(root)) else "daemon not running")
+
+
+@daemon.command(name="status")
+@format_option
+@click.pass_obj
+def daemon_status(root: Path, as_json: bool) -> None:
+    """Is it running, and what has it done."""
+    output.emit(queries.daemon_state(str(root)), "json" if as_json else "table", title="daemon")
+
+
+@daemon.command(name="run")
+@click.pass_obj
+def daemon_run(root: Path) -> None:
+    """Run it in the foreground (until Ctrl+C, `daemon stop`, or idle exit)."""
+    from ..services import daemon as background
+
+    sys.exit(background.run(str(root)))
+
+
+@cli.command(name="errors")
+@click.option("--open", "open_only", is_flag=True, help="Only errors not fixed yet.")
+@format_option
+@click.pass_obj
+def errors_command(root: Path, open_only: bool, as_json: bool) -> None:
+    """Failures with their escalation step (attempt) and resolution."""
+    with opened(root) as conn:
+        found = queries.errors(conn, open_only=open_only)
+    if not as_json:
+        for row in found:
+            row.pop("error_text")
+            row.pop("command")
+            row.pop("file_path")
+    output.emit(found, "json" if as_json else "table", title="errors")
+
+
+@cli.command()
+@click.argument("approach", required=False)
+@click.option("--reason", help="Why it failed.")
+@click.option("--file", "file_path", help="The file it concerns.")
+@click.option("--session", help="Session id (default: the most recently active).")
+@click.option("--resolve", type=int, metavar="ID", help="Mark failed path ID no longer relevant.")
+@click.pass_obj
+def fail(
+    root: Path,
+    approach: str | None,
+    reason: str | None,
+    file_path: str | None,
+    session: str | None,
+    resolve: int | None,
+) -> None:
+    """Record an approach that failed, so no agent tries it again (agents may run this too)."""
+    from ..core import ladder
+    from ..core.redact import redact
+    from ..services.config_model import load
+
+    with opened(root, create=True) as conn:
+        if resolve is not None:
+            with db.Immediate(conn):
+                found = ladder.resolve_failed_path(conn, resolve)
+            if not found:
+                raise click.ClickException(f"no failed path {resolve}")
+            click.echo(f"failed path {resolve} is no longer shown")
+            return
+        if not approach or not reason:
+            raise click.UsageError('give the approach and --reason "why it failed"')
+        session = session or queries.latest_session(conn)
+        relative = None
+        if file_path:
+            from ..core.paths import relative_to_root
+
+            relative = relative_to_root(str(root), file_path)  # relative: to the project
+        with db.Immediate(conn):
+            new_id = ladder.add_failed_path(
+                conn,
+                session,
+                redact(approach),
+                redact(reason),
+                relative,
+                "recorded by hand",
+                time.time(),
+                load(root).failed_path_ttl_days,
+            )
+    click.echo(f"failed path {new_id} recorded")
+
+
+@cli.command(name="failed-paths")
+@click.option("--all", "include_all", is_flag=True, help="Resolved and expired ones too.")
+@format_option
+@click.pass_obj
+def failed_paths(root: Path, include_all: bool, as_json: bool) -> None:
+    """Approaches tried and rejected, newest first."""
+    with opened(root) as conn:
+        found = queries.all_failed_paths(conn, include_all=include_all)
+    output.emit(found, "json" if as_json else "table", title="failed paths")
+
+
+@cli.command(name="verdicts")
+@format_option
+@click.pass_obj
+def verdicts_command(root: Path, as_json: bool) -> None:
+    """The judge's verdicts on finished work."""
+    with opened(root) as conn:
+        found = queries.verdicts(conn)
+    if not as_json:
+        for row in found:
+            row.pop("raw")
+    output.emit(found, "json" if as_json else "table", title="verdicts")
+
+
+@cli.command()
+@click.option("--session", help="Session id (a prefix is enough).")
+@click.option("--event", help="Hook event name, e.g. PostToolUse.")
+@click.option("--tool", help="Tool name, e.g. Bash.")
+@click.option("--agent", help="Subagent id.")
+@click.option("--limit", default=50, show_default=True, help="How many of the latest events.")
+@click.option("--payload", is_flag=True, help="Include the stored (redacted) payload.")
+@format_option
+@click.pass_obj
+def events(
+    root: Path,
+    session: str | None,
+    event: str | None,
+    tool: str | None,
+    agent: str | None,
+    limit: int,
+    payload: bool,
+    as_json: bool,
+) -> None:
+    """List recorded events, oldest first, filtered."""
+    with opened(root) as conn:
+        found = queries.events(
+            conn,
+            session=session,
+            event=event,
+            tool=tool,
+            agent=agent,
+            limit=limit,
+            payload=payload,
+        )
+    output.emit(found, "json" if as_json else "table", title="events")
+
+
+@cli.command()
+@click.option("--session", help="Session id (default: the most recently active).")
+@click.pass_obj
+def restore(root: Path, session: str | None) -> None:
+    """Print the state SessionStart puts back into the model's context after a compaction."""
+    with opened(root) as conn:
+        session = session or queries.latest_session(conn)
+        if not session:
+            raise click.ClickException("no session recorded yet")
+        click.echo(context.for_compaction(conn, session, time.time()))
+
+
+@cli.command()
+@click.option(
+    "--older-than",
+    "days",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Sessions that ended more than this many days ago.",
+)
+@click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
+@click.pass_obj
+def prune(root: Path, days: float, vacuum: bool) -> None:
+    """Drop old sessions' raw events and audit rows; what was learned from them stays."""
+    with opened(root) as conn:
+        counts = store.prune(conn, time.time() - days * 86400)
+        if vacuum:
+            conn.execute("VACUUM")
+    click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
+
+
+@cli.command()
+@click.pass_obj
+def ingest(root: Path) -> None:
+    """Replay events waiting in the spool into the database."""
+    with opened(root):  # opening ingests
+        click.echo(f"{spool.backlog(str(root))} events still waiting in the spool")
+
+
+@cli.command()
+@click.option("--keep", is_flag=True, help="Keep the scratch project and print its path.")
+def demo(keep: bool) -> None:
+    """Play a recorded real Claude Code session through the hooks, then show the result."""
+    from ..services import demo as player
+
+    scratch = Path(tempfile.mkdtemp(prefix="claude-session-demo-"))
+    project = scratch / "project"
+    project.mkdir()
+    played = player.play(project)
+    failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
+    click.echo(
+        f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks "
+        f"into {project} ({len(failed)} hook failures)\n"
+    )
+    with opened(project) as conn:
+        output.emit(queries.status(conn, str(project)))
+        session = queries.latest_session(conn)
+        click.echo("\nWhat SessionStart puts back into the model's context after a compaction:\n")
+        click.echo(context.for_compaction(conn, session or "", time.time()))
+    if keep:
+        click.echo(f"\nscratch project kept: {project}")
+    else:
+        import shutil
+
+        shutil.rmtree(scratch, ignore_errors=True)
+    if failed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    cli()

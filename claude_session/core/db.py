@@ -1,0 +1,184 @@
+"""Opening the database: the only module that does it, and the one list of migrations.
+
+apsw and the standard library only: hooks import this. Pragmas are set by hand (no
+`apsw.bestpractice`, which costs ~40 ms). WAL is set once, when the file is created.
+"""
+
+import os
+
+import apsw
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
+SCHEMA_VERSION = 4  # the highest migration number; a test checks schema.sql sets the same
+BUSY_TIMEOUT_MS = 5000
+JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class DatabaseError(Exception):
+    """The database cannot be used now; the caller spools or reports, never crashes."""
+
+
+class SchemaTooNew(DatabaseError):
+    """Written by a newer claude-session: never write to it, upgrade instead."""
+
+    def __init__(self, found: int) -> None:
+        super().__init__(
+            f"database schema version {found} is newer than this claude-session supports "
+            f"({SCHEMA_VERSION}); upgrade claude-session"
+        )
+        self.found = found
+
+
+class Immediate:
+    """`with Immediate(conn):` runs the block in one BEGIN IMMEDIATE transaction.
+
+    apsw's own `with conn:` is a deferred savepoint: a read followed by a write in it fails
+    with SQLITE_BUSY_SNAPSHOT at once under concurrency, whatever the busy timeout.
+    """
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> apsw.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        elif not self.conn.getautocommit():
+            self.conn.execute("ROLLBACK")
+
+
+def connect(
+    path: str,
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    migrate: bool = True,
+) -> apsw.Connection:
+    """Open (and if asked, create or migrate) the database at `path`.
+
+    A new file is created with mode 0600 before SQLite opens it, so no other user can read it
+    even for a moment; SQLite gives the -wal and -shm files the same mode.
+    """
+    if not os.path.exists(path):
+        if not create or readonly:
+            raise DatabaseError(f"no database at {path}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:  # a read-only or full filesystem, a missing directory
+            raise DatabaseError(f"cannot create {path}: {exc}") from exc
+        else:
+            keep_out_of_git(path)
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+    try:
+        conn = apsw.Connection(path, flags=flags)
+        conn.setbusytimeout(busy_timeout_ms)
+        if not readonly:
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}").fetchall()
+        if migrate and not readonly:
+            ensure_schema(conn)
+        elif schema_version(conn) > SCHEMA_VERSION:
+            raise SchemaTooNew(schema_version(conn))
+    except apsw.Error as exc:
+        raise DatabaseError(f"{type(exc).__name__}: {exc}") from exc
+    return conn
+
+
+def keep_out_of_git(path: str) -> None:
+    """A new database in a git checkout goes into `.git/info/exclude` (local, never committed),
+    so it stays out of git even where `install` did not write a .gitignore (user scope)."""
+    folder, name = os.path.split(path)
+    exclude = os.path.join(folder, ".git", "info", "exclude")
+    if not os.path.isdir(os.path.join(folder, ".git")):
+        return
+    try:
+        os.makedirs(os.path.dirname(exclude), exist_ok=True)
+        with open(exclude, "a+", encoding="utf-8") as f:
+            f.seek(0)
+            if f"{name}*" not in f.read().splitlines():
+                f.write(f"\n# claude-session database, WAL, spool and log\n{name}*\n")
+    except OSError:
+        pass  # best effort: `install` also writes .gitignore
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchall()[0][0])
+
+
+def ensure_schema(conn: apsw.Connection) -> None:
+    """Bring the schema to SCHEMA_VERSION: a cheap header read when it is already there.
+
+    Creation and migrations run inside one BEGIN IMMEDIATE transaction, which serialises racing
+    hooks; the version is read again inside it. A failure rolls back the version too.
+    """
+    version = schema_version(conn)
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(version)
+    if version == 0:
+        conn.execute("PRAGMA journal_mode = WAL").fetchall()  # persistent; not in a transaction
+    with Immediate(conn):
+        version = schema_version(conn)
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(version)
+        if version == 0:
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]:
+                raise DatabaseError("the file holds tables but is not a claude-session database")
+            _run_script(conn, read_schema())
+        else:
+            for number, sql in migrations():
+                if number > version:
+                    _run_script(conn, sql)
+                    conn.execute(f"PRAGMA user_version = {number}")
+
+
+def schema_path() -> str:
+    """The one schema: the checkout's top-level `schema.sql`, which the wheel build copies into
+    this package (`core/schema.sql`); a clone or editable install reads the original."""
+    shipped = os.path.join(_PACKAGE_DIR, "schema.sql")
+    if os.path.exists(shipped):
+        return shipped
+    return os.path.join(os.path.dirname(os.path.dirname(_PACKAGE_DIR)), "schema.sql")
+
+
+def read_schema() -> str:
+    with open(schema_path(), encoding="utf-8") as f:
+        return f.read()
+
+
+def migrations() -> list[tuple[int, str]]:
+    """(version, sql) for every migration file, in order."""
+    folder = os.path.join(_PACKAGE_DIR, "migrations")
+    found = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".sql") and name[:4].isdigit():
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                found.append((int(name[:4]), f.read()))
+    return found
+
+
+def _run_script(conn: apsw.Connection, sql: str) -> None:
+    # apsw runs a multi-statement script lazily, one row-returning statement at a time.
+    for _ in conn.execute(sql):
+        pass
+
+
+def rows(conn: apsw.Connection, sql: str, params: "Any" = ()) -> "list[dict[str, Any]]":
+    """Run a query and return plain dict rows (for readers: CLI, context, daemon)."""
+    cursor = conn.execute(sql, params)
+    try:
+        names = [d[0] for d in cursor.getdescription()]
+    except apsw.ExecutionCompleteError:
+        return []
+    return [dict(zip(names, row, strict=True)) for row in cursor]

@@ -1,0 +1,212 @@
+"""The one place an event changes the store: `apply`.
+
+The hook, the spool ingest, the demo, replays and the fast tests all call `apply`; none of them
+re-implements a piece of it, so a replayed session and a live one cannot disagree. Standard
+library and apsw only: every hook process imports this.
+"""
+
+import os
+import time
+
+import apsw
+
+from . import store
+from .config import DEFAULTS
+from .db import Immediate
+from .event import Event
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Derive = Callable[[apsw.Connection, Event, "Context"], None]
+
+# Every event of the hooks contract (Claude Code 2.1.240 docs, seen in 2.1.330).
+EVENTS: tuple[str, ...] = (
+    "SessionStart",
+    "Setup",
+    "InstructionsLoaded",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "MessageDisplay",
+    "PreToolUse",
+    "PermissionRequest",
+    "PermissionDenied",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskCreated",
+    "TaskCompleted",
+    "Stop",
+    "StopFailure",
+    "TeammateIdle",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "FileChanged",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "PreCompact",
+    "PostCompact",
+    "Elicitation",
+    "ElicitationResult",
+    "SessionEnd",
+)
+
+# Event name -> the derived state it writes, inside the event's transaction. Events not here
+# are stored as they came.
+DERIVE: "dict[str, Derive]" = {
+    "SessionStart": store.on_session_start,
+    "UserPromptSubmit": store.on_user_prompt,
+    "PreToolUse": store.on_pre_tool_use,
+    "PostToolUse": store.on_post_tool_use,
+    "PostToolUseFailure": store.on_post_tool_use_failure,
+    "SubagentStart": store.on_subagent_start,
+    "SubagentStop": store.on_subagent_stop,
+    "PreCompact": store.on_pre_compact,
+    "PostCompact": store.on_post_compact,
+    "SessionEnd": store.on_session_end,
+}
+
+
+class Delivery:
+    """How one payload reached us: used for the audit row and the idempotency key.
+
+    Plain classes, not dataclasses: `dataclasses` imports `inspect`, several ms per hook.
+    """
+
+    def __init__(
+        self,
+        delivery_id: str,
+        received_at: float,
+        payload_bytes: int,
+        payload_sha256: str | None = None,
+        truncated: bool = False,
+        via: str = "hook",
+        started_clock: float = 0.0,
+        duration_ms: float | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.delivery_id = delivery_id
+        self.received_at = received_at  # time.time() when the hook process started
+        self.payload_bytes = payload_bytes
+        self.payload_sha256 = payload_sha256
+        self.truncated = truncated
+        self.via = via  # 'hook' or 'spool'
+        self.started_clock = started_clock  # time.perf_counter() at received_at
+        self.duration_ms = duration_ms  # fixed for spooled events: the original hook run
+        self.note = note
+
+
+class Context:
+    """What a derived-state writer may need beyond the event itself. `now` is the clock of
+    this application of the event (tests inject their own)."""
+
+    def __init__(
+        self, root: str, now: float, prepared: "Any" = None, config: "dict[str, Any] | None" = None
+    ) -> None:
+        self.root = root
+        self.now = now
+        self.prepared = prepared  # the handler's `prepare` result, made outside the transaction
+        self.config = config if config is not None else dict(DEFAULTS)
+
+    @property
+    def lease_seconds(self) -> float:
+        return float(self.config["claim_lease_minutes"]) * 60  # type: ignore[arg-type]
+
+
+class Applied:
+    """What `apply` did: the event's row, its audit row, and whether it was a duplicate."""
+
+    __slots__ = ("audit_id", "duplicate", "event_id")
+
+    def __init__(self, event_id: int, audit_id: int, duplicate: bool) -> None:
+        self.event_id = event_id
+        self.audit_id = audit_id
+        self.duplicate = duplicate
+
+
+def new_delivery_id() -> str:
+    return os.urandom(12).hex()
+
+
+def apply(
+    conn: apsw.Connection, ev: Event, delivery: Delivery, ctx: Context, derive: bool = True
+) -> Applied:
+    """Store the event, its derived rows and its audit row in one BEGIN IMMEDIATE
+    transaction, or nothing at all. A duplicate delivery only adds an audit row.
+
+    `derive=False` stores the event alone (used when our own derivation has a bug)."""
+    key = ev.dedup_key(delivery.delivery_id)
+    writer = DERIVE.get(ev.name) if derive else None
+    with Immediate(conn):
+        conn.execute(
+            "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, tool_name,"
+            " tool_use_id, agent_id, agent_type, prompt_id, payload, payload_bytes,"
+            " payload_sha256, truncated, via) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT (dedup_key) DO NOTHING",
+            (
+                key,
+                delivery.received_at,
+                ev.session_id,
+                ev.name,
+                ev.text_of("tool_name"),
+                ev.text_of("tool_use_id"),
+                ev.text_of("agent_id"),
+                ev.text_of("agent_type"),
+                ev.text_of("prompt_id"),
+                ev.text,
+                delivery.payload_bytes,
+                delivery.payload_sha256,
+                int(delivery.truncated),
+                delivery.via,
+            ),
+        )
+        duplicate = conn.changes() == 0
+        if duplicate:
+            found = conn.execute("SELECT id FROM events WHERE dedup_key = ?", (key,)).fetchall()
+            event_id = int(found[0][0])
+        else:
+            event_id = conn.last_insert_rowid()
+            store.touch_session(conn, ev, ctx)
+            if writer is not None:
+                writer(conn, ev, ctx)
+        audit_id = _audit(conn, ev, delivery, event_id, duplicate)
+    return Applied(event_id, audit_id, duplicate)
+
+
+def _audit(
+    conn: apsw.Connection, ev: Event, delivery: Delivery, event_id: int, duplicate: bool
+) -> int:
+    if delivery.duration_ms is not None:
+        duration = delivery.duration_ms
+    else:
+        duration = (time.perf_counter() - delivery.started_clock) * 1000
+    outcome = "duplicate" if duplicate else ("spooled" if delivery.via == "spool" else "stored")
+    conn.execute(
+        "INSERT INTO hook_events (event_id, hook_event_name, session_id, started_at, duration_ms,"
+        " exit_code, outcome, note) VALUES (?,?,?,?,?,0,?,?)",
+        (
+            event_id,
+            ev.name,
+            ev.session_id,
+            delivery.received_at,
+            round(duration, 3),
+            outcome,
+            delivery.note,
+        ),
+    )
+    return conn.last_insert_rowid()
+
+
+def set_exit_code(conn: apsw.Connection, audit_id: int, exit_code: int, note: str) -> None:
+    """How the hook run behind audit row `audit_id` really ended (a deliberate block)."""
+    with Immediate(conn):
+        conn.execute(
+            "UPDATE hook_events SET exit_code = ?2, note = ?3 WHERE id = ?1",
+            (audit_id, exit_code, note),
+        )

@@ -1,0 +1,441 @@
+"""Derived state: what one event implies for sessions, prompts, agent launches and snapshots.
+
+Each `on_*` function writes the state one event implies; `events.DERIVE` says which runs for
+which event, and `events.apply` runs it inside the event's transaction.
+"""
+
+import apsw
+
+from . import ladder, registry
+from .db import Immediate
+from .event import Event
+from .paths import relative_to_root
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .events import Context
+
+EDIT_TOOLS = registry.EDIT_TOOLS
+AGENT_TOOLS = ("Agent", "Task")
+MAIN_TYPE = "main"
+NO_START = "SubagentStop without SubagentStart"
+PROMPT_CAP = 4000
+MESSAGE_CAP = 2000
+NOT_USER_PROMPTS = ("<task-notification>", "<system-reminder>")
+
+
+# --- derived state -------------------------------------------------------------------------
+
+
+def touch_session(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    """Every event keeps its session's last activity, cwd and transcript current."""
+    conn.execute(
+        "INSERT INTO sessions (session_id, started_at, last_activity_at, cwd, transcript_path)"
+        " VALUES (?1, ?2, ?2, ?3, ?4) ON CONFLICT (session_id) DO UPDATE SET"
+        " last_activity_at = max(last_activity_at, excluded.last_activity_at),"
+        " cwd = coalesce(excluded.cwd, cwd),"
+        " transcript_path = coalesce(excluded.transcript_path, transcript_path)",
+        (ev.session_id, ctx.now, ev.text_of("cwd"), ev.text_of("transcript_path")),
+    )
+    # The session's main thread is an agent too (recorded once; a no-op afterwards).
+    registry.register(
+        conn,
+        ev.session_id,
+        ev.session_id,
+        MAIN_TYPE,
+        ctx.now,
+        f"session seen ({ev.name})",
+        main=True,
+    )
+    _count(conn, ev.session_id, "events")
+
+
+def _count(conn: apsw.Connection, session_id: str, column: str) -> None:
+    conn.execute(
+        f"INSERT INTO session_metrics (session_id, {column}) VALUES (?, 1)"
+        f" ON CONFLICT (session_id) DO UPDATE SET {column} = {column} + 1",
+        (session_id,),
+    )
+
+
+def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    source = ev.text_of("source")
+    conn.execute(
+        "UPDATE sessions SET status = 'active', ended_at = NULL, end_reason = NULL,"
+        " start_source = ?2, model = coalesce(?3, model) WHERE session_id = ?1",
+        (ev.session_id, source, ev.text_of("model")),
+    )
+    registry.transition(
+        conn,
+        ev.session_id,
+        registry.RUNNING,
+        f"session started again ({source})",
+        ctx.now,
+        (registry.STALE, "completed"),
+    )
+    close_out_finished_sessions(conn, ev.session_id, ctx)
+    # The same session going on (resume): what its last SessionEnd abandoned is open again.
+    conn.execute(
+        "UPDATE error_log SET resolution = NULL, resolved_at = NULL"
+        " WHERE session_id = ? AND resolution = 'abandoned'",
+        (ev.session_id,),
+    )
+
+
+def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: "Context") -> None:
+    """Agents left running by sessions that are over (a Ctrl+C kill sends no SubagentStop).
+
+    Over means ended, or silent for `session_idle_minutes`; a live session in another
+    terminal is never touched.
+    """
+    idle = float(ctx.config["session_idle_minutes"]) * 60
+    over = conn.execute(
+        "SELECT DISTINCT s.session_id, s.status, s.last_activity_at FROM agent_registry a"
+        " JOIN sessions s USING (session_id) WHERE a.status = 'running' AND s.session_id != ?1"
+        " AND (s.status = 'ended' OR s.last_activity_at < ?2)",
+        (current, ctx.now - idle),
+    ).fetchall()
+    for session_id, status, last in over:
+        if status == "ended":
+            reason = f"session {session_id[:8]} ended without the agent stopping"
+        else:
+            reason = f"session {session_id[:8]} gone: no event for {(ctx.now - last) / 60:.0f} min"
+            end_session(conn, session_id, ctx.now, reason)
+        registry.close_out_session(conn, session_id, ctx.now, reason)
+
+
+def end_session(conn: apsw.Connection, session_id: str, now: float, reason: str) -> None:
+    conn.execute(
+        "UPDATE sessions SET status = 'ended', ended_at = ?2, end_reason = ?3"
+        " WHERE session_id = ?1 AND status = 'active'",
+        (session_id, now, reason),
+    )
+
+
+def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    prompt = ev.text_of("prompt")
+    # Claude Code also submits background-task notifications as prompts: not the user's task.
+    if prompt is not None and not prompt.lstrip().startswith(NOT_USER_PROMPTS):
+        conn.execute(
+            "INSERT INTO prompts (session_id, prompt_id, prompt, submitted_at) VALUES (?,?,?,?)",
+            (ev.session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),
+        )
+        conn.execute(  # the main agent's task is what the user asked last
+            "UPDATE agent_registry SET task = ?2 WHERE agent_id = ?1 AND is_main = 1",
+            (ev.session_id, prompt[:PROMPT_CAP]),
+        )
+    _count(conn, ev.session_id, "prompts")
+
+
+def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    heartbeat(conn, ev, ctx, tool_use=True)
+    if ev.text_of("tool_name") in AGENT_TOOLS and ev.text_of("tool_use_id"):
+        background = ev.get("run_in_background")
+        conn.execute(
+            "INSERT INTO agent_launches (tool_use_id, session_id, description, prompt,"
+            " subagent_type, background, launched_at) VALUES (?,?,?,?,?,?,?)"
+            " ON CONFLICT (tool_use_id) DO NOTHING",
+            (
+                ev.text_of("tool_use_id"),
+                ev.session_id,
+                ev.text_of("description"),
+                _cap(ev.text_of("task_prompt"), PROMPT_CAP),
+                ev.text_of("subagent_type"),
+                None if background is None else int(bool(background)),
+                ctx.now,
+            ),
+        )
+
+
+def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    heartbeat(conn, ev, ctx)
+    _count(conn, ev.session_id, "tool_calls")
+    failed = response_error(ev)
+    if failed:
+        _count(conn, ev.session_id, "tool_failures")
+        record_failure(conn, ev, ctx, failed)
+    else:
+        ladder.resolve_on_success(conn, ev, ctx.root, ctx.now)
+    tool = ev.text_of("tool_name")
+    if tool in EDIT_TOOLS:
+        claim_file(conn, ev, ctx)
+    elif tool in AGENT_TOOLS and ev.text_of("response_agent_id"):
+        link_agent_launch(conn, ev, ctx)
+
+
+def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    heartbeat(conn, ev, ctx)
+    _count(conn, ev.session_id, "tool_calls")
+    _count(conn, ev.session_id, "tool_failures")
+    record_failure(conn, ev, ctx, ev.text_of("error") or "")
+    if ev.text_of("tool_name") in AGENT_TOOLS:  # the Agent call itself failed
+        launched = conn.execute(
+            "SELECT agent_id FROM agent_launches WHERE tool_use_id = ? AND agent_id IS NOT NULL",
+            (ev.text_of("tool_use_id"),),
+        ).fetchall()
+        for (agent_id,) in launched:
+            reason = f"Agent tool failed: {(ev.text_of('error') or '').strip()[:200]}"
+            registry.transition(
+                conn, agent_id, "failed", reason, ctx.now, (registry.RUNNING, registry.STALE)
+            )
+
+
+def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    agent_id = ev.text_of("agent_id")
+    if not agent_id:
+        return
+    agent_type = ev.text_of("agent_type")
+    if not registry.register(conn, agent_id, ev.session_id, agent_type, ctx.now, "SubagentStart"):
+        # Known already (a tool event or a SubagentStop came first): it is a real agent.
+        conn.execute(
+            "UPDATE agent_registry SET is_internal = 0, started_at = min(started_at, ?2),"
+            " agent_type = coalesce(nullif(?3, ''), agent_type) WHERE agent_id = ?1",
+            (agent_id, ctx.now, agent_type),
+        )
+    _count(conn, ev.session_id, "subagents")
+    linked = conn.execute("SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)).fetchall()
+    if not linked:  # not named by PostToolUse(Agent) yet (a foreground agent, or a race)
+        _guess_link(conn, ev.session_id, agent_id, agent_type)
+
+
+def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    """PostToolUse(Agent) names the agent it launched: the definitive link."""
+    agent_id = ev.text_of("response_agent_id") or ""
+    tool_use_id = ev.text_of("tool_use_id") or ""
+    conn.execute(
+        "INSERT INTO agent_launches (tool_use_id, session_id, description, prompt, subagent_type,"
+        " launched_at) VALUES (?,?,?,?,?,?) ON CONFLICT (tool_use_id) DO NOTHING",
+        (
+            tool_use_id,
+            ev.session_id,
+            ev.text_of("description"),
+            _cap(ev.text_of("task_prompt"), PROMPT_CAP),
+            ev.text_of("subagent_type"),
+            ctx.now,
+        ),
+    )
+    background = ev.text_of("response_status") == "async_launched"
+    conn.execute(
+        "UPDATE agent_launches SET background = ?2 WHERE tool_use_id = ?1",
+        (tool_use_id, int(background)),
+    )
+    agent_type = ev.text_of("subagent_type") or "general-purpose"
+    registry.register(conn, agent_id, ev.session_id, agent_type, ctx.now, "Agent tool launched it")
+    _link(conn, tool_use_id, agent_id)
+    if ev.text_of("response_status") == "completed":
+        registry.transition(
+            conn,
+            agent_id,
+            "completed",
+            "Agent tool returned",
+            ctx.now,
+            (registry.RUNNING, registry.STALE),
+        )
+
+
+def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
+    """PostToolUse(Agent) named the agent of this launch: a confirmed link. An agent that had
+    been guessed onto this launch at its SubagentStart is moved to the next pending one."""
+    displaced = conn.execute(
+        "SELECT agent_id FROM agent_launches WHERE tool_use_id = ?1 AND agent_id != ?2",
+        (tool_use_id, agent_id),
+    ).fetchall()
+    conn.execute(
+        "UPDATE agent_launches SET agent_id = NULL WHERE agent_id = ?1 AND tool_use_id != ?2",
+        (agent_id, tool_use_id),
+    )
+    conn.execute(
+        "UPDATE agent_launches SET agent_id = ?2, confirmed = 1 WHERE tool_use_id = ?1",
+        (tool_use_id, agent_id),
+    )
+    _describe(conn, tool_use_id, agent_id)
+    for (other,) in displaced:
+        conn.execute(
+            "UPDATE agent_registry SET tool_use_id = NULL, description = NULL, task = NULL"
+            " WHERE agent_id = ?",
+            (other,),
+        )
+        found = conn.execute(
+            "SELECT session_id, agent_type FROM agent_registry WHERE agent_id = ?", (other,)
+        ).fetchall()
+        if found:
+            _guess_link(conn, found[0][0], other, found[0][1])
+
+
+def _guess_link(
+    conn: apsw.Connection, session_id: str, agent_id: str, agent_type: str | None
+) -> None:
+    """At SubagentStart nothing says which Agent call started this agent: take the oldest
+    pending launch of its type. PostToolUse(Agent) confirms or corrects it (see `_link`)."""
+    launch = conn.execute(
+        "SELECT tool_use_id FROM agent_launches WHERE session_id = ? AND agent_id IS NULL"
+        " AND coalesce(subagent_type, 'general-purpose') = coalesce(?, 'general-purpose')"
+        " ORDER BY launched_at, rowid LIMIT 1",
+        (session_id, agent_type),
+    ).fetchall()
+    if launch:
+        conn.execute(
+            "UPDATE agent_launches SET agent_id = ?2, confirmed = 0 WHERE tool_use_id = ?1",
+            (launch[0][0], agent_id),
+        )
+        _describe(conn, launch[0][0], agent_id)
+
+
+def _describe(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
+    conn.execute(
+        "UPDATE agent_registry SET tool_use_id = l.tool_use_id, description = l.description,"
+        " task = l.prompt FROM agent_launches AS l"
+        " WHERE l.tool_use_id = ?1 AND agent_registry.agent_id = ?2",
+        (tool_use_id, agent_id),
+    )
+
+
+def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    agent_id = ev.text_of("agent_id")
+    if not agent_id:
+        return
+    message = _cap(ev.text_of("last_assistant_message"), MESSAGE_CAP)
+    # No SubagentStart and no tool calls: one of Claude Code's internal helpers (compaction
+    # summariser, recap...). Recorded, never shown as a running agent.
+    registry.register(
+        conn,
+        agent_id,
+        ev.session_id,
+        ev.text_of("agent_type"),
+        ctx.now,
+        NO_START,
+        status="completed",
+        internal=True,
+    )
+    conn.execute(
+        "UPDATE agent_registry SET last_message = coalesce(?3, last_message),"
+        " last_seen_at = max(last_seen_at, ?2) WHERE agent_id = ?1",
+        (agent_id, ctx.now, message),
+    )
+    # A stale agent that stops properly did finish after all; a finished one stays finished.
+    registry.transition(
+        conn, agent_id, "completed", "SubagentStop", ctx.now, (registry.RUNNING, registry.STALE)
+    )
+
+
+def heartbeat(conn: apsw.Connection, ev: Event, ctx: "Context", tool_use: bool = False) -> None:
+    """Any tool event is a sign of life of the agent that made it (a subagent, or main)."""
+    what = f"{ev.name} {ev.text_of('tool_name') or ''}".strip()
+    registry.heartbeat(
+        conn,
+        ev.session_id,
+        ev.text_of("agent_id"),
+        ev.text_of("agent_type"),
+        ctx.now,
+        ctx.lease_seconds,
+        what,
+        tool_use,
+    )
+
+
+def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    if not target:
+        return
+    registry.claim(
+        conn,
+        ev.session_id,
+        ev.text_of("agent_id"),
+        relative_to_root(ctx.root, target),
+        ev.text_of("tool_name"),
+        ctx.now,
+        ctx.lease_seconds,
+    )
+    _count(conn, ev.session_id, "file_edits")
+
+
+def record_failure(conn: apsw.Connection, ev: Event, ctx: "Context", error: str) -> None:
+    ladder.record_failure(
+        conn, ev, ctx.root, ctx.now, error, float(ctx.config["failed_path_ttl_days"])
+    )
+
+
+def response_error(ev: Event) -> str | None:
+    """A failure reported inside a successful tool call's response ({"error"} or
+    {"success": false}), as NotebookEdit and the Task tools do."""
+    error = ev.text_of("response_error")
+    if error:
+        return error
+    if ev.get("response_success") == 0:
+        return f"{ev.text_of('tool_name')} reported success: false"
+    return None
+
+
+def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    from . import context
+
+    state = context.gather(conn, ev.session_id, ctx.now)
+    state["git"] = ctx.prepared
+    save_snapshot(conn, ev.session_id, "pre_compact", ev.text_of("trigger"), state, ctx.now)
+
+
+def on_post_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    summary = {"compact_summary": _cap(ev.text_of("compact_summary"), 20000)}
+    save_snapshot(conn, ev.session_id, "post_compact", ev.text_of("trigger"), summary, ctx.now)
+    _count(conn, ev.session_id, "compactions")
+
+
+def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    from . import context
+
+    conn.execute(
+        "UPDATE sessions SET status = 'ended', ended_at = ?2, end_reason = ?3"
+        " WHERE session_id = ?1",
+        (ev.session_id, ctx.now, ev.text_of("reason")),
+    )
+    state = context.gather(conn, ev.session_id, ctx.now)  # before the close-out below
+    reason = f"session ended ({ev.text_of('reason') or 'no reason given'})"
+    registry.close_out_session(conn, ev.session_id, ctx.now, reason)
+    ladder.abandon_open(conn, ev.session_id, ctx.now)
+    save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
+
+
+def save_snapshot(
+    conn: apsw.Connection,
+    session_id: str,
+    kind: str,
+    trigger: str | None,
+    content: "Any",
+    now: float,
+) -> None:
+    import json
+
+    from .redact import redact
+
+    conn.execute(
+        "INSERT INTO context_snapshots (session_id, snapshot_type, trigger, created_at, content)"
+        " VALUES (?,?,?,?,?)",
+        (session_id, kind, trigger, now, redact(json.dumps(content, ensure_ascii=False))),
+    )
+
+
+def _cap(text: str | None, limit: int) -> str | None:
+    return text if text is None or len(text) <= limit else text[:limit] + "...[truncated]"
+
+
+def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
+    """Drop the raw event log and audit rows of sessions that ended before `before`.
+
+    What the tool learned stays (sessions, agents, claims, errors, failed paths, verdicts, each
+    session's last snapshot): only the bulk that a long-lived project accumulates goes.
+    """
+    old = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
+    counts = {}
+    with Immediate(conn):
+        for table in ("events", "hook_events"):
+            conn.execute(f"DELETE FROM {table} WHERE session_id IN ({old})", (before,))
+            counts[table] = conn.changes()
+        conn.execute(
+            f"DELETE FROM context_snapshots WHERE session_id IN ({old}) AND id NOT IN"
+            " (SELECT max(id) FROM context_snapshots GROUP BY session_id)",
+            (before,),
+        )
+        counts["context_snapshots"] = conn.changes()
+    return counts

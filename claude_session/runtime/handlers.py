@@ -1,0 +1,215 @@
+"""The one table from event name to what a hook does for it beyond `events.apply`.
+
+Each Handler has up to three steps around the core's `events.apply` (see the class). Events not
+in the table are stored (by `apply`) and answered with nothing.
+"""
+
+import os
+
+import apsw
+
+from ..core import ladder, registry, store
+from ..core.event import Event
+from ..core.events import Applied, Context
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    AnswerFn = Callable[
+        [apsw.Connection, Event, Context, Applied | None], "dict[str, Any] | ExitBlock | None"
+    ]
+
+Answer = dict  # the JSON object a hook prints (a plain dict: `typing` stays off the hot path)
+
+
+class Handler:
+    """What a hook does for one event, step by step; every step is optional."""
+
+    __slots__ = ("after", "answer", "busy_timeout_ms", "prepare")
+
+    def __init__(
+        self,
+        *,
+        prepare: "Callable[[str], Any] | None" = None,
+        after: "Callable[[Context], None] | None" = None,
+        answer: "AnswerFn | None" = None,
+        busy_timeout_ms: int = 5000,
+    ) -> None:
+        self.prepare = prepare  # slow outside work, before the transaction (git)
+        self.after = after  # side effects once the event is stored (starting the daemon)
+        self.answer = answer  # the JSON object for stdout, read after the transaction
+        self.busy_timeout_ms = busy_timeout_ms
+
+
+def capture_git(root: str) -> "dict[str, Any]":
+    from ..services import gitstate  # imported here: only PreCompact pays for subprocess
+
+    return gitstate.capture(root)
+
+
+def answer_session_start(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
+) -> "dict[str, Any] | None":
+    """Put the recorded state back in front of the model (compaction) or what was left open."""
+    source = ev.text_of("source")
+    if source != "compact" and not _anything_open(conn, ctx.now):
+        return None  # the common start: nothing to say, and `context` need not even load
+    from ..core import context
+
+    if source == "compact":
+        text: str | None = context.for_compaction(conn, ev.session_id, ctx.now)
+    else:
+        text = context.for_new_session(conn, ev.session_id, source, ctx.now)
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
+def _anything_open(conn: apsw.Connection, now: float) -> bool:
+    """A cheap superset of what `context.for_new_session` may report."""
+    return bool(
+        conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM failed_paths WHERE still_relevant = 1"
+            "  AND (expires_at IS NULL OR expires_at > ?1))"
+            " OR EXISTS (SELECT 1 FROM error_log WHERE category != 'interrupt'"
+            f"  AND {ladder.UNFIXED})"
+            " OR EXISTS (SELECT 1 FROM agent_registry WHERE status = 'running'"
+            "  AND is_main = 0 AND is_internal = 0)",
+            (now,),
+        ).fetchall()[0][0]
+    )
+
+
+def start_daemon(ctx: Context) -> None:
+    """Start the project's background process if it is not running (detached, not waited for)."""
+    if ctx.config["daemon_autostart"] and not os.environ.get("CLAUDE_SESSION_NO_DAEMON"):
+        from ..services import daemon_control
+
+        daemon_control.ensure_running(ctx.root)
+
+
+def answer_pre_tool_use(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
+) -> "dict[str, Any] | None":
+    """Before a Write/Edit: name any other live agent holding the file (warn, or deny)."""
+    if ev.text_of("tool_name") not in store.EDIT_TOOLS:
+        return None
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    if not target:
+        return None
+    from ..core.paths import relative_to_root
+
+    path = relative_to_root(ctx.root, target)
+    if ctx.config["escalation_deny_edits"]:
+        blocked = ladder.blocked_file(conn, ev.session_id, path)
+        if blocked:
+            from ..core.errors import gist
+
+            reason = (
+                f"claude-session: edits to {path} are refused after {blocked[0]} failed attempts"
+                f" ({gist(blocked[1])}). Stop and ask the user how to proceed."
+            )
+            return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": reason})
+    holders = registry.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, ctx.now)
+    if not holders:
+        return None
+    lines = [f"claude-session: {path} is being changed by another live agent."]
+    for agent, session, touched, tool, edits, agent_type, description, task in holders[:3]:
+        who = "the main thread" if agent == registry.MAIN else f"subagent {agent}"
+        who += f" ({agent_type})" if agent_type and agent != registry.MAIN else ""
+        if session != ev.session_id:
+            who += f" of session {str(session)[:8]}"
+        about = f' "{description}"' if description else ""
+        doing = f", working on: {' '.join(str(task).split())[:300]}" if task else ""
+        minutes = max(0, int((ctx.now - touched) // 60))
+        lines.append(
+            f"- {who}{about}{doing}; it last changed this file {minutes} min ago"
+            f" ({tool}, {edits} edit{'s' if edits != 1 else ''})."
+        )
+    lines.append(
+        "Two agents editing one file overwrite each other's work: leave this file to that agent"
+        " or coordinate first, and re-read the file right before any edit."
+    )
+    text = "\n".join(lines)
+    if ctx.config["conflict_policy"] == "deny":
+        return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": text})
+    return _pre_tool_use({"additionalContext": text})
+
+
+def _pre_tool_use(output: "Answer") -> "Answer":
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **output}}
+
+
+def answer_failure(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
+) -> "Answer | None":
+    """After a failure: the ladder's guidance for the model, and from attempt 4 for the user."""
+    if ev.name == "PostToolUse" and not store.response_error(ev):
+        return None  # the common case: a success, nothing to say
+    found = ladder.latest_for_call(conn, ev.text_of("tool_use_id"))
+    if not found:
+        return None
+    attempt, category, command, tool, file_path, error_text = found
+    if category == "interrupt":
+        return None
+    from ..core import errors
+
+    what = str(command or f"{tool} {file_path or ''}".strip())
+    gist = errors.gist(str(error_text or ""))
+    text = errors.guidance(attempt, what, gist, file_path)
+    answer: Answer = {"hookSpecificOutput": {"hookEventName": ev.name, "additionalContext": text}}
+    if attempt >= errors.USER_AT:
+        answer["systemMessage"] = errors.user_message(attempt, what, gist)
+    return answer
+
+
+class ExitBlock:
+    """A deliberate, configured block that the event only takes as exit code 2 with the
+    reason on stderr (TaskCompleted); `hookrt` turns it into exactly that."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def answer_judge(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
+) -> "Answer | ExitBlock | None":
+    """At the configured events, a judge checks the work is done; a block makes the agent go on."""
+    wanted = {e.strip() for e in str(ctx.config["judge_events"]).split(",")}
+    if ev.name not in wanted or ev.get("stop_hook_active") in (1, True):
+        return None  # not configured, or already going on because of a block: no loop
+    if os.environ.get("CLAUDE_SESSION_NO_JUDGE"):
+        return None  # doctor and demo runs: never start a (paid) judge on sample data
+    from ..services import judge
+
+    verdict = judge.judge(conn, ev, ctx.config, ctx.now)
+    if verdict.decision != "block":
+        return None  # allowed, or the judge failed: fail open (recorded)
+    reason = f"claude-session judge: the work is not done yet. {verdict.reason}"
+    exit_code = 2 if ev.name == "TaskCompleted" else 0
+    from ..core.events import set_exit_code
+
+    # This hook run's own audit row says how it really ended (not the newest row: another
+    # hook of the same session may have written one meanwhile).
+    if applied is not None:  # None: the event went to the spool, its audit row comes later
+        set_exit_code(conn, applied.audit_id, exit_code, "blocked by the judge")
+    if ev.name == "TaskCompleted":
+        return ExitBlock(reason)
+    return {"decision": "block", "reason": reason}
+
+
+HANDLERS: dict[str, Handler] = {
+    "SessionStart": Handler(after=start_daemon, answer=answer_session_start),
+    "PreToolUse": Handler(answer=answer_pre_tool_use),
+    "PostToolUse": Handler(answer=answer_failure),
+    "PostToolUseFailure": Handler(answer=answer_failure),
+    "PreCompact": Handler(prepare=capture_git),
+    "TaskCompleted": Handler(answer=answer_judge),
+    "Stop": Handler(answer=answer_judge),
+    "SubagentStop": Handler(answer=answer_judge),
+    # SessionEnd hooks share a 1.5 s budget unless settings raise it: give up on a lock sooner.
+    "SessionEnd": Handler(busy_timeout_ms=1000),
+}
+DEFAULT = Handler()

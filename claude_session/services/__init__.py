@@ -1,0 +1,1 @@
+"""Slower work above the core: daemon, judge, installer, doctor, demo, read queries."""

@@ -1,0 +1,290 @@
+"""The per-project background process: ingests the spool, marks silent agents aborted_stale,
+closes out sessions that are over, releases expired claims and keeps the WAL bounded.
+
+It watches the database files and the spool with watchfiles and sweeps on a timer too. Hooks
+never depend on it: if it is down, nothing is lost, only stale marking waits. Run it with
+`claude-session daemon start|run`, or let the SessionStart hook start it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
+import watchfiles
+
+from ..core import db, log, registry, spool, staleness, store
+from ..core.paths import DB_NAME, db_path, spool_dir
+from . import config_model
+from .daemon_control import lock_path, status_path
+
+Clock = Callable[[], float]
+
+
+def acquire_lock(root: str, attempts: int = 25) -> int | None:
+    """The daemon lock's fd, or None if another daemon holds it. A few retries: `is_running`
+    in a hook takes the lock for a few microseconds when probing a free one."""
+    fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT, 0o600)
+    for _ in range(attempts):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            time.sleep(0.02)
+            continue
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        return fd
+    os.close(fd)
+    return None
+
+
+class Daemon:
+    """One project's sweeper; `run` is the loop, `sweep` one pass (tests call it directly)."""
+
+    def __init__(self, root: str, clock: Clock = time.time, mono: Clock = time.monotonic) -> None:
+        self.root = root
+        self.clock = clock
+        self.mono = mono
+        self.seen = staleness.Observations()
+        self.conn: apsw.Connection | None = None
+        self.stats: dict[str, Any] = {
+            "pid": os.getpid(),
+            "started_at": clock(),
+            "sweeps": 0,
+            "agents_marked_stale": 0,
+            "sessions_closed": 0,
+            "claims_expired": 0,
+            "events_ingested": 0,
+        }
+        self.config = config_model.Config()
+
+    # --- one pass ------------------------------------------------------------------------
+
+    def connection(self) -> apsw.Connection:
+        if self.conn is None:
+            self.conn = db.connect(db_path(self.root))
+        return self.conn
+
+    def reload_config(self) -> None:
+        try:
+            self.config = config_model.load(self.root)
+            self.stats.pop("config_error", None)
+        except config_model.ConfigError as exc:
+            self.stats["config_error"] = str(exc)  # keep the last good configuration
+
+    def ingest(self) -> int:
+        done = spool.ingest(self.connection(), self.root)
+        self.stats["events_ingested"] += done
+        return done
+
+    def sweep(self) -> list[staleness.Verdict]:
+        """Find and apply this pass's verdicts; release expired claims."""
+        conn = self.connection()
+        now, now_mono = self.clock(), self.mono()
+        agents = [
+            staleness.Agent(agent_id, session_id, last_seen, bool(is_main))
+            for agent_id, session_id, last_seen, is_main in conn.execute(
+                "SELECT agent_id, session_id, last_seen_at, is_main FROM agent_registry"
+                " WHERE status = 'running' AND is_internal = 0"
+            )
+        ]
+        sessions = {
+            row[0]: staleness.Session(*row)
+            for row in conn.execute(
+                "SELECT session_id, status, last_activity_at, end_reason FROM sessions"
+                " WHERE status = 'active' OR session_id IN"
+                " (SELECT session_id FROM agent_registry WHERE status = 'running')"
+            )
+        }
+        verdicts = staleness.sweep(
+            agents,
+            sessions,
+            now,
+            now_mono,
+            self.seen,
+            self.config.stale_after_minutes * 60,
+            self.config.session_idle_minutes * 60,
+        )
+        with db.Immediate(conn):
+            for verdict in verdicts:
+                if verdict.kind == "session":
+                    store.end_session(conn, verdict.target, now, verdict.reason)
+                    registry.close_out_session(conn, verdict.target, now, verdict.reason)
+                    self.stats["sessions_closed"] += 1
+                elif registry.transition(
+                    conn, verdict.target, registry.STALE, verdict.reason, now, (registry.RUNNING,)
+                ):
+                    self.stats["agents_marked_stale"] += 1
+            conn.execute(
+                "UPDATE file_claims SET released_at = ?1, release_reason = 'lease expired'"
+                " WHERE released_at IS NULL AND expires_at < ?1",
+                (now,),
+            )
+            self.stats["claims_expired"] += conn.changes()
+        self.stats["sweeps"] += 1
+        self.stats["last_sweep_at"] = now
+        return verdicts
+
+    def checkpoint(self) -> None:
+        """Copy the WAL back into the database. PASSIVE never waits for readers; once they
+        are gone the WAL restarts and journal_size_limit truncates the file."""
+        self.connection().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def has_live_session(self) -> bool:
+        idle = self.config.session_idle_minutes * 60
+        return bool(
+            self.connection()
+            .execute(
+                "SELECT 1 FROM sessions WHERE status = 'active' AND last_activity_at > ? LIMIT 1",
+                (self.clock() - idle,),
+            )
+            .fetchall()
+        )
+
+    def write_status(self) -> None:
+        tmp = status_path(self.root) + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.stats, f)
+        os.replace(tmp, status_path(self.root))
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        os.makedirs(spool_dir(self.root), mode=0o700, exist_ok=True)
+        self.reload_config()
+        self.pass_once()
+        last_sweep = last_live = self.mono()
+        for changes in watchfiles.watch(
+            self.root,
+            spool_dir(self.root),
+            watch_filter=_ours,
+            recursive=False,
+            yield_on_timeout=True,
+            rust_timeout=int(self.config.sweep_interval_seconds * 1000),
+            stop_event=stop,
+            debounce=100,
+            raise_interrupt=False,
+        ):
+            if stop.is_set():
+                break
+            if not os.path.isdir(self.root):
+                break  # the project is gone: nothing left to look after
+            if any(Path(path).parent.name.endswith(".spool") for _, path in changes):
+                self.ingest()
+            # On the timer, or at most once a second when the database changed (our own writes
+            # change it too: a sweep per change would chase its own tail).
+            since = self.mono() - last_sweep
+            if since >= self.config.sweep_interval_seconds or (changes and since >= 1.0):
+                self.reload_config()
+                self.pass_once()
+                last_sweep = self.mono()
+            if self.has_live_session():
+                last_live = self.mono()
+            elif self.mono() - last_live >= self.config.daemon_idle_exit_minutes * 60:
+                log.write(self.root, "INFO", "daemon", "no live session: idle exit")
+                break
+
+    def pass_once(self) -> None:
+        try:
+            self.ingest()
+            self.sweep()
+            self.checkpoint()
+        except (db.DatabaseError, apsw.Error) as exc:
+            log.error(self.root, "daemon", f"sweep failed: {type(exc).__name__}: {exc}")
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None  # reopen next time (the file may have been replaced)
+            if _corrupt(exc) and self.quarantine():
+                self.pass_once()  # a fresh database: replay what waited in the spool
+                return
+        self.write_status()
+
+    def quarantine(self) -> bool:
+        """Move a corrupt database aside (never delete it) so hooks can write again; the
+        moved file keeps whatever `sqlite3 .recover` can still salvage."""
+        path = db_path(self.root)
+        try:  # check once more on a fresh connection: a busy database is never moved
+            probe = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+            verdict = probe.execute("PRAGMA quick_check").fetchall()[0][0]
+            probe.close()
+            if verdict == "ok":
+                return False
+        except (apsw.NotADBError, apsw.CorruptError):
+            pass
+        except apsw.Error:
+            return False
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
+        moved = f"{path}.corrupt-{stamp}"
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.replace(path + suffix, moved + suffix)
+        log.error(self.root, "daemon", f"corrupt database moved aside to {moved}; starting afresh")
+        self.stats["quarantined"] = moved
+        return True
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:  # leave a small WAL behind when nobody reads
+                self.conn.setbusytimeout(100)
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except apsw.Error:
+                pass
+            self.conn.close()
+        try:
+            os.unlink(status_path(self.root))
+        except OSError:
+            pass
+
+
+def _corrupt(exc: BaseException) -> bool:
+    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) else exc
+    return isinstance(cause, apsw.NotADBError | apsw.CorruptError)
+
+
+def _ours(change: watchfiles.Change, path: str) -> bool:
+    name = os.path.basename(path)
+    excluded = (".lock", ".json", ".log", ".tmp")
+    return name.startswith(DB_NAME) and not name.endswith(excluded) and ".corrupt-" not in name
+
+
+def run(root: str, stop: threading.Event | None = None) -> int:
+    """Run until stopped or idle; 0 also when another daemon already runs (it wins)."""
+    root = os.path.abspath(root)
+    lock = acquire_lock(root)
+    if lock is None:
+        return 0
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+    daemon = Daemon(root)
+    try:
+        daemon.run(stop)
+    except Exception as exc:
+        log.error(root, "daemon", f"stopped by an internal error: {type(exc).__name__}: {exc}")
+        return 1
+    finally:
+        daemon.close()
+        os.close(lock)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m claude_session.services.daemon")
+    parser.add_argument("--project", required=True)
+    args = parser.parse_args(argv)
+    os.chdir("/")  # never keep a project directory busy
+    return run(args.project)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

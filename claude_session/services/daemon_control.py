@@ -1,0 +1,122 @@
+"""Finding, starting and stopping the project's background process (stdlib only: the
+SessionStart hook calls `ensure_running`, so this costs ~0.3 ms when the daemon runs).
+
+One daemon per project, decided by an OS lock (flock) on `<db>.daemon.lock`, never by a pid
+check: a pid in a file can be stale or reused. The pid in the lock file is for `stop` and
+`status` only.
+"""
+
+import fcntl
+import os
+import sys
+import time
+
+from ..core.paths import db_path
+
+NICE = "/usr/bin/nice"
+SH = "/bin/sh"
+START_DELAY_SECONDS = 0.5
+
+
+def lock_path(root: str) -> str:
+    return db_path(root) + ".daemon.lock"
+
+
+def status_path(root: str) -> str:
+    return db_path(root) + ".daemon.json"
+
+
+def is_running(root: str) -> bool:
+    """True while some process holds the project's daemon lock."""
+    try:
+        fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing also drops a lock we just took
+    return False
+
+
+def running_pid(root: str) -> int | None:
+    if not is_running(root):
+        return None
+    try:
+        with open(lock_path(root), encoding="ascii") as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def ensure_running(root: str) -> bool:
+    """Start the daemon unless one runs; returns True if one was started. Not waited for."""
+    if is_running(root):
+        return False
+    spawn(root)
+    return True
+
+
+def spawn(root: str) -> int:
+    """Start `python -m claude_session.services.daemon` detached: its own session, stdio on
+    /dev/null, so neither Claude Code's process group signals nor its pipes reach it.
+    posix_spawn, not subprocess: importing subprocess would cost the SessionStart hook ~5 ms."""
+    python = sys.executable
+    argv = [python, "-m", "claude_session.services.daemon", "--project", root]
+    env = dict(os.environ)  # started without -I -S: `site` finds watchfiles and pydantic
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+    ]
+    # Its start-up (~150 ms of imports) must not compete with the hook that started it, nor
+    # with the burst of hooks that follows a SessionStart: measured here, a daemon starting
+    # alongside made the SessionStart hook 3 ms slower; started half a second later, under
+    # `nice`, it costs nothing measurable. (A scheduler change inside posix_spawn would run
+    # before exec, while this process waits for the vfork child: measured slower still.)
+    if os.path.exists(NICE):
+        argv = [NICE, "-n", "10", *argv]
+    if os.path.exists(SH):
+        quoted = " ".join("'" + arg.replace("'", "'\\''") + "'" for arg in argv)
+        argv = [SH, "-c", f"sleep {START_DELAY_SECONDS}; exec {quoted}"]
+    return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+
+
+def stop(root: str, timeout: float = 10.0) -> bool:
+    """SIGTERM the daemon and wait for its lock to be released (SIGKILL after `timeout`)."""
+    import signal  # not at the top: it pulls in enum, ~2.5 ms for every SessionStart hook
+
+    pid = running_pid(root)
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not is_running(root) and not _alive(pid):
+            return True
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return True
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an init that does not reap leaves those)."""
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    except (OSError, IndexError):
+        return True

@@ -1,0 +1,204 @@
+"""`claude-session doctor`: is the installation sound? Each check is one row (check, ok, detail)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..core import db, log, spool
+from ..core.paths import db_path
+from . import installer
+
+
+def check(root: Path) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    found = _registered(root, results)
+    results += _duplicates(found)
+    results += _run_installed(found)
+    results += _database(root)
+    return results
+
+
+def _row(name: str, ok: bool, detail: str) -> dict[str, Any]:
+    return {"check": name, "ok": ok, "detail": detail}
+
+
+def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(scope, event, handler) for every claude-session handler in every settings file."""
+    found = []
+    for scope, path in installer.all_settings_files(root):
+        try:
+            settings = installer.read_settings(path)
+        except (OSError, ValueError) as exc:
+            results.append(_row(f"settings {scope}", False, f"{path}: {exc}"))
+            continue
+        hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+        ours = [
+            (scope, event, handler)
+            for event, groups in hooks.items()
+            if isinstance(groups, list)
+            for group in groups
+            if isinstance(group, dict)
+            for handler in group.get("hooks") or []
+            if installer.is_ours(handler)
+        ]
+        found += ours
+        if ours:
+            events = {event for _, event, _ in ours}
+            missing = set(installer.installed_events()) - events
+            detail = f"{path}: {len(ours)} handlers for {len(events)} events"
+            if missing:
+                detail += f"; missing: {', '.join(sorted(missing))}"
+            results.append(_row(f"settings {scope}", not missing, detail))
+    if not found:
+        results.append(
+            _row(
+                "installed",
+                False,
+                "no claude-session hooks in any settings file; run `claude-session install`",
+            )
+        )
+    return found
+
+
+def _duplicates(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Claude Code runs an identical command once, but differing ones all run: events recorded
+    twice. Flag every event with more than one distinct claude-session command."""
+    by_event: dict[str, set[str]] = {}
+    where: dict[str, set[str]] = {}
+    for scope, event, handler in found:
+        by_event.setdefault(event, set()).add(str(handler.get("command")))
+        where.setdefault(event, set()).add(scope)
+    doubled = {e: c for e, c in by_event.items() if len(c) > 1}
+    if not found:
+        return []
+    if not doubled:
+        return [_row("duplicate registrations", True, "none")]
+    detail = "; ".join(
+        f"{e}: {len(c)} different commands in {', '.join(sorted(where[e]))}"
+        for e, c in sorted(doubled.items())
+    )
+    return [_row("duplicate registrations", False, detail)]
+
+
+def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Run each distinct installed command once, with a sample payload, into a scratch project."""
+    results = []
+    seen: set[tuple[str, str]] = set()
+    with tempfile.TemporaryDirectory(prefix="claude-session-doctor-") as scratch:
+        project = Path(scratch)
+        for _, event, handler in found:
+            command = str(handler.get("command"))
+            if (event, command) in seen:
+                continue
+            seen.add((event, command))
+            payload = sample_payload(event, project)
+            run = installer.run_hook_command(
+                command,
+                json.dumps(payload).encode(),
+                project,
+                timeout=float(handler.get("timeout") or installer.DEFAULT_TIMEOUT),
+                extra_env={
+                    "CLAUDE_SESSION_NO_DAEMON": "1",
+                    "CLAUDE_SESSION_NO_JUDGE": "1",
+                },  # a scratch project needs none
+            )
+            problems = []
+            if run.returncode != 0:
+                problems.append(f"exit {run.returncode}")
+            problem = run.output_problem() or _output_contract(run.stdout)
+            if problem:
+                problems.append(problem)
+            if not _stored(project, payload["session_id"], event):
+                first = run.stderr.strip().splitlines()[:1]
+                problems.append("event not recorded" + (f" ({first[0][:160]})" if first else ""))
+            detail = f"{run.seconds * 1000:.0f} ms" + (
+                ": " + "; ".join(problems) if problems else ""
+            )
+            results.append(_row(f"hook {event}", not problems, detail))
+    return results
+
+
+def _output_contract(stdout: str) -> str | None:
+    """A JSON answer must also match Claude Code's output schema, or it is reported as an error."""
+    if not stdout.strip():
+        return None
+    from pydantic import ValidationError
+
+    from .payloads import output_adapter
+
+    try:
+        output_adapter.validate_json(stdout)
+    except ValidationError as exc:
+        return f"output breaks the hook output contract: {exc.errors()[0]['msg']}"
+    return None
+
+
+def sample_payload(event: str, project: Path) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "session_id": f"doctor-{os.getpid()}",
+        "transcript_path": str(project / "transcript.jsonl"),
+        "cwd": str(project),
+        "hook_event_name": event,
+    }
+    if "Tool" in event or event in ("PermissionRequest", "PermissionDenied"):
+        payload.update(
+            tool_name="Bash", tool_input={"command": "true"}, tool_use_id=f"toolu_doctor_{event}"
+        )
+    if event == "SessionStart":
+        payload["source"] = "startup"
+    return payload
+
+
+def _stored(project: Path, session_id: str, event: str) -> bool:
+    try:
+        conn = db.connect(db_path(str(project)), create=False, readonly=True)
+    except db.DatabaseError:
+        return False
+    try:
+        return bool(
+            db.rows(
+                conn,
+                "SELECT 1 FROM events WHERE session_id = ? AND hook_event_name = ? LIMIT 1",
+                (session_id, event),
+            )
+        )
+    finally:
+        conn.close()
+
+
+def _database(root: Path) -> list[dict[str, Any]]:
+    path = db_path(str(root))
+    if not os.path.exists(path):
+        return [_row("database", True, f"{path} not created yet (the first hook creates it)")]
+    results = []
+    try:
+        conn = db.connect(path, create=False, migrate=False)
+        verdict = conn.execute("PRAGMA quick_check").fetchall()[0][0]
+        mode = conn.execute("PRAGMA journal_mode").fetchall()[0][0]
+        version = db.schema_version(conn)
+        conn.close()
+        results.append(_row("database quick_check", verdict == "ok", f"{path}: {verdict}"))
+        results.append(_row("database journal", mode == "wal", f"journal_mode={mode}"))
+        results.append(
+            _row(
+                "database schema",
+                version == db.SCHEMA_VERSION,
+                f"version {version} (this claude-session: {db.SCHEMA_VERSION})",
+            )
+        )
+    except db.DatabaseError as exc:
+        results.append(_row("database", False, str(exc)))
+    perms = stat.S_IMODE(os.stat(path).st_mode)
+    results.append(_row("database permissions", perms & 0o077 == 0, f"mode {perms:o}"))
+    backlog = spool.backlog(str(root))
+    results.append(_row("spool backlog", backlog == 0, f"{backlog} events waiting"))
+    count, last = log.count_errors(str(root))
+    results.append(
+        _row("internal errors", count == 0, f"{count} logged" + (f"; last: {last}" if last else ""))
+    )
+    return results

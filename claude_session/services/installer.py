@@ -1,0 +1,236 @@
+"""Writing our hooks into Claude Code's settings.json, and taking exactly them out again.
+
+Our handlers are recognised by a shell comment at the end of the command, so `uninstall`
+never touches anyone else's hooks. Commands use absolute paths to the venv interpreter and the
+hook scripts (a pyenv shim costs ~90 ms per event). The shell wrapper turns every exit status
+into 0 except the runtime's deliberate block (3, which becomes the contract's 2): a broken
+installation, whose python may itself exit 2 ("can't open file"), can never block Claude Code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core.events import EVENTS
+from ..core.paths import DB_NAME
+
+MARKER = "# claude-session"
+BLOCK_EXIT = 3  # hookrt's exit status for a deliberate block; the wrapper turns it into 2
+SCOPES = ("project", "local", "user")
+GITIGNORE_LINE = f"{DB_NAME}*"
+
+# WorktreeCreate hooks replace Claude Code's own git worktree creation: never install one.
+SKIPPED_EVENTS = ("WorktreeCreate",)
+# Events whose hooks Claude Code need not wait for. Empty on purpose: Claude Code kills async
+# hooks still running when `claude -p` exits, which loses the event, and a synchronous hook
+# costs ~15 ms. Kept as the one switch should that trade-off change.
+ASYNC_EVENTS: frozenset[str] = frozenset()
+# Seconds. SessionEnd's value also raises Claude Code's 1.5 s budget for SessionEnd hooks.
+# The judge's events wait for it (judge_timeout_seconds, default 120).
+TIMEOUTS = {
+    "SessionStart": 15,
+    "PreCompact": 20,
+    "SessionEnd": 5,
+    "TaskCompleted": 180,
+    "Stop": 180,
+    "SubagentStop": 180,
+}
+DEFAULT_TIMEOUT = 10
+
+
+def hook_entry() -> Path:
+    """The hook entry inside this installed package (site-packages for a wheel, the checkout
+    for a clone): whatever install wrote it, the command runs code that exists there."""
+    return Path(__file__).resolve().parent.parent / "hook.py"
+
+
+def hook_argv(event: str, python: str | None = None, entry: Path | None = None) -> list[str]:
+    """The hook process as Claude Code starts it, without the shell guard."""
+    interpreter = os.path.abspath(python or sys.executable)  # not resolved: keep the venv path
+    return [interpreter, "-I", "-S", str(entry or hook_entry()), event]
+
+
+def installed_events() -> tuple[str, ...]:
+    return tuple(e for e in EVENTS if e not in SKIPPED_EVENTS)
+
+
+def hook_command(event: str, python: str | None = None, entry: Path | None = None) -> str:
+    guard = f"[ $? -ne {BLOCK_EXIT} ] || exit 2"
+    return f"{shlex.join(hook_argv(event, python, entry))}; {guard} {MARKER}"
+
+
+def our_handlers(python: str | None = None) -> dict[str, dict[str, Any]]:
+    handlers = {}
+    for event in installed_events():
+        handler: dict[str, Any] = {
+            "type": "command",
+            "command": hook_command(event, python),
+            "timeout": TIMEOUTS.get(event, DEFAULT_TIMEOUT),
+        }
+        if event in ASYNC_EVENTS:
+            handler["async"] = True
+        handlers[event] = handler
+    return handlers
+
+
+def is_ours(handler: Any) -> bool:
+    return isinstance(handler, dict) and str(handler.get("command", "")).endswith(MARKER)
+
+
+def settings_path(scope: str, root: Path) -> Path:
+    if scope == "project":
+        return root / ".claude" / "settings.json"
+    if scope == "local":
+        return root / ".claude" / "settings.local.json"
+    if scope == "user":
+        return Path(os.environ.get("HOME") or Path.home()) / ".claude" / "settings.json"
+    raise ValueError(f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
+
+
+def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `settings` with every claude-session handler removed (others untouched)."""
+    result = json.loads(json.dumps(settings))
+    hooks = result.get("hooks")
+    if not isinstance(hooks, dict):
+        return result
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                handlers = [h for h in group["hooks"] if not is_ours(h)]
+                if not handlers and any(is_ours(h) for h in group["hooks"]):
+                    continue
+                group = {**group, "hooks": handlers}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks:
+        del result["hooks"]
+    return result
+
+
+def with_ours(settings: dict[str, Any], python: str | None = None) -> dict[str, Any]:
+    """`settings` with exactly one claude-session handler per event (idempotent)."""
+    result = without_ours(settings)
+    hooks = result.setdefault("hooks", {})
+    for event, handler in our_handlers(python).items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise ValueError(f"settings: hooks.{event} is not a list; fix it by hand first")
+        groups.append({"hooks": [handler]})
+    return result
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        return {}
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return value
+
+
+def write_settings(path: Path, settings: dict[str, Any]) -> Path | None:
+    """Write atomically, after a timestamped backup of the old file; returns the backup."""
+    backup = None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        backup = path.with_name(f"{path.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
+        shutil.copy2(path, backup)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return backup
+
+
+def ensure_gitignored(root: Path) -> bool:
+    """Add the database (and its -wal, -shm, spool, log) to the project's .gitignore."""
+    path = root / ".gitignore"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    if any(line.strip() in (GITIGNORE_LINE, f"/{GITIGNORE_LINE}") for line in lines):
+        return False
+    with path.open("a", encoding="utf-8") as f:
+        if lines and not path.read_text(encoding="utf-8").endswith("\n"):
+            f.write("\n")
+        f.write(f"# claude-session database, WAL, spool and log\n{GITIGNORE_LINE}\n")
+    return True
+
+
+def all_settings_files(root: Path) -> list[tuple[str, Path]]:
+    return [(scope, settings_path(scope, root)) for scope in SCOPES]
+
+
+class HookRun:
+    """What one hook command did when run the way Claude Code runs it."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str, seconds: float) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.seconds = seconds
+
+    def output_problem(self) -> str | None:
+        """None when stdout is empty or exactly one JSON object, as the contract wants."""
+        text = self.stdout.strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return f"stdout is not JSON: {text[:80]!r}"
+        return None if isinstance(value, dict) else "stdout is JSON but not an object"
+
+
+def run_hook_command(
+    command: str,
+    payload: bytes,
+    project_dir: Path,
+    timeout: float = DEFAULT_TIMEOUT,
+    extra_env: dict[str, str] | None = None,
+) -> HookRun:
+    """Run `command` with `sh -c`, the payload on stdin and CLAUDE_PROJECT_DIR set, as Claude
+    Code does (with a minimal PATH, so a hook that needs the user's shell setup shows up)."""
+    import subprocess
+
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", str(project_dir)),
+        "CLAUDE_PROJECT_DIR": str(project_dir),
+    }
+    for name in ("CLAUDE_SESSION_STATE_DIR", "XDG_STATE_HOME", "CLAUDE_SESSION_NO_DAEMON"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env.update(extra_env or {})
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            input=payload,
+            capture_output=True,
+            env=env,
+            cwd=project_dir,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return HookRun(-1, "", f"timed out after {exc.timeout}s", time.perf_counter() - started)
+    return HookRun(
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+        time.perf_counter() - started,
+    )

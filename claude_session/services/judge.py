@@ -1,0 +1,166 @@
+"""The judge: at TaskCompleted (and, if configured, Stop and SubagentStop) a command checks that
+the work is really done, and its verdict is recorded in llm_verdicts.
+
+The judge is any command that reads a prompt on stdin and answers JSON
+`{"decision": "allow"|"block", "reason": "..."}`; the default is the Claude Code CLI in headless
+mode, whose `--output-format json` envelope carries that answer in `result`. A judge that fails,
+times out or answers nonsense fails open: the work goes ahead and the failure is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+import apsw
+
+from ..core.context import failed_paths, open_errors
+from ..core.db import Immediate, rows
+from ..core.event import Event
+from ..core.redact import redact
+
+MAX_BLOCKS = 3  # consecutive blocks of one task before the judge is overruled (no endless loop)
+PROMPT_CAP = 12_000
+
+
+class Verdict:
+    def __init__(self, decision: str, reason: str, raw: str) -> None:
+        self.decision = decision  # allow | block | error (the judge failed: allowed)
+        self.reason = reason
+        self.raw = raw
+
+
+def task_of(conn: apsw.Connection, ev: Event) -> str:
+    """What was supposed to be done: the completed task, else the user's latest prompts."""
+    subject = ev.text_of("task_subject")
+    if subject:
+        description = ev.text_of("task_description")
+        return subject + (f"\n{description}" if description else "")
+    recent = rows(
+        conn,
+        "SELECT prompt FROM prompts WHERE session_id = ? ORDER BY id DESC LIMIT 3",
+        (ev.session_id,),
+    )
+    return "\n".join(r["prompt"] for r in reversed(recent)) or "(no task recorded)"
+
+
+def build_prompt(conn: apsw.Connection, ev: Event, task: str, now: float) -> str:
+    errors = open_errors(conn, ev.session_id)
+    dead_ends = failed_paths(conn, now, ev.session_id)
+    lines = [
+        "You are a strict reviewer. Decide whether the work below is really done.",
+        'Answer with one JSON object only: {"decision": "allow" or "block", "reason": "..."}.',
+        "Block only for a concrete, checkable gap (failing checks, unfinished steps, errors"
+        " left open); the reason must say what is missing.",
+        "",
+        f"## Task\n{task}",
+        f"\n## The agent's last message\n{ev.text_of('last_assistant_message') or '(none)'}",
+        "\n## Errors still open in this session",
+        *[f"- {e['command'] or e['signature']}: failed {e['attempts']}x" for e in errors],
+        *([] if errors else ["(none)"]),
+        "\n## Approaches that already failed",
+        *[f"- {p['approach']}: {p['reason']}" for p in dead_ends[:10]],
+        *([] if dead_ends else ["(none)"]),
+    ]
+    return redact("\n".join(lines))[:PROMPT_CAP]
+
+
+def run(command: str, prompt: str, timeout: float) -> Verdict:
+    """Run the judge command; never raises."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        return Verdict("error", f"judge command cannot be parsed: {exc}", "")
+    env = dict(os.environ)
+    env["CLAUDE_SESSION_DISABLED"] = "1"  # a Claude judge must not record into our database
+    try:
+        with tempfile.TemporaryDirectory(prefix="claude-session-judge-") as scratch:
+            done = subprocess.run(
+                argv,
+                input=prompt.encode(),
+                capture_output=True,
+                timeout=timeout,
+                env=env,
+                cwd=scratch,
+            )
+    except FileNotFoundError:
+        return Verdict("error", f"judge not found: {argv[0] if argv else command!r}", "")
+    except subprocess.TimeoutExpired:
+        return Verdict("error", f"judge timed out after {timeout:g}s", "")
+    except OSError as exc:
+        return Verdict("error", f"judge could not run: {exc}", "")
+    raw = redact(done.stdout.decode("utf-8", "replace"))[:20_000]
+    if done.returncode != 0:
+        tail = redact(done.stderr.decode("utf-8", "replace")).strip()[-300:]
+        return Verdict("error", f"judge exited {done.returncode}: {tail}", raw)
+    try:
+        decision, reason = parse(raw)
+    except ValueError as exc:
+        return Verdict("error", f"judge answered nonsense: {exc}", raw)
+    return Verdict(decision, reason, raw)
+
+
+def parse(text: str) -> tuple[str, str]:
+    """(decision, reason) from the judge's stdout: the JSON object itself, or a `claude -p`
+    JSON envelope whose `result` text holds it (possibly in a code fence)."""
+    value = _json_object(text)
+    if "decision" not in value and isinstance(value.get("result"), str):
+        value = _json_object(value["result"])
+    decision = str(value.get("decision", "")).strip().lower()
+    if decision not in ("allow", "block"):
+        raise ValueError(f"decision {value.get('decision')!r} is neither allow nor block")
+    reason = str(value.get("reason") or "").strip()
+    if decision == "block" and not reason:
+        raise ValueError("a block without a reason")
+    return decision, reason[:2000]
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    text = text.strip()
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("no JSON object")
+    try:
+        value = json.loads(text[start : end + 1])
+    except ValueError as exc:
+        raise ValueError(f"invalid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
+def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) -> Verdict:
+    """Judge this event's work and record the verdict."""
+    task = task_of(conn, ev)
+    previous = rows(
+        conn,
+        "SELECT decision FROM llm_verdicts WHERE session_id = ? AND task = ?"
+        " ORDER BY id DESC LIMIT ?",
+        (ev.session_id, task, MAX_BLOCKS),
+    )
+    if len(previous) == MAX_BLOCKS and all(p["decision"] == "block" for p in previous):
+        verdict = Verdict("allow", f"judge overruled: blocked {MAX_BLOCKS} times in a row", "")
+    else:
+        prompt = build_prompt(conn, ev, task, now)
+        verdict = run(str(config["judge_command"]), prompt, float(config["judge_timeout_seconds"]))
+    with Immediate(conn):
+        conn.execute(
+            "INSERT INTO llm_verdicts (session_id, hook_event_name, task, decision, reason, raw,"
+            " judge, created_at) VALUES (?,?,?,?,?,?,?,?)",
+            (
+                ev.session_id,
+                ev.name,
+                task,
+                verdict.decision,
+                verdict.reason,
+                verdict.raw,
+                str(config["judge_command"])[:500],
+                time.time(),
+            ),
+        )
+    return verdict

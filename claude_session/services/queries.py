@@ -1,0 +1,230 @@
+"""The read API behind the CLI: plain dict rows, short read transactions."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import apsw
+
+from ..core import context, db, ladder, log, spool
+from ..core.paths import db_path
+
+
+def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
+    now = time.time()
+    path = db_path(root)
+    size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+    errors_logged, last_error = log.count_errors(root)
+    latest = db.rows(
+        conn,
+        "SELECT session_id, snapshot_type, trigger, created_at FROM context_snapshots"
+        " ORDER BY id DESC LIMIT 1",
+    )
+    return {
+        "database": {
+            "path": path,
+            "size_bytes": size,
+            "schema_version": db.schema_version(conn),
+            "events": db.rows(conn, "SELECT count(*) AS n FROM events")[0]["n"],
+            "spool_backlog": spool.backlog(root),
+            "internal_errors": errors_logged,
+            "last_internal_error": last_error,
+            "last_snapshot": latest[0] if latest else None,
+            "moved_aside": corrupt_copies(root),
+        },
+        "sessions": sessions(conn, limit=5),
+        "agents": agents(conn, limit=15),
+        "claims": claims(conn),
+        "daemon": daemon_state(root),
+        "open_errors": open_errors(conn),
+        "failed_paths": [
+            {k: v for k, v in row.items() if k != "id"} for row in context.failed_paths(conn, now)
+        ],
+        "hooks": hook_runs(conn),
+    }
+
+
+def corrupt_copies(root: str) -> list[str]:
+    """Corrupt databases the daemon moved aside (never deleted): for `status` to point at."""
+    folder, name = os.path.split(db_path(root))
+    return sorted(
+        os.path.join(folder, n)
+        for n in os.listdir(folder)
+        if n.startswith(name + ".corrupt-") and not n.endswith(("-wal", "-shm"))
+    )
+
+
+def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
+    return db.rows(
+        conn,
+        "SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
+        " s.last_activity_at, s.end_reason, m.events, m.prompts, m.tool_calls,"
+        " m.tool_failures, m.file_edits, m.subagents, m.compactions"
+        " FROM sessions s LEFT JOIN session_metrics m USING (session_id)"
+        " ORDER BY s.last_activity_at DESC LIMIT ?",
+        (limit,),
+    )
+
+
+def agents(
+    conn: apsw.Connection,
+    *,
+    include_all: bool = False,
+    session: str | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """The registry: by default real agents of active sessions and anything still running;
+    `include_all` adds finished sessions' agents and Claude Code's internal helpers."""
+    now = time.time()
+    where = (
+        "1"
+        if include_all
+        else ("a.is_internal = 0 AND (a.status = 'running' OR s.status = 'active')")
+    )
+    params: list[Any] = [now, now]
+    if session:
+        where += " AND a.session_id LIKE ?"
+        params.append(session + "%")
+    return db.rows(
+        conn,
+        "SELECT a.agent_id AS agent, CASE WHEN a.is_main THEN 'main' ELSE a.agent_type END AS type,"
+        " coalesce(a.description || ': ', '') || coalesce(a.task, '') AS task, a.status AS state,"
+        " round(?1 - coalesce(a.started_at, a.last_seen_at)) AS age_seconds,"
+        " round(?2 - CASE WHEN a.is_main THEN max(a.last_seen_at, s.last_activity_at)"
+        "  ELSE a.last_seen_at END) AS silent_seconds,"
+        " (SELECT count(*) FROM file_claims c WHERE c.session_id = a.session_id AND c.agent_id ="
+        "  CASE WHEN a.is_main THEN 'main' ELSE a.agent_id END) AS files,"
+        " a.status_reason AS reason, a.session_id, a.tool_uses, a.is_internal"
+        " FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
+        f" WHERE {where} ORDER BY a.status = 'running' DESC, a.last_seen_at DESC LIMIT ?",
+        (*params, limit),
+    )
+
+
+def claims(conn: apsw.Connection, *, include_released: bool = False) -> list[dict[str, Any]]:
+    """Claims with their lease state; a file live-held by more than one agent is contested."""
+    where = "1" if include_released else "released_at IS NULL"
+    return db.rows(
+        conn,
+        "WITH held AS (SELECT c.file_path, c.agent_id, c.session_id, c.tool_name, c.edits,"
+        " c.last_touched_at, c.expires_at, c.released_at, c.release_reason,"
+        " r.status AS agent_state,"
+        " (c.released_at IS NULL AND c.expires_at > ?1 AND r.status = 'running') AS live"
+        " FROM file_claims c LEFT JOIN agent_registry r ON r.agent_id ="
+        "  CASE WHEN c.agent_id = 'main' THEN c.session_id ELSE c.agent_id END)"
+        " SELECT file_path, agent_id AS agent, session_id, tool_name, edits, last_touched_at,"
+        " expires_at, CASE WHEN released_at IS NOT NULL THEN 'released: ' || release_reason"
+        "  WHEN expires_at <= ?1 THEN 'expired'"
+        "  WHEN NOT live THEN 'agent ' || coalesce(agent_state, 'unknown') ELSE 'live' END"
+        " AS lease, live AND (SELECT count(*) FROM held h2 WHERE h2.file_path = held.file_path"
+        "  AND h2.live) > 1 AS contested"
+        f" FROM held WHERE {where} ORDER BY contested DESC, last_touched_at DESC",
+        (time.time(),),
+    )
+
+
+def open_errors(conn: apsw.Connection) -> list[dict[str, Any]]:
+    return db.rows(
+        conn,
+        "SELECT session_id, tool_name, category, coalesce(command, file_path, signature) AS what,"
+        " max(attempt) AS attempts, max(occurred_at) AS last_at FROM error_log"
+        f" WHERE {ladder.OPEN}"
+        " GROUP BY session_id, ladder_key ORDER BY last_at DESC LIMIT 30",
+    )
+
+
+def errors(conn: apsw.Connection, *, open_only: bool = False) -> list[dict[str, Any]]:
+    """Every failure, newest first, with its ladder step and resolution."""
+    where = ladder.OPEN if open_only else "1"
+    return db.rows(
+        conn,
+        "SELECT id, session_id, agent_id, tool_name, category, attempt, resolution,"
+        " coalesce(command, file_path, signature) AS what, command, file_path, exit_code,"
+        " error_text, occurred_at, resolved_at FROM error_log"
+        f" WHERE {where} ORDER BY id DESC LIMIT 200",
+    )
+
+
+def all_failed_paths(conn: apsw.Connection, *, include_all: bool = False) -> list[dict[str, Any]]:
+    """Failed paths, newest first: by default the ones still shown to agents."""
+    where = "1" if include_all else "still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?)"
+    return db.rows(
+        conn,
+        "SELECT id, approach, reason, file_path, session_id, still_relevant, created_at,"
+        f" expires_at, context FROM failed_paths WHERE {where} ORDER BY id DESC LIMIT 200",
+        () if include_all else (time.time(),),
+    )
+
+
+def verdicts(conn: apsw.Connection) -> list[dict[str, Any]]:
+    return db.rows(
+        conn,
+        "SELECT id, session_id, hook_event_name AS event, decision, reason, task, judge,"
+        " created_at, raw FROM llm_verdicts ORDER BY id DESC LIMIT 200",
+    )
+
+
+def hook_runs(conn: apsw.Connection) -> dict[str, Any]:
+    summary = db.rows(
+        conn,
+        "SELECT count(*) AS runs, sum(outcome = 'duplicate') AS duplicates,"
+        " sum(outcome = 'spooled') AS replayed_from_spool, round(avg(duration_ms), 1)"
+        " AS mean_duration_ms, max(started_at) AS last_run_at FROM hook_events",
+    )[0]
+    return summary
+
+
+def events(
+    conn: apsw.Connection,
+    *,
+    session: str | None = None,
+    event: str | None = None,
+    tool: str | None = None,
+    agent: str | None = None,
+    limit: int = 50,
+    payload: bool = False,
+) -> list[dict[str, Any]]:
+    """The most recent matching events, oldest first."""
+    where, params = [], []
+    for column, value in (
+        ("session_id", session),
+        ("hook_event_name", event),
+        ("tool_name", tool),
+        ("agent_id", agent),
+    ):
+        if value:
+            where.append(f"{column} = ?" if column != "session_id" else "session_id LIKE ?")
+            params.append(value + "%" if column == "session_id" else value)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    extra = ", payload" if payload else ""
+    found = db.rows(
+        conn,
+        f"SELECT id, received_at, session_id, hook_event_name AS event, tool_name, agent_id,"
+        f" tool_use_id, payload_bytes, via{extra} FROM events {clause}"
+        f" ORDER BY id DESC LIMIT ?",
+        (*params, limit),
+    )
+    return list(reversed(found))
+
+
+def daemon_state(root: str) -> dict[str, Any]:
+    from . import daemon_control
+
+    pid = daemon_control.running_pid(root)
+    state: dict[str, Any] = {"running": pid is not None, "pid": pid}
+    try:
+        with open(daemon_control.status_path(root), encoding="utf-8") as f:
+            details = json.load(f)
+    except (OSError, ValueError):
+        return state
+    if pid is not None:
+        state.update(details)
+    return state
+
+
+def latest_session(conn: apsw.Connection) -> str | None:
+    found = db.rows(conn, "SELECT session_id FROM sessions ORDER BY last_activity_at DESC LIMIT 1")
+    return found[0]["session_id"] if found else None
