@@ -92,6 +92,15 @@ class Event:
         return f"{self.session_id}|{self.name}|{natural or 'delivery:' + delivery_id}"
 
 
+def load(conn: apsw.Connection, raw: bytes, event_hint: str = "") -> "tuple[Event, bool]":
+    """What Claude Code sent, as stored: capped, redacted, parsed; and whether it was capped.
+    The hook and the tests' in-process recorder both start here."""
+    from .redact import redact
+
+    text, truncated = shrink(raw.decode("utf-8", "replace"))
+    return parse(conn, redact(text), event_hint), truncated
+
+
 def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:
     """Parse payload text (already redacted) into an Event; raise BadPayload if it is not one."""
     text = _sanitize_surrogates(text)

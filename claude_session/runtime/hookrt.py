@@ -62,7 +62,6 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
 
     from ..core import config, db, event, events
     from ..core.paths import db_path, intended_root, project_root, spool_dir
-    from ..core.redact import redact
     from .handlers import DEFAULT, HANDLERS, ExitBlock
 
     known_root = project_root()  # from $CLAUDE_PROJECT_DIR: where to log before parsing
@@ -75,12 +74,9 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
     if not raw.strip():
         _log("WARNING", known_root, event_hint, "empty stdin: nothing to record")
         return None
-    text, truncated = event.shrink(raw.decode("utf-8", "replace"))
-    sha = _sha256(raw) if truncated else None
-    text = redact(text)
     scratch = apsw.Connection(":memory:")  # SQLite is the JSON parser and encoder here
     try:
-        ev = event.parse(scratch, text, event_hint)
+        ev, truncated = event.load(scratch, raw, event_hint)
     except event.BadPayload as exc:
         _log(
             "ERROR", known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}"
@@ -90,7 +86,7 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
         events.new_delivery_id(),
         received_at,
         len(raw),
-        sha,
+        _sha256(raw) if truncated else None,
         truncated,
         started_clock=started_clock,
     )

@@ -1,0 +1,49 @@
+"""The fast layer: events applied in-process through `core.events.apply`, with a clock the test
+owns. The same function the hook, the spool ingest and the demo call; no subprocess, no sleep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from claude_session.core import config, db, event, events
+from claude_session.core.paths import db_path
+from claude_session.runtime.handlers import HANDLERS
+
+
+class Recorder:
+    """A project database fed event by event; `now` moves only when the test moves it."""
+
+    def __init__(self, root: Path, now: float = 1_800_000_000.0) -> None:
+        self.root = str(root)
+        self.now = now
+        self.conn = db.connect(db_path(self.root))
+        self.scratch = apsw.Connection(":memory:")
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    def send(self, payload: dict[str, Any]) -> tuple[events.Applied, dict[str, Any] | None]:
+        """Apply one payload as the hook would (capped, redacted, parsed, applied at `now`),
+        and return what the hook would answer (its JSON object, or None)."""
+        raw = json.dumps(payload).encode()
+        ev, truncated = event.load(self.scratch, raw, str(payload.get("hook_event_name", "")))
+        delivery = events.Delivery(events.new_delivery_id(), self.now, len(raw), None, truncated)
+        settings = config.for_hooks(self.root, self.scratch)
+        ctx = events.Context(self.root, self.now, None, settings)
+        applied = events.apply(self.conn, ev, delivery, ctx)
+        handler = HANDLERS.get(ev.name)
+        answer = None
+        if handler is not None and handler.answer is not None:
+            result = handler.answer(self.conn, ev, ctx, applied)
+            answer = result if isinstance(result, dict) else None
+        return applied, answer
+
+    def rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        self.conn.close()
