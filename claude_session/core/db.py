@@ -112,7 +112,8 @@ def keep_out_of_git(path: str) -> None:
 
 
 def schema_version(conn: apsw.Connection) -> int:
-    return int(conn.execute("PRAGMA user_version").fetchall()[0][0])
+    version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+    return version if isinstance(version, int) else 0
 
 
 def ensure_schema(conn: apsw.Connection) -> None:

@@ -169,7 +169,7 @@ def apply(
         duplicate = conn.changes() == 0
         if duplicate:
             found = conn.execute("SELECT id FROM events WHERE dedup_key = ?", (key,)).fetchall()
-            event_id = int(found[0][0])
+            event_id = found[0][0] if isinstance(found[0][0], int) else 0
         else:
             event_id = conn.last_insert_rowid()
             store.touch_session(conn, ev, ctx)

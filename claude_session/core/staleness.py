@@ -80,11 +80,11 @@ def sweep(
             gone[session.session_id] = reason
             verdicts.append(Verdict("session", session.session_id, session.session_id, reason))
     for agent in agents:
-        session = sessions.get(agent.session_id)
+        owner = sessions.get(agent.session_id)
         if agent.is_main:
             continue  # the main thread lives and ends with its session
-        if session is None or session.status == "ended":
-            why = session.end_reason if session and session.end_reason else "no SessionEnd"
+        if owner is None or owner.status == "ended":
+            why = owner.end_reason if owner and owner.end_reason else "no SessionEnd"
             reason = f"session ended ({why}) while the agent was running"
             verdicts.append(Verdict("agent", agent.agent_id, agent.session_id, reason))
             continue

@@ -17,11 +17,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    Answer = dict[str, Any]  # the JSON object a hook prints
     AnswerFn = Callable[
         [apsw.Connection, Event, Context, Applied | None], "dict[str, Any] | ExitBlock | None"
     ]
-
-Answer = dict  # the JSON object a hook prints (a plain dict: `typing` stays off the hot path)
 
 
 class Handler:
