@@ -272,8 +272,8 @@ def test_19_20_secrets_never_reach_disk(project: Path, isolated_state: Path) -> 
     assert_no_secret_on_disk(project, isolated_state)
     stored = query(project, "SELECT payload FROM events WHERE hook_event_name = 'PostToolUse'")
     text = stored[0][0]
-    assert "[REDACTED:github_token#" in text and "[REDACTED:private_key]" in text
-    assert "[REDACTED:url_password]" in text and "[REDACTED:bearer]" in text
+    assert "[REDACTED:github_token#" in text and "[REDACTED:private_key#" in text
+    assert "[REDACTED:url_password#" in text and "[REDACTED:jwt#" in text
 
 
 def test_21_compact_context_is_capped_and_survives_a_locked_database(project: Path) -> None:

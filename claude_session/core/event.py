@@ -93,12 +93,13 @@ class Event:
 
 
 def load(conn: apsw.Connection, raw: bytes, event_hint: str = "") -> "tuple[Event, bool]":
-    """What Claude Code sent, as stored: capped, redacted, parsed; and whether it was capped.
-    The hook and the tests' in-process recorder both start here."""
-    from .redact import redact
+    """What Claude Code sent, as stored: redacted (decoded string values, before any cut),
+    capped, parsed; and whether it was capped. The hook and the in-process recorder start here."""
+    from .redact import redact_json
 
-    text, truncated = shrink(raw.decode("utf-8", "replace"))
-    return parse(conn, redact(text), event_hint), truncated
+    text = redact_json(conn, _sanitize_surrogates(raw.decode("utf-8", "replace")))
+    text, truncated = shrink(text)
+    return parse(conn, text, event_hint), truncated
 
 
 def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:

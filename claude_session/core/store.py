@@ -407,12 +407,13 @@ def save_snapshot(
 ) -> None:
     import json
 
-    from .redact import redact
+    from .redact import redact_json
 
+    text = redact_json(conn, json.dumps(content, ensure_ascii=False))
     conn.execute(
         "INSERT INTO context_snapshots (session_id, snapshot_type, trigger, created_at, content)"
         " VALUES (?,?,?,?,?)",
-        (session_id, kind, trigger, now, redact(json.dumps(content, ensure_ascii=False))),
+        (session_id, kind, trigger, now, text),
     )
 
 
