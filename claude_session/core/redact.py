@@ -162,6 +162,8 @@ def _might_hold_token(text: str) -> bool:
     low = text.translate(_LOWER)
     if any(marker in low for marker in _MARKERS):
         return True
+    if "=" in text and any(f"{name}=" in low for name in _QUERY_NAMES):
+        return True
     return ("SK" in text or "AC" in text) and bool(_twilio_spans(text))
 
 
@@ -182,7 +184,7 @@ def _redact_tokens(text: str) -> str:
     return _replace(text, spans) if spans else text
 
 
-def redact_json(conn: "apsw.Connection", text: str) -> str:
+def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
     """A JSON document with each decoded string value redacted (and a value under a secret
     member name, such as "password" or "apiKey", replaced whole); keys are checked too.
     Text that is not JSON is redacted as plain text."""
@@ -199,7 +201,10 @@ def redact_json(conn: "apsw.Connection", text: str) -> str:
         if isinstance(key, str) and _secret_member(key) and _worth_hiding(value):
             changes.append((path, _marker("field", value)))
             continue
-        cleaned = redact(value)
+        if value.lstrip()[:1] in ("{", "[") and depth < 8:  # a JSON document inside a string
+            cleaned = redact_json(conn, value, depth + 1)
+        else:
+            cleaned = redact(value)
         if cleaned != value:
             changes.append((path, cleaned))
     for start in range(0, len(changes), 50):
@@ -234,8 +239,8 @@ def _find(text: str, assignments: bool) -> "list[tuple[int, int, str]]":
 
 
 def _boundary(text: str, i: int) -> bool:
-    """No word character right before position i."""
-    return i == 0 or text[i - 1] not in _WORD
+    """No word character right before position i; an escape such as `\\n` counts as none."""
+    return i == 0 or text[i - 1] not in _WORD or (i >= 2 and text[i - 2] == "\\")
 
 
 def _word_ends(text: str, i: int) -> bool:
@@ -507,7 +512,8 @@ def _assignment_at(text: str, i: int, sep: str, n: int) -> "tuple[int, int, str]
             end += 1
     else:
         end = _value_end(text, k)
-        if end < n and text[end] in "([":
+        called = end < n and text[end] in "(["
+        if called and _looks_like_code(text[k:end]):
             return None  # a call or an index: code, not a value
     value = text[k:end]
     if not _worth_hiding(value):
@@ -519,8 +525,9 @@ def _assignment_at(text: str, i: int, sep: str, n: int) -> "tuple[int, int, str]
         if code and not (_has_digit(value) and len(value) >= 8) and not _high_entropy(value):
             return None
         return (k, end, "assignment")
-    if _high_entropy(value):
-        return (k, end, "high_entropy")
+    token_end = _run(text, k, _B64)  # the random part, without trailing punctuation
+    if _high_entropy(text[k:token_end]):
+        return (k, token_end, "high_entropy")
     return None
 
 
