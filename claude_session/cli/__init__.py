@@ -395,7 +395,7 @@ def restore(root: Path, session: str | None) -> None:
         session = session or queries.latest_session(conn)
         if not session:
             raise click.ClickException("no session recorded yet")
-        click.echo(context.for_compaction(conn, session, time.time()))
+        output.echo_text(context.for_compaction(conn, session, time.time()))
 
 
 @cli.command()
@@ -445,7 +445,7 @@ def demo(keep: bool) -> None:
         output.emit(queries.status(conn, str(project)))
         session = queries.latest_session(conn)
         click.echo("\nWhat SessionStart puts back into the model's context after a compaction:\n")
-        click.echo(context.for_compaction(conn, session or "", time.time()))
+        output.echo_text(context.for_compaction(conn, session or "", time.time()))
     if keep:
         click.echo(f"\nscratch project kept: {project}")
     else:

@@ -2,6 +2,10 @@
 
 Rows are plain dicts. Columns ending in `_at` hold Unix times: JSON keeps the number, tables
 show the UTC time. rich renders the tables (aligned columns, wrapping, no hand-written layout).
+
+Recorded text is hostile input: every cell is a `rich.text.Text` (never parsed as markup, so
+`[/tmp]` or `[link=...]` print as they are) and every control character (ESC, OSC, BEL, C1,
+carriage return, bidirectional overrides) is shown escaped, never sent raw to the terminal.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 FORMATS = ("table", "json")
 
@@ -19,7 +24,7 @@ FORMATS = ("table", "json")
 def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
     """Print `data` (rows, or a dict of sections holding rows, dicts or scalars)."""
     if fmt == "json":
-        print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        print(to_json(data))
         return
     console = Console(highlight=False, soft_wrap=False)
     if not console.is_terminal:
@@ -35,27 +40,77 @@ def _section(console: Console, name: str, section: Any) -> None:
     label = name.replace("_", " ")
     if isinstance(section, list):
         if not section:
-            console.print(f"[bold]{label}[/bold]: none")
+            console.print(Text.assemble((label, "bold"), ": none"))
             return
-        table = Table(title=label, title_justify="left", title_style="bold")
+        table = Table(title=Text(label), title_justify="left", title_style="bold")
         columns = list(section[0])
         for column in columns:
-            table.add_column(column.replace("_", " "), overflow="fold")
+            table.add_column(Text(column.replace("_", " ")), overflow="fold")
         for row in section:
             table.add_row(*(_cell(column, row.get(column)) for column in columns))
         console.print(table)
     elif isinstance(section, dict):
-        table = Table(title=label, title_justify="left", title_style="bold", show_header=False)
+        table = Table(
+            title=Text(label), title_justify="left", title_style="bold", show_header=False
+        )
         table.add_column("key", style="dim")
         table.add_column("value", overflow="fold")
         for key, value in section.items():
-            table.add_row(key.replace("_", " "), _cell(key, value))
+            table.add_row(Text(escape_controls(key.replace("_", " "))), _cell(key, value))
         console.print(table)
     else:
-        console.print(f"[bold]{label}[/bold]: {_cell(name, section)}")
+        console.print(Text.assemble((label, "bold"), ": ", _cell(name, section)))
 
 
-def _cell(column: str, value: Any) -> str:
+def to_json(data: Any) -> str:
+    """JSON for a terminal or a pipe: C0 controls are escaped by `json`; C1 and bidi controls,
+    which `ensure_ascii=False` would pass through raw, are escaped here too."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    return "".join(f"\\u{ord(c):04x}" if _is_control(c) else c for c in text)
+
+
+def escape_controls(text: str, keep_newlines: bool = False) -> str:
+    """`text` with every control character shown as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
+    out = []
+    for c in text:
+        if c == "\n" and keep_newlines:
+            out.append(c)
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\t":
+            out.append("\\t" if not keep_newlines else "    ")
+        elif c == "\r":
+            out.append("\\r")
+        elif _is_control(c) or ord(c) < 0x20:
+            out.append(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def echo_text(text: str) -> None:
+    """Print multi-line recorded text (the restored context) with its controls escaped."""
+    Console(highlight=False, soft_wrap=True, markup=False).print(
+        Text(escape_controls(text, keep_newlines=True))
+    )
+
+
+def _is_control(c: str) -> bool:
+    code = ord(c)
+    return (
+        code < 0x20
+        or 0x7F <= code <= 0x9F
+        or 0x202A <= code <= 0x202E
+        or 0x2066 <= code <= 0x2069
+        or code in (0x200E, 0x200F, 0x061C)
+    )
+
+
+def _cell(column: str, value: Any) -> Text:
+    return Text(escape_controls(_cell_text(column, value)))
+
+
+def _cell_text(column: str, value: Any) -> str:
     if value is None:
         return "-"
     if column == "session_id" and isinstance(value, str) and len(value) > 13:
