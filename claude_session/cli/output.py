@@ -66,7 +66,7 @@ def to_json(data: Any) -> str:
     """JSON for a terminal or a pipe: C0 controls are escaped by `json`; C1 and bidi controls,
     which `ensure_ascii=False` would pass through raw, are escaped here too."""
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    return "".join(f"\\u{ord(c):04x}" if _is_control(c) else c for c in text)
+    return "".join(f"\\u{ord(c):04x}" if ord(c) >= 0x7F and _is_control(c) else c for c in text)
 
 
 def escape_controls(text: str, keep_newlines: bool = False) -> str:
