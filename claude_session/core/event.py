@@ -99,7 +99,48 @@ def load(conn: apsw.Connection, raw: bytes, event_hint: str = "") -> "tuple[Even
 
     text = redact_json(conn, _sanitize_surrogates(raw.decode("utf-8", "replace")))
     text, truncated = shrink(text)
-    return parse(conn, text, event_hint), truncated
+    try:
+        return parse(conn, text, event_hint), truncated
+    except BadPayload as exc:
+        unparsed = _unparsed(conn, text, event_hint, str(exc))
+        if unparsed is None:
+            raise
+        return unparsed, truncated or len(text) > STORE_CAP
+
+
+def _unparsed(conn: apsw.Connection, text: str, event_hint: str, why: str) -> "Event | None":
+    """An object SQLite cannot parse (nested deeper than its 1,000 levels, say) is still an
+    event Claude Code sent: keep it as raw text under the ids found by plain search. Anything
+    not shaped like an object (truncated, an array, a number) is not an event: None."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        return None
+    wrapper = conn.execute(
+        "SELECT json_object('session_id', ?1, 'hook_event_name', ?2, 'cwd', ?3,"
+        " '_claude_session_unparsed', json_object('reason', ?4, 'chars', ?5, 'text', ?6))",
+        (
+            _plain_field(stripped, "session_id"),
+            _plain_field(stripped, "hook_event_name") or event_hint,
+            _plain_field(stripped, "cwd"),
+            why,
+            len(text),
+            text[:STORE_CAP],
+        ),
+    ).fetchall()[0][0]
+    return parse(conn, str(wrapper), event_hint)
+
+
+def _plain_field(text: str, name: str) -> str | None:
+    """The string value of a top-level-looking `"name": "value"` pair, by plain search."""
+    at = text.find(f'"{name}"')
+    if at < 0:
+        return None
+    colon = text.find(":", at + len(name) + 2)
+    start = text.find('"', colon + 1)
+    if colon < 0 or start < 0 or text[colon + 1 : start].strip():
+        return None
+    end = text.find('"', start + 1)
+    return text[start + 1 : end] if end > start and end - start < 1024 else None
 
 
 def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 BLOCK_EXIT = 3  # not 2: python itself exits 2 when it cannot open the script
 STDIN_CAP_BYTES = 32 * 1024 * 1024  # past this the payload cannot be a real event
-STDIN_IDLE_SECONDS = 5.0  # no byte for this long: the writer is gone
-STDIN_TOTAL_SECONDS = 30.0  # UserPromptSubmit hooks are killed at 30 s
+# Claude Code writes the payload at once; the shortest timeout we install is 5 s (SessionEnd).
+STDIN_FIRST_BYTE_SECONDS = 3.0  # nothing at all for this long: nobody is going to write
+STDIN_IDLE_SECONDS = 2.0  # data flowed, then nothing for this long: the writer is gone
 
 
 def main(event_hint: str) -> None:
@@ -66,11 +67,11 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
 
     known_root = project_root()  # from $CLAUDE_PROJECT_DIR: where to log before parsing
     raw, why_short = read_stdin()
-    if why_short:
-        _log(
-            "ERROR", known_root, event_hint, f"{why_short}; {len(raw)} bytes read, event not stored"
-        )
+    if why_short and not raw:
+        _log("ERROR", known_root, event_hint, f"{why_short}; event not stored")
         return None
+    if why_short:  # whatever arrived is recorded below: a whole payload, or spooled raw text
+        _log("WARNING", known_root, event_hint, f"{why_short}: {len(raw)} bytes read")
     if not raw.strip():
         _log("WARNING", known_root, event_hint, "empty stdin: nothing to record")
         return None
@@ -81,6 +82,8 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
         _log(
             "ERROR", known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}"
         )
+        if why_short:  # cut off by a writer that went silent: keep what came, for the record
+            _spool_partial(known_root, event_hint, raw, received_at, f"{why_short}; {exc}")
         return None
     delivery = events.Delivery(
         events.new_delivery_id(),
@@ -210,6 +213,31 @@ def _spool(
         _log("ERROR", None, ev.name, f"{reason}: event spooled to {folder}")
 
 
+def _spool_partial(
+    root: str | None, event_hint: str, raw: bytes, received_at: float, reason: str
+) -> None:
+    """A payload cut short goes to the spool as (redacted) text: its ingestion sets it aside
+    with the reason, where `status` shows it, instead of it vanishing."""
+    from ..core import events, spool
+    from ..core.paths import spool_dir
+    from ..core.redact import redact
+
+    envelope = {
+        "v": 1,
+        "delivery_id": events.new_delivery_id(),
+        "received_at": received_at,
+        "event_hint": event_hint,
+        "project_root": root,
+        "reason": reason,
+        "payload_bytes": len(raw),
+        "payload": redact(raw.decode("utf-8", "replace"))[: 256 * 1024],
+    }
+    try:
+        spool.write(spool_dir(root) if root else spool.user_spool_dir(), envelope)
+    except Exception as exc:
+        _log("ERROR", root, event_hint, f"partial payload lost: spool write failed: {exc!r}")
+
+
 def read_stdin() -> tuple[bytes, str | None]:
     """All of stdin, unless it passes the size cap or stalls; then (what was read, why).
 
@@ -235,11 +263,12 @@ def read_stdin() -> tuple[bytes, str | None]:
                 chunk = os.read(fd, 1 << 20)
             except BlockingIOError:
                 now = time.monotonic()
-                # Idle time counts once data flows; before the first byte only the total does
-                # (an overloaded Claude Code may start us before it writes).
-                stalled = bool(chunks) and now - last > STDIN_IDLE_SECONDS
-                if stalled or now - start > STDIN_TOTAL_SECONDS:
-                    return b"".join(chunks), "stdin deadline passed"
+                # A pipe still delivering is never cut off (only the size cap bounds it); a
+                # silent one is given up on: before the first byte, or after the last.
+                if chunks and now - last > STDIN_IDLE_SECONDS:
+                    return b"".join(chunks), "stdin left open after the payload"
+                if not chunks and now - start > STDIN_FIRST_BYTE_SECONDS:
+                    return b"", "stdin left open with no data"
                 time.sleep(pause)
                 pause = min(pause * 2, 0.02)  # back off: a waiting hook must not burn a core
                 continue

@@ -1,0 +1,76 @@
+"""Payloads and pipes no well-behaved client sends: the hook gives up on a silent pipe well
+within Claude Code's timeout, and an event that arrived is never silently dropped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import count, fixture, hook_argv, hook_env, query, run_hook, spooled
+
+
+def open_pipe_hook(event: str, project: Path, data: bytes) -> tuple[subprocess.Popen[bytes], float]:
+    """Start the hook, write `data`, and leave stdin open (never closed)."""
+    proc = subprocess.Popen(
+        hook_argv(event),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=hook_env(project),
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(data)
+    proc.stdin.flush()
+    return proc, time.monotonic()
+
+
+def test_stdin_left_open_with_no_data_gives_up_within_seconds(project: Path) -> None:
+    proc, started = open_pipe_hook("UserPromptSubmit", project, b"")
+    assert proc.wait(timeout=10) == 0
+    assert time.monotonic() - started < 4.5  # the shortest hook timeout we install is 5 s
+    assert proc.stdout is not None and proc.stdout.read() == b""
+
+
+def test_a_whole_payload_on_a_pipe_left_open_is_recorded(project: Path) -> None:
+    payload = fixture("UserPromptSubmit", project)
+    proc, started = open_pipe_hook("UserPromptSubmit", project, json.dumps(payload).encode())
+    assert proc.wait(timeout=10) == 0
+    assert time.monotonic() - started < 4.5
+    assert count(project, "events") == 1
+
+
+def test_a_payload_cut_short_on_an_open_pipe_is_spooled_not_dropped(project: Path) -> None:
+    text = json.dumps(fixture("UserPromptSubmit", project))
+    proc, _ = open_pipe_hook("UserPromptSubmit", project, text[: len(text) // 2].encode())
+    assert proc.wait(timeout=10) == 0
+    kept = spooled(project)
+    assert len(kept) == 1
+    envelope = json.loads(kept[0].read_text())
+    assert envelope["payload"] == text[: len(text) // 2]
+    assert "stdin left open" in envelope["reason"]
+
+
+def test_a_large_payload_with_a_lone_surrogate_is_stored(project: Path) -> None:
+    payload = fixture("PostToolUse.Bash", project)
+    text = json.dumps(payload).replace(
+        '"stdout": "', '"stdout": "\\ud800 lone \\udfff' + "z" * 400_000, 1
+    )
+    run_hook("PostToolUse", text, project)
+    stored = query(project, "SELECT payload, truncated FROM events")
+    assert len(stored) == 1 and stored[0][1] == 1
+    assert "\ufffd lone \ufffd" in json.loads(stored[0][0])["tool_response"]["stdout"]
+
+
+def test_json_nested_thousands_deep_is_stored_as_raw_text(project: Path) -> None:
+    payload = fixture("PostToolUse.Bash", project)
+    deep = "[" * 5000 + "]" * 5000
+    text = json.dumps(payload)[:-1] + f', "deep": {deep}}}'
+    run_hook("PostToolUse", text, project)
+    stored = query(project, "SELECT session_id, hook_event_name, payload FROM events")
+    assert len(stored) == 1
+    session_id, name, kept = stored[0]
+    assert (session_id, name) == (payload["session_id"], "PostToolUse")
+    unparsed = json.loads(kept)["_claude_session_unparsed"]
+    assert unparsed["text"].startswith("{") and deep[:100] in unparsed["text"]
