@@ -74,3 +74,45 @@ def test_json_nested_thousands_deep_is_stored_as_raw_text(project: Path) -> None
     assert (session_id, name) == (payload["session_id"], "PostToolUse")
     unparsed = json.loads(kept)["_claude_session_unparsed"]
     assert unparsed["text"].startswith("{") and deep[:100] in unparsed["text"]
+
+
+def test_home_unset_never_puts_state_in_a_shared_folder() -> None:
+    """An unprivileged user with no HOME whose project is gone: per-user state would go to the
+    passwd home (`nobody`'s does not exist, so the event is logged as lost), never to a
+    guessable folder in /tmp that another user could have prepared."""
+    import os
+    import pwd
+    import shutil
+    import sys
+    import tempfile
+
+    nobody = pwd.getpwnam("nobody")
+    scratch = Path(tempfile.mkdtemp(prefix="cs-nobody-", dir="/tmp"))
+    try:
+        # A venv nobody can run (the test venv's interpreter lives under /root), with apsw.
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(scratch / "venv")])
+        site = scratch / "venv/lib/python3.11/site-packages"
+        ours = Path(sys.prefix) / "lib/python3.11/site-packages"
+        for item in ours.glob("apsw*"):
+            (shutil.copytree if item.is_dir() else shutil.copy)(item, site / item.name)
+        for folder in [scratch, *scratch.rglob("*")]:
+            folder.chmod(folder.stat().st_mode | 0o755 if folder.is_dir() else 0o755)
+        payload = fixture("UserPromptSubmit", None) | {"cwd": "/nonexistent/project"}
+        before = set(os.listdir("/tmp"))
+        done = subprocess.run(
+            [str(scratch / "venv/bin/python"), "-I", "-S", *hook_argv("UserPromptSubmit")[3:]],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env={"PATH": "/usr/bin:/bin"},
+            user=nobody.pw_uid,
+            group=nobody.pw_gid,
+            cwd="/",
+            timeout=30,
+        )
+        assert done.returncode == 0 and done.stdout == b"", done.stderr
+        assert b"Traceback" not in done.stderr
+        assert b"event lost" in done.stderr  # said, not silently dropped
+        created = {n for n in set(os.listdir("/tmp")) - before if "claude-session" in n}
+        assert not created
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -40,7 +40,8 @@ def write(root: str | None, level: str, hook: str, message: str) -> None:
                 os.replace(path, path + ".1")
         except OSError:
             pass
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # O_NOFOLLOW: a link planted at the log path is refused, never written through.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, text.encode("utf-8", "replace"))
         finally:

@@ -47,11 +47,22 @@ def user_state_dir() -> str:
         return explicit
     base = os.environ.get("XDG_STATE_HOME")
     if not base:
-        home = os.environ.get("HOME")
+        # HOME unset (cron, some sandboxes): the account's home from the password database,
+        # never a guessable folder in /tmp that another user could have prepared.
+        home = os.environ.get("HOME") or _passwd_home()
         if not home:
-            return f"/tmp/claude-session-{os.getuid()}"
+            raise OSError("no home directory for per-user state (HOME unset, no passwd entry)")
         base = os.path.join(home, ".local", "state")
     return os.path.join(base, "claude-session")
+
+
+def _passwd_home() -> str | None:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_dir or None
+    except (ImportError, KeyError):
+        return None
 
 
 def relative_to_root(root: str, file_path: str) -> str:
