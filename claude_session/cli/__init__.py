@@ -456,5 +456,30 @@ def demo(keep: bool) -> None:
         sys.exit(1)
 
 
+def main() -> None:
+    """The installed command: click's own errors as click prints them; a database or file
+    system that refuses (full, read-only, locked past every deadline) as one clear line and
+    exit 1, never a traceback."""
+    try:
+        cli.main(prog_name="claude-session")
+    except (apsw.Error, db.DatabaseError, OSError) as exc:
+        click.echo(f"claude-session: error: {storage_problem(exc)}", err=True)
+        sys.exit(1)
+
+
+def storage_problem(exc: BaseException) -> str:
+    """What went wrong with the database or the disk, in words."""
+    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
+    if isinstance(cause, apsw.FullError) or getattr(cause, "errno", None) in (28, 27):
+        what = "the disk is full (or the file size limit was reached)"
+    elif isinstance(cause, apsw.ReadOnlyError) or getattr(cause, "errno", None) in (30, 13):
+        what = "the database or its folder is read-only"
+    elif isinstance(cause, apsw.BusyError | apsw.LockedError):
+        what = "the database is locked by another process past every deadline; try again"
+    else:
+        what = f"{type(cause).__name__}: {cause}"
+    return output.escape_controls(what)
+
+
 if __name__ == "__main__":
-    cli()
+    main()

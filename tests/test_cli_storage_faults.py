@@ -1,0 +1,55 @@
+"""The CLI against a database or disk that refuses: one clear line, exit 1, no traceback."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+from pathlib import Path
+
+from conftest import PYTHON, fixture, run_hook
+from test_faults import hold_write_lock
+
+CLI = str(Path(PYTHON).parent / "claude-session")
+
+
+def cli(project: Path, *args: str, **popen: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, "--project", str(project), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **popen,  # type: ignore[arg-type]
+    )
+
+
+def recorded(project: Path) -> None:
+    run_hook("UserPromptSubmit", fixture("UserPromptSubmit", project), project)
+
+
+def assert_one_clear_line(done: subprocess.CompletedProcess[str], words: str) -> None:
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and words in lines[0], done.stderr
+
+
+def test_a_write_on_a_database_locked_past_every_deadline(project: Path) -> None:
+    recorded(project)
+    holder = hold_write_lock(project, 20)
+    try:
+        done = cli(project, "fail", "approach", "--reason", "why")
+    finally:
+        holder.kill()
+    assert_one_clear_line(done, "locked")
+
+
+def test_a_write_on_a_full_disk(project: Path) -> None:
+    recorded(project)
+
+    def tiny_files() -> None:  # the file size limit stands in for a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    done = cli(project, "fail", "approach", "--reason", "why", preexec_fn=tiny_files)
+    assert_one_clear_line(done, "full")
