@@ -65,13 +65,15 @@ def connect(
     """Open (and if asked, create or migrate) the database at `path`.
 
     A new file is created with mode 0600 before SQLite opens it, so no other user can read it
-    even for a moment; SQLite gives the -wal and -shm files the same mode.
+    even for a moment; SQLite gives the -wal and -shm files the same mode. A symbolic link
+    planted at the database, its -wal, -shm or -journal is refused: we never write through one.
     """
-    if not os.path.exists(path):
+    _refuse_links(path)
+    if not os.path.lexists(path):
         if not create or readonly:
             raise DatabaseError(f"no database at {path}")
         try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
         except FileExistsError:
             pass
         except OSError as exc:  # a read-only or full filesystem, a missing directory
@@ -79,6 +81,7 @@ def connect(
         else:
             keep_out_of_git(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+    flags |= apsw.SQLITE_OPEN_NOFOLLOW
     try:
         conn = apsw.Connection(path, flags=flags)
         conn.setbusytimeout(busy_timeout_ms)
@@ -94,6 +97,16 @@ def connect(
     return conn
 
 
+class PlantedLink(DatabaseError):
+    """A symbolic link where our database file should be: refused, never followed."""
+
+
+def _refuse_links(path: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.islink(path + suffix):
+            raise PlantedLink(f"refusing {path + suffix}: it is a symbolic link we did not make")
+
+
 def keep_out_of_git(path: str) -> None:
     """A new database in a git checkout goes into `.git/info/exclude` (local, never committed),
     so it stays out of git even where `install` did not write a .gitignore (user scope)."""
@@ -103,8 +116,8 @@ def keep_out_of_git(path: str) -> None:
         return
     try:
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
-        with open(exclude, "a+", encoding="utf-8") as f:
-            f.seek(0)
+        fd = os.open(exclude, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "r+", encoding="utf-8") as f:
             if f"{name}*" not in f.read().splitlines():
                 f.write(f"\n# claude-session database, WAL, spool and log\n{name}*\n")
     except OSError:
