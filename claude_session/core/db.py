@@ -141,7 +141,12 @@ def ensure_schema(conn: apsw.Connection) -> None:
     if version > SCHEMA_VERSION:
         raise SchemaTooNew(version)
     if version == 0:
-        conn.execute("PRAGMA journal_mode = WAL").fetchall()  # persistent; not in a transaction
+        # WAL (persistent; set outside a transaction), except on a network or VM-shared file
+        # system, where its shared memory and locks are not safe: a rollback journal there.
+        from .paths import unsafe_filesystem
+
+        unsafe = unsafe_filesystem(os.path.dirname(conn.filename) or ".")
+        conn.execute(f"PRAGMA journal_mode = {'DELETE' if unsafe else 'WAL'}").fetchall()
     with Immediate(conn):
         version = schema_version(conn)
         if version > SCHEMA_VERSION:

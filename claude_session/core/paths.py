@@ -74,3 +74,59 @@ def relative_to_root(root: str, file_path: str) -> str:
         if path.startswith(base.rstrip("/") + "/"):
             return path[len(base.rstrip("/")) + 1 :]
     return path
+
+
+# Where SQLite's WAL (shared memory, POSIX locks) is not safe: network and VM-shared mounts.
+UNSAFE_FILESYSTEMS = frozenset(
+    (
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "9p",
+        "v9fs",
+        "drvfs",
+        "afs",
+        "ncpfs",
+        "glusterfs",
+        "fuse.glusterfs",
+        "fuse.sshfs",
+        "sshfs",
+        "fuse.rclone",
+        "fuse.s3fs",
+        "davfs",
+        "lustre",
+        "gpfs",
+    )
+)
+
+
+def filesystem_type(path: str) -> str | None:
+    """The type of the file system holding `path` (from /proc/self/mountinfo), or None.
+    `CLAUDE_SESSION_FS_TYPE` overrides it, for tests and for mounts the table cannot tell."""
+    forced = os.environ.get("CLAUDE_SESSION_FS_TYPE")
+    if forced:
+        return forced
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            mounts = f.read().splitlines()
+    except OSError:
+        return None
+    target = os.path.realpath(path)
+    best, kind = "", None
+    for line in mounts:
+        fields = line.split(" ")
+        if " - " not in line or len(fields) < 5:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, line.split(" - ", 1)[1].split(" ")[0]
+    return kind
+
+
+def unsafe_filesystem(path: str) -> str | None:
+    """The file system type when it is one where WAL must not be used, else None."""
+    kind = filesystem_type(path)
+    return kind if kind in UNSAFE_FILESYSTEMS else None
