@@ -261,3 +261,34 @@ def test_daemon_never_moves_a_busy_database(project: Path) -> None:
     finally:
         holder.kill()
     assert not list(project.glob(".claude-session.db.corrupt-*"))
+
+
+def test_stop_right_after_a_session_start_leaves_no_daemon(
+    project: Path, reap_daemons: None
+) -> None:
+    """The SessionStart hook starts the daemon half a second late; a `daemon stop` in that half
+    second still wins: the daemon that was on its way gives up."""
+    run_hook(
+        "SessionStart",
+        fixture("SessionStart.startup", project),
+        project,
+        env={"CLAUDE_SESSION_NO_DAEMON": ""},
+    )
+    stopped = subprocess.run(
+        [str(Path(PYTHON).parent / "claude-session"), "--project", str(project), "daemon", "stop"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert stopped.returncode == 0, stopped.stderr
+    time.sleep(daemon_control.START_DELAY_SECONDS + 2.0)
+    assert not daemon_control.is_running(str(project))
+    assert daemons_of(project) == []
+    # a later session starts it again
+    run_hook(
+        "SessionStart",
+        fixture("SessionStart.resume", project),
+        project,
+        env={"CLAUDE_SESSION_NO_DAEMON": ""},
+    )
+    assert wait_for(lambda: daemon_control.is_running(str(project)))

@@ -25,7 +25,7 @@ import watchfiles
 from ..core import db, log, registry, spool, staleness, store
 from ..core.paths import DB_NAME, db_path, spool_dir
 from . import config_model
-from .daemon_control import lock_path, status_path
+from .daemon_control import lock_path, status_path, stopped_since
 
 Clock = Callable[[], float]
 
@@ -256,11 +256,15 @@ def _ours(change: watchfiles.Change, path: str) -> bool:
     return name.startswith(DB_NAME) and not name.endswith(excluded) and ".corrupt-" not in name
 
 
-def run(root: str, stop: threading.Event | None = None) -> int:
-    """Run until stopped or idle; 0 also when another daemon already runs (it wins)."""
+def run(root: str, stop: threading.Event | None = None, requested_at: float | None = None) -> int:
+    """Run until stopped or idle; 0 also when another daemon already runs (it wins), or when a
+    stop was asked for after this start was (`daemon stop` during the start delay)."""
     root = os.path.abspath(root)
     lock = acquire_lock(root)
     if lock is None:
+        return 0
+    if requested_at is not None and stopped_since(root, requested_at):
+        os.close(lock)
         return 0
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
@@ -281,9 +285,10 @@ def run(root: str, stop: threading.Event | None = None) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m claude_session.services.daemon")
     parser.add_argument("--project", required=True)
+    parser.add_argument("--requested-at", type=float, default=None)
     args = parser.parse_args(argv)
     os.chdir("/")  # never keep a project directory busy
-    return run(args.project)
+    return run(args.project, requested_at=args.requested_at)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,39 @@ def status_path(root: str) -> str:
     return db_path(root) + ".daemon.json"
 
 
+def stop_marker_path(root: str) -> str:
+    return db_path(root) + ".daemon.stop"
+
+
+def request_stop(root: str) -> None:
+    """Say when the last stop was asked for: a daemon requested before that (one a SessionStart
+    hook is still starting, behind its start delay) gives up instead of running."""
+    path = stop_marker_path(root)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, f"{time.time():.6f}".encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def stopped_since(root: str, requested_at: float) -> bool:
+    """A stop was asked for at or after `requested_at`."""
+    try:
+        fd = os.open(stop_marker_path(root), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        text = os.read(fd, 64).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    try:
+        return float(text) >= requested_at
+    except ValueError:
+        return False
+
+
 def is_running(root: str) -> bool:
     """True while some process holds the project's daemon lock."""
     try:
@@ -68,6 +101,7 @@ def spawn(root: str) -> int:
     posix_spawn, not subprocess: importing subprocess would cost the SessionStart hook ~5 ms."""
     python = sys.executable
     argv = [python, "-m", "claude_session.services.daemon", "--project", root]
+    argv += ["--requested-at", f"{time.time():.6f}"]
     env = dict(os.environ)  # started without -I -S: `site` finds watchfiles and pydantic
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -91,6 +125,7 @@ def stop(root: str, timeout: float = 10.0) -> bool:
     """SIGTERM the daemon and wait for its lock to be released (SIGKILL after `timeout`)."""
     import signal  # not at the top: it pulls in enum, ~2.5 ms for every SessionStart hook
 
+    request_stop(root)  # first: a daemon still starting up must not outlive this stop
     pid = running_pid(root)
     if pid is None:
         return False
