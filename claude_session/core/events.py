@@ -210,3 +210,20 @@ def set_exit_code(conn: apsw.Connection, audit_id: int, exit_code: int, note: st
             "UPDATE hook_events SET exit_code = ?2, note = ?3 WHERE id = ?1",
             (audit_id, exit_code, note),
         )
+
+
+def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
+    """Drop the raw event log and audit rows of sessions that ended before `before`.
+
+    What the tool learned stays (sessions, agents, claims, errors, failed paths, verdicts, each
+    session's last snapshot): only the bulk that a long-lived project accumulates goes.
+    """
+    old = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
+    counts = {}
+    with Immediate(conn):
+        conn.execute(f"DELETE FROM events WHERE session_id IN ({old})", (before,))
+        counts["events"] = conn.changes()
+        conn.execute(f"DELETE FROM hook_events WHERE session_id IN ({old})", (before,))
+        counts["hook_events"] = conn.changes()
+        counts["context_snapshots"] = store.prune_snapshots(conn, old, before)
+    return counts

@@ -193,6 +193,15 @@ def abandon_open(conn: apsw.Connection, session_id: str, now: float) -> None:
     )
 
 
+def reopen_abandoned(conn: apsw.Connection, session_id: str) -> None:
+    """The same session going on (resume): what its last SessionEnd abandoned is open again."""
+    conn.execute(
+        "UPDATE error_log SET resolution = NULL, resolved_at = NULL"
+        " WHERE session_id = ? AND resolution = 'abandoned'",
+        (session_id,),
+    )
+
+
 def latest_for_call(conn: apsw.Connection, tool_use_id: str | None) -> "tuple[Any, ...] | None":
     """(attempt, category, command, tool, file, error_text) of the failure a tool call logged."""
     if not tool_use_id:

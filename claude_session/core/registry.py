@@ -64,6 +64,53 @@ def register(
     return True
 
 
+def set_main_task(conn: apsw.Connection, session_id: str, task: str) -> None:
+    """The main thread's task is what the user asked last."""
+    conn.execute(
+        "UPDATE agent_registry SET task = ?2 WHERE agent_id = ?1 AND is_main = 1",
+        (session_id, task),
+    )
+
+
+def confirm_started(
+    conn: apsw.Connection, agent_id: str, agent_type: str | None, now: float
+) -> None:
+    """A SubagentStart for an agent a tool event or a SubagentStop recorded first: it is a
+    real agent after all, started no later than now."""
+    conn.execute(
+        "UPDATE agent_registry SET is_internal = 0, started_at = min(started_at, ?2),"
+        " agent_type = coalesce(nullif(?3, ''), agent_type) WHERE agent_id = ?1",
+        (agent_id, now, agent_type),
+    )
+
+
+def describe(conn: apsw.Connection, agent_id: str, tool_use_id: str | None) -> None:
+    """The Agent call that launched this agent gives its description and task; None forgets a
+    launch that turned out to be another agent's."""
+    if tool_use_id is None:
+        conn.execute(
+            "UPDATE agent_registry SET tool_use_id = NULL, description = NULL, task = NULL"
+            " WHERE agent_id = ?",
+            (agent_id,),
+        )
+        return
+    conn.execute(
+        "UPDATE agent_registry SET tool_use_id = l.tool_use_id, description = l.description,"
+        " task = l.prompt FROM agent_launches AS l"
+        " WHERE l.tool_use_id = ?1 AND agent_registry.agent_id = ?2",
+        (tool_use_id, agent_id),
+    )
+
+
+def record_stop(conn: apsw.Connection, agent_id: str, message: str | None, now: float) -> None:
+    """What a SubagentStop says: the agent's last message, and that it was seen now."""
+    conn.execute(
+        "UPDATE agent_registry SET last_message = coalesce(?3, last_message),"
+        " last_seen_at = max(last_seen_at, ?2) WHERE agent_id = ?1",
+        (agent_id, now, message),
+    )
+
+
 def transition(
     conn: apsw.Connection,
     agent_id: str,
@@ -184,6 +231,16 @@ def release_claims(
         " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL",
         (session_id, claim_agent, now, reason),
     )
+
+
+def release_expired(conn: apsw.Connection, now: float) -> int:
+    """Claims whose lease ran out (their agent went quiet) are released; returns how many."""
+    conn.execute(
+        "UPDATE file_claims SET released_at = ?1, release_reason = 'lease expired'"
+        " WHERE released_at IS NULL AND expires_at < ?1",
+        (now,),
+    )
+    return conn.changes()
 
 
 def close_out_session(conn: apsw.Connection, session_id: str, now: float, reason: str) -> int:

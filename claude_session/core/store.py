@@ -7,7 +7,6 @@ which event, and `events.apply` runs it inside the event's transaction.
 import apsw
 
 from . import ladder, registry
-from .db import Immediate
 from .event import Event
 from .paths import relative_to_root
 
@@ -77,11 +76,7 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     )
     close_out_finished_sessions(conn, ev.session_id, ctx)
     # The same session going on (resume): what its last SessionEnd abandoned is open again.
-    conn.execute(
-        "UPDATE error_log SET resolution = NULL, resolved_at = NULL"
-        " WHERE session_id = ? AND resolution = 'abandoned'",
-        (ev.session_id,),
-    )
+    ladder.reopen_abandoned(conn, ev.session_id)
 
 
 def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: "Context") -> None:
@@ -122,10 +117,8 @@ def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
             "INSERT INTO prompts (session_id, prompt_id, prompt, submitted_at) VALUES (?,?,?,?)",
             (ev.session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),
         )
-        conn.execute(  # the main agent's task is what the user asked last
-            "UPDATE agent_registry SET task = ?2 WHERE agent_id = ?1 AND is_main = 1",
-            (ev.session_id, prompt[:PROMPT_CAP]),
-        )
+        # the main agent's task is what the user asked last
+        registry.set_main_task(conn, ev.session_id, prompt[:PROMPT_CAP])
     _count(conn, ev.session_id, "prompts")
 
 
@@ -189,11 +182,7 @@ def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     agent_type = ev.text_of("agent_type")
     if not registry.register(conn, agent_id, ev.session_id, agent_type, ctx.now, "SubagentStart"):
         # Known already (a tool event or a SubagentStop came first): it is a real agent.
-        conn.execute(
-            "UPDATE agent_registry SET is_internal = 0, started_at = min(started_at, ?2),"
-            " agent_type = coalesce(nullif(?3, ''), agent_type) WHERE agent_id = ?1",
-            (agent_id, ctx.now, agent_type),
-        )
+        registry.confirm_started(conn, agent_id, agent_type, ctx.now)
     _count(conn, ev.session_id, "subagents")
     linked = conn.execute("SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)).fetchall()
     if not linked:  # not named by PostToolUse(Agent) yet (a foreground agent, or a race)
@@ -250,13 +239,9 @@ def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
         "UPDATE agent_launches SET agent_id = ?2, confirmed = 1 WHERE tool_use_id = ?1",
         (tool_use_id, agent_id),
     )
-    _describe(conn, tool_use_id, agent_id)
+    registry.describe(conn, agent_id, tool_use_id)
     for (other,) in displaced:
-        conn.execute(
-            "UPDATE agent_registry SET tool_use_id = NULL, description = NULL, task = NULL"
-            " WHERE agent_id = ?",
-            (other,),
-        )
+        registry.describe(conn, other, None)
         found = conn.execute(
             "SELECT session_id, agent_type FROM agent_registry WHERE agent_id = ?", (other,)
         ).fetchall()
@@ -280,16 +265,7 @@ def _guess_link(
             "UPDATE agent_launches SET agent_id = ?2, confirmed = 0 WHERE tool_use_id = ?1",
             (launch[0][0], agent_id),
         )
-        _describe(conn, launch[0][0], agent_id)
-
-
-def _describe(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
-    conn.execute(
-        "UPDATE agent_registry SET tool_use_id = l.tool_use_id, description = l.description,"
-        " task = l.prompt FROM agent_launches AS l"
-        " WHERE l.tool_use_id = ?1 AND agent_registry.agent_id = ?2",
-        (tool_use_id, agent_id),
-    )
+        registry.describe(conn, agent_id, launch[0][0])
 
 
 def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
@@ -309,11 +285,7 @@ def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         status="completed",
         internal=True,
     )
-    conn.execute(
-        "UPDATE agent_registry SET last_message = coalesce(?3, last_message),"
-        " last_seen_at = max(last_seen_at, ?2) WHERE agent_id = ?1",
-        (agent_id, ctx.now, message),
-    )
+    registry.record_stop(conn, agent_id, message, ctx.now)
     # A stale agent that stops properly did finish after all; a finished one stays finished.
     registry.transition(
         conn, agent_id, "completed", "SubagentStop", ctx.now, (registry.RUNNING, registry.STALE)
@@ -420,22 +392,12 @@ def _cap(text: str | None, limit: int) -> str | None:
     return text if text is None or len(text) <= limit else text[:limit] + "...[truncated]"
 
 
-def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
-    """Drop the raw event log and audit rows of sessions that ended before `before`.
-
-    What the tool learned stays (sessions, agents, claims, errors, failed paths, verdicts, each
-    session's last snapshot): only the bulk that a long-lived project accumulates goes.
-    """
-    old = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
-    counts = {}
-    with Immediate(conn):
-        for table in ("events", "hook_events"):
-            conn.execute(f"DELETE FROM {table} WHERE session_id IN ({old})", (before,))
-            counts[table] = conn.changes()
-        conn.execute(
-            f"DELETE FROM context_snapshots WHERE session_id IN ({old}) AND id NOT IN"
-            " (SELECT max(id) FROM context_snapshots GROUP BY session_id)",
-            (before,),
-        )
-        counts["context_snapshots"] = conn.changes()
-    return counts
+def prune_snapshots(conn: apsw.Connection, old_sessions: str, before: float) -> int:
+    """Drop the snapshots of old sessions (`old_sessions`: a query of their ids, taking
+    `before` as ?1) except each session's last one; returns how many went."""
+    conn.execute(
+        f"DELETE FROM context_snapshots WHERE session_id IN ({old_sessions}) AND id NOT IN"
+        " (SELECT max(id) FROM context_snapshots GROUP BY session_id)",
+        (before,),
+    )
+    return conn.changes()

@@ -19,6 +19,7 @@ from typing import Any
 
 import apsw
 
+from ..core import verdicts
 from ..core.context import failed_paths, open_errors
 from ..core.db import Immediate, rows
 from ..core.event import Event
@@ -149,18 +150,15 @@ def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) 
         prompt = build_prompt(conn, ev, task, now)
         verdict = run(str(config["judge_command"]), prompt, float(config["judge_timeout_seconds"]))
     with Immediate(conn):
-        conn.execute(
-            "INSERT INTO llm_verdicts (session_id, hook_event_name, task, decision, reason, raw,"
-            " judge, created_at) VALUES (?,?,?,?,?,?,?,?)",
-            (
-                ev.session_id,
-                ev.name,
-                task,
-                verdict.decision,
-                verdict.reason,
-                verdict.raw,
-                str(config["judge_command"])[:500],
-                time.time(),
-            ),
+        verdicts.record(
+            conn,
+            session_id=ev.session_id,
+            hook_event=ev.name,
+            task=task,
+            decision=verdict.decision,
+            reason=verdict.reason,
+            raw=verdict.raw,
+            judge=str(config["judge_command"])[:500],
+            now=time.time(),
         )
     return verdict

@@ -1,0 +1,28 @@
+"""The judge's verdicts (llm_verdicts): the one module that writes them.
+
+The judge itself (services/judge.py) runs a command and parses its answer; what it decided is
+stored here, so the table has a single owner like every other.
+"""
+
+import apsw
+
+
+def record(
+    conn: apsw.Connection,
+    *,
+    session_id: str,
+    hook_event: str,
+    task: str,
+    decision: str,
+    reason: str,
+    raw: str,
+    judge: str,
+    now: float,
+) -> int:
+    """Store one verdict; returns its id."""
+    conn.execute(
+        "INSERT INTO llm_verdicts (session_id, hook_event_name, task, decision, reason, raw,"
+        " judge, created_at) VALUES (?,?,?,?,?,?,?,?)",
+        (session_id, hook_event, task, decision, reason, raw, judge, now),
+    )
+    return conn.last_insert_rowid()
