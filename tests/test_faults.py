@@ -417,7 +417,7 @@ def test_30_many_concurrent_hooks_lose_nothing(project: Path, writers: int) -> N
     assert count(project, "events") + len(spooled(project)) == writers
     assert count(project, "events") == writers  # with BEGIN IMMEDIATE nobody needed the spool
     assert count(project, "error_log") == writers // 4
-    assert max(r[0] for r in query(project, "SELECT attempt FROM error_log")) == writers // 4
+    assert max(r[0] for r in query(project, "SELECT attempt_number FROM error_log")) == writers // 4
     assert quick_check(project) == "ok"
 
 

@@ -274,9 +274,8 @@ def errors_command(root: Path, open_only: bool, as_json: bool) -> None:
         found = queries.errors(conn, open_only=open_only)
     if not as_json:
         for row in found:
-            row.pop("error_text")
-            row.pop("command")
-            row.pop("file_path")
+            for key in ("error_message", "command", "file_path", "task_id", "interrupted"):
+                row.pop(key)
     output.emit(found, "json" if as_json else "table", title="errors")
 
 
@@ -351,6 +350,7 @@ def verdicts_command(root: Path, as_json: bool) -> None:
     if not as_json:
         for row in found:
             row.pop("raw")
+            row.pop("verdict_json")
     output.emit(found, "json" if as_json else "table", title="verdicts")
 
 

@@ -48,7 +48,11 @@ FIELDS: dict[str, str] = {
     "task_subject": "$.task_subject",
     "task_description": "$.task_description",
     "stop_hook_active": "$.stop_hook_active",
+    "task_id": "$.task_id",
+    "duration_ms": "$.duration_ms",
 }
+SUMMARY_CAP = 200  # characters of hook_events.payload_summary
+SUMMARY_TEXT_CAP = 80  # characters of a prompt or message quoted in it
 _SELECT = "SELECT " + ", ".join(f"json_extract(?1, '{path}')" for path in FIELDS.values())
 
 
@@ -82,6 +86,36 @@ class Event:
     def name(self) -> str:
         return self.text_of("hook_event_name") or "unknown"
 
+    def task_id(self) -> str | None:
+        """The task this event belongs to: Claude Code's `task_id` when the payload has one
+        (TaskCreated, TaskCompleted), else its `prompt_id`, the user turn it happened in."""
+        return self.text_of("task_id") or self.text_of("prompt_id")
+
+    def summary(self, root: str | None = None) -> str:
+        """One line for people reading hook_events: "Bash: npm test", "Edit src/a.py",
+        "prompt: ...". Built from the fields already extracted (no `json`), which came from the
+        redacted payload; paths are relative to `root` when inside it."""
+        name = self.name
+        tool = self.text_of("tool_name")
+        if tool:
+            text = tool + _tool_subject(self, root)
+        elif name == "UserPromptSubmit":
+            text = "prompt: " + _short(self.text_of("prompt"))
+        elif name in ("SubagentStart", "SubagentStop"):
+            kind = self.text_of("agent_type") or "internal"
+            text = f"{name} {kind} {self.text_of('agent_id') or ''}"
+        elif name in ("TaskCreated", "TaskCompleted"):
+            subject = self.text_of("task_subject")
+            text = f"{name} {self.text_of('task_id') or ''}" + (f": {subject}" if subject else "")
+        elif name == "Stop":
+            message = self.text_of("last_assistant_message")
+            text = "Stop" + (f": {_short(message)}" if message else "")
+        else:
+            detail = self.text_of("source") or self.text_of("trigger") or self.text_of("reason")
+            text = f"{name} {detail}" if detail else name
+        text = " ".join(text.split())
+        return text if len(text) <= SUMMARY_CAP else text[: SUMMARY_CAP - 3] + "..."
+
     def dedup_key(self, delivery_id: str) -> str:
         """Duplicate deliveries of one event share this key; distinct events never do."""
         natural = self.text_of("tool_use_id")
@@ -90,6 +124,27 @@ class Event:
         if natural is None and self.name == "PostToolBatch":
             natural = self.text_of("first_batch_tool_use_id")
         return f"{self.session_id}|{self.name}|{natural or 'delivery:' + delivery_id}"
+
+
+def _tool_subject(ev: Event, root: str | None) -> str:
+    """What a tool call was about: its command, its file, or its description."""
+    command = ev.text_of("command")
+    if command:
+        return ": " + command
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    if target:
+        if root:
+            from .paths import relative_to_root
+
+            target = relative_to_root(root, target)
+        return " " + target
+    description = ev.text_of("description")
+    return ": " + description if description else ""
+
+
+def _short(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= SUMMARY_TEXT_CAP else flat[: SUMMARY_TEXT_CAP - 3] + "..."
 
 
 def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:

@@ -48,14 +48,19 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         f"session seen ({ev.name})",
         main=True,
     )
-    _count(conn, ev.session_id, "events")
 
 
-def _count(conn: apsw.Connection, session_id: str, column: str) -> None:
+def set_project_state(conn: apsw.Connection, values: "dict[str, str | None]", now: float) -> None:
+    """Upsert project_state keys (what the project's last sessions were), in one statement."""
+    params: list[object] = [now]
+    rows = []
+    for key, value in values.items():
+        rows.append(f"(?{len(params) + 1}, ?{len(params) + 2}, datetime(?1, 'unixepoch'))")
+        params += [key, value]
     conn.execute(
-        f"INSERT INTO session_metrics (session_id, {column}) VALUES (?, 1)"
-        f" ON CONFLICT (session_id) DO UPDATE SET {column} = {column} + 1",
-        (session_id,),
+        f"INSERT INTO project_state (key, value, updated_at) VALUES {', '.join(rows)}"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        params,
     )
 
 
@@ -75,6 +80,9 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (registry.STALE, "completed"),
     )
     close_out_finished_sessions(conn, ev.session_id, ctx)
+    set_project_state(
+        conn, {"last_session_id": ev.session_id, "last_session_source": source}, ctx.now
+    )
     # The same session going on (resume): what its last SessionEnd abandoned is open again.
     ladder.reopen_abandoned(conn, ev.session_id)
 
@@ -119,7 +127,7 @@ def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         )
         # the main agent's task is what the user asked last
         registry.set_main_task(conn, ev.session_id, prompt[:PROMPT_CAP])
-    _count(conn, ev.session_id, "prompts")
+    ctx.count("prompts")
 
 
 def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
@@ -144,24 +152,24 @@ def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
 
 def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     heartbeat(conn, ev, ctx)
-    _count(conn, ev.session_id, "tool_calls")
+    ctx.count("tool_calls")
     failed = response_error(ev)
     if failed:
-        _count(conn, ev.session_id, "tool_failures")
+        ctx.count("tool_failures")
         record_failure(conn, ev, ctx, failed)
     else:
         ladder.resolve_on_success(conn, ev, ctx.root, ctx.now)
     tool = ev.text_of("tool_name")
     if tool in EDIT_TOOLS:
-        claim_file(conn, ev, ctx)
+        claim_file(conn, ev, ctx, changed=not failed)
     elif tool in AGENT_TOOLS and ev.text_of("response_agent_id"):
         link_agent_launch(conn, ev, ctx)
 
 
 def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     heartbeat(conn, ev, ctx)
-    _count(conn, ev.session_id, "tool_calls")
-    _count(conn, ev.session_id, "tool_failures")
+    ctx.count("tool_calls")
+    ctx.count("tool_failures")
     record_failure(conn, ev, ctx, ev.text_of("error") or "")
     if ev.text_of("tool_name") in AGENT_TOOLS:  # the Agent call itself failed
         launched = conn.execute(
@@ -183,7 +191,7 @@ def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     if not registry.register(conn, agent_id, ev.session_id, agent_type, ctx.now, "SubagentStart"):
         # Known already (a tool event or a SubagentStop came first): it is a real agent.
         registry.confirm_started(conn, agent_id, agent_type, ctx.now)
-    _count(conn, ev.session_id, "subagents")
+    ctx.count("subagents")
     linked = conn.execute("SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)).fetchall()
     if not linked:  # not named by PostToolUse(Agent) yet (a foreground agent, or a race)
         _guess_link(conn, ev.session_id, agent_id, agent_type)
@@ -243,7 +251,7 @@ def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
     for (other,) in displaced:
         registry.describe(conn, other, None)
         found = conn.execute(
-            "SELECT session_id, agent_type FROM agent_registry WHERE agent_id = ?", (other,)
+            "SELECT session_id, agent_type FROM agent_registry WHERE id = ?", (other,)
         ).fetchall()
         if found:
             _guess_link(conn, found[0][0], other, found[0][1])
@@ -307,20 +315,20 @@ def heartbeat(conn: apsw.Connection, ev: Event, ctx: "Context", tool_use: bool =
     )
 
 
-def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context", changed: bool) -> None:
+    """A Write/Edit: the acting agent claims the file and, when the edit went through, has
+    changed it (agent_registry.files_changed)."""
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     if not target:
         return
+    path = relative_to_root(ctx.root, target)
+    agent_id = ev.text_of("agent_id")
     registry.claim(
-        conn,
-        ev.session_id,
-        ev.text_of("agent_id"),
-        relative_to_root(ctx.root, target),
-        ev.text_of("tool_name"),
-        ctx.now,
-        ctx.lease_seconds,
+        conn, ev.session_id, agent_id, path, ev.text_of("tool_name"), ctx.now, ctx.lease_seconds
     )
-    _count(conn, ev.session_id, "file_edits")
+    if changed:
+        registry.add_changed_file(conn, agent_id or ev.session_id, path)
+    ctx.count("file_edits")
 
 
 def record_failure(conn: apsw.Connection, ev: Event, ctx: "Context", error: str) -> None:
@@ -351,7 +359,7 @@ def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
 def on_post_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     summary = {"compact_summary": _cap(ev.text_of("compact_summary"), 20000)}
     save_snapshot(conn, ev.session_id, "post_compact", ev.text_of("trigger"), summary, ctx.now)
-    _count(conn, ev.session_id, "compactions")
+    ctx.count("compactions")
 
 
 def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
@@ -366,6 +374,11 @@ def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     reason = f"session ended ({ev.text_of('reason') or 'no reason given'})"
     registry.close_out_session(conn, ev.session_id, ctx.now, reason)
     ladder.abandon_open(conn, ev.session_id, ctx.now)
+    set_project_state(
+        conn,
+        {"last_ended_session_id": ev.session_id, "last_end_reason": ev.text_of("reason")},
+        ctx.now,
+    )
     save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
 
 

@@ -13,16 +13,19 @@ def record(
     session_id: str,
     hook_event: str,
     task: str,
+    task_id: str | None,
     decision: str,
     reason: str,
+    verdict_json: str,
     raw: str,
     judge: str,
     now: float,
 ) -> int:
-    """Store one verdict; returns its id."""
+    """Store one verdict; returns its id. `task_id`: TaskCompleted's task_id, else the
+    judged event's prompt_id; `verdict_json`: the verdict as JSON."""
     conn.execute(
-        "INSERT INTO llm_verdicts (session_id, hook_event_name, task, decision, reason, raw,"
-        " judge, created_at) VALUES (?,?,?,?,?,?,?,?)",
-        (session_id, hook_event, task, decision, reason, raw, judge, now),
+        "INSERT INTO llm_verdicts (session_id, hook_event, task, task_id, decision, reason,"
+        " verdict_json, raw, judge, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (session_id, hook_event, task, task_id, decision, reason, verdict_json, raw, judge, now),
     )
     return conn.last_insert_rowid()

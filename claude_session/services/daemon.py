@@ -93,7 +93,7 @@ class Daemon:
         agents = [
             staleness.Agent(agent_id, session_id, last_seen, bool(is_main))
             for agent_id, session_id, last_seen, is_main in conn.execute(
-                "SELECT agent_id, session_id, last_seen_at, is_main FROM agent_registry"
+                "SELECT id, session_id, last_seen_at, is_main FROM agent_registry"
                 " WHERE status = 'running' AND is_internal = 0"
             )
         ]
