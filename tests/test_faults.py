@@ -366,6 +366,11 @@ def test_26_lock_held_past_busy_timeout_spools_then_ingests(project: Path) -> No
     run_hook("PreToolUse", fixture("PreToolUse.Bash", project), project)
     assert count(project, "events") == 3 and not spooled(project)
     assert count(project, "hook_events", "outcome = 'spooled'") == 1
+    # the audit row says the spool delivered it; the two live runs came from settings.json
+    assert query(project, "SELECT dispatcher, count(*) FROM hook_events GROUP BY 1") == [
+        ("settings", 2),
+        ("spool", 1),
+    ]
     assert count(project, "file_claims") == 1  # derived state replayed too
 
 
