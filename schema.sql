@@ -9,6 +9,8 @@
 -- format of `datetime('now')`), mostly generated from our own `*_at` columns, which hold Unix
 -- seconds (REAL). Text that came from Claude Code was redacted before storage.
 
+-- The original design's tables ------------------------------------------------------------
+
 -- Key/value state of the project: the session that started last (`last_session_id`,
 -- `last_session_source`) and the one that ended last (`last_ended_session_id`,
 -- `last_end_reason`).
@@ -29,15 +31,15 @@ CREATE TABLE agent_registry (
     tool_use_id      TEXT,              -- the Agent tool call that launched it
     status           TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'aborted_stale')),
     status_reason    TEXT,              -- why it is in this status (see agent_transitions)
-    is_internal      INTEGER NOT NULL DEFAULT 0,
+    is_internal      INTEGER NOT NULL DEFAULT 0,  -- 1: one of Claude Code's internal helpers
     started_at       REAL,              -- Unix seconds (spawn_time is generated from it)
     ended_at         REAL,              -- Unix seconds (end_time is generated from it)
     last_seen_at     REAL NOT NULL,
-    tool_uses        INTEGER NOT NULL DEFAULT 0,
+    tool_uses        INTEGER NOT NULL DEFAULT 0,  -- tool calls it made
     last_message     TEXT,              -- the agent's last message, from SubagentStop
-    is_main          INTEGER NOT NULL DEFAULT 0,
-    spawn_time       TEXT GENERATED ALWAYS AS (datetime(started_at, 'unixepoch')) VIRTUAL,
-    end_time         TEXT GENERATED ALWAYS AS (datetime(ended_at, 'unixepoch')) VIRTUAL,
+    is_main          INTEGER NOT NULL DEFAULT 0,  -- 1: the session's main thread
+    spawn_time       TEXT GENERATED ALWAYS AS (datetime(started_at, 'unixepoch')) VIRTUAL,  -- when it started, UTC
+    end_time         TEXT GENERATED ALWAYS AS (datetime(ended_at, 'unixepoch')) VIRTUAL,  -- when it finished, UTC; NULL while running
     files_changed    TEXT NOT NULL DEFAULT '[]'  -- JSON array of the project-relative paths it changed (Write, Edit, MultiEdit, NotebookEdit), each once, in order
 );
 CREATE INDEX agent_registry_session ON agent_registry (session_id, status);
@@ -56,7 +58,7 @@ CREATE TABLE file_claims (
     expires_at       REAL,            -- lease end, renewed by the agent's activity
     released_at      REAL,
     release_reason   TEXT,
-    edits            INTEGER NOT NULL DEFAULT 1,
+    edits            INTEGER NOT NULL DEFAULT 1,  -- Write/Edit calls behind the claim
     timestamp        TEXT GENERATED ALWAYS AS (datetime(last_touched_at, 'unixepoch')) VIRTUAL,  -- the claim's latest touch, UTC
     UNIQUE (session_id, agent_id, file_path)
 );
