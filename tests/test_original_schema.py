@@ -283,6 +283,7 @@ def test_queries_written_against_the_original_schema(project: Path, tmp_path: Pa
             "Bash: npm test -- --watch",
         ),
         ("PostToolUse.Edit", {}, "Edit hello.py"),
+        ("PreToolUse.Bash", {"tool_name": "Grep", "tool_input": {"pattern": "TODO"}}, "Grep: TODO"),
         ("UserPromptSubmit", {"prompt": "x" * 300}, "prompt: " + "x" * 77 + "..."),
         ("SessionEnd", {}, "SessionEnd other"),
         ("PostCompact", {}, "PostCompact manual"),

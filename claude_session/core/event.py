@@ -50,6 +50,9 @@ FIELDS: dict[str, str] = {
     "stop_hook_active": "$.stop_hook_active",
     "task_id": "$.task_id",
     "duration_ms": "$.duration_ms",
+    "pattern": "$.tool_input.pattern",  # Grep, Glob
+    "url": "$.tool_input.url",  # WebFetch
+    "query": "$.tool_input.query",  # WebSearch
 }
 SUMMARY_CAP = 200  # characters of hook_events.payload_summary
 SUMMARY_TEXT_CAP = 80  # characters of a prompt or message quoted in it
@@ -127,7 +130,7 @@ class Event:
 
 
 def _tool_subject(ev: Event, root: str | None) -> str:
-    """What a tool call was about: its command, its file, or its description."""
+    """What a tool call was about: its command, its file, or what else its input names."""
     command = ev.text_of("command")
     if command:
         return ": " + command
@@ -138,8 +141,11 @@ def _tool_subject(ev: Event, root: str | None) -> str:
 
             target = relative_to_root(root, target)
         return " " + target
-    description = ev.text_of("description")
-    return ": " + description if description else ""
+    for field in ("description", "pattern", "url", "query"):
+        subject = ev.text_of(field)
+        if subject:
+            return ": " + subject
+    return ""
 
 
 def _short(text: str | None) -> str:

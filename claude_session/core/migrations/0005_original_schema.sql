@@ -174,7 +174,8 @@ ALTER TABLE hook_events ADD COLUMN payload_summary TEXT;
 ALTER TABLE hook_events ADD COLUMN timestamp TEXT GENERATED ALWAYS AS (datetime(started_at, 'unixepoch')) VIRTUAL;
 -- Version 4 was installed through settings.json only; replays from the spool say so.
 UPDATE hook_events SET dispatcher = 'spool' WHERE outcome = 'spooled' OR note LIKE 'spooled: %';
--- The summary, rebuilt from the stored (redacted) event along the lines of core/summary.py.
+-- The summary, rebuilt from the stored (redacted) event along the lines of Event.summary
+-- (core/event.py): close to what a hook writes now, if not always the same.
 UPDATE hook_events SET payload_summary = (
     SELECT substr(trim(replace(replace(replace(CASE
         WHEN e.tool_name IS NOT NULL THEN e.tool_name || coalesce(
