@@ -1,14 +1,173 @@
 -- claude-session database schema: the full CURRENT schema, applied to a new database.
--- Older databases are brought here by claude_session/migrations/NNNN_*.sql, one version a file;
--- tests check that this file equals the first version plus every migration.
--- Times are Unix seconds (REAL). Text that came from Claude Code was redacted before storage.
+-- Older databases are brought here by claude_session/core/migrations/NNNN_*.sql, one version a
+-- file; tests check that this file equals the first version plus every migration.
+--
+-- The original design's tables and columns (project_state, agent_registry, file_claims,
+-- session_metrics, failed_paths, error_log, context_snapshots, llm_verdicts, hook_events) are
+-- the public contract: people query them directly. They keep their names and meanings; what
+-- claude-session adds sits beside them. Their times are text, UTC, `YYYY-MM-DD HH:MM:SS` (the
+-- format of `datetime('now')`), mostly generated from our own `*_at` columns, which hold Unix
+-- seconds (REAL). Text that came from Claude Code was redacted before storage.
 
--- Key/value state of the project (last session, settings the tool learned).
+-- The original design's tables ------------------------------------------------------------
+
+-- Key/value state of the project: the session that started last (`last_session_id`,
+-- `last_session_source`) and the one that ended last (`last_ended_session_id`,
+-- `last_end_reason`).
 CREATE TABLE project_state (
     key        TEXT PRIMARY KEY,
     value      TEXT,
-    updated_at REAL NOT NULL
+    updated_at TEXT NOT NULL DEFAULT (datetime('now'))  -- when the value was last written, UTC
 );
+
+-- Every agent: each subagent, and each session's main thread (id = the session id, is_main = 1);
+-- Claude Code's internal helpers (a SubagentStop with no SubagentStart) have is_internal = 1.
+CREATE TABLE agent_registry (
+    id               TEXT PRIMARY KEY,  -- the agent's id (agent_id in the hook payloads)
+    session_id       TEXT NOT NULL,
+    agent_type       TEXT,              -- general-purpose, Explore, ...; 'main' for the main thread
+    description      TEXT,              -- the Agent call's short description
+    task_description TEXT,              -- the task it was given: the Agent call's prompt; for the main thread, the latest user prompt
+    tool_use_id      TEXT,              -- the Agent tool call that launched it
+    status           TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'aborted_stale')),
+    status_reason    TEXT,              -- why it is in this status (see agent_transitions)
+    is_internal      INTEGER NOT NULL DEFAULT 0,  -- 1: one of Claude Code's internal helpers
+    started_at       REAL,              -- Unix seconds (spawn_time is generated from it)
+    ended_at         REAL,              -- Unix seconds (end_time is generated from it)
+    last_seen_at     REAL NOT NULL,
+    tool_uses        INTEGER NOT NULL DEFAULT 0,  -- tool calls it made
+    last_message     TEXT,              -- the agent's last message, from SubagentStop
+    is_main          INTEGER NOT NULL DEFAULT 0,  -- 1: the session's main thread
+    spawn_time       TEXT GENERATED ALWAYS AS (datetime(started_at, 'unixepoch')) VIRTUAL,  -- when it started, UTC
+    end_time         TEXT GENERATED ALWAYS AS (datetime(ended_at, 'unixepoch')) VIRTUAL,  -- when it finished, UTC; NULL while running
+    files_changed    TEXT NOT NULL DEFAULT '[]'  -- JSON array of the project-relative paths it changed (Write, Edit, MultiEdit, NotebookEdit), each once, in order
+);
+CREATE INDEX agent_registry_session ON agent_registry (session_id, status);
+CREATE INDEX agent_registry_last_seen ON agent_registry (status, last_seen_at);
+
+-- Files being changed, per agent: a lease renewed by the agent's activity, released when the
+-- agent finishes or goes quiet. Two live agents holding one file is a conflict.
+CREATE TABLE file_claims (
+    id               INTEGER PRIMARY KEY,
+    session_id       TEXT NOT NULL,
+    agent_id         TEXT NOT NULL,   -- the subagent's id, or 'main' for the session's main thread
+    file_path        TEXT NOT NULL,   -- relative to the project root when inside it
+    operation        TEXT,            -- the tool of the latest claim: Write, Edit, MultiEdit, NotebookEdit
+    first_claimed_at REAL NOT NULL,
+    last_touched_at  REAL NOT NULL,
+    expires_at       REAL,            -- lease end, renewed by the agent's activity
+    released_at      REAL,
+    release_reason   TEXT,
+    edits            INTEGER NOT NULL DEFAULT 1,  -- Write/Edit calls behind the claim
+    timestamp        TEXT GENERATED ALWAYS AS (datetime(last_touched_at, 'unixepoch')) VIRTUAL,  -- the claim's latest touch, UTC
+    UNIQUE (session_id, agent_id, file_path)
+);
+CREATE INDEX file_claims_path ON file_claims (file_path);
+CREATE INDEX file_claims_agent ON file_claims (session_id, agent_id, released_at);
+
+-- Counters per session, one row per (session, event type, key) holding a running value:
+-- `count` of each hook event, `duration_ms` summed from the payloads that carry it
+-- (PostToolUse, PostToolUseFailure), and prompts, tool_calls, tool_failures, file_edits,
+-- subagents and compactions under the event that counts them. Event type '*' holds the count
+-- of events pruned before version 5, whose type is no longer known.
+CREATE TABLE session_metrics (
+    session_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,  -- a number, as text
+    timestamp  TEXT NOT NULL,  -- last update, UTC
+    PRIMARY KEY (session_id, event_type, key)
+);
+
+-- Approaches tried and rejected, so no agent walks the same dead end twice: recorded at the
+-- third failure of one thing, or by hand (`claude-session fail`).
+CREATE TABLE failed_paths (
+    id             INTEGER PRIMARY KEY,
+    session_id     TEXT,
+    approach       TEXT NOT NULL,   -- what was tried: the commands, the edits made
+    reason_failed  TEXT NOT NULL,   -- why it failed: the error's gist
+    file_path      TEXT,
+    context        TEXT,            -- how it was found: the ladder and the earlier errors, or "recorded by hand"
+    created_at     REAL NOT NULL,
+    still_relevant INTEGER NOT NULL DEFAULT 1,  -- 0 once resolved (`claude-session fail --resolve`)
+    expires_at     REAL,            -- shown to agents until then (failed_path_ttl_days)
+    timestamp      TEXT GENERATED ALWAYS AS (datetime(created_at, 'unixepoch')) VIRTUAL  -- when it was recorded, UTC
+);
+CREATE INDEX failed_paths_relevant ON failed_paths (still_relevant, created_at);
+
+-- Every tool failure, on its escalation ladder: failures of one thing (the file at fault, else
+-- the command) in one category and session are attempts 1, 2, 3... An interrupt (the user
+-- stopped the tool) is flagged `interrupted` and climbs no ladder.
+CREATE TABLE error_log (
+    id             INTEGER PRIMARY KEY,
+    session_id     TEXT NOT NULL,
+    task_id        TEXT,               -- the payload's task_id when it has one, else its prompt_id: the user turn the failure happened in
+    agent_id       TEXT NOT NULL,      -- the subagent's id, or 'main'
+    file_path      TEXT,               -- the file at fault, relative to the project root
+    error_category TEXT NOT NULL CHECK (error_category IN ('lint', 'type', 'test', 'build', 'runtime')),
+    error_message  TEXT NOT NULL,      -- the error text (head and tail when long)
+    attempt_number INTEGER NOT NULL,   -- the step on its ladder: 1 for the first failure
+    resolution     TEXT CHECK (resolution IN ('auto_fixed', 'escalated_research', 'escalated_user', 'abandoned')),  -- NULL while open
+    timestamp      TEXT GENERATED ALWAYS AS (datetime(occurred_at, 'unixepoch')) VIRTUAL,  -- when it failed, UTC
+    interrupted    INTEGER NOT NULL DEFAULT 0,  -- 1: the user interrupted the tool
+    tool_name      TEXT,
+    tool_use_id    TEXT,
+    signature      TEXT NOT NULL,      -- what failed: the command, or tool + file
+    command        TEXT,
+    exit_code      INTEGER,
+    occurred_at    REAL NOT NULL,
+    resolved_at    REAL,
+    ladder_key     TEXT                -- category | file at fault, or the command signature ('interrupt|...' for interrupts)
+);
+CREATE INDEX error_log_open ON error_log (session_id, signature, resolution);
+CREATE INDEX error_log_ladder ON error_log (session_id, ladder_key, resolution);
+
+-- What the model knew, at each compaction and at session end (JSON).
+CREATE TABLE context_snapshots (
+    id            INTEGER PRIMARY KEY,
+    session_id    TEXT NOT NULL,
+    snapshot_type TEXT NOT NULL CHECK (snapshot_type IN ('pre_compact', 'post_compact', 'session_end')),
+    trigger       TEXT,             -- manual or auto (compactions), the SessionEnd reason
+    created_at    REAL NOT NULL,
+    content       TEXT NOT NULL,    -- JSON: task, agents, claims, errors, failed paths, git; or the compact summary
+    timestamp     TEXT GENERATED ALWAYS AS (datetime(created_at, 'unixepoch')) VIRTUAL  -- UTC
+);
+CREATE INDEX context_snapshots_session ON context_snapshots (session_id, id);
+
+-- The judge's verdicts on finished work (TaskCompleted; Stop and SubagentStop if configured).
+CREATE TABLE llm_verdicts (
+    id           INTEGER PRIMARY KEY,
+    session_id   TEXT,
+    hook_event   TEXT,             -- the event judged: TaskCompleted, Stop, SubagentStop
+    task         TEXT,             -- what was to be done: the task's subject and description, else the latest prompts
+    decision     TEXT,             -- allow, block, or error (the judge failed: allowed)
+    reason       TEXT,
+    raw          TEXT,             -- the judge's output as it came
+    judge        TEXT,             -- the judge command
+    created_at   REAL NOT NULL,
+    task_id      TEXT,             -- TaskCompleted's task_id, else the payload's prompt_id
+    verdict_json TEXT CHECK (verdict_json IS NULL OR json_valid(verdict_json)),  -- the verdict as JSON: the judge's parsed answer, or {"decision", "reason"} when it failed
+    timestamp    TEXT GENERATED ALWAYS AS (datetime(created_at, 'unixepoch')) VIRTUAL  -- UTC
+);
+
+-- Audit trail: one row per hook run that reached the database (spooled runs on ingestion).
+CREATE TABLE hook_events (
+    id              INTEGER PRIMARY KEY,
+    event_id        INTEGER,         -- the events row
+    event_type      TEXT NOT NULL,   -- the hook event: SessionStart, PreToolUse, ...
+    session_id      TEXT,
+    started_at      REAL NOT NULL,   -- Unix seconds (timestamp is generated from it)
+    duration_ms     REAL NOT NULL,   -- the hook run's own time
+    exit_code       INTEGER NOT NULL,  -- what Claude Code saw: 0, or 2 when the judge blocked
+    outcome         TEXT NOT NULL CHECK (outcome IN ('stored', 'duplicate', 'spooled')),
+    note            TEXT,
+    dispatcher      TEXT NOT NULL DEFAULT 'settings' CHECK (dispatcher IN ('plugin', 'settings', 'spool')),  -- what delivered it: a plugin hook, a settings.json hook, or the spool replaying it
+    payload_summary TEXT,            -- one redacted line, at most 200 characters: "Bash: npm test", "Edit src/a.py", "prompt: ..."
+    timestamp       TEXT GENERATED ALWAYS AS (datetime(started_at, 'unixepoch')) VIRTUAL  -- UTC
+);
+CREATE INDEX hook_events_started ON hook_events (started_at);
+
+-- claude-session's own tables ---------------------------------------------------------------
 
 CREATE TABLE sessions (
     session_id       TEXT PRIMARY KEY,
@@ -44,124 +203,6 @@ CREATE TABLE events (
 CREATE INDEX events_session ON events (session_id, id);
 CREATE INDEX events_name ON events (hook_event_name, id);
 
--- Audit trail: one row per hook run that reached the database (spooled runs on ingestion).
-CREATE TABLE hook_events (
-    id              INTEGER PRIMARY KEY,
-    event_id        INTEGER,
-    hook_event_name TEXT NOT NULL,
-    session_id      TEXT,
-    started_at      REAL NOT NULL,
-    duration_ms     REAL NOT NULL,
-    exit_code       INTEGER NOT NULL,
-    outcome         TEXT NOT NULL CHECK (outcome IN ('stored', 'duplicate', 'spooled')),
-    note            TEXT
-);
-CREATE INDEX hook_events_started ON hook_events (started_at);
-
-CREATE TABLE session_metrics (
-    session_id    TEXT PRIMARY KEY,
-    events        INTEGER NOT NULL DEFAULT 0,
-    prompts       INTEGER NOT NULL DEFAULT 0,
-    tool_calls    INTEGER NOT NULL DEFAULT 0,
-    tool_failures INTEGER NOT NULL DEFAULT 0,
-    file_edits    INTEGER NOT NULL DEFAULT 0,
-    subagents     INTEGER NOT NULL DEFAULT 0,
-    compactions   INTEGER NOT NULL DEFAULT 0
-);
-
--- Subagents (and Claude Code's internal helpers, flagged is_internal).
-CREATE TABLE agent_registry (
-    agent_id      TEXT PRIMARY KEY,
-    session_id    TEXT NOT NULL,
-    agent_type    TEXT,
-    description   TEXT,
-    task          TEXT,              -- the prompt the agent was given
-    tool_use_id   TEXT,              -- the Agent tool call that launched it
-    status        TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'aborted_stale')),
-    status_reason TEXT,
-    is_internal   INTEGER NOT NULL DEFAULT 0,
-    started_at    REAL,
-    ended_at      REAL,
-    last_seen_at  REAL NOT NULL,
-    tool_uses     INTEGER NOT NULL DEFAULT 0,
-    last_message  TEXT,
-    is_main       INTEGER NOT NULL DEFAULT 0  -- the session's main thread (agent_id = session_id)
-);
-CREATE INDEX agent_registry_session ON agent_registry (session_id, status);
-
-CREATE TABLE file_claims (
-    id               INTEGER PRIMARY KEY,
-    session_id       TEXT NOT NULL,
-    agent_id         TEXT NOT NULL,   -- 'main' for the session's main thread
-    file_path        TEXT NOT NULL,   -- relative to the project root when inside it
-    tool_name        TEXT,
-    first_claimed_at REAL NOT NULL,
-    last_touched_at  REAL NOT NULL,
-    expires_at       REAL,            -- lease end, renewed by the agent's activity
-    released_at      REAL,
-    release_reason   TEXT,
-    edits            INTEGER NOT NULL DEFAULT 1,
-    UNIQUE (session_id, agent_id, file_path)
-);
-CREATE INDEX file_claims_path ON file_claims (file_path);
-
-CREATE TABLE error_log (
-    id          INTEGER PRIMARY KEY,
-    session_id  TEXT NOT NULL,
-    agent_id    TEXT NOT NULL,
-    tool_name   TEXT,
-    tool_use_id TEXT,
-    signature   TEXT NOT NULL,     -- what failed: the command, or tool + file
-    category    TEXT NOT NULL,     -- test, type, lint, build, runtime, interrupt, other
-    file_path   TEXT,
-    command     TEXT,
-    exit_code   INTEGER,
-    error_text  TEXT NOT NULL,     -- the gist, capped
-    attempt     INTEGER NOT NULL,  -- 1 for the first failure of this signature in the session
-    occurred_at REAL NOT NULL,
-    resolution  TEXT CHECK (resolution IN ('auto_fixed', 'escalated_research', 'escalated_user', 'abandoned')),
-    resolved_at REAL,
-    ladder_key  TEXT               -- category | file at fault, or the command signature
-);
-CREATE INDEX error_log_open ON error_log (session_id, signature, resolution);
-
--- Approaches tried and rejected, so no agent walks the same dead end twice.
-CREATE TABLE failed_paths (
-    id             INTEGER PRIMARY KEY,
-    session_id     TEXT,
-    approach       TEXT NOT NULL,
-    reason         TEXT NOT NULL,
-    file_path      TEXT,
-    context        TEXT,
-    created_at     REAL NOT NULL,
-    still_relevant INTEGER NOT NULL DEFAULT 1,
-    expires_at     REAL
-);
-
-CREATE TABLE context_snapshots (
-    id            INTEGER PRIMARY KEY,
-    session_id    TEXT NOT NULL,
-    snapshot_type TEXT NOT NULL CHECK (snapshot_type IN ('pre_compact', 'post_compact', 'session_end')),
-    trigger       TEXT,
-    created_at    REAL NOT NULL,
-    content       TEXT NOT NULL   -- JSON
-);
-CREATE INDEX context_snapshots_session ON context_snapshots (session_id, id);
-
-CREATE TABLE llm_verdicts (
-    id              INTEGER PRIMARY KEY,
-    session_id      TEXT,
-    hook_event_name TEXT,
-    task            TEXT,
-    decision        TEXT,
-    reason          TEXT,
-    raw             TEXT,
-    judge           TEXT,
-    created_at      REAL NOT NULL
-);
-
--- Version 2 --------------------------------------------------------------------------------
-
 -- What the user asked for, in order: the task, for restored context.
 CREATE TABLE prompts (
     id           INTEGER PRIMARY KEY,
@@ -186,8 +227,6 @@ CREATE TABLE agent_launches (
 );
 CREATE INDEX agent_launches_pending ON agent_launches (session_id, agent_id);
 
--- Version 3 --------------------------------------------------------------------------------
-
 -- Every agent status change: when and why (a stale agent that speaks again shows here too).
 CREATE TABLE agent_transitions (
     id          INTEGER PRIMARY KEY,
@@ -199,12 +238,5 @@ CREATE TABLE agent_transitions (
     reason      TEXT NOT NULL
 );
 CREATE INDEX agent_transitions_agent ON agent_transitions (agent_id, id);
-CREATE INDEX agent_registry_last_seen ON agent_registry (status, last_seen_at);
-CREATE INDEX file_claims_agent ON file_claims (session_id, agent_id, released_at);
 
--- Version 4 --------------------------------------------------------------------------------
-
-CREATE INDEX error_log_ladder ON error_log (session_id, ladder_key, resolution);
-CREATE INDEX failed_paths_relevant ON failed_paths (still_relevant, created_at);
-
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;

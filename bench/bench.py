@@ -250,7 +250,7 @@ def sweep_cost(scratch: Path, agents: int, events: int) -> dict[str, object]:
             ((f"s{i}", now - 3600, now) for i in range(sessions)),
         )
         conn.executemany(
-            "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, started_at,"
+            "INSERT INTO agent_registry (id, session_id, agent_type, status, started_at,"
             " last_seen_at) VALUES (?, ?, 'general-purpose', ?, ?, ?)",
             (
                 (

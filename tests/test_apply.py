@@ -27,11 +27,9 @@ def recorder(project: Path) -> Iterator[Recorder]:
 def derived_state(rows: Any) -> dict[str, list[tuple[Any, ...]]]:
     """What the recording derived, without times or per-delivery ids."""
     return {
-        "agents": sorted(
-            rows("SELECT agent_id, agent_type, status, is_internal FROM agent_registry")
-        ),
+        "agents": sorted(rows("SELECT id, agent_type, status, is_internal FROM agent_registry")),
         "claims": sorted(rows("SELECT agent_id, file_path, edits FROM file_claims")),
-        "errors": sorted(rows("SELECT signature, attempt, resolution FROM error_log")),
+        "errors": sorted(rows("SELECT signature, attempt_number, resolution FROM error_log")),
         "events": sorted(rows("SELECT hook_event_name, tool_use_id FROM events")),
         "snapshots": sorted(rows("SELECT snapshot_type FROM context_snapshots")),
     }

@@ -55,7 +55,7 @@ def set_config(project: Path, **values: Any) -> None:
 
 def agent_status(project: Path, agent: str) -> tuple[str, str]:
     return query(
-        project, "SELECT status, status_reason FROM agent_registry WHERE agent_id = ?", (agent,)
+        project, "SELECT status, status_reason FROM agent_registry WHERE id = ?", (agent,)
     )[0]
 
 
@@ -240,7 +240,7 @@ def test_session_start_closes_out_agents_of_sessions_that_are_over(project: Path
         from claude_session.core import db
 
         conn = db.connect(str(project / ".claude-session.db"))
-        conn.execute("UPDATE agent_registry SET status = 'running' WHERE agent_id = 'a-old'")
+        conn.execute("UPDATE agent_registry SET status = 'running' WHERE id = 'a-old'")
         conn.close()
     time.sleep(1.0)
     start_agent(project, "a-live", "still working", session=live)  # recent activity: live
@@ -299,7 +299,7 @@ def test_subagent_start_race_is_corrected_by_the_agent_tool_result(project: Path
     for agent in ("agent-b", "agent-a"):
         start = fixture("SubagentStart", project) | {"session_id": SESSION, "agent_id": agent}
         run_hook("SubagentStart", start, project)
-    described = "SELECT agent_id, description FROM agent_registry WHERE is_main = 0 ORDER BY 1"
+    described = "SELECT id, description FROM agent_registry WHERE is_main = 0 ORDER BY 1"
     assert query(project, described) == [("agent-a", "editor B"), ("agent-b", "editor A")]
     result = subagent_event(project, "PostToolUse.Agent", None)
     result |= {

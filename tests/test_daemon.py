@@ -83,7 +83,7 @@ def test_sweep_closes_out_a_gone_session_but_never_a_live_one(project: Path) -> 
         "UPDATE sessions SET last_activity_at = ? WHERE session_id = 'busy'", (clocks.wall,)
     )
     conn.execute(
-        "UPDATE agent_registry SET last_seen_at = ? WHERE agent_id = 'busy-agent'", (clocks.wall,)
+        "UPDATE agent_registry SET last_seen_at = ? WHERE id = 'busy-agent'", (clocks.wall,)
     )
     conn.close()
     verdicts = worker.sweep()

@@ -196,7 +196,7 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(tmp_pat
     # 2. Derived state: the subagent linked to its task, helpers apart, the claim, the error.
     agents = query(
         project,
-        "SELECT agent_type, status, description, task, is_internal"
+        "SELECT agent_type, status, description, task_description, is_internal"
         " FROM agent_registry WHERE is_internal = 0 AND is_main = 0",
     )
     assert agents == [("general-purpose", "completed", "check hello", SUBTASK, 0)]
@@ -204,7 +204,9 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(tmp_pat
     assert query(project, "SELECT file_path, agent_id, edits FROM file_claims") == [
         ("hello.py", "main", 2)
     ]
-    assert query(project, "SELECT command, exit_code, attempt FROM error_log") == [(FAILING, 1, 1)]
+    assert query(project, "SELECT command, exit_code, attempt_number FROM error_log") == [
+        (FAILING, 1, 1)
+    ]
     kinds = {r[0] for r in query(project, "SELECT snapshot_type FROM context_snapshots")}
     assert {"pre_compact", "post_compact", "session_end"} <= kinds
 
@@ -303,8 +305,8 @@ def test_real_claude_code_two_subagents_editing_one_file(tmp_path: Path) -> None
     # the registry: both editors, linked to their Agent calls, one of them in the background
     agents = query(
         project,
-        "SELECT r.description, r.status, r.task, l.background, r.tool_uses FROM agent_registry r"
-        " JOIN agent_launches l ON l.agent_id = r.agent_id ORDER BY r.description",
+        "SELECT r.description, r.status, r.task_description, l.background, r.tool_uses"
+        " FROM agent_registry r JOIN agent_launches l ON l.agent_id = r.id ORDER BY r.description",
     )
     assert [(d, s, t) for d, s, t, _, _ in agents] == [
         ("editor A", "completed", EDITOR_A),
@@ -312,7 +314,7 @@ def test_real_claude_code_two_subagents_editing_one_file(tmp_path: Path) -> None
     ]
     assert [bg for _, _, _, bg, _ in agents] == [0, 1]
     assert all(uses >= 2 for *_, uses in agents)  # Read and Edit each
-    a_id = query(project, "SELECT agent_id FROM agent_registry WHERE description = 'editor A'")
+    a_id = query(project, "SELECT id FROM agent_registry WHERE description = 'editor A'")
     # the claims: one file, both editors, both released when they finished
     claims = query(
         project,
@@ -380,7 +382,7 @@ def test_real_claude_code_failed_path_survives_compaction(tmp_path: Path) -> Non
     assert "(attempt 2)" in work[2]
     assert "3rd time" in work[3] and "research is required" in work[3]
     # the last SessionEnd abandoned what was never fixed; the escalation stays recorded
-    assert query(project, "SELECT attempt, resolution FROM error_log ORDER BY id") == [
+    assert query(project, "SELECT attempt_number, resolution FROM error_log ORDER BY id") == [
         (1, "abandoned"),
         (2, "abandoned"),
         (3, "escalated_research"),

@@ -366,6 +366,11 @@ def test_26_lock_held_past_busy_timeout_spools_then_ingests(project: Path) -> No
     run_hook("PreToolUse", fixture("PreToolUse.Bash", project), project)
     assert count(project, "events") == 3 and not spooled(project)
     assert count(project, "hook_events", "outcome = 'spooled'") == 1
+    # the audit row says the spool delivered it; the two live runs came from settings.json
+    assert query(project, "SELECT dispatcher, count(*) FROM hook_events GROUP BY 1") == [
+        ("settings", 2),
+        ("spool", 1),
+    ]
     assert count(project, "file_claims") == 1  # derived state replayed too
 
 
@@ -417,7 +422,7 @@ def test_30_many_concurrent_hooks_lose_nothing(project: Path, writers: int) -> N
     assert count(project, "events") + len(spooled(project)) == writers
     assert count(project, "events") == writers  # with BEGIN IMMEDIATE nobody needed the spool
     assert count(project, "error_log") == writers // 4
-    assert max(r[0] for r in query(project, "SELECT attempt FROM error_log")) == writers // 4
+    assert max(r[0] for r in query(project, "SELECT attempt_number FROM error_log")) == writers // 4
     assert quick_check(project) == "ok"
 
 

@@ -37,9 +37,7 @@ def test_each_recorded_payload_is_stored_once_with_its_fields(project: Path, nam
     assert tool == payload.get("tool_name") and tool_use_id == payload.get("tool_use_id")
     assert agent_id == payload.get("agent_id")
     assert json.loads(text) == payload  # nothing to redact here: stored exactly as it came
-    audit = query(
-        project, "SELECT hook_event_name, exit_code, outcome, duration_ms FROM hook_events"
-    )
+    audit = query(project, "SELECT event_type, exit_code, outcome, duration_ms FROM hook_events")
     assert audit[0][:3] == (payload["hook_event_name"], 0, "stored") and audit[0][3] > 0
 
 
@@ -83,8 +81,9 @@ def test_recorded_stream_derives_sessions_agents_claims_errors_and_snapshots(pro
     # Real agent: linked to its Agent tool call, completed by SubagentStop.
     agent = query(
         project,
-        "SELECT agent_type, status, description, task, tool_use_id, is_internal, tool_uses"
-        " FROM agent_registry WHERE agent_id = 'a026341fa5086f41e'",
+        "SELECT agent_type, status, description, task_description, tool_use_id, is_internal,"
+        " tool_uses"
+        " FROM agent_registry WHERE id = 'a026341fa5086f41e'",
     )
     assert agent == [
         (
@@ -100,20 +99,21 @@ def test_recorded_stream_derives_sessions_agents_claims_errors_and_snapshots(pro
     # The two compaction helpers: SubagentStop without SubagentStart, kept apart, never running.
     helpers = query(
         project,
-        "SELECT status, is_internal FROM agent_registry WHERE is_main = 0 AND agent_id != ?",
+        "SELECT status, is_internal FROM agent_registry WHERE is_main = 0 AND id != ?",
         ("a026341fa5086f41e",),
     )
     assert sorted(helpers) == [("completed", 1), ("completed", 1)]
     # Each session's main thread is an agent too, completed when its session ended.
-    mains = query(project, "SELECT agent_id, status FROM agent_registry WHERE is_main = 1")
+    mains = query(project, "SELECT id, status FROM agent_registry WHERE is_main = 1")
     assert sorted(mains) == sorted((sid, "completed") for sid in sessions)
     # The main thread wrote then edited hello.py: one claim, two edits, path relative.
-    assert query(project, "SELECT file_path, agent_id, edits, tool_name FROM file_claims") == [
+    assert query(project, "SELECT file_path, agent_id, edits, operation FROM file_claims") == [
         ("hello.py", "main", 2, "Edit")
     ]
     error = query(
         project,
-        "SELECT tool_name, category, exit_code, attempt, command, resolution FROM error_log",
+        "SELECT tool_name, error_category, exit_code, attempt_number, command, resolution"
+        " FROM error_log",
     )
     # never fixed: abandoned when its session ended
     assert error == [("Bash", "runtime", 1, 1, "python3 -c 'import nonexistent_mod'", "abandoned")]
@@ -198,7 +198,7 @@ def test_late_tool_event_does_not_resurrect_a_finished_agent(project: Path) -> N
     run_hook("SubagentStop", stop, project)
     run_hook("PostToolUse", fixture("PostToolUse.Read.subagent", project), project)
     assert query(
-        project, "SELECT status FROM agent_registry WHERE agent_id = ?", ("a026341fa5086f41e",)
+        project, "SELECT status FROM agent_registry WHERE id = ?", ("a026341fa5086f41e",)
     ) == [("completed",)]
 
 

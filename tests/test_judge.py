@@ -72,7 +72,7 @@ def test_judge_blocks_once_then_allows(project: Path, tmp_path: Path) -> None:
     assert "the parser still accepts letters" in first.stderr and first.stdout == ""
     second = run_task_completed(project)
     assert second.returncode == 0 and second.stdout == ""
-    verdicts = query(project, "SELECT hook_event_name, decision, reason, task FROM llm_verdicts")
+    verdicts = query(project, "SELECT hook_event, decision, reason, task FROM llm_verdicts")
     assert [(e, d, r) for e, d, r, _ in verdicts] == [
         ("TaskCompleted", "block", "the parser still accepts letters"),
         ("TaskCompleted", "allow", "validated and tested"),

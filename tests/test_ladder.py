@@ -68,7 +68,8 @@ def test_ladder_through_every_step_then_reset(project: Path) -> None:
     assert "user has been asked" in texts[3] and "failed 4 times" in answers[3]["systemMessage"]
     assert "failed 5 times" in answers[4]["systemMessage"]
     rows = query(
-        project, "SELECT attempt, resolution, file_path, category FROM error_log ORDER BY id"
+        project,
+        "SELECT attempt_number, resolution, file_path, error_category FROM error_log ORDER BY id",
     )
     assert rows == [
         (1, None, "src/parser.py", "runtime"),
@@ -78,7 +79,9 @@ def test_ladder_through_every_step_then_reset(project: Path) -> None:
         (5, "escalated_user", "src/parser.py", "runtime"),
     ]
     # attempt 3 recorded the approach as a failed path, with the error's gist
-    paths = query(project, "SELECT approach, reason, file_path, still_relevant FROM failed_paths")
+    paths = query(
+        project, "SELECT approach, reason_failed, file_path, still_relevant FROM failed_paths"
+    )
     assert paths == [
         (
             command,
@@ -146,8 +149,8 @@ def test_failure_inside_a_successful_tool_response_is_an_error(project: Path) ->
     payload["tool_response"] = {"success": False, "taskId": "7", "error": "Task 7 not found"}
     answer = run_hook("PostToolUse", payload, project).json()
     assert "Task 7 not found" in answer["hookSpecificOutput"]["additionalContext"]
-    assert query(project, "SELECT tool_name, category, error_text FROM error_log") == [
-        ("TaskUpdate", "tool", "Task 7 not found")
+    assert query(project, "SELECT tool_name, error_category, error_message FROM error_log") == [
+        ("TaskUpdate", "runtime", "Task 7 not found")  # a tool that failed at run time
     ]
 
 
@@ -175,8 +178,15 @@ def test_interrupts_are_recorded_but_not_escalated(project: Path) -> None:
     for _ in range(4):
         payload = failure(project, "sleep 100", "Interrupted by user", is_interrupt=True)
         assert run_hook("PostToolUseFailure", payload, project).json() is None
-    assert query(project, "SELECT DISTINCT category, resolution FROM error_log") == [
-        ("interrupt", None)
+    # an interrupt keeps its real category, is flagged, and climbs no ladder
+    assert query(
+        project, "SELECT DISTINCT error_category, interrupted, resolution FROM error_log"
+    ) == [("runtime", 1, None)]
+    assert query(project, "SELECT attempt_number FROM error_log ORDER BY id") == [
+        (1,),
+        (2,),
+        (3,),
+        (4,),
     ]
     assert query(project, "SELECT count(*) FROM failed_paths") == [(0,)]
 
@@ -270,7 +280,7 @@ REAL_ERRORS = [
 def test_category_and_file_at_fault_on_real_error_texts(
     command: str, error: str, kind: str, at_fault: str | None
 ) -> None:
-    assert errors.category("Bash", command, error, False) == kind
+    assert errors.category(command, error) == kind
     assert errors.file_at_fault(error) == at_fault
 
 
@@ -279,7 +289,7 @@ def test_recorded_failure_fixture_is_a_runtime_error_of_its_command(project: Pat
     answer = run_hook("PostToolUseFailure", payload, project).json()
     text = answer["hookSpecificOutput"]["additionalContext"]
     assert "python3 -c 'import nonexistent_mod'" in text and "No module named" in text
-    assert query(project, "SELECT category, exit_code FROM error_log") == [("runtime", 1)]
+    assert query(project, "SELECT error_category, exit_code FROM error_log") == [("runtime", 1)]
 
 
 # --- failed paths by hand, and in the next session's context ---------------------------------
@@ -301,7 +311,7 @@ def test_fail_command_records_resolves_and_lists(project: Path) -> None:
     assert [(p["approach"], p["file_path"]) for p in listed] == [
         ("switching the parser to regex", "src/parser.py")
     ]
-    assert "abcd1234secret" not in listed[0]["reason"]  # redacted before it was written
+    assert "abcd1234secret" not in listed[0]["reason_failed"]  # redacted before it was written
     start = fixture("SessionStart.startup", project) | {"session_id": "next-session"}
     text = run_hook("SessionStart", start, project).json()["hookSpecificOutput"][
         "additionalContext"
@@ -327,7 +337,7 @@ def test_errors_command_lists_open_ones(project: Path) -> None:
     )
     run_hook("PostToolUse", success(project, "ls /x"), project)
     listed = json.loads(cli(project, "errors", "--open", "--json").stdout)
-    assert [(e["what"], e["category"], e["attempt"]) for e in listed] == [
+    assert [(e["what"], e["error_category"], e["attempt_number"]) for e in listed] == [
         ("make build", "build", 1)
     ]
     assert len(json.loads(cli(project, "errors", "--json").stdout)) == 2

@@ -16,7 +16,8 @@ import apsw
 import click
 
 from .. import __version__
-from ..core import context, db, spool, store
+from ..core import context, db, spool
+from ..core import events as event_log
 from ..core.paths import DB_NAME, db_path
 from ..services import doctor, installer, queries
 from . import output
@@ -273,9 +274,8 @@ def errors_command(root: Path, open_only: bool, as_json: bool) -> None:
         found = queries.errors(conn, open_only=open_only)
     if not as_json:
         for row in found:
-            row.pop("error_text")
-            row.pop("command")
-            row.pop("file_path")
+            for key in ("error_message", "command", "file_path", "task_id", "interrupted"):
+                row.pop(key)
     output.emit(found, "json" if as_json else "table", title="errors")
 
 
@@ -350,6 +350,7 @@ def verdicts_command(root: Path, as_json: bool) -> None:
     if not as_json:
         for row in found:
             row.pop("raw")
+            row.pop("verdict_json")
     output.emit(found, "json" if as_json else "table", title="verdicts")
 
 
@@ -412,7 +413,7 @@ def restore(root: Path, session: str | None) -> None:
 def prune(root: Path, days: float, vacuum: bool) -> None:
     """Drop old sessions' raw events and audit rows; what was learned from them stays."""
     with opened(root) as conn:
-        counts = store.prune(conn, time.time() - days * 86400)
+        counts = event_log.prune(conn, time.time() - days * 86400)
         if vacuum:
             conn.execute("VACUUM")
     click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")

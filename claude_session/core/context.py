@@ -39,7 +39,7 @@ def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any
         "claims": rows(
             conn,
             # Every file the session changed, held or since released: the model needs them all.
-            "SELECT file_path, agent_id, tool_name, edits, last_touched_at FROM file_claims"
+            "SELECT file_path, agent_id, operation, edits, last_touched_at FROM file_claims"
             " WHERE session_id = ? ORDER BY last_touched_at DESC",
             (session_id,),
         ),
@@ -51,7 +51,7 @@ def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any
 def live_agents(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
     return rows(
         conn,
-        "SELECT agent_id, agent_type, description, task, status, last_seen_at, tool_uses"
+        "SELECT id, agent_type, description, task_description, status, last_seen_at, tool_uses"
         " FROM agent_registry WHERE session_id = ? AND status = 'running' AND is_internal = 0"
         " ORDER BY last_seen_at DESC",
         (session_id,),
@@ -66,10 +66,10 @@ def open_errors(
     unfixed = UNFIXED if include_abandoned else OPEN
     return rows(
         conn,
-        "SELECT signature, tool_name, category, file_path, command, max(attempt) AS attempts,"
-        " error_text, max(occurred_at) AS last_at FROM error_log"
-        f" WHERE session_id = ? AND {unfixed}"
-        " AND category != 'interrupt' GROUP BY ladder_key"
+        "SELECT signature, tool_name, error_category, file_path, command,"
+        " max(attempt_number) AS attempts, error_message, max(occurred_at) AS last_at"
+        f" FROM error_log WHERE session_id = ? AND {unfixed}"
+        " AND interrupted = 0 GROUP BY ladder_key"
         " ORDER BY last_at DESC LIMIT 20",
         (session_id,),
     )
@@ -82,7 +82,7 @@ def failed_paths(
     files it changed first, then the rest of the project's, newest first."""
     return rows(
         conn,
-        "SELECT id, approach, reason, file_path, created_at FROM failed_paths f"
+        "SELECT id, approach, reason_failed, file_path, created_at FROM failed_paths f"
         " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
         " ORDER BY (f.session_id = ?2) DESC,"
         " EXISTS (SELECT 1 FROM file_claims c WHERE c.session_id = ?2"
@@ -206,23 +206,24 @@ def _task(prompt: "dict[str, Any]") -> str:
 
 def _failed(path: "dict[str, Any]") -> str:
     where = f" (file {path['file_path']})" if path.get("file_path") else ""
-    return f"- {_one_line(path['approach'])}; failed because: {_one_line(path['reason'])}{where}"
+    why = _one_line(path["reason_failed"])
+    return f"- {_one_line(path['approach'])}; failed because: {why}{where}"
 
 
 def _error(error: "dict[str, Any]") -> str:
     what = _one_line(error["command"] or error["file_path"] or error["signature"])
     return (
         f"- {error['tool_name'] or 'tool'} `{what}` failed {error['attempts']}x"
-        f" [{error['category']}]: {gist(error['error_text'] or '')}"
+        f" [{error['error_category']}]: {gist(error['error_message'] or '')}"
     )
 
 
 def _agent(agent: "dict[str, Any]", now: float) -> str:
-    line = f"- {agent['agent_id']} ({agent['agent_type'] or 'agent'})"
+    line = f"- {agent['id']} ({agent['agent_type'] or 'agent'})"
     if agent.get("description"):
         line += f' "{_one_line(agent["description"])}"'
-    if agent.get("task"):
-        line += f": {_one_line(agent['task'])}"
+    if agent.get("task_description"):
+        line += f": {_one_line(agent['task_description'])}"
     return line + f"; last seen {_ago(now, agent['last_seen_at'])}, {agent['tool_uses']} tool uses"
 
 
@@ -230,7 +231,7 @@ def _claim(claim: "dict[str, Any]", now: float) -> str:
     edits = f"{claim['edits']} edit{'s' if claim['edits'] != 1 else ''}"
     last = _ago(now, claim["last_touched_at"])
     by = f"{claim['file_path']} by {claim['agent_id']}"
-    return f"- {by} ({claim['tool_name']}, {edits}, last {last})"
+    return f"- {by} ({claim['operation']}, {edits}, last {last})"
 
 
 def _git_lines(git: "Any") -> list[str]:

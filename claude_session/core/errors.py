@@ -88,13 +88,6 @@ _BUILD_MARKERS = (
     "build failed",
     "failed to build",
 )
-_RUNTIME_MARKERS = (
-    "Traceback (most recent call last)",
-    "panicked at",
-    "Segmentation fault",
-    "command not found",
-    "No such file or directory",
-)
 _SITE = ("site-packages", "/lib/python", "node_modules", "/usr/", "<frozen")
 _PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-")
 
@@ -109,13 +102,14 @@ def exit_code(error: str) -> int | None:
     return None
 
 
-def category(tool_name: str | None, command: str | None, error: str, interrupted: bool) -> str:
-    """test, type, lint, build, runtime; interrupt for a user stop; tool for other tools.
+CATEGORIES = ("lint", "type", "test", "build", "runtime")  # error_log.error_category
+
+
+def category(command: str | None, error: str) -> str:
+    """lint, type, test, build or runtime (a tool that failed for any other reason).
 
     Plain string tests, no `re`: importing and compiling patterns would cost a failing tool
     call's hook ~5 ms (measured)."""
-    if interrupted:
-        return "interrupt"
     if command:
         # `.venv/bin/pytest -x && ruff check` -> " .venv bin pytest -x ruff check "
         padded = f" {' '.join(command.translate(_SEPARATORS).split())} "
@@ -132,13 +126,9 @@ def category(tool_name: str | None, command: str | None, error: str, interrupted
         kind = "lint"
     elif any(marker in lower for marker in _BUILD_MARKERS):
         kind = "build"
-    elif any(marker in error for marker in _RUNTIME_MARKERS) or any(
-        word.endswith(("Error:", "Exception:")) for line in lines for word in line.split()
-    ):
-        kind = "runtime"
     else:
-        return "runtime" if command else ("tool" if tool_name else "other")
-    return kind if command or kind != "runtime" else "tool"
+        kind = "runtime"
+    return kind
 
 
 def _test_line(line: str) -> bool:
@@ -254,9 +244,10 @@ def signature(tool_name: str | None, command: str | None, file_path: str | None,
     return f"{tool}: {error.strip().splitlines()[0][:200] if error.strip() else 'error'}"
 
 
-def ladder_key(kind: str, file_path: str | None, sig: str) -> str:
-    """One escalation ladder per (file at fault, or command signature) and category."""
-    return f"{kind}|{'file:' + file_path if file_path else sig}"
+def ladder_key(kind: str, file_path: str | None, sig: str, interrupted: bool = False) -> str:
+    """One escalation ladder per (file at fault, or command signature) and category;
+    interrupts keep a ladder of their own, so a user's stop never counts as an attempt."""
+    return f"{'interrupt' if interrupted else kind}|{'file:' + file_path if file_path else sig}"
 
 
 def capped(error: str) -> str:

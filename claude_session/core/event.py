@@ -48,7 +48,14 @@ FIELDS: dict[str, str] = {
     "task_subject": "$.task_subject",
     "task_description": "$.task_description",
     "stop_hook_active": "$.stop_hook_active",
+    "task_id": "$.task_id",
+    "duration_ms": "$.duration_ms",
+    "pattern": "$.tool_input.pattern",  # Grep, Glob
+    "url": "$.tool_input.url",  # WebFetch
+    "query": "$.tool_input.query",  # WebSearch
 }
+SUMMARY_CAP = 200  # characters of hook_events.payload_summary
+SUMMARY_TEXT_CAP = 80  # characters of a prompt or message quoted in it
 _SELECT = "SELECT " + ", ".join(f"json_extract(?1, '{path}')" for path in FIELDS.values())
 
 
@@ -81,6 +88,36 @@ class Event:
     @property
     def name(self) -> str:
         return self.text_of("hook_event_name") or "unknown"
+
+    def task_id(self) -> str | None:
+        """The task this event belongs to: Claude Code's `task_id` when the payload has one
+        (TaskCreated, TaskCompleted), else its `prompt_id`, the user turn it happened in."""
+        return self.text_of("task_id") or self.text_of("prompt_id")
+
+    def summary(self, root: str | None = None) -> str:
+        """One line for people reading hook_events: "Bash: npm test", "Edit src/a.py",
+        "prompt: ...". Built from the fields already extracted (no `json`), which came from the
+        redacted payload; paths are relative to `root` when inside it."""
+        name = self.name
+        tool = self.text_of("tool_name")
+        if tool:
+            text = tool + _tool_subject(self, root)
+        elif name == "UserPromptSubmit":
+            text = "prompt: " + _short(self.text_of("prompt"))
+        elif name in ("SubagentStart", "SubagentStop"):
+            kind = self.text_of("agent_type") or "internal"
+            text = f"{name} {kind} {self.text_of('agent_id') or ''}"
+        elif name in ("TaskCreated", "TaskCompleted"):
+            subject = self.text_of("task_subject")
+            text = f"{name} {self.text_of('task_id') or ''}" + (f": {subject}" if subject else "")
+        elif name == "Stop":
+            message = self.text_of("last_assistant_message")
+            text = "Stop" + (f": {_short(message)}" if message else "")
+        else:
+            detail = self.text_of("source") or self.text_of("trigger") or self.text_of("reason")
+            text = f"{name} {detail}" if detail else name
+        text = " ".join(text.split())
+        return text if len(text) <= SUMMARY_CAP else text[: SUMMARY_CAP - 3] + "..."
 
     def dedup_key(self, delivery_id: str) -> str:
         """Duplicate deliveries of one event share this key; distinct events never do."""
@@ -141,6 +178,30 @@ def _plain_field(text: str, name: str) -> str | None:
         return None
     end = text.find('"', start + 1)
     return text[start + 1 : end] if end > start and end - start < 1024 else None
+
+
+def _tool_subject(ev: Event, root: str | None) -> str:
+    """What a tool call was about: its command, its file, or what else its input names."""
+    command = ev.text_of("command")
+    if command:
+        return ": " + command
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    if target:
+        if root:
+            from .paths import relative_to_root
+
+            target = relative_to_root(root, target)
+        return " " + target
+    for field in ("description", "pattern", "url", "query"):
+        subject = ev.text_of(field)
+        if subject:
+            return ": " + subject
+    return ""
+
+
+def _short(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= SUMMARY_TEXT_CAP else flat[: SUMMARY_TEXT_CAP - 3] + "..."
 
 
 def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:

@@ -90,6 +90,7 @@ class Delivery:
         started_clock: float = 0.0,
         duration_ms: float | None = None,
         note: str | None = None,
+        dispatcher: str = "settings",
     ) -> None:
         self.delivery_id = delivery_id
         self.received_at = received_at  # time.time() when the hook process started
@@ -100,6 +101,9 @@ class Delivery:
         self.started_clock = started_clock  # time.perf_counter() at received_at
         self.duration_ms = duration_ms  # fixed for spooled events: the original hook run
         self.note = note
+        # What delivered it: 'plugin' (a plugin's hook), 'settings' (a settings.json hook) or
+        # 'spool' (replayed from the spool).
+        self.dispatcher = dispatcher
 
 
 class Context:
@@ -113,6 +117,11 @@ class Context:
         self.now = now
         self.prepared = prepared  # the handler's `prepare` result, made outside the transaction
         self.config = config if config is not None else dict(DEFAULTS)
+        self.counters: dict[str, float] = {}  # session_metrics increments of this event
+
+    def count(self, key: str, amount: float = 1) -> None:
+        """Add to one of this event's session counters (written once, by `apply`)."""
+        self.counters[key] = self.counters.get(key, 0) + amount
 
     @property
     def lease_seconds(self) -> float:
@@ -172,15 +181,49 @@ def apply(
             event_id = found[0][0] if isinstance(found[0][0], int) else 0
         else:
             event_id = conn.last_insert_rowid()
+            ctx.counters = {"count": 1}
+            duration = ev.get("duration_ms")
+            if isinstance(duration, int | float):  # PostToolUse(Failure): the tool's time
+                ctx.count("duration_ms", duration)
             store.touch_session(conn, ev, ctx)
             if writer is not None:
                 writer(conn, ev, ctx)
-        audit_id = _audit(conn, ev, delivery, event_id, duplicate)
+            _add_metrics(conn, ev.session_id, ev.name, ctx.counters, ctx.now)
+        audit_id = _audit(conn, ev, delivery, event_id, duplicate, ctx.root)
     return Applied(event_id, audit_id, duplicate)
 
 
+def _add_metrics(
+    conn: apsw.Connection,
+    session_id: str,
+    event_type: str,
+    counters: "dict[str, float]",
+    now: float,
+) -> None:
+    """One statement for all of an event's counters: each (session, event type, key) row
+    keeps a running value and the time of its last update."""
+    if not counters:
+        return
+    params: list[object] = [session_id, event_type, now]
+    rows = []
+    for key, amount in counters.items():
+        rows.append(f"(?1, ?2, ?{len(params) + 1}, ?{len(params) + 2}, datetime(?3, 'unixepoch'))")
+        params += [key, amount]
+    conn.execute(
+        "INSERT INTO session_metrics (session_id, event_type, key, value, timestamp)"
+        f" VALUES {', '.join(rows)} ON CONFLICT (session_id, event_type, key) DO UPDATE SET"
+        " value = value + excluded.value, timestamp = excluded.timestamp",
+        params,
+    )
+
+
 def _audit(
-    conn: apsw.Connection, ev: Event, delivery: Delivery, event_id: int, duplicate: bool
+    conn: apsw.Connection,
+    ev: Event,
+    delivery: Delivery,
+    event_id: int,
+    duplicate: bool,
+    root: str | None,
 ) -> int:
     if delivery.duration_ms is not None:
         duration = delivery.duration_ms
@@ -188,8 +231,8 @@ def _audit(
         duration = (time.perf_counter() - delivery.started_clock) * 1000
     outcome = "duplicate" if duplicate else ("spooled" if delivery.via == "spool" else "stored")
     conn.execute(
-        "INSERT INTO hook_events (event_id, hook_event_name, session_id, started_at, duration_ms,"
-        " exit_code, outcome, note) VALUES (?,?,?,?,?,0,?,?)",
+        "INSERT INTO hook_events (event_id, event_type, session_id, started_at, duration_ms,"
+        " exit_code, outcome, note, dispatcher, payload_summary) VALUES (?,?,?,?,?,0,?,?,?,?)",
         (
             event_id,
             ev.name,
@@ -198,6 +241,8 @@ def _audit(
             round(duration, 3),
             outcome,
             delivery.note,
+            delivery.dispatcher,
+            ev.summary(root),
         ),
     )
     return conn.last_insert_rowid()
@@ -210,3 +255,20 @@ def set_exit_code(conn: apsw.Connection, audit_id: int, exit_code: int, note: st
             "UPDATE hook_events SET exit_code = ?2, note = ?3 WHERE id = ?1",
             (audit_id, exit_code, note),
         )
+
+
+def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
+    """Drop the raw event log and audit rows of sessions that ended before `before`.
+
+    What the tool learned stays (sessions, agents, claims, errors, failed paths, verdicts, each
+    session's last snapshot): only the bulk that a long-lived project accumulates goes.
+    """
+    old = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
+    counts = {}
+    with Immediate(conn):
+        conn.execute(f"DELETE FROM events WHERE session_id IN ({old})", (before,))
+        counts["events"] = conn.changes()
+        conn.execute(f"DELETE FROM hook_events WHERE session_id IN ({old})", (before,))
+        counts["hook_events"] = conn.changes()
+        counts["context_snapshots"] = store.prune_snapshots(conn, old, before)
+    return counts

@@ -35,12 +35,12 @@ def record_failure(
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     file_path = relative_to_root(root, target) if target else None
     interrupted = ev.get("is_interrupt") in (1, True)
-    kind = errors.category(tool, command, error, interrupted)
+    kind = errors.category(command, error)
     at_fault = errors.file_at_fault(error, file_path)
     if at_fault and at_fault != file_path:
         at_fault = relative_to_root(root, at_fault)
     signature = errors.signature(tool, command, file_path, error)
-    key = errors.ladder_key(kind, at_fault, signature)
+    key = errors.ladder_key(kind, at_fault, signature, interrupted)
     attempt = (
         1
         + conn.execute(
@@ -50,23 +50,26 @@ def record_failure(
     )
     resolution = None if interrupted else errors.resolution_for(attempt)
     conn.execute(
-        "INSERT INTO error_log (session_id, agent_id, tool_name, tool_use_id, signature, category,"
-        " file_path, command, exit_code, error_text, attempt, occurred_at, resolution,"
-        " resolved_at, ladder_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO error_log (session_id, task_id, agent_id, file_path, error_category,"
+        " error_message, attempt_number, resolution, interrupted, tool_name, tool_use_id,"
+        " signature, command, exit_code, occurred_at, resolved_at, ladder_key)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             ev.session_id,
+            ev.task_id(),
             registry.claim_owner(ev.text_of("agent_id")),
+            at_fault,
+            kind,
+            errors.capped(error),
+            attempt,
+            resolution,
+            int(interrupted),
             tool,
             ev.text_of("tool_use_id"),
             signature,
-            kind,
-            at_fault,
             None if command is None else command[:1000],
             errors.exit_code(error),
-            errors.capped(error),
-            attempt,
             now,
-            resolution,
             now if resolution else None,
             key,
         ),
@@ -83,7 +86,7 @@ def _record_failed_path(
     from . import errors
 
     tries = conn.execute(
-        f"SELECT command, tool_name, error_text FROM error_log WHERE session_id = ?"
+        f"SELECT command, tool_name, error_message FROM error_log WHERE session_id = ?"
         f" AND ladder_key = ? AND {OPEN} ORDER BY id",
         (ev.session_id, key),
     ).fetchall()
@@ -107,7 +110,7 @@ def add_failed_path(
     conn: apsw.Connection,
     session_id: str | None,
     approach: str,
-    reason: str,
+    reason_failed: str,
     file_path: str | None,
     context: str | None,
     now: float,
@@ -115,12 +118,12 @@ def add_failed_path(
 ) -> int:
     """Record an approach that failed (automatically at attempt 3, or by hand); returns its id."""
     conn.execute(
-        "INSERT INTO failed_paths (session_id, approach, reason, file_path, context, created_at,"
-        " expires_at) VALUES (?,?,?,?,?,?,?)",
+        "INSERT INTO failed_paths (session_id, approach, reason_failed, file_path, context,"
+        " created_at, expires_at) VALUES (?,?,?,?,?,?,?)",
         (
             session_id,
             approach[:1000],
-            reason[:1000],
+            reason_failed[:1000],
             file_path,
             None if context is None else context[:2000],
             now,
@@ -193,12 +196,23 @@ def abandon_open(conn: apsw.Connection, session_id: str, now: float) -> None:
     )
 
 
+def reopen_abandoned(conn: apsw.Connection, session_id: str) -> None:
+    """The same session going on (resume): what its last SessionEnd abandoned is open again."""
+    conn.execute(
+        "UPDATE error_log SET resolution = NULL, resolved_at = NULL"
+        " WHERE session_id = ? AND resolution = 'abandoned'",
+        (session_id,),
+    )
+
+
 def latest_for_call(conn: apsw.Connection, tool_use_id: str | None) -> "tuple[Any, ...] | None":
-    """(attempt, category, command, tool, file, error_text) of the failure a tool call logged."""
+    """(attempt_number, interrupted, command, tool, file, error_message) of the failure a tool
+    call logged."""
     if not tool_use_id:
         return None
     found = conn.execute(
-        "SELECT attempt, category, command, tool_name, file_path, error_text FROM error_log"
+        "SELECT attempt_number, interrupted, command, tool_name, file_path, error_message"
+        " FROM error_log"
         " WHERE tool_use_id = ? ORDER BY id DESC LIMIT 1",
         (tool_use_id,),
     ).fetchall()
@@ -210,8 +224,9 @@ def blocked_file(conn: apsw.Connection, session_id: str, file_path: str) -> tupl
     from .errors import DENY_FROM
 
     found = conn.execute(
-        f"SELECT max(attempt), error_text FROM error_log WHERE session_id = ? AND {OPEN}"
-        " AND file_path = ? GROUP BY ladder_key HAVING max(attempt) >= ? ORDER BY 1 DESC",
+        "SELECT max(attempt_number), error_message FROM error_log WHERE session_id = ?"
+        f" AND {OPEN} AND interrupted = 0 AND file_path = ? GROUP BY ladder_key"
+        " HAVING max(attempt_number) >= ? ORDER BY 1 DESC",
         (session_id, file_path, DENY_FROM),
     ).fetchall()
     return (int(found[0][0]), str(found[0][1] or "")) if found else None

@@ -2,8 +2,8 @@
 
 Every status change goes through `transition`, a compare-and-swap that records when and why:
 a late event can never resurrect a finished agent, and a stale agent that speaks again is
-revived visibly. The main thread of a session is an agent too (agent_id = session_id,
-is_main = 1); its file claims carry agent_id 'main'.
+revived visibly. The main thread of a session is an agent too (its registry id is the session
+id, is_main = 1); its file claims carry agent_id 'main'.
 """
 
 import apsw
@@ -43,9 +43,9 @@ def register(
 ) -> bool:
     """Record an agent the first time it shows up; False if it was known already."""
     conn.execute(
-        "INSERT INTO agent_registry (agent_id, session_id, agent_type, status, status_reason,"
+        "INSERT INTO agent_registry (id, session_id, agent_type, status, status_reason,"
         " is_internal, is_main, started_at, ended_at, last_seen_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8) ON CONFLICT (agent_id) DO NOTHING",
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8) ON CONFLICT (id) DO NOTHING",
         (
             agent_id,
             session_id,
@@ -64,6 +64,53 @@ def register(
     return True
 
 
+def set_main_task(conn: apsw.Connection, session_id: str, task: str) -> None:
+    """The main thread's task is what the user asked last."""
+    conn.execute(
+        "UPDATE agent_registry SET task_description = ?2 WHERE id = ?1 AND is_main = 1",
+        (session_id, task),
+    )
+
+
+def confirm_started(
+    conn: apsw.Connection, agent_id: str, agent_type: str | None, now: float
+) -> None:
+    """A SubagentStart for an agent a tool event or a SubagentStop recorded first: it is a
+    real agent after all, started no later than now."""
+    conn.execute(
+        "UPDATE agent_registry SET is_internal = 0, started_at = min(started_at, ?2),"
+        " agent_type = coalesce(nullif(?3, ''), agent_type) WHERE id = ?1",
+        (agent_id, now, agent_type),
+    )
+
+
+def describe(conn: apsw.Connection, agent_id: str, tool_use_id: str | None) -> None:
+    """The Agent call that launched this agent gives its description and task; None forgets a
+    launch that turned out to be another agent's."""
+    if tool_use_id is None:
+        conn.execute(
+            "UPDATE agent_registry SET tool_use_id = NULL, description = NULL,"
+            " task_description = NULL WHERE id = ?",
+            (agent_id,),
+        )
+        return
+    conn.execute(
+        "UPDATE agent_registry SET tool_use_id = l.tool_use_id, description = l.description,"
+        " task_description = l.prompt FROM agent_launches AS l"
+        " WHERE l.tool_use_id = ?1 AND agent_registry.id = ?2",
+        (tool_use_id, agent_id),
+    )
+
+
+def record_stop(conn: apsw.Connection, agent_id: str, message: str | None, now: float) -> None:
+    """What a SubagentStop says: the agent's last message, and that it was seen now."""
+    conn.execute(
+        "UPDATE agent_registry SET last_message = coalesce(?3, last_message),"
+        " last_seen_at = max(last_seen_at, ?2) WHERE id = ?1",
+        (agent_id, now, message),
+    )
+
+
 def transition(
     conn: apsw.Connection,
     agent_id: str,
@@ -75,7 +122,7 @@ def transition(
     """Compare-and-swap the status; records the transition and releases claims on leaving
     `running`. False (and nothing written) when the agent is not in an allowed state."""
     found = conn.execute(
-        "SELECT status, session_id, is_main FROM agent_registry WHERE agent_id = ?", (agent_id,)
+        "SELECT status, session_id, is_main FROM agent_registry WHERE id = ?", (agent_id,)
     ).fetchall()
     if not found or found[0][0] not in allowed_from or found[0][0] == to_status:
         return False
@@ -83,7 +130,7 @@ def transition(
     conn.execute(
         "UPDATE agent_registry SET status = ?2, status_reason = ?3,"
         " ended_at = CASE WHEN ?2 = 'running' THEN NULL ELSE ?4 END"
-        " WHERE agent_id = ?1 AND status = ?5",
+        " WHERE id = ?1 AND status = ?5",
         (agent_id, to_status, reason, now, status),
     )
     if conn.changes() == 0:
@@ -127,14 +174,14 @@ def heartbeat(
         conn.execute(
             "UPDATE agent_registry SET last_seen_at = max(last_seen_at, ?2),"
             " tool_uses = tool_uses + ?3, agent_type = coalesce(nullif(agent_type, ''), ?4)"
-            " WHERE agent_id = ?1",
+            " WHERE id = ?1",
             (agent_id, now, int(tool_use), agent_type),
         )
         target = agent_id
     else:
         conn.execute(
             "UPDATE agent_registry SET last_seen_at = max(last_seen_at, ?2),"
-            " tool_uses = tool_uses + ?3 WHERE agent_id = ?1",
+            " tool_uses = tool_uses + ?3 WHERE id = ?1",
             (session_id, now, int(tool_use)),
         )
         target = session_id
@@ -153,26 +200,38 @@ def claim(
     session_id: str,
     agent_id: str | None,
     file_path: str,
-    tool_name: str | None,
+    operation: str | None,
     now: float,
     lease_seconds: float,
 ) -> None:
+    """The agent claims the file for a lease; `operation` is the tool that claimed it."""
     conn.execute(
-        "INSERT INTO file_claims (session_id, agent_id, file_path, tool_name, first_claimed_at,"
+        "INSERT INTO file_claims (session_id, agent_id, file_path, operation, first_claimed_at,"
         " last_touched_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)"
         " ON CONFLICT (session_id, agent_id, file_path) DO UPDATE SET"
         " last_touched_at = max(last_touched_at, excluded.last_touched_at),"
         " expires_at = max(coalesce(expires_at, 0), excluded.expires_at),"
-        " tool_name = excluded.tool_name, edits = edits + 1, released_at = NULL,"
+        " operation = excluded.operation, edits = edits + 1, released_at = NULL,"
         " release_reason = NULL",
         (
             session_id,
             claim_owner(agent_id),
             file_path,
-            tool_name,
+            operation,
             now,
             now + lease_seconds,
         ),
+    )
+
+
+def add_changed_file(conn: apsw.Connection, agent_id: str, file_path: str) -> None:
+    """The agent (a subagent's id, or the session id for the main thread) changed this file:
+    appended to its files_changed once, in the order of first change."""
+    conn.execute(
+        "UPDATE agent_registry SET files_changed = json_insert(files_changed, '$[#]', ?2)"
+        " WHERE id = ?1 AND NOT EXISTS"
+        " (SELECT 1 FROM json_each(agent_registry.files_changed) WHERE value = ?2)",
+        (agent_id, file_path),
     )
 
 
@@ -186,13 +245,22 @@ def release_claims(
     )
 
 
+def release_expired(conn: apsw.Connection, now: float) -> int:
+    """Claims whose lease ran out (their agent went quiet) are released; returns how many."""
+    conn.execute(
+        "UPDATE file_claims SET released_at = ?1, release_reason = 'lease expired'"
+        " WHERE released_at IS NULL AND expires_at < ?1",
+        (now,),
+    )
+    return conn.changes()
+
+
 def close_out_session(conn: apsw.Connection, session_id: str, now: float, reason: str) -> int:
     """A session that is over: its running subagents become aborted_stale, its main agent ends.
     Returns how many subagents were closed out."""
     closed = 0
     running = conn.execute(
-        "SELECT agent_id FROM agent_registry WHERE session_id = ? AND status = 'running'"
-        " AND is_main = 0",
+        "SELECT id FROM agent_registry WHERE session_id = ? AND status = 'running' AND is_main = 0",
         (session_id,),
     ).fetchall()
     for (agent_id,) in running:
@@ -207,9 +275,9 @@ def conflicts(
     """Live claims on `file_path` held by other running agents, most recent first."""
     me = claim_owner(agent_id)
     return conn.execute(
-        "SELECT c.agent_id, c.session_id, c.last_touched_at, c.tool_name, c.edits,"
-        " r.agent_type, r.description, r.task"
-        " FROM file_claims c JOIN agent_registry r ON r.agent_id ="
+        "SELECT c.agent_id, c.session_id, c.last_touched_at, c.operation, c.edits,"
+        " r.agent_type, r.description, r.task_description"
+        " FROM file_claims c JOIN agent_registry r ON r.id ="
         "  CASE WHEN c.agent_id = 'main' THEN c.session_id ELSE c.agent_id END"
         " WHERE c.file_path = ?1 AND c.released_at IS NULL AND c.expires_at > ?4"
         " AND r.status = 'running' AND NOT (c.session_id = ?2 AND c.agent_id = ?3)"

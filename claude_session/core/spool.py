@@ -78,6 +78,7 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
             payload_sha256=envelope.get("payload_sha256"),
             truncated=bool(envelope.get("truncated")),
             via="spool",
+            dispatcher="spool",
             duration_ms=float(envelope.get("duration_ms") or 0.0),
             note=f"spooled: {envelope.get('reason') or 'unknown'}"[:500],
         )

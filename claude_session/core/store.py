@@ -7,7 +7,6 @@ which event, and `events.apply` runs it inside the event's transaction.
 import apsw
 
 from . import ladder, registry
-from .db import Immediate
 from .event import Event
 from .paths import relative_to_root
 
@@ -49,14 +48,19 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         f"session seen ({ev.name})",
         main=True,
     )
-    _count(conn, ev.session_id, "events")
 
 
-def _count(conn: apsw.Connection, session_id: str, column: str) -> None:
+def set_project_state(conn: apsw.Connection, values: "dict[str, str | None]", now: float) -> None:
+    """Upsert project_state keys (what the project's last sessions were), in one statement."""
+    params: list[object] = [now]
+    rows = []
+    for key, value in values.items():
+        rows.append(f"(?{len(params) + 1}, ?{len(params) + 2}, datetime(?1, 'unixepoch'))")
+        params += [key, value]
     conn.execute(
-        f"INSERT INTO session_metrics (session_id, {column}) VALUES (?, 1)"
-        f" ON CONFLICT (session_id) DO UPDATE SET {column} = {column} + 1",
-        (session_id,),
+        f"INSERT INTO project_state (key, value, updated_at) VALUES {', '.join(rows)}"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        params,
     )
 
 
@@ -76,12 +80,11 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (registry.STALE, "completed"),
     )
     close_out_finished_sessions(conn, ev.session_id, ctx)
-    # The same session going on (resume): what its last SessionEnd abandoned is open again.
-    conn.execute(
-        "UPDATE error_log SET resolution = NULL, resolved_at = NULL"
-        " WHERE session_id = ? AND resolution = 'abandoned'",
-        (ev.session_id,),
+    set_project_state(
+        conn, {"last_session_id": ev.session_id, "last_session_source": source}, ctx.now
     )
+    # The same session going on (resume): what its last SessionEnd abandoned is open again.
+    ladder.reopen_abandoned(conn, ev.session_id)
 
 
 def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: "Context") -> None:
@@ -122,11 +125,9 @@ def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
             "INSERT INTO prompts (session_id, prompt_id, prompt, submitted_at) VALUES (?,?,?,?)",
             (ev.session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),
         )
-        conn.execute(  # the main agent's task is what the user asked last
-            "UPDATE agent_registry SET task = ?2 WHERE agent_id = ?1 AND is_main = 1",
-            (ev.session_id, prompt[:PROMPT_CAP]),
-        )
-    _count(conn, ev.session_id, "prompts")
+        # the main agent's task is what the user asked last
+        registry.set_main_task(conn, ev.session_id, prompt[:PROMPT_CAP])
+    ctx.count("prompts")
 
 
 def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
@@ -151,24 +152,24 @@ def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
 
 def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     heartbeat(conn, ev, ctx)
-    _count(conn, ev.session_id, "tool_calls")
+    ctx.count("tool_calls")
     failed = response_error(ev)
     if failed:
-        _count(conn, ev.session_id, "tool_failures")
+        ctx.count("tool_failures")
         record_failure(conn, ev, ctx, failed)
     else:
         ladder.resolve_on_success(conn, ev, ctx.root, ctx.now)
     tool = ev.text_of("tool_name")
     if tool in EDIT_TOOLS:
-        claim_file(conn, ev, ctx)
+        claim_file(conn, ev, ctx, changed=not failed)
     elif tool in AGENT_TOOLS and ev.text_of("response_agent_id"):
         link_agent_launch(conn, ev, ctx)
 
 
 def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     heartbeat(conn, ev, ctx)
-    _count(conn, ev.session_id, "tool_calls")
-    _count(conn, ev.session_id, "tool_failures")
+    ctx.count("tool_calls")
+    ctx.count("tool_failures")
     record_failure(conn, ev, ctx, ev.text_of("error") or "")
     if ev.text_of("tool_name") in AGENT_TOOLS:  # the Agent call itself failed
         launched = conn.execute(
@@ -189,12 +190,8 @@ def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     agent_type = ev.text_of("agent_type")
     if not registry.register(conn, agent_id, ev.session_id, agent_type, ctx.now, "SubagentStart"):
         # Known already (a tool event or a SubagentStop came first): it is a real agent.
-        conn.execute(
-            "UPDATE agent_registry SET is_internal = 0, started_at = min(started_at, ?2),"
-            " agent_type = coalesce(nullif(?3, ''), agent_type) WHERE agent_id = ?1",
-            (agent_id, ctx.now, agent_type),
-        )
-    _count(conn, ev.session_id, "subagents")
+        registry.confirm_started(conn, agent_id, agent_type, ctx.now)
+    ctx.count("subagents")
     linked = conn.execute("SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)).fetchall()
     if not linked:  # not named by PostToolUse(Agent) yet (a foreground agent, or a race)
         _guess_link(conn, ev.session_id, agent_id, agent_type)
@@ -250,15 +247,11 @@ def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
         "UPDATE agent_launches SET agent_id = ?2, confirmed = 1 WHERE tool_use_id = ?1",
         (tool_use_id, agent_id),
     )
-    _describe(conn, tool_use_id, agent_id)
+    registry.describe(conn, agent_id, tool_use_id)
     for (other,) in displaced:
-        conn.execute(
-            "UPDATE agent_registry SET tool_use_id = NULL, description = NULL, task = NULL"
-            " WHERE agent_id = ?",
-            (other,),
-        )
+        registry.describe(conn, other, None)
         found = conn.execute(
-            "SELECT session_id, agent_type FROM agent_registry WHERE agent_id = ?", (other,)
+            "SELECT session_id, agent_type FROM agent_registry WHERE id = ?", (other,)
         ).fetchall()
         if found:
             _guess_link(conn, found[0][0], other, found[0][1])
@@ -280,16 +273,7 @@ def _guess_link(
             "UPDATE agent_launches SET agent_id = ?2, confirmed = 0 WHERE tool_use_id = ?1",
             (launch[0][0], agent_id),
         )
-        _describe(conn, launch[0][0], agent_id)
-
-
-def _describe(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
-    conn.execute(
-        "UPDATE agent_registry SET tool_use_id = l.tool_use_id, description = l.description,"
-        " task = l.prompt FROM agent_launches AS l"
-        " WHERE l.tool_use_id = ?1 AND agent_registry.agent_id = ?2",
-        (tool_use_id, agent_id),
-    )
+        registry.describe(conn, agent_id, launch[0][0])
 
 
 def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
@@ -309,11 +293,7 @@ def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         status="completed",
         internal=True,
     )
-    conn.execute(
-        "UPDATE agent_registry SET last_message = coalesce(?3, last_message),"
-        " last_seen_at = max(last_seen_at, ?2) WHERE agent_id = ?1",
-        (agent_id, ctx.now, message),
-    )
+    registry.record_stop(conn, agent_id, message, ctx.now)
     # A stale agent that stops properly did finish after all; a finished one stays finished.
     registry.transition(
         conn, agent_id, "completed", "SubagentStop", ctx.now, (registry.RUNNING, registry.STALE)
@@ -335,20 +315,20 @@ def heartbeat(conn: apsw.Connection, ev: Event, ctx: "Context", tool_use: bool =
     )
 
 
-def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context", changed: bool) -> None:
+    """A Write/Edit: the acting agent claims the file and, when the edit went through, has
+    changed it (agent_registry.files_changed)."""
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     if not target:
         return
+    path = relative_to_root(ctx.root, target)
+    agent_id = ev.text_of("agent_id")
     registry.claim(
-        conn,
-        ev.session_id,
-        ev.text_of("agent_id"),
-        relative_to_root(ctx.root, target),
-        ev.text_of("tool_name"),
-        ctx.now,
-        ctx.lease_seconds,
+        conn, ev.session_id, agent_id, path, ev.text_of("tool_name"), ctx.now, ctx.lease_seconds
     )
-    _count(conn, ev.session_id, "file_edits")
+    if changed:
+        registry.add_changed_file(conn, agent_id or ev.session_id, path)
+    ctx.count("file_edits")
 
 
 def record_failure(conn: apsw.Connection, ev: Event, ctx: "Context", error: str) -> None:
@@ -379,7 +359,7 @@ def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
 def on_post_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     summary = {"compact_summary": _cap(ev.text_of("compact_summary"), 20000)}
     save_snapshot(conn, ev.session_id, "post_compact", ev.text_of("trigger"), summary, ctx.now)
-    _count(conn, ev.session_id, "compactions")
+    ctx.count("compactions")
 
 
 def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
@@ -394,6 +374,11 @@ def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     reason = f"session ended ({ev.text_of('reason') or 'no reason given'})"
     registry.close_out_session(conn, ev.session_id, ctx.now, reason)
     ladder.abandon_open(conn, ev.session_id, ctx.now)
+    set_project_state(
+        conn,
+        {"last_ended_session_id": ev.session_id, "last_end_reason": ev.text_of("reason")},
+        ctx.now,
+    )
     save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
 
 
@@ -421,22 +406,12 @@ def _cap(text: str | None, limit: int) -> str | None:
     return text if text is None or len(text) <= limit else text[:limit] + "...[truncated]"
 
 
-def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
-    """Drop the raw event log and audit rows of sessions that ended before `before`.
-
-    What the tool learned stays (sessions, agents, claims, errors, failed paths, verdicts, each
-    session's last snapshot): only the bulk that a long-lived project accumulates goes.
-    """
-    old = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
-    counts = {}
-    with Immediate(conn):
-        for table in ("events", "hook_events"):
-            conn.execute(f"DELETE FROM {table} WHERE session_id IN ({old})", (before,))
-            counts[table] = conn.changes()
-        conn.execute(
-            f"DELETE FROM context_snapshots WHERE session_id IN ({old}) AND id NOT IN"
-            " (SELECT max(id) FROM context_snapshots GROUP BY session_id)",
-            (before,),
-        )
-        counts["context_snapshots"] = conn.changes()
-    return counts
+def prune_snapshots(conn: apsw.Connection, old_sessions: str, before: float) -> int:
+    """Drop the snapshots of old sessions (`old_sessions`: a query of their ids, taking
+    `before` as ?1) except each session's last one; returns how many went."""
+    conn.execute(
+        f"DELETE FROM context_snapshots WHERE session_id IN ({old_sessions}) AND id NOT IN"
+        " (SELECT max(id) FROM context_snapshots GROUP BY session_id)",
+        (before,),
+    )
+    return conn.changes()

@@ -72,7 +72,7 @@ def _anything_open(conn: apsw.Connection, now: float) -> bool:
         conn.execute(
             "SELECT EXISTS (SELECT 1 FROM failed_paths WHERE still_relevant = 1"
             "  AND (expires_at IS NULL OR expires_at > ?1))"
-            " OR EXISTS (SELECT 1 FROM error_log WHERE category != 'interrupt'"
+            " OR EXISTS (SELECT 1 FROM error_log WHERE interrupted = 0"
             f"  AND {ladder.UNFIXED})"
             " OR EXISTS (SELECT 1 FROM agent_registry WHERE status = 'running'"
             "  AND is_main = 0 AND is_internal = 0)",
@@ -150,8 +150,8 @@ def answer_failure(
     found = ladder.latest_for_call(conn, ev.text_of("tool_use_id"))
     if not found:
         return None
-    attempt, category, command, tool, file_path, error_text = found
-    if category == "interrupt":
+    attempt, interrupted, command, tool, file_path, error_text = found
+    if interrupted:
         return None
     from ..core import errors
 

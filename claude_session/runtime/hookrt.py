@@ -92,6 +92,8 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
         _sha256(raw) if truncated else None,
         truncated,
         started_clock=started_clock,
+        # Claude Code gives a plugin's hooks CLAUDE_PLUGIN_ROOT; a settings.json hook has none.
+        dispatcher="plugin" if os.environ.get("CLAUDE_PLUGIN_ROOT") else "settings",
     )
     root = project_root(ev.get("cwd"))
     if root is None:

@@ -93,7 +93,7 @@ class Daemon:
         agents = [
             staleness.Agent(agent_id, session_id, last_seen, bool(is_main))
             for agent_id, session_id, last_seen, is_main in conn.execute(
-                "SELECT agent_id, session_id, last_seen_at, is_main FROM agent_registry"
+                "SELECT id, session_id, last_seen_at, is_main FROM agent_registry"
                 " WHERE status = 'running' AND is_internal = 0"
             )
         ]
@@ -124,12 +124,7 @@ class Daemon:
                     conn, verdict.target, registry.STALE, verdict.reason, now, (registry.RUNNING,)
                 ):
                     self.stats["agents_marked_stale"] += 1
-            conn.execute(
-                "UPDATE file_claims SET released_at = ?1, release_reason = 'lease expired'"
-                " WHERE released_at IS NULL AND expires_at < ?1",
-                (now,),
-            )
-            self.stats["claims_expired"] += conn.changes()
+            self.stats["claims_expired"] += registry.release_expired(conn, now)
         self.stats["sweeps"] += 1
         self.stats["last_sweep_at"] = now
         return verdicts

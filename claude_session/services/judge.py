@@ -19,6 +19,7 @@ from typing import Any
 
 import apsw
 
+from ..core import verdicts
 from ..core.context import failed_paths, open_errors
 from ..core.db import Immediate, rows
 from ..core.event import Event
@@ -29,10 +30,20 @@ PROMPT_CAP = 12_000
 
 
 class Verdict:
-    def __init__(self, decision: str, reason: str, raw: str) -> None:
+    def __init__(
+        self, decision: str, reason: str, raw: str, answer: dict[str, Any] | None = None
+    ) -> None:
         self.decision = decision  # allow | block | error (the judge failed: allowed)
         self.reason = reason
         self.raw = raw
+        self.answer = answer  # the judge's JSON answer, when it gave a valid one
+
+    def as_json(self) -> str:
+        """The verdict as JSON (llm_verdicts.verdict_json): the judge's own answer, with the
+        decision and reason as they were understood; just those two when it gave none."""
+        value = dict(self.answer or {})
+        value.update(decision=self.decision, reason=self.reason)
+        return json.dumps(value, ensure_ascii=False)
 
 
 def task_of(conn: apsw.Connection, ev: Event) -> str:
@@ -64,7 +75,7 @@ def build_prompt(conn: apsw.Connection, ev: Event, task: str, now: float) -> str
         *[f"- {e['command'] or e['signature']}: failed {e['attempts']}x" for e in errors],
         *([] if errors else ["(none)"]),
         "\n## Approaches that already failed",
-        *[f"- {p['approach']}: {p['reason']}" for p in dead_ends[:10]],
+        *[f"- {p['approach']}: {p['reason_failed']}" for p in dead_ends[:10]],
         *([] if dead_ends else ["(none)"]),
     ]
     return redact("\n".join(lines))[:PROMPT_CAP]
@@ -99,18 +110,29 @@ def run(command: str, prompt: str, timeout: float) -> Verdict:
         tail = redact(done.stderr.decode("utf-8", "replace")).strip()[-300:]
         return Verdict("error", f"judge exited {done.returncode}: {tail}", raw)
     try:
-        decision, reason = parse(raw)
+        answer = answer_of(raw)
+        decision, reason = checked(answer)
     except ValueError as exc:
         return Verdict("error", f"judge answered nonsense: {exc}", raw)
-    return Verdict(decision, reason, raw)
+    return Verdict(decision, reason, raw, answer)
 
 
-def parse(text: str) -> tuple[str, str]:
-    """(decision, reason) from the judge's stdout: the JSON object itself, or a `claude -p`
-    JSON envelope whose `result` text holds it (possibly in a code fence)."""
+def answer_of(text: str) -> dict[str, Any]:
+    """The judge's JSON answer in its stdout: the object itself, or the one a `claude -p`
+    JSON envelope holds in its `result` text (possibly in a code fence)."""
     value = _json_object(text)
     if "decision" not in value and isinstance(value.get("result"), str):
         value = _json_object(value["result"])
+    return value
+
+
+def parse(text: str) -> tuple[str, str]:
+    """(decision, reason) from the judge's stdout."""
+    return checked(answer_of(text))
+
+
+def checked(value: dict[str, Any]) -> tuple[str, str]:
+    """(decision, reason) of a judge's answer: allow or block, and a block needs a reason."""
     decision = str(value.get("decision", "")).strip().lower()
     if decision not in ("allow", "block"):
         raise ValueError(f"decision {value.get('decision')!r} is neither allow nor block")
@@ -149,18 +171,17 @@ def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) 
         prompt = build_prompt(conn, ev, task, now)
         verdict = run(str(config["judge_command"]), prompt, float(config["judge_timeout_seconds"]))
     with Immediate(conn):
-        conn.execute(
-            "INSERT INTO llm_verdicts (session_id, hook_event_name, task, decision, reason, raw,"
-            " judge, created_at) VALUES (?,?,?,?,?,?,?,?)",
-            (
-                ev.session_id,
-                ev.name,
-                task,
-                verdict.decision,
-                verdict.reason,
-                verdict.raw,
-                str(config["judge_command"])[:500],
-                time.time(),
-            ),
+        verdicts.record(
+            conn,
+            session_id=ev.session_id,
+            hook_event=ev.name,
+            task=task,
+            task_id=ev.task_id(),
+            decision=verdict.decision,
+            reason=verdict.reason,
+            verdict_json=verdict.as_json(),
+            raw=verdict.raw,
+            judge=str(config["judge_command"])[:500],
+            now=time.time(),
         )
     return verdict

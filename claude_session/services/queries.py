@@ -57,13 +57,25 @@ def corrupt_copies(root: str) -> list[str]:
     )
 
 
+# The counters `sessions` shows, summed over the event types that count them.
+COUNTERS = ("prompts", "tool_calls", "tool_failures", "file_edits", "subagents", "compactions")
+
+
 def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
+    """Recent sessions with their counters (session_metrics rows pivoted: events is the sum of
+    every event type's count)."""
+    pivot = ", ".join(
+        f"sum(CASE WHEN key = '{key}' THEN CAST(value AS INTEGER) ELSE 0 END) AS {key}"
+        for key in COUNTERS
+    )
     return db.rows(
         conn,
         "SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
         " s.last_activity_at, s.end_reason, m.events, m.prompts, m.tool_calls,"
-        " m.tool_failures, m.file_edits, m.subagents, m.compactions"
-        " FROM sessions s LEFT JOIN session_metrics m USING (session_id)"
+        " m.tool_failures, m.file_edits, m.subagents, m.compactions FROM sessions s"
+        " LEFT JOIN (SELECT session_id,"
+        " sum(CASE WHEN key = 'count' THEN CAST(value AS INTEGER) ELSE 0 END) AS events,"
+        f" {pivot} FROM session_metrics GROUP BY session_id) m USING (session_id)"
         " ORDER BY s.last_activity_at DESC LIMIT ?",
         (limit,),
     )
@@ -90,13 +102,14 @@ def agents(
         params.append(session + "%")
     return db.rows(
         conn,
-        "SELECT a.agent_id AS agent, CASE WHEN a.is_main THEN 'main' ELSE a.agent_type END AS type,"
-        " coalesce(a.description || ': ', '') || coalesce(a.task, '') AS task, a.status AS state,"
+        "SELECT a.id AS agent, CASE WHEN a.is_main THEN 'main' ELSE a.agent_type END AS type,"
+        " coalesce(a.description || ': ', '') || coalesce(a.task_description, '') AS task,"
+        " a.status AS state,"
         " round(?1 - coalesce(a.started_at, a.last_seen_at)) AS age_seconds,"
         " round(?2 - CASE WHEN a.is_main THEN max(a.last_seen_at, s.last_activity_at)"
         "  ELSE a.last_seen_at END) AS silent_seconds,"
         " (SELECT count(*) FROM file_claims c WHERE c.session_id = a.session_id AND c.agent_id ="
-        "  CASE WHEN a.is_main THEN 'main' ELSE a.agent_id END) AS files,"
+        "  CASE WHEN a.is_main THEN 'main' ELSE a.id END) AS files,"
         " a.status_reason AS reason, a.session_id, a.tool_uses, a.is_internal"
         " FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
         f" WHERE {where} ORDER BY a.status = 'running' DESC, a.last_seen_at DESC LIMIT ?",
@@ -109,13 +122,13 @@ def claims(conn: apsw.Connection, *, include_released: bool = False) -> list[dic
     where = "1" if include_released else "released_at IS NULL"
     return db.rows(
         conn,
-        "WITH held AS (SELECT c.file_path, c.agent_id, c.session_id, c.tool_name, c.edits,"
+        "WITH held AS (SELECT c.file_path, c.agent_id, c.session_id, c.operation, c.edits,"
         " c.last_touched_at, c.expires_at, c.released_at, c.release_reason,"
         " r.status AS agent_state,"
         " (c.released_at IS NULL AND c.expires_at > ?1 AND r.status = 'running') AS live"
-        " FROM file_claims c LEFT JOIN agent_registry r ON r.agent_id ="
+        " FROM file_claims c LEFT JOIN agent_registry r ON r.id ="
         "  CASE WHEN c.agent_id = 'main' THEN c.session_id ELSE c.agent_id END)"
-        " SELECT file_path, agent_id AS agent, session_id, tool_name, edits, last_touched_at,"
+        " SELECT file_path, agent_id AS agent, session_id, operation, edits, last_touched_at,"
         " expires_at, CASE WHEN released_at IS NOT NULL THEN 'released: ' || release_reason"
         "  WHEN expires_at <= ?1 THEN 'expired'"
         "  WHEN NOT live THEN 'agent ' || coalesce(agent_state, 'unknown') ELSE 'live' END"
@@ -129,9 +142,9 @@ def claims(conn: apsw.Connection, *, include_released: bool = False) -> list[dic
 def open_errors(conn: apsw.Connection) -> list[dict[str, Any]]:
     return db.rows(
         conn,
-        "SELECT session_id, tool_name, category, coalesce(command, file_path, signature) AS what,"
-        " max(attempt) AS attempts, max(occurred_at) AS last_at FROM error_log"
-        f" WHERE {ladder.OPEN}"
+        "SELECT session_id, tool_name, error_category,"
+        " coalesce(command, file_path, signature) AS what, max(attempt_number) AS attempts,"
+        f" max(occurred_at) AS last_at FROM error_log WHERE {ladder.OPEN}"
         " GROUP BY session_id, ladder_key ORDER BY last_at DESC LIMIT 30",
     )
 
@@ -141,9 +154,9 @@ def errors(conn: apsw.Connection, *, open_only: bool = False) -> list[dict[str, 
     where = ladder.OPEN if open_only else "1"
     return db.rows(
         conn,
-        "SELECT id, session_id, agent_id, tool_name, category, attempt, resolution,"
-        " coalesce(command, file_path, signature) AS what, command, file_path, exit_code,"
-        " error_text, occurred_at, resolved_at FROM error_log"
+        "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
+        " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
+        " file_path, exit_code, task_id, error_message, occurred_at, resolved_at FROM error_log"
         f" WHERE {where} ORDER BY id DESC LIMIT 200",
     )
 
@@ -153,7 +166,7 @@ def all_failed_paths(conn: apsw.Connection, *, include_all: bool = False) -> lis
     where = "1" if include_all else "still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?)"
     return db.rows(
         conn,
-        "SELECT id, approach, reason, file_path, session_id, still_relevant, created_at,"
+        "SELECT id, approach, reason_failed, file_path, session_id, still_relevant, created_at,"
         f" expires_at, context FROM failed_paths WHERE {where} ORDER BY id DESC LIMIT 200",
         () if include_all else (time.time(),),
     )
@@ -162,8 +175,8 @@ def all_failed_paths(conn: apsw.Connection, *, include_all: bool = False) -> lis
 def verdicts(conn: apsw.Connection) -> list[dict[str, Any]]:
     return db.rows(
         conn,
-        "SELECT id, session_id, hook_event_name AS event, decision, reason, task, judge,"
-        " created_at, raw FROM llm_verdicts ORDER BY id DESC LIMIT 200",
+        "SELECT id, session_id, hook_event, task_id, decision, reason, task, judge, created_at,"
+        " verdict_json, raw FROM llm_verdicts ORDER BY id DESC LIMIT 200",
     )
 
 

@@ -1,0 +1,1 @@
+"""Maintenance scripts for the repository (not shipped in the wheel)."""
