@@ -81,3 +81,22 @@ def test_a_duplicate_delivery_adds_an_audit_row_and_nothing_else(recorder: Recor
         ("duplicate",),
     ]
     assert again.audit_id != first.audit_id
+
+
+def test_a_session_whose_clock_is_behind_is_never_ended_by_another_start(
+    recorder: Recorder,
+) -> None:
+    """Session B runs on a host whose clock is two hours behind ours (a shared project folder):
+    by our wall clock it looks silent for two hours. Session A starting must not end it."""
+    root = Path(recorder.root)
+    now = recorder.now
+    recorder.now = now - 7200  # B's events, stamped by B's clock
+    launch = fixture("PreToolUse.Agent", root) | {"session_id": "session-b"}
+    recorder.send(launch)
+    recorder.send(fixture("SubagentStart", root) | {"session_id": "session-b", "agent_id": "b1"})
+    recorder.now = now
+    recorder.send(fixture("SessionStart.startup", root) | {"session_id": "session-a"})
+    assert recorder.rows("SELECT status FROM sessions WHERE session_id = 'session-b'") == [
+        ("active",)
+    ]
+    assert recorder.rows("SELECT status FROM agent_registry WHERE id = 'b1'") == [("running",)]

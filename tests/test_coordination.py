@@ -229,8 +229,10 @@ def test_failed_agent_call_marks_the_agent_failed(project: Path) -> None:
     assert status == "failed" and "out of memory" in reason
 
 
-@pytest.mark.parametrize("how", ["ended", "silent"])
+@pytest.mark.parametrize("how", ["ended"])
 def test_session_start_closes_out_agents_of_sessions_that_are_over(project: Path, how: str) -> None:
+    """Sessions that ended; a merely silent one is the daemon's to judge (tests/test_apply.py:
+    clock skew must never end a live session)."""
     old, live, new = "old-session", "live-session", "new-session"
     set_config(project, session_idle_minutes=0.01)  # 0.6 s
     start_agent(project, "a-old", "left running by a Ctrl+C", session=old)
@@ -248,12 +250,8 @@ def test_session_start_closes_out_agents_of_sessions_that_are_over(project: Path
     run_hook("SessionStart", start, project)
     status, reason = agent_status(project, "a-old")
     assert status == "aborted_stale"
-    assert ("ended without the agent stopping" if how == "ended" else "gone: no event") in reason
+    assert "ended without the agent stopping" in reason
     assert agent_status(project, "a-live")[0] == "running"  # another live session: untouched
-    if how == "silent":
-        assert query(project, "SELECT status FROM sessions WHERE session_id = ?", (old,)) == [
-            ("ended",)
-        ]
 
 
 def test_session_end_closes_out_its_running_subagents(project: Path) -> None:

@@ -88,24 +88,20 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
 
 
 def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: "Context") -> None:
-    """Agents left running by sessions that are over (a Ctrl+C kill sends no SubagentStop).
+    """Agents left running by sessions that ended (a Ctrl+C kill sends no SubagentStop).
 
-    Over means ended, or silent for `session_idle_minutes`; a live session in another
-    terminal is never touched.
+    Only sessions whose end was recorded: a session that merely looks silent by this hook's
+    wall clock may be live on a host whose clock is behind ours (a shared project folder), or
+    our clock may have jumped. Silence is judged by the daemon, which also measures it on its
+    own monotonic clock (see `staleness.sweep`).
     """
-    idle = float(ctx.config["session_idle_minutes"]) * 60
-    over = conn.execute(
-        "SELECT DISTINCT s.session_id, s.status, s.last_activity_at FROM agent_registry a"
-        " JOIN sessions s USING (session_id) WHERE a.status = 'running' AND s.session_id != ?1"
-        " AND (s.status = 'ended' OR s.last_activity_at < ?2)",
-        (current, ctx.now - idle),
+    ended = conn.execute(
+        "SELECT DISTINCT a.session_id FROM agent_registry a JOIN sessions s USING (session_id)"
+        " WHERE a.status = 'running' AND a.session_id != ?1 AND s.status = 'ended'",
+        (current,),
     ).fetchall()
-    for session_id, status, last in over:
-        if status == "ended":
-            reason = f"session {session_id[:8]} ended without the agent stopping"
-        else:
-            reason = f"session {session_id[:8]} gone: no event for {(ctx.now - last) / 60:.0f} min"
-            end_session(conn, session_id, ctx.now, reason)
+    for (session_id,) in ended:
+        reason = f"session {session_id[:8]} ended without the agent stopping"
         registry.close_out_session(conn, session_id, ctx.now, reason)
 
 
