@@ -135,16 +135,15 @@ def for_new_session(
     conn: apsw.Connection, session_id: str, source: str | None, now: float
 ) -> str | None:
     """At startup or resume: what the last session of this project left open, if anything."""
-    if source == "resume":
-        previous = session_id
-    else:
+    previous: str | None = session_id
+    if source != "resume":
         found = rows(
             conn,
             "SELECT session_id FROM sessions WHERE session_id != ?"
             " ORDER BY last_activity_at DESC LIMIT 1",
             (session_id,),
         )
-        previous = found[0]["session_id"] if found else None
+        previous = str(found[0]["session_id"]) if found else None
     state: dict[str, Any] = {"failed_paths": failed_paths(conn, now, previous)}
     if previous:
         state["agents"] = live_agents(conn, previous)

@@ -193,6 +193,27 @@ def _run_script(conn: apsw.Connection, sql: str) -> None:
         pass
 
 
+def as_text(value: object) -> str:
+    """A column value as text (apsw types every value as any SQLite type)."""
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def as_opt_text(value: object) -> str | None:
+    return None if value is None else as_text(value)
+
+
+def as_int(value: object) -> int:
+    """A column value as an integer: counts, ids and flags (NULL is 0)."""
+    if isinstance(value, bool | int):
+        return int(value)
+    if isinstance(value, float):
+        return int(value)
+    try:
+        return int(str(value or 0))
+    except ValueError:
+        return 0
+
+
 def rows(conn: apsw.Connection, sql: str, params: "Any" = ()) -> "list[dict[str, Any]]":
     """Run a query and return plain dict rows (for readers: CLI, context, daemon)."""
     cursor = conn.execute(sql, params)

@@ -123,9 +123,14 @@ class Context:
         """Add to one of this event's session counters (written once, by `apply`)."""
         self.counters[key] = self.counters.get(key, 0) + amount
 
+    def number(self, key: str) -> float:
+        """A numeric setting (validated where the configuration is read)."""
+        value = self.config[key]
+        return float(value) if isinstance(value, int | float) else 0.0
+
     @property
     def lease_seconds(self) -> float:
-        return float(self.config["claim_lease_minutes"]) * 60  # type: ignore[arg-type]
+        return self.number("claim_lease_minutes") * 60
 
 
 class Applied:

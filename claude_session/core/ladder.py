@@ -11,6 +11,7 @@ is abandoned. `errors` (which needs `re`) is imported only once something failed
 import apsw
 
 from . import registry
+from .db import as_int, as_text
 from .event import Event
 from .paths import relative_to_root
 
@@ -41,13 +42,11 @@ def record_failure(
         at_fault = relative_to_root(root, at_fault)
     signature = errors.signature(tool, command, file_path, error)
     key = errors.ladder_key(kind, at_fault, signature, interrupted)
-    attempt = (
-        1
-        + conn.execute(
-            f"SELECT count(*) FROM error_log WHERE session_id = ? AND ladder_key = ? AND {OPEN}",
-            (ev.session_id, key),
-        ).fetchall()[0][0]
-    )
+    earlier = conn.execute(
+        f"SELECT count(*) FROM error_log WHERE session_id = ? AND ladder_key = ? AND {OPEN}",
+        (ev.session_id, key),
+    ).fetchall()[0][0]
+    attempt = 1 + as_int(earlier)
     resolution = None if interrupted else errors.resolution_for(attempt)
     conn.execute(
         "INSERT INTO error_log (session_id, task_id, agent_id, file_path, error_category,"
@@ -90,18 +89,18 @@ def _record_failed_path(
         f" AND ladder_key = ? AND {OPEN} ORDER BY id",
         (ev.session_id, key),
     ).fetchall()
-    approaches = []
+    approaches: list[str] = []
     for command, tool, _ in tries:
-        what = command or f"{tool} {at_fault or ''}".strip()
+        what = as_text(command) or f"{as_text(tool)} {at_fault or ''}".strip()
         if what not in approaches:
             approaches.append(what)
     edits = _recent_edits(conn, ev.session_id, at_fault)
     approach = "; then ".join(approaches)
     if edits:
         approach += f" (after editing {at_fault}: {edits})"
-    reason = errors.gist(tries[-1][2] or "")
+    reason = errors.gist(as_text(tries[-1][2]))
     context = f"failed {len(tries)} times; ladder {key}; " + " | ".join(
-        errors.gist(text or "", 160) for _, _, text in tries[:-1]
+        errors.gist(as_text(text), 160) for _, _, text in tries[:-1]
     )
     add_failed_path(conn, ev.session_id, approach, reason, at_fault, context, now, ttl_days)
 
@@ -229,4 +228,4 @@ def blocked_file(conn: apsw.Connection, session_id: str, file_path: str) -> tupl
         " HAVING max(attempt_number) >= ? ORDER BY 1 DESC",
         (session_id, file_path, DENY_FROM),
     ).fetchall()
-    return (int(found[0][0]), str(found[0][1] or "")) if found else None
+    return (as_int(found[0][0]), as_text(found[0][1])) if found else None

@@ -198,6 +198,7 @@ def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
     for path, key, value in values:
         if not isinstance(value, str) or not value or value.startswith(MARK):
             continue
+        path = str(path)
         if isinstance(key, str) and _secret_member(key) and _worth_hiding(value):
             changes.append((path, _marker("field", value)))
             continue

@@ -8,6 +8,8 @@ id, is_main = 1); its file claims carry agent_id 'main'.
 
 import apsw
 
+from .db import as_opt_text, as_text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -135,9 +137,10 @@ def transition(
     )
     if conn.changes() == 0:
         return False
-    _log_transition(conn, agent_id, session_id, status, to_status, now, reason)
+    session = as_text(session_id)
+    _log_transition(conn, agent_id, session, as_opt_text(status), to_status, now, reason)
     if to_status != RUNNING:
-        release_claims(conn, session_id, MAIN if is_main else agent_id, now, reason)
+        release_claims(conn, session, MAIN if is_main else agent_id, now, reason)
     return True
 
 
@@ -264,7 +267,7 @@ def close_out_session(conn: apsw.Connection, session_id: str, now: float, reason
         (session_id,),
     ).fetchall()
     for (agent_id,) in running:
-        closed += transition(conn, agent_id, STALE, reason, now, (RUNNING,))
+        closed += transition(conn, as_text(agent_id), STALE, reason, now, (RUNNING,))
     transition(conn, session_id, "completed", reason, now, (RUNNING, STALE))
     return closed
 

@@ -7,6 +7,7 @@ which event, and `events.apply` runs it inside the event's transaction.
 import apsw
 
 from . import ladder, registry
+from .db import as_opt_text, as_text
 from .event import Event
 from .paths import relative_to_root
 
@@ -100,7 +101,8 @@ def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: "Conte
         " WHERE a.status = 'running' AND a.session_id != ?1 AND s.status = 'ended'",
         (current,),
     ).fetchall()
-    for (session_id,) in ended:
+    for (found,) in ended:
+        session_id = as_text(found)
         reason = f"session {session_id[:8]} ended without the agent stopping"
         registry.close_out_session(conn, session_id, ctx.now, reason)
 
@@ -175,7 +177,12 @@ def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: "Context") -
         for (agent_id,) in launched:
             reason = f"Agent tool failed: {(ev.text_of('error') or '').strip()[:200]}"
             registry.transition(
-                conn, agent_id, "failed", reason, ctx.now, (registry.RUNNING, registry.STALE)
+                conn,
+                as_text(agent_id),
+                "failed",
+                reason,
+                ctx.now,
+                (registry.RUNNING, registry.STALE),
             )
 
 
@@ -244,13 +251,14 @@ def _link(conn: apsw.Connection, tool_use_id: str, agent_id: str) -> None:
         (tool_use_id, agent_id),
     )
     registry.describe(conn, agent_id, tool_use_id)
-    for (other,) in displaced:
+    for (displaced_id,) in displaced:
+        other = as_text(displaced_id)
         registry.describe(conn, other, None)
         found = conn.execute(
             "SELECT session_id, agent_type FROM agent_registry WHERE id = ?", (other,)
         ).fetchall()
         if found:
-            _guess_link(conn, found[0][0], other, found[0][1])
+            _guess_link(conn, as_text(found[0][0]), other, as_opt_text(found[0][1]))
 
 
 def _guess_link(
@@ -269,7 +277,7 @@ def _guess_link(
             "UPDATE agent_launches SET agent_id = ?2, confirmed = 0 WHERE tool_use_id = ?1",
             (launch[0][0], agent_id),
         )
-        registry.describe(conn, agent_id, launch[0][0])
+        registry.describe(conn, agent_id, as_opt_text(launch[0][0]))
 
 
 def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
@@ -328,9 +336,7 @@ def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context", changed: bool) 
 
 
 def record_failure(conn: apsw.Connection, ev: Event, ctx: "Context", error: str) -> None:
-    ladder.record_failure(
-        conn, ev, ctx.root, ctx.now, error, float(ctx.config["failed_path_ttl_days"])
-    )
+    ladder.record_failure(conn, ev, ctx.root, ctx.now, error, ctx.number("failed_path_ttl_days"))
 
 
 def response_error(ev: Event) -> str | None:

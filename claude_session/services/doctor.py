@@ -36,7 +36,8 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
         except (OSError, ValueError) as exc:
             results.append(_row(f"settings {scope}", False, f"{path}: {exc}"))
             continue
-        hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+        found_hooks = settings.get("hooks")
+        hooks: dict[str, Any] = found_hooks if isinstance(found_hooks, dict) else {}
         ours = [
             (scope, event, handler)
             for event, groups in hooks.items()

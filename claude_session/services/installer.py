@@ -96,7 +96,7 @@ def settings_path(scope: str, root: Path) -> Path:
 
 def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
     """A copy of `settings` with every claude-session handler removed (others untouched)."""
-    result = json.loads(json.dumps(settings))
+    result: dict[str, Any] = json.loads(json.dumps(settings))
     hooks = result.get("hooks")
     if not isinstance(hooks, dict):
         return result
