@@ -189,32 +189,27 @@ def claims(root: Path, include_all: bool, as_json: bool) -> None:
 @click.pass_obj
 def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:
     """Show the project configuration (.claude-session.json, with defaults), or change it."""
-    from ..services import config_model
+    from ..services import configuration
 
-    path = Path(config_model.config_path(str(root)))
-    if assignments:
-        current = json.loads(path.read_text()) if path.exists() else {}
-        for assignment in assignments:
-            key, _, value = assignment.partition("=")
-            try:
-                current[key.strip()] = json.loads(value)
-            except ValueError:
-                current[key.strip()] = value
-        try:
-            config_model.Config.model_validate(current)
-        except config_model.ValidationError as exc:
-            raise click.ClickException(f"not changed: {exc.errors()[0]['msg']}") from exc
-        path.write_text(json.dumps(current, indent=2) + "\n")
     try:
-        effective = config_model.load(root)
-    except config_model.ConfigError as exc:
+        if assignments:
+            loaded = configuration.set_values(str(root), list(assignments))
+        else:
+            loaded = configuration.load(str(root))
+    except configuration.ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
-    written = json.loads(path.read_text()) if path.exists() else {}
     rows = [
-        {"key": key, "value": value, "source": "file" if key in written else "default"}
-        for key, value in effective.model_dump().items()
+        {"key": key, "value": value, "source": "file" if key in loaded.written else "default"}
+        for key, value in loaded.values.items()
     ]
-    output.emit(rows, "json" if as_json else "table", title=f"configuration ({path})")
+    if as_json:
+        output.emit({"path": loaded.path, "settings": rows, "problems": loaded.problems}, "json")
+    else:
+        output.emit(rows, "table", title=f"configuration ({loaded.path})")
+        for problem in loaded.problems:
+            click.echo(f"invalid, default used: {output.escape_controls(problem)}", err=True)
+    if loaded.problems:
+        sys.exit(1)
 
 
 @cli.group()
@@ -296,8 +291,9 @@ def fail(
 ) -> None:
     """Record an approach that failed, so no agent tries it again (agents may run this too)."""
     from ..core import ladder
+    from ..core.config import number
     from ..core.redact import redact
-    from ..services.config_model import load
+    from ..services import configuration
 
     with opened(root, create=True) as conn:
         if resolve is not None:
@@ -324,7 +320,7 @@ def fail(
                 relative,
                 "recorded by hand",
                 time.time(),
-                load(root).failed_path_ttl_days,
+                number(configuration.load_or_defaults(str(root)).values, "failed_path_ttl_days"),
             )
     click.echo(f"failed path {new_id} recorded")
 

@@ -1,18 +1,20 @@
 """Project configuration: `<project>/.claude-session.json`, every key optional.
 
-The defaults live here, once. The pydantic model in `config_model` validates the file for the
-CLI and the daemon (and builds its defaults from DEFAULTS); hooks cannot afford pydantic, json
-or tomllib (~5-20 ms to import), so they read the file through SQLite's JSON functions and keep
-the default for any key that is missing or of the wrong type.
+The defaults and the one validation live here, in the standard library, so that hooks, the
+CLI, the daemon and doctor agree on every value (a lease of 0 minutes is invalid everywhere).
+Hooks read the file with SQLite's JSON functions (`json` costs ~5 ms to import) and pass what
+they found through the same `validate`; an invalid value falls back to its default there, and
+`claude-session config` and `doctor` report it.
 """
 
 import os
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     import apsw
 
 CONFIG_NAME = ".claude-session.json"
+CONFIG_CAP_BYTES = 64 * 1024
 
 DEFAULTS: dict[str, object] = {
     # A file claim is a lease: it lasts this long after the agent's last activity.
@@ -53,32 +55,82 @@ def config_path(root: str) -> str:
     return os.path.join(root, CONFIG_NAME)
 
 
-def for_hooks(root: str, scratch: "apsw.Connection") -> dict[str, object]:
-    """The configuration with defaults, read with SQLite's JSON functions.
-
-    Invalid values fall back to their default silently here; `claude-session config` reports
-    them. A missing file costs one failed open.
-    """
+def validate(found: "dict[str, object]") -> "tuple[dict[str, object], list[str]]":
+    """The defaults overlaid with every valid value of `found`, and one line per problem
+    (unknown keys too: a typo would otherwise silently keep the default)."""
     values = dict(DEFAULTS)
-    try:
-        with open(config_path(root), encoding="utf-8", errors="replace") as f:
-            text = f.read(64 * 1024)
-    except OSError:
-        return values
+    problems: list[str] = []
+    for key, value in found.items():
+        problem = check(key, value)
+        if problem:
+            problems.append(f"{key}: {problem}")
+        else:
+            values[key] = float(value) if isinstance(DEFAULTS[key], float) else value  # type: ignore[arg-type]
+    return values, problems
+
+
+def check(key: str, value: object) -> str | None:
+    """Why `value` is not valid for `key`, or None."""
+    if key not in DEFAULTS:
+        return f"unknown setting; known: {', '.join(sorted(DEFAULTS))}"
+    default = DEFAULTS[key]
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "must be true or false"
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "must be a number"
+        return None if value > 0 else "must be greater than 0"
+    if not isinstance(value, str):
+        return "must be a string"
+    if key in CHOICES and value not in CHOICES[key]:
+        return f"must be one of {', '.join(CHOICES[key])}"
+    if key == "judge_events":
+        unknown = sorted({e.strip() for e in value.split(",") if e.strip()} - set(JUDGE_EVENTS))
+        if unknown:
+            return f"unknown events {', '.join(unknown)}; use {', '.join(JUDGE_EVENTS)}"
+    if key == "judge_command" and not value.strip():
+        return "must not be empty"
+    return None
+
+
+def for_hooks(root: str, scratch: "apsw.Connection") -> "dict[str, object]":
+    """The configuration with defaults, read with SQLite's JSON functions; invalid values keep
+    their default (the CLI and doctor report them). A missing file costs one failed open."""
+    text = read_text(root)
+    if text is None:
+        return dict(DEFAULTS)
     try:
         found = scratch.execute(
-            "SELECT key, value, type FROM json_each(?) WHERE json_valid(?)", (text, text)
+            "SELECT key, value, type FROM json_each(?1) WHERE json_valid(?1)"
+            " AND json_type(?1) = 'object'",
+            (text,),
         ).fetchall()
     except Exception:
-        return values
+        return dict(DEFAULTS)
+    values: dict[str, object] = {}
     for key, value, kind in found:
-        default = DEFAULTS.get(key)
-        if isinstance(default, bool):
-            if kind in ("true", "false"):
-                values[key] = bool(value)
-        elif isinstance(default, float):
-            if kind in ("integer", "real") and value >= 0:
-                values[key] = float(value)
-        elif isinstance(default, str) and value in CHOICES.get(key, (value,)):
-            values[key] = value
-    return values
+        if kind in ("true", "false"):
+            value = kind == "true"
+        elif kind in ("object", "array", "null"):
+            value = None  # invalid for every setting
+        values[str(key)] = value
+    return validate(values)[0]
+
+
+def read_text(root: str) -> str | None:
+    """The file's text (capped), or None when there is none. A link planted at the path is
+    not followed."""
+    try:
+        fd = os.open(config_path(root), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, CONFIG_CAP_BYTES).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def number(values: "dict[str, object]", key: str) -> float:
+    """A numeric setting of validated `values`."""
+    value = values[key]
+    return float(value) if isinstance(value, int | float) else float(str(DEFAULTS[key]))

@@ -23,8 +23,9 @@ import apsw
 import watchfiles
 
 from ..core import db, log, registry, spool, staleness, store
+from ..core.config import number
 from ..core.paths import DB_NAME, db_path, spool_dir
-from . import config_model
+from . import configuration
 from .daemon_control import lock_path, status_path, stopped_since
 
 Clock = Callable[[], float]
@@ -65,7 +66,7 @@ class Daemon:
             "claims_expired": 0,
             "events_ingested": 0,
         }
-        self.config = config_model.Config()
+        self.config: dict[str, object] = configuration.load_or_defaults(root).values
 
     # --- one pass ------------------------------------------------------------------------
 
@@ -76,10 +77,15 @@ class Daemon:
 
     def reload_config(self) -> None:
         try:
-            self.config = config_model.load(self.root)
-            self.stats.pop("config_error", None)
-        except config_model.ConfigError as exc:
+            loaded = configuration.load(self.root)
+        except configuration.ConfigError as exc:
             self.stats["config_error"] = str(exc)  # keep the last good configuration
+            return
+        self.config = loaded.values  # invalid values keep their defaults, as in hooks
+        if loaded.problems:
+            self.stats["config_error"] = "; ".join(loaded.problems)
+        else:
+            self.stats.pop("config_error", None)
 
     def ingest(self) -> int:
         done = spool.ingest(self.connection(), self.root)
@@ -111,8 +117,8 @@ class Daemon:
             now,
             now_mono,
             self.seen,
-            self.config.stale_after_minutes * 60,
-            self.config.session_idle_minutes * 60,
+            number(self.config, "stale_after_minutes") * 60,
+            number(self.config, "session_idle_minutes") * 60,
         )
         with db.Immediate(conn):
             for verdict in verdicts:
@@ -135,7 +141,7 @@ class Daemon:
         self.connection().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def has_live_session(self) -> bool:
-        idle = self.config.session_idle_minutes * 60
+        idle = number(self.config, "session_idle_minutes") * 60
         return bool(
             self.connection()
             .execute(
@@ -164,7 +170,7 @@ class Daemon:
             watch_filter=_ours,
             recursive=False,
             yield_on_timeout=True,
-            rust_timeout=int(self.config.sweep_interval_seconds * 1000),
+            rust_timeout=int(number(self.config, "sweep_interval_seconds") * 1000),
             stop_event=stop,
             debounce=100,
             raise_interrupt=False,
@@ -178,13 +184,14 @@ class Daemon:
             # On the timer, or at most once a second when the database changed (our own writes
             # change it too: a sweep per change would chase its own tail).
             since = self.mono() - last_sweep
-            if since >= self.config.sweep_interval_seconds or (changes and since >= 1.0):
+            sweep_every = number(self.config, "sweep_interval_seconds")
+            if since >= sweep_every or (changes and since >= 1.0):
                 self.reload_config()
                 self.pass_once()
                 last_sweep = self.mono()
             if self.has_live_session():
                 last_live = self.mono()
-            elif self.mono() - last_live >= self.config.daemon_idle_exit_minutes * 60:
+            elif self.mono() - last_live >= number(self.config, "daemon_idle_exit_minutes") * 60:
                 log.write(self.root, "INFO", "daemon", "no live session: idle exit")
                 break
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import db, log, spool
-from ..core.paths import db_path
+from ..core.paths import db_path, unsafe_filesystem
 from . import installer
 
 
@@ -20,7 +20,23 @@ def check(root: Path) -> list[dict[str, Any]]:
     results += _duplicates(found)
     results += _run_installed(found)
     results += _database(root)
+    results += _configuration(root)
     return results
+
+
+def _configuration(root: Path) -> list[dict[str, Any]]:
+    """The same validation the hooks use: what is invalid falls back to its default there."""
+    from . import configuration
+
+    try:
+        loaded = configuration.load(str(root))
+    except configuration.ConfigError as exc:
+        return [_row("configuration", False, f"{exc}; hooks use the defaults")]
+    if loaded.problems:
+        detail = f"{loaded.path}: " + "; ".join(loaded.problems) + " (defaults used)"
+        return [_row("configuration", False, detail)]
+    where = loaded.path if loaded.written else "no .claude-session.json (defaults)"
+    return [_row("configuration", True, where)]
 
 
 def _row(name: str, ok: bool, detail: str) -> dict[str, Any]:
@@ -184,7 +200,10 @@ def _database(root: Path) -> list[dict[str, Any]]:
         version = db.schema_version(conn)
         conn.close()
         results.append(_row("database quick_check", verdict == "ok", f"{path}: {verdict}"))
-        results.append(_row("database journal", mode == "wal", f"journal_mode={mode}"))
+        unsafe = unsafe_filesystem(str(root))
+        expected = "delete" if unsafe else "wal"
+        note = f" ({unsafe}: WAL is not safe on this file system)" if unsafe else ""
+        results.append(_row("database journal", mode == expected, f"journal_mode={mode}{note}"))
         results.append(
             _row(
                 "database schema",

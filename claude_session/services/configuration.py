@@ -1,0 +1,95 @@
+"""Reading and changing `.claude-session.json` for the CLI, the daemon and doctor, through the
+core's one validation (`core.config.validate`), so they agree with the hooks on every value."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..core.config import check, config_path, read_text, validate
+
+
+class ConfigError(ValueError):
+    """The file cannot be used as it is: one line that says why."""
+
+
+class Loaded:
+    """The effective values, the problems found, and what the file itself says."""
+
+    def __init__(
+        self, path: str, values: dict[str, object], problems: list[str], written: dict[str, Any]
+    ) -> None:
+        self.path = path
+        self.values = values
+        self.problems = problems
+        self.written = written
+
+
+def load(root: str) -> Loaded:
+    """The configuration; defaults when there is no file; ConfigError when it is not a JSON
+    object at all (invalid values are `problems`, and keep their defaults)."""
+    path = config_path(root)
+    text = read_text(root)
+    if text is None:
+        if os.path.islink(path):
+            raise ConfigError(f"{path} is a symbolic link; refusing to read it")
+        return Loaded(path, validate({})[0], [], {})
+    try:
+        written = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(written, dict):
+        raise ConfigError(f"{path}: not a JSON object")
+    values, problems = validate(written)
+    return Loaded(path, values, problems, written)
+
+
+def load_or_defaults(root: str) -> Loaded:
+    """For work that must go on whatever the file says (the daemon, `fail`): the defaults when
+    the file is unusable, with the reason as the one problem."""
+    try:
+        return load(root)
+    except ConfigError as exc:
+        return Loaded(config_path(root), validate({})[0], [str(exc)], {})
+
+
+def parse_assignment(assignment: str) -> tuple[str, object]:
+    """KEY=VALUE, the value as JSON when it is JSON (`true`, `5`, `"x"`), else as text."""
+    key, sep, text = assignment.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"{assignment!r}: write KEY=VALUE")
+    try:
+        value: object = json.loads(text)
+    except ValueError:
+        value = text
+    return key, value
+
+
+def set_values(root: str, assignments: list[str]) -> Loaded:
+    """Apply KEY=VALUE assignments: every one is checked first, then the file is replaced
+    atomically. Nothing is written when any assignment is invalid."""
+    current = load(root)
+    updated = dict(current.written)
+    for assignment in assignments:
+        key, value = parse_assignment(assignment)
+        problem = check(key, value)
+        if problem:
+            raise ConfigError(f"not changed: {key}: {problem}")
+        updated[key] = value
+    write(root, updated)
+    return load(root)
+
+
+def write(root: str, values: dict[str, Any]) -> None:
+    path = config_path(root)
+    if os.path.islink(path):
+        raise ConfigError(f"{path} is a symbolic link; refusing to replace it")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, (json.dumps(values, indent=2) + "\n").encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
