@@ -1,14 +1,19 @@
 """The spool: events that could not be written to the database wait here as files.
 
 One file per event, written under a temporary name and renamed into place, so a reader never
-sees half a file. Ingestion replays them through the same writers as a live hook; the events'
+sees half a file. Ingestion replays them through `events.apply`, like a live hook; the events'
 idempotency keys make a replay after a crash harmless. This is the failure path, so it may
 import `json`.
+
+A spool file is input like any other: one that cannot be read or is not an envelope we wrote
+(wrong types, huge, truncated, a link, another project's) is moved into `rejected/` beside it
+with its reason in a `.reason` file, never deleted, and ingestion goes on with the others.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 
 import apsw
@@ -21,6 +26,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 REJECTED = "rejected"
+ENVELOPE_CAP_BYTES = 8 * 1024 * 1024  # we write at most ~1 MiB (a payload capped at 256 KiB)
+
+
+class Unusable(ValueError):
+    """This spool file cannot be replayed; the message says why."""
 
 
 def user_spool_dir() -> str:
@@ -28,14 +38,23 @@ def user_spool_dir() -> str:
     return os.path.join(user_state_dir(), "spool")
 
 
+def private_dir(folder: str) -> None:
+    """Create `folder` (0700) if needed and make sure it is a real directory of ours: a link
+    planted in its place, or someone else's folder, is refused."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise OSError(f"refusing {folder}: not a directory of this user (a planted link?)")
+
+
 def write(folder: str, envelope: dict[str, Any]) -> str:
     """Atomically add one event to `folder`; returns the file's path."""
     import json
 
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    private_dir(folder)
     name = f"{time.time_ns()}-{os.getpid()}-{envelope['delivery_id']}.json"
     tmp = os.path.join(folder, f".{name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, json.dumps(envelope, ensure_ascii=False).encode("utf-8", "replace"))
         os.fsync(fd)
@@ -47,7 +66,10 @@ def write(folder: str, envelope: dict[str, Any]) -> str:
 
 
 def pending(folder: str) -> list[str]:
+    """Spool entries waiting in `folder` (nothing when the folder itself is a link)."""
     try:
+        if os.path.islink(folder):
+            return []
         names = os.listdir(folder)
     except OSError:
         return []
@@ -60,29 +82,19 @@ def backlog(root: str) -> int:
 
 
 def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
-    """Replay spooled events of this project into the database; returns how many were stored."""
+    """Replay spooled events of this project into the database; returns how many were stored.
+    A database error stops the replay (the rest waits); a bad file only sets that file aside."""
     done = 0
     settings = config.for_hooks(root, conn)
-    for path in (pending(spool_dir(root)) + _user_entries(root))[:limit]:
+    own = pending(spool_dir(root))
+    for path in (own + _user_entries(root))[:limit]:
         try:
-            envelope = _read(path)
+            envelope = _read(path, root if path in own else None)
             ev = event.parse(conn, envelope["payload"], envelope.get("event_hint") or "")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            _reject(path, exc)
+            delivery, ctx = _delivery(envelope, root, settings)
+        except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
+            _reject(path, exc, root)
             continue
-        received = float(envelope.get("received_at") or time.time())
-        delivery = events.Delivery(
-            delivery_id=str(envelope["delivery_id"]),
-            received_at=received,
-            payload_bytes=int(envelope.get("payload_bytes") or len(envelope["payload"])),
-            payload_sha256=envelope.get("payload_sha256"),
-            truncated=bool(envelope.get("truncated")),
-            via="spool",
-            dispatcher="spool",
-            duration_ms=float(envelope.get("duration_ms") or 0.0),
-            note=f"spooled: {envelope.get('reason') or 'unknown'}"[:500],
-        )
-        ctx = events.Context(root, received, envelope.get("prepared"), settings)
         events.apply(conn, ev, delivery, ctx)
         try:
             os.unlink(path)
@@ -92,38 +104,146 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
     return done
 
 
-def _read(path: str) -> dict[str, Any]:
+def _delivery(
+    envelope: dict[str, Any], root: str, settings: dict[str, object]
+) -> tuple[events.Delivery, events.Context]:
+    received = _number(envelope, "received_at", time.time())
+    delivery = events.Delivery(
+        delivery_id=str(envelope["delivery_id"]),
+        received_at=received,
+        payload_bytes=int(_number(envelope, "payload_bytes", len(envelope["payload"]))),
+        payload_sha256=_text(envelope, "payload_sha256"),
+        truncated=envelope.get("truncated") is True,
+        via="spool",
+        dispatcher="spool",
+        duration_ms=_number(envelope, "duration_ms", 0.0),
+        note=f"spooled: {_text(envelope, 'reason') or 'unknown'}"[:500],
+    )
+    return delivery, events.Context(root, received, envelope.get("prepared"), settings)
+
+
+def _number(envelope: dict[str, Any], key: str, default: float) -> float:
+    value = envelope.get(key)
+    if value is None:
+        return float(default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise Unusable(f"{key} is not a number: {str(value)[:40]!r}")
+    return float(value)
+
+
+def _text(envelope: dict[str, Any], key: str) -> str | None:
+    value = envelope.get(key)
+    if value is not None and not isinstance(value, str):
+        raise Unusable(f"{key} is not text")
+    return value
+
+
+def _read(path: str, own_root: str | None) -> dict[str, Any]:
+    """The envelope in `path`, checked: a regular file of ours, not too big, a JSON object
+    with the fields we write, of the right types."""
     import json
 
-    with open(path, encoding="utf-8") as f:
-        envelope = json.load(f)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unusable("not a regular file")
+        if info.st_uid != os.getuid():
+            raise Unusable(f"owned by uid {info.st_uid}, not by this user")
+        if info.st_size > ENVELOPE_CAP_BYTES:
+            raise Unusable(f"{info.st_size} bytes: larger than any envelope we write")
+        data = b""
+        while chunk := os.read(fd, 1 << 20):
+            data += chunk
+    finally:
+        os.close(fd)
+    try:
+        envelope = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise Unusable(f"not a JSON envelope ({type(exc).__name__})") from exc
     if not isinstance(envelope, dict) or not isinstance(envelope.get("payload"), str):
-        raise ValueError("not a spool envelope")
+        raise Unusable("not a spool envelope (no payload text)")
+    if not isinstance(envelope.get("delivery_id"), str) or not envelope["delivery_id"]:
+        raise Unusable("no delivery id")
+    hint = envelope.get("event_hint")
+    if hint is not None and not isinstance(hint, str):
+        raise Unusable("event_hint is not text")
+    claimed = envelope.get("project_root")
+    if own_root is not None and claimed is not None and claimed != own_root:
+        raise Unusable(f"it names another project ({str(claimed)[:200]})")
     return envelope
 
 
-def _reject(path: str, exc: Exception) -> None:
-    """A spool file that cannot be replayed is moved aside, never deleted."""
+def _reject(path: str, exc: BaseException, root: str) -> None:
+    """A spool file that cannot be replayed is moved aside with its reason, never deleted."""
     from . import log
 
+    reason = f"{type(exc).__name__}: {exc}" if not isinstance(exc, Unusable) else str(exc)
     folder = os.path.join(os.path.dirname(path), REJECTED)
+    name = os.path.basename(path)
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        os.replace(path, os.path.join(folder, os.path.basename(path)))
+        private_dir(folder)
+        os.replace(path, os.path.join(folder, name))
+        fd = os.open(
+            os.path.join(folder, name + ".reason"),
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+            0o600,
+        )
+        try:
+            os.write(fd, (reason + "\n").encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError as move_error:
+        reason += f" (could not be moved aside: {move_error})"
+    log.error(root, "spool", f"set aside {name}: {reason}")
+
+
+def quarantined(root: str) -> tuple[int, str | None]:
+    """How many of this project's spool files were set aside, and the latest reason."""
+    folder = os.path.join(spool_dir(root), REJECTED)
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json")]
     except OSError:
-        pass
-    log.error(None, "spool", f"cannot replay {os.path.basename(path)}: {exc}")
+        return 0, None
+    latest: str | None = None
+    newest = -1.0
+    for name in names:
+        reason_path = os.path.join(folder, name + ".reason")
+        try:
+            when = os.lstat(reason_path).st_mtime
+            if when > newest:
+                fd = os.open(reason_path, os.O_RDONLY | os.O_NOFOLLOW)
+                try:
+                    latest = os.read(fd, 2000).decode("utf-8", "replace").strip()
+                finally:
+                    os.close(fd)
+                newest = when
+        except OSError:
+            continue
+    return len(names), latest
 
 
 def _user_entries(root: str) -> list[str]:
+    """Entries of the per-user spool that belong to `root` (the project was missing then)."""
     import json
 
+    try:
+        folder = user_spool_dir()
+    except OSError:  # no home directory: there is no per-user spool
+        return []
     found = []
-    for path in pending(user_spool_dir()):
+    for path in pending(folder):
         try:
-            with open(path, encoding="utf-8") as f:
-                if json.load(f).get("project_root") == root:
-                    found.append(path)
-        except (OSError, ValueError, AttributeError):
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                if os.fstat(fd).st_size > ENVELOPE_CAP_BYTES:
+                    continue
+                data = os.read(fd, ENVELOPE_CAP_BYTES + 1)
+            finally:
+                os.close(fd)
+            envelope = json.loads(data.decode("utf-8", "replace"))
+        except (OSError, ValueError, RecursionError):
             continue
+        if isinstance(envelope, dict) and envelope.get("project_root") == root:
+            found.append(path)
     return found

@@ -24,7 +24,7 @@ import watchfiles
 
 from ..core import db, log, registry, spool, staleness, store
 from ..core.config import number
-from ..core.paths import DB_NAME, db_path, spool_dir
+from ..core.paths import DB_NAME, SPOOL_SUFFIX, db_path, spool_dir
 from . import configuration
 from .daemon_control import lock_path, status_path, stopped_since
 
@@ -253,8 +253,12 @@ def _corrupt(exc: BaseException) -> bool:
 
 
 def _ours(change: watchfiles.Change, path: str) -> bool:
+    """Changes worth a look: the database files, and a spool entry arriving (a `.json` file
+    in the spool folder; our own status `.json`, lock, log and temp files are not)."""
     name = os.path.basename(path)
-    excluded = (".lock", ".json", ".log", ".tmp")
+    if os.path.basename(os.path.dirname(path)) == DB_NAME + SPOOL_SUFFIX:
+        return name.endswith(".json") and not name.startswith(".")
+    excluded = (".lock", ".json", ".log", ".tmp", ".stop")
     return name.startswith(DB_NAME) and not name.endswith(excluded) and ".corrupt-" not in name
 
 

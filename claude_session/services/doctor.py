@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import db, log, spool
-from ..core.paths import db_path, unsafe_filesystem
+from ..core.paths import db_path, spool_dir, unsafe_filesystem
 from . import installer
 
 
@@ -217,6 +217,11 @@ def _database(root: Path) -> list[dict[str, Any]]:
     results.append(_row("database permissions", perms & 0o077 == 0, f"mode {perms:o}"))
     backlog = spool.backlog(str(root))
     results.append(_row("spool backlog", backlog == 0, f"{backlog} events waiting"))
+    set_aside, reason = spool.quarantined(str(root))
+    detail = f"{set_aside} spool files set aside in {spool_dir(str(root))}/rejected"
+    results.append(
+        _row("spool set aside", set_aside == 0, detail + (f"; last: {reason}" if reason else ""))
+    )
     count, last = log.count_errors(str(root))
     results.append(
         _row("internal errors", count == 0, f"{count} logged" + (f"; last: {last}" if last else ""))

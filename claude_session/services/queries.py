@@ -18,6 +18,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
     path = db_path(root)
     size = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
     errors_logged, last_error = log.count_errors(root)
+    set_aside, set_aside_reason = spool.quarantined(root)
     latest = db.rows(
         conn,
         "SELECT session_id, snapshot_type, trigger, created_at FROM context_snapshots"
@@ -30,6 +31,8 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             "schema_version": db.schema_version(conn),
             "events": db.rows(conn, "SELECT count(*) AS n FROM events")[0]["n"],
             "spool_backlog": spool.backlog(root),
+            "spool_set_aside": set_aside,
+            "spool_last_set_aside_reason": set_aside_reason,
             "internal_errors": errors_logged,
             "last_internal_error": last_error,
             "last_snapshot": latest[0] if latest else None,
