@@ -60,6 +60,7 @@ CREATE TABLE file_claims (
     release_reason   TEXT,
     edits            INTEGER NOT NULL DEFAULT 1,  -- Write/Edit calls behind the claim
     timestamp        TEXT GENERATED ALWAYS AS (datetime(last_touched_at, 'unixepoch')) VIRTUAL,  -- the claim's latest touch, UTC
+    last_event_id    INTEGER,         -- the event of the latest edit (events.id)
     UNIQUE (session_id, agent_id, file_path)
 );
 CREATE INDEX file_claims_path ON file_claims (file_path);
@@ -121,6 +122,8 @@ CREATE TABLE error_log (
 );
 CREATE INDEX error_log_open ON error_log (session_id, signature, resolution);
 CREATE INDEX error_log_ladder ON error_log (session_id, ladder_key, resolution);
+CREATE INDEX error_log_call ON error_log (tool_use_id);
+CREATE INDEX error_log_unfixed ON error_log (interrupted) WHERE (resolution IS NULL OR resolution != 'auto_fixed');
 
 -- What the model knew, at each compaction and at session end (JSON).
 CREATE TABLE context_snapshots (
@@ -181,6 +184,7 @@ CREATE TABLE sessions (
     cwd              TEXT,
     transcript_path  TEXT
 );
+CREATE INDEX sessions_activity ON sessions (last_activity_at);
 
 -- Every event Claude Code sent, as it came (redacted, capped), once.
 CREATE TABLE events (
@@ -226,6 +230,7 @@ CREATE TABLE agent_launches (
     confirmed     INTEGER NOT NULL DEFAULT 0  -- 1: PostToolUse(Agent) named the agent
 );
 CREATE INDEX agent_launches_pending ON agent_launches (session_id, agent_id);
+CREATE INDEX agent_launches_agent ON agent_launches (agent_id);
 
 -- Every agent status change: when and why (a stale agent that speaks again shows here too).
 CREATE TABLE agent_transitions (
@@ -239,4 +244,4 @@ CREATE TABLE agent_transitions (
 );
 CREATE INDEX agent_transitions_agent ON agent_transitions (agent_id, id);
 
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;

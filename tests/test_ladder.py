@@ -358,3 +358,26 @@ def test_failed_paths_of_the_work_at_hand_come_first(project: Path) -> None:
     section = text[text.index("## Failed approaches") :]
     assert section.index("python3 src/app.py") < section.index("newer idea elsewhere")
     assert section.index("newer idea elsewhere") < section.index("an idea from another session")
+
+
+def test_failed_path_quotes_edits_of_exactly_the_file_at_fault(project: Path) -> None:
+    """Asked about a.py, the edits of data.py (whose name ends the same) are not it."""
+    for n, (name, old, new) in enumerate(
+        (("a.py", "a", "b"), ("data.py", "WRONG", "WRONGER"), ("data.py", "WRONG2", "X"))
+    ):
+        edit = fixture("PostToolUse.Edit", project) | {"session_id": SESSION}
+        edit["tool_use_id"] = f"toolu_edit_{n}"
+        edit["tool_input"] |= {
+            "file_path": str(project / name),
+            "old_string": old,
+            "new_string": new,
+        }
+        run_hook("PostToolUse", edit, project)
+    error = (
+        'Exit code 1\nTraceback (most recent call last):\n  File "{root}/a.py", line 3\nValueError'
+    )
+    for _ in range(3):
+        fail(project, "python3 a.py", error)
+    approach = query(project, "SELECT approach FROM failed_paths")[0][0]
+    assert "replaced 'a' with 'b'" in approach
+    assert "WRONG" not in approach

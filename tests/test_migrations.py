@@ -50,10 +50,18 @@ def test_every_previous_version_migrates_to_the_fresh_schema(tmp_path: Path, sta
         if number <= start:
             run(old, sql)
             old.execute(f"PRAGMA user_version = {number}")
-    old.execute(
-        "INSERT INTO error_log (session_id, agent_id, signature, category, error_text, attempt,"
-        " occurred_at) VALUES ('s', 'main', 'Bash: make', 'build', 'Exit code 2', 1, 1)"
-    )
+    if start < 5:  # the columns' names before and after the original schema came back
+        old.execute(
+            "INSERT INTO error_log (session_id, agent_id, signature, category, error_text,"
+            " attempt, occurred_at) VALUES ('s', 'main', 'Bash: make', 'build', 'Exit code 2',"
+            " 1, 1)"
+        )
+    else:
+        old.execute(
+            "INSERT INTO error_log (session_id, agent_id, signature, error_category,"
+            " error_message, attempt_number, occurred_at) VALUES ('s', 'main', 'Bash: make',"
+            " 'build', 'Exit code 2', 1, 1)"
+        )
     old.close()
     migrated = db.connect(path)
     fresh = db.connect(str(tmp_path / "fresh.db"))

@@ -118,6 +118,7 @@ class Context:
         self.prepared = prepared  # the handler's `prepare` result, made outside the transaction
         self.config = config if config is not None else dict(DEFAULTS)
         self.counters: dict[str, float] = {}  # session_metrics increments of this event
+        self.event_id: int | None = None  # the stored event's row, set by `apply`
 
     def count(self, key: str, amount: float = 1) -> None:
         """Add to one of this event's session counters (written once, by `apply`)."""
@@ -190,6 +191,7 @@ def apply(
             duration = ev.get("duration_ms")
             if isinstance(duration, int | float):  # PostToolUse(Failure): the tool's time
                 ctx.count("duration_ms", duration)
+            ctx.event_id = event_id
             store.touch_session(conn, ev, ctx)
             if writer is not None:
                 writer(conn, ev, ctx)

@@ -142,15 +142,14 @@ def _recent_edits(conn: apsw.Connection, session_id: str, file_path: str | None)
     """A short summary of the last edits this session made to the file at fault."""
     if not file_path:
         return ""
+    # The latest edit of each agent's claim on exactly this path (the claim keeps its event).
     found = conn.execute(
-        "SELECT json_extract(payload, '$.tool_input.old_string'),"
-        " json_extract(payload, '$.tool_input.new_string'), tool_name FROM events"
-        " WHERE session_id = ? AND hook_event_name = 'PostToolUse'"
-        " AND tool_name IN ('Edit', 'Write', 'MultiEdit', 'NotebookEdit')"
-        " AND (json_extract(payload, '$.tool_input.file_path') LIKE '%' || ?"
-        "  OR json_extract(payload, '$.tool_input.notebook_path') LIKE '%' || ?)"
-        " ORDER BY id DESC LIMIT 2",
-        (session_id, file_path, file_path),
+        "SELECT json_extract(e.payload, '$.tool_input.old_string'),"
+        " json_extract(e.payload, '$.tool_input.new_string'), e.tool_name"
+        " FROM file_claims c JOIN events e ON e.id = c.last_event_id"
+        " WHERE c.file_path = ?2 AND c.session_id = ?1"
+        " ORDER BY c.last_touched_at DESC LIMIT 2",
+        (session_id, file_path),
     ).fetchall()
     parts = []
     for old, new, tool in found:

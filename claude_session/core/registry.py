@@ -206,16 +206,18 @@ def claim(
     operation: str | None,
     now: float,
     lease_seconds: float,
+    event_id: int | None = None,
 ) -> None:
-    """The agent claims the file for a lease; `operation` is the tool that claimed it."""
+    """The agent claims the file for a lease; `operation` is the tool that claimed it and
+    `event_id` the edit's event (kept so the ladder can quote the latest change)."""
     conn.execute(
         "INSERT INTO file_claims (session_id, agent_id, file_path, operation, first_claimed_at,"
-        " last_touched_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)"
+        " last_touched_at, expires_at, last_event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)"
         " ON CONFLICT (session_id, agent_id, file_path) DO UPDATE SET"
         " last_touched_at = max(last_touched_at, excluded.last_touched_at),"
         " expires_at = max(coalesce(expires_at, 0), excluded.expires_at),"
         " operation = excluded.operation, edits = edits + 1, released_at = NULL,"
-        " release_reason = NULL",
+        " release_reason = NULL, last_event_id = coalesce(excluded.last_event_id, last_event_id)",
         (
             session_id,
             claim_owner(agent_id),
@@ -223,6 +225,7 @@ def claim(
             operation,
             now,
             now + lease_seconds,
+            event_id,
         ),
     )
 

@@ -328,7 +328,14 @@ def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context", changed: bool) 
     path = relative_to_root(ctx.root, target)
     agent_id = ev.text_of("agent_id")
     registry.claim(
-        conn, ev.session_id, agent_id, path, ev.text_of("tool_name"), ctx.now, ctx.lease_seconds
+        conn,
+        ev.session_id,
+        agent_id,
+        path,
+        ev.text_of("tool_name"),
+        ctx.now,
+        ctx.lease_seconds,
+        ctx.event_id,
     )
     if changed:
         registry.add_changed_file(conn, agent_id or ev.session_id, path)
