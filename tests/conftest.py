@@ -185,3 +185,41 @@ def hook(project: Path) -> Callable[..., HookResult]:
         return run_hook(event, payload, project, **kwargs)
 
     return run
+
+
+class WheelInstall:
+    """claude-session built as a wheel and installed into a fresh venv (not editable)."""
+
+    def __init__(self, wheel: Path, venv: Path) -> None:
+        self.wheel = wheel
+        self.venv = venv
+        self.cli = str(venv / "bin" / "claude-session")
+        self.python = str(venv / "bin" / "python")
+
+
+def build_wheel(into: Path) -> Path:
+    """The wheel, built from this checkout as `pip wheel` builds it for any user."""
+    subprocess.run(
+        [PYTHON, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(into), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (wheel,) = into.glob("claude_session-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="session")
+def wheel_install(tmp_path_factory: pytest.TempPathFactory) -> WheelInstall:
+    """Built and installed once per test session; the e2e tests install their hooks from it."""
+    scratch = tmp_path_factory.mktemp("wheel")
+    wheel = build_wheel(scratch / "dist")
+    venv = scratch / "venv"
+    subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    return WheelInstall(wheel, venv)

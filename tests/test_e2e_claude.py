@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, query, wait_for
+from conftest import WheelInstall, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 
 from claude_session.services import daemon_control, installer
@@ -26,7 +26,6 @@ pytestmark = pytest.mark.e2e
 CLAUDE_VERSION = "2.1.330"
 SUBTASK = "SUBTASK-B: read hello.py and report its first line"
 FAILING = "cat missing_config.yaml"
-CLI = str(Path(PYTHON).parent / "claude-session")
 
 
 def claude_binary() -> Path:
@@ -134,13 +133,18 @@ def run_claude(
     return json.loads(done.stdout)
 
 
-def test_real_claude_code_session_is_recorded_and_restored_after_compact(tmp_path: Path) -> None:
+def test_real_claude_code_session_is_recorded_and_restored_after_compact(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
     binary = claude_binary()
     project, home, tap = tmp_path / "project", tmp_path / "home", tmp_path / "tap"
     for folder in (project, home, tap):
         folder.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run([CLI, "--project", str(project), "install"], check=True, capture_output=True)
+    # the hooks come from a wheel installed into a fresh venv, as a user installs it
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
     add_tap(project / ".claude" / "settings.json", tap)
 
     model = Model(project)
@@ -287,13 +291,18 @@ def _has_prompt(messages: list[dict[str, Any]], prompt: str) -> bool:
     )
 
 
-def test_real_claude_code_two_subagents_editing_one_file(tmp_path: Path) -> None:
+def test_real_claude_code_two_subagents_editing_one_file(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
     binary = claude_binary()
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
     home.mkdir()
     (project / SHARED).write_text("alpha\nbeta\n")
-    subprocess.run([CLI, "--project", str(project), "install"], check=True, capture_output=True)
+    # the hooks come from a wheel installed into a fresh venv, as a user installs it
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
     model = TwoEditors(project)
     try:
         with FakeAnthropic(model) as api:
@@ -355,12 +364,17 @@ class ThreeFailures:
         return [text("I am stuck on the settings file.")]
 
 
-def test_real_claude_code_failed_path_survives_compaction(tmp_path: Path) -> None:
+def test_real_claude_code_failed_path_survives_compaction(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
     binary = claude_binary()
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
     home.mkdir()
-    subprocess.run([CLI, "--project", str(project), "install"], check=True, capture_output=True)
+    # the hooks come from a wheel installed into a fresh venv, as a user installs it
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
     model = ThreeFailures()
     try:
         with FakeAnthropic(model) as api:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from .. import __version__
 from ..core import context, db, spool
 from ..core import events as event_log
 from ..core.paths import DB_NAME, db_path
-from ..services import doctor, installer, queries
+from ..services import doctor, queries
 from . import output
 
 
@@ -72,60 +71,6 @@ def format_option(command: Callable[..., Any]) -> Callable[..., Any]:
 def cli(ctx: click.Context, project: str | None) -> None:
     """Session, agent and failure memory for Claude Code, from its hook events."""
     ctx.obj = find_root(project)
-
-
-def settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--scope and --dry-run, shared by install and uninstall."""
-    scope = click.option(
-        "--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True
-    )
-    dry_run = click.option(
-        "--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing."
-    )
-    return scope(dry_run(command))
-
-
-@cli.command()
-@settings_options
-@click.pass_obj
-def install(root: Path, scope: str, dry_run: bool) -> None:
-    """Write claude-session's hooks into Claude Code's settings.json (idempotent)."""
-    path = installer.settings_path(scope, root)
-    try:
-        updated = installer.with_ours(installer.read_settings(path))
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from exc
-    if dry_run:
-        click.echo(json.dumps(updated, indent=2))
-        return
-    backup = installer.write_settings(path, updated)
-    click.echo(f"installed {len(installer.installed_events())} hooks into {path}")
-    if backup:
-        click.echo(f"previous settings saved as {backup}")
-    if scope != "user" and installer.ensure_gitignored(root):
-        click.echo(f"added {installer.GITIGNORE_LINE} to {root / '.gitignore'}")
-    click.echo("restart Claude Code (or open /hooks) so it loads the new hooks")
-
-
-@cli.command()
-@settings_options
-@click.pass_obj
-def uninstall(root: Path, scope: str, dry_run: bool) -> None:
-    """Remove exactly claude-session's hooks from settings.json; other hooks stay."""
-    path = installer.settings_path(scope, root)
-    if not path.exists():
-        click.echo(f"nothing to do: {path} does not exist")
-        return
-    current = installer.read_settings(path)
-    updated = installer.without_ours(current)
-    if dry_run:
-        click.echo(json.dumps(updated, indent=2))
-        return
-    if updated == current:
-        click.echo(f"nothing to do: no claude-session hooks in {path}")
-        return
-    backup = installer.write_settings(path, updated)
-    click.echo(f"removed claude-session hooks from {path} (backup: {backup})")
 
 
 @cli.command(name="doctor")
@@ -451,6 +396,11 @@ def demo(keep: bool) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     if failed:
         sys.exit(1)
+
+
+from . import setup_commands  # noqa: E402  (install, uninstall: registered on `cli`)
+
+assert setup_commands
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +67,16 @@ def hook_command(event: str, python: str | None = None, entry: Path | None = Non
     return f"{shlex.join(hook_argv(event, python, entry))}; {guard} {MARKER}"
 
 
-def our_handlers(python: str | None = None) -> dict[str, dict[str, Any]]:
+def our_handlers(
+    python: str | None = None, command_for: Callable[[str], str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """One handler per installed event; `command_for` makes the command (default: this
+    install's interpreter and entry), so settings.json and the plugin share everything else."""
     handlers = {}
     for event in installed_events():
         handler: dict[str, Any] = {
             "type": "command",
-            "command": hook_command(event, python),
+            "command": command_for(event) if command_for else hook_command(event, python),
             "timeout": TIMEOUTS.get(event, DEFAULT_TIMEOUT),
         }
         if event in ASYNC_EVENTS:
@@ -234,3 +239,66 @@ def run_hook_command(
         done.stderr.decode("utf-8", "replace"),
         time.perf_counter() - started,
     )
+
+
+class Probe:
+    """One SessionStart fired through a hook command into a scratch project."""
+
+    def __init__(self, ok: bool, milliseconds: float, problem: str | None) -> None:
+        self.ok = ok
+        self.milliseconds = milliseconds
+        self.problem = problem
+
+
+def probe(command: str) -> Probe:
+    """Run `command` exactly as Claude Code would (`sh -c`, minimal PATH, CLAUDE_PROJECT_DIR)
+    on a SessionStart into a fresh scratch folder, and look for the row it must record."""
+    import tempfile
+
+    import apsw
+
+    with tempfile.TemporaryDirectory(prefix="claude-session-probe-") as scratch:
+        folder = Path(scratch)
+        payload = {
+            "session_id": "claude-session-install-probe",
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+            "cwd": scratch,
+        }
+        run = run_hook_command(
+            command,
+            json.dumps(payload).encode(),
+            folder,
+            extra_env={
+                "CLAUDE_SESSION_NO_DAEMON": "1",
+                "CLAUDE_SESSION_NO_JUDGE": "1",
+                "CLAUDE_SESSION_STATE_DIR": str(folder / "state"),
+            },
+        )
+        milliseconds = run.seconds * 1000
+        if run.returncode != 0:
+            return Probe(False, milliseconds, f"exit {run.returncode}: {run.stderr.strip()[-300:]}")
+        database = folder / DB_NAME
+        if not database.exists():
+            why = run.stderr.strip()[-300:] or "no database was created"
+            return Probe(False, milliseconds, f"exit 0 but nothing recorded: {why}")
+        conn = apsw.Connection(str(database), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            found = conn.execute(
+                "SELECT count(*) FROM events WHERE session_id = 'claude-session-install-probe'"
+            ).fetchall()[0][0]
+        finally:
+            conn.close()
+        if found != 1:
+            return Probe(False, milliseconds, "exit 0 but the event is not in the database")
+        return Probe(True, milliseconds, None)
+
+
+def cannot_run(python: str | None = None) -> str | None:
+    """Why this install cannot write a working hook command, or None."""
+    interpreter = os.path.abspath(python or sys.executable)
+    if not os.path.isfile(interpreter) or not os.access(interpreter, os.X_OK):
+        return f"the interpreter {interpreter} is not an executable file"
+    if not hook_entry().is_file():
+        return f"the hook entry {hook_entry()} is missing from this install"
+    return None

@@ -1,0 +1,171 @@
+"""`install` and `uninstall`: settings.json hooks or the plugin, never both, each checked by
+firing a SessionStart through the very command Claude Code will run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..services import installer, plugin
+from . import cli
+
+
+def settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--scope and --dry-run, shared by install and uninstall."""
+    scope = click.option(
+        "--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True
+    )
+    dry_run = click.option(
+        "--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing."
+    )
+    return scope(dry_run(command))
+
+
+def plugin_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    as_plugin = click.option(
+        "--plugin",
+        "as_plugin",
+        is_flag=True,
+        help="As a Claude Code plugin (user-wide) instead of settings.json hooks.",
+    )
+    claude = click.option(
+        "--claude", "claude_path", help="The claude command (default: `claude` on PATH)."
+    )
+    return as_plugin(claude(command))
+
+
+def refuse_unless_runnable() -> None:
+    """Never write a command that cannot run: check the install, then fire a probe."""
+    problem = installer.cannot_run()
+    if problem is None:
+        probe = installer.probe(installer.hook_command("SessionStart"))
+        problem = None if probe.ok else f"a probe through the hook command failed: {probe.problem}"
+    if problem:
+        raise click.ClickException(f"not installed, nothing written: {problem}")
+
+
+def report_probe(command: str, where: str) -> None:
+    """After writing: fire one SessionStart through the command as written, and say so."""
+    probe = installer.probe(command)
+    if not probe.ok:
+        raise click.ClickException(
+            f"written to {where}, but its command does not record: {probe.problem}"
+        )
+    click.echo(
+        f"checked: a SessionStart sent through the written command was recorded"
+        f" ({probe.milliseconds:.0f} ms)"
+    )
+
+
+def written_command(settings: dict[str, Any]) -> str:
+    for group in settings.get("hooks", {}).get("SessionStart", []):
+        for handler in group.get("hooks", []):
+            if installer.is_ours(handler):
+                return str(handler["command"])
+    raise click.ClickException("the written settings hold no claude-session SessionStart hook")
+
+
+def remove_settings_hooks(root: Path) -> None:
+    """Our settings.json hooks in every scope, removed (the plugin takes over)."""
+    for scope, path in installer.all_settings_files(root):
+        if not path.exists():
+            continue
+        current = installer.read_settings(path)
+        updated = installer.without_ours(current)
+        if updated != current:
+            installer.write_settings(path, updated)
+            click.echo(f"removed the settings.json hooks ({scope}) from {path}: the plugin records")
+
+
+def remove_plugin(claude_path: str | None) -> None:
+    claude = plugin.find_claude(claude_path)
+    if claude and plugin.unregister(claude):
+        click.echo(f"removed the {plugin.PLUGIN_ID} plugin: settings.json hooks record instead")
+
+
+@cli.command()
+@settings_options
+@plugin_options
+@click.pass_obj
+def install(
+    root: Path, scope: str, dry_run: bool, as_plugin: bool, claude_path: str | None
+) -> None:
+    """Write claude-session's hooks into Claude Code's settings.json (or install the plugin)."""
+    if as_plugin:
+        install_plugin(root, dry_run, claude_path)
+        return
+    path = installer.settings_path(scope, root)
+    try:
+        updated = installer.with_ours(installer.read_settings(path))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if dry_run:
+        click.echo(json.dumps(updated, indent=2))
+        return
+    refuse_unless_runnable()
+    backup = installer.write_settings(path, updated)
+    click.echo(f"installed {len(installer.installed_events())} hooks into {path}")
+    if backup:
+        click.echo(f"previous settings saved as {backup}")
+    if scope != "user" and installer.ensure_gitignored(root):
+        click.echo(f"added {installer.GITIGNORE_LINE} to {root / '.gitignore'}")
+    remove_plugin(claude_path)
+    report_probe(written_command(installer.read_settings(path)), str(path))
+    click.echo("restart Claude Code (or open /hooks) so it loads the new hooks")
+
+
+def install_plugin(root: Path, dry_run: bool, claude_path: str | None) -> None:
+    folder = plugin.plugin_dir()
+    if dry_run:
+        click.echo(json.dumps(plugin.hooks_json(), indent=2))
+        return
+    refuse_unless_runnable()
+    plugin.write(folder)
+    click.echo(f"wrote the {plugin.PLUGIN} plugin to {folder}")
+    remove_settings_hooks(root)
+    hooks = json.loads((folder / "hooks" / "hooks.json").read_text())
+    report_probe(written_command(hooks), str(folder / "hooks" / "hooks.json"))
+    claude = plugin.find_claude(claude_path)
+    if claude is None:
+        raise click.ClickException(
+            "no `claude` command on PATH (or --claude): register the plugin with\n"
+            + plugin.commands_to_run(folder)
+        )
+    try:
+        plugin.register(claude, folder)
+    except plugin.ClaudeError as exc:
+        raise click.ClickException(
+            f"{exc}\nto register it by hand:\n{plugin.commands_to_run(folder)}"
+        ) from exc
+    click.echo(f"registered {plugin.PLUGIN_ID} (user scope); restart Claude Code to load it")
+
+
+@cli.command()
+@settings_options
+@plugin_options
+@click.pass_obj
+def uninstall(
+    root: Path, scope: str, dry_run: bool, as_plugin: bool, claude_path: str | None
+) -> None:
+    """Remove exactly claude-session's hooks from settings.json (or the plugin); others stay."""
+    if as_plugin:
+        remove_plugin(claude_path)
+        return
+    path = installer.settings_path(scope, root)
+    if not path.exists():
+        click.echo(f"nothing to do: {path} does not exist")
+        return
+    current = installer.read_settings(path)
+    updated = installer.without_ours(current)
+    if dry_run:
+        click.echo(json.dumps(updated, indent=2))
+        return
+    if updated == current:
+        click.echo(f"nothing to do: no claude-session hooks in {path}")
+        return
+    backup = installer.write_settings(path, updated)
+    click.echo(f"removed claude-session hooks from {path} (backup: {backup})")
