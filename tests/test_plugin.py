@@ -16,7 +16,7 @@ from conftest import PYTHON, ROOT, WheelInstall, count, fixture, query
 from fake_api import FakeAnthropic
 from test_e2e_claude import Model, claude_binary, run_claude
 
-from claude_session.services import plugin
+from claude_session.services import daemon_control, plugin
 
 pytestmark = pytest.mark.e2e
 CLI = str(Path(PYTHON).parent / "claude-session")
@@ -119,8 +119,11 @@ def test_a_real_session_with_the_plugin_records_each_event_once(
         "hooks": {e: [{"hooks": [{"type": "command", "command": command}]}] for e in events}
     }
     (project / ".claude" / "settings.json").write_text(json.dumps(settings))
-    with FakeAnthropic(Model(project)) as api:
-        run_claude(binary, project, home, api, "TASK-PLUGIN: create hello.py and check it")
+    try:
+        with FakeAnthropic(Model(project)) as api:
+            run_claude(binary, project, home, api, "TASK-PLUGIN: create hello.py and check it")
+    finally:
+        daemon_control.stop(str(project))  # the plugin's SessionStart started it
     sent = [json.loads(p.read_text()) for p in tap.iterdir()]
     assert len(sent) > 10
     marks = ",".join("?" * len(events))

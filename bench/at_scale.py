@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Benchmark at scale: a project database of 1,000,000 events over 2,000 sessions, built
+through the real recording path (`event.load` + `events.apply`, as the hook does), then the
+hook processes timed on it and on an empty database, as ratios to `python -I -S -c pass`.
+
+    .venv/bin/python bench/at_scale.py [--events 1000000] [--sessions 2000] [--runs 30]
+        [--python /path/to/wheel-venv/bin/python] [--cache DIR] [--json]
+
+The database is cached (per schema version and size) so later runs skip the build; the hooks
+run with `--python` (default: this interpreter), e.g. a venv with the wheel installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part of it
+
+import apsw  # noqa: E402
+
+from claude_session.core import db, event, events  # noqa: E402
+from claude_session.services import installer  # noqa: E402
+
+FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
+RECORDED = "/home/dev/project"
+
+
+def fixture(name: str, root: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / f"{name}.json").read_text().replace(RECORDED, root))
+
+
+def session_events(root: str, n: int, per_session: int) -> list[dict[str, Any]]:
+    """One realistic session: prompts, reads, edits, commands, a failure ladder, a subagent,
+    a compaction; ids and paths vary so nothing is a duplicate."""
+    sid = f"bench-{n:06d}"
+    out: list[dict[str, Any]] = [fixture("SessionStart.startup", root) | {"session_id": sid}]
+    i = 0
+    while len(out) < per_session - 6:
+        prompt = fixture("UserPromptSubmit", root) | {"session_id": sid}
+        prompt["prompt"] = f"step {i} of session {n}: change module {i % 40}"
+        out.append(prompt)
+        for name in ("Read.subagent", "Edit", "Bash", "Write"):
+            pre_name = "PreToolUse." + name.split(".")[0]
+            post_name = "PostToolUse." + name
+            tool_id = f"t{n}-{i}-{name}"
+            pre = fixture(
+                pre_name if (FIXTURES / f"{pre_name}.json").exists() else "PreToolUse.Bash", root
+            )
+            post = fixture(post_name, root)
+            for payload in (pre, post):
+                payload.update(session_id=sid, tool_use_id=tool_id)
+                payload.pop("agent_id", None)
+                payload.pop("agent_type", None)
+                tool_input = payload.get("tool_input")
+                if isinstance(tool_input, dict) and "file_path" in tool_input:
+                    tool_input["file_path"] = f"{root}/src/module_{i % 40}.py"
+            out += [pre, post]
+        if i % 10 == 3:  # a command failing three times, then passing
+            for attempt in range(3):
+                failure = fixture("PostToolUseFailure.Bash", root) | {"session_id": sid}
+                failure["tool_use_id"] = f"f{n}-{i}-{attempt}"
+                out.append(failure)
+        i += 1
+    agent = f"ag{n}"
+    out.append(fixture("PreToolUse.Agent", root) | {"session_id": sid, "tool_use_id": f"a{n}"})
+    out.append(fixture("SubagentStart", root) | {"session_id": sid, "agent_id": agent})
+    out.append(fixture("SubagentStop", root) | {"session_id": sid, "agent_id": agent})
+    out.append(fixture("PreCompact", root) | {"session_id": sid})
+    out.append(fixture("PostCompact", root) | {"session_id": sid})
+    out.append(fixture("SessionEnd", root) | {"session_id": sid})
+    return out[:per_session]
+
+
+def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
+    """Record `total` events into a new database at `path`; the rate around each mark."""
+    root = str(path.parent)
+    conn = db.connect(str(path))
+    scratch = apsw.Connection(":memory:")
+    marks = {10_000, 100_000, 1_000_000, total}
+    rates: dict[str, float] = {}
+    done = 0
+    window_start, window_count = time.perf_counter(), 0
+    per_session = max(20, total // sessions)
+    now = 1_800_000_000.0
+    n = 0
+    while done < total:
+        for payload in session_events(root, n, per_session):
+            raw = json.dumps(payload).encode()
+            ev, truncated = event.load(scratch, raw, str(payload["hook_event_name"]))
+            delivery = events.Delivery(events.new_delivery_id(), now, len(raw), None, truncated)
+            events.apply(conn, ev, delivery, events.Context(root, now))
+            now += 0.5
+            done += 1
+            window_count += 1
+            if window_count == 5_000:  # rate over the last 5,000 events
+                elapsed = time.perf_counter() - window_start
+                current = window_count / elapsed
+                window_start, window_count = time.perf_counter(), 0
+                for mark in sorted(marks):
+                    if done >= mark and str(mark) not in rates:
+                        rates[str(mark)] = round(current)
+                        print(f"  {done:,} events: {current:,.0f} events/s", file=sys.stderr)
+            if done >= total:
+                break
+        n += 1
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    conn.close()
+    return {"events": done, "sessions": n, "rate_events_per_s_at": rates}
+
+
+def timed(cmd: list[str], data: bytes, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(
+        cmd, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{cmd} failed: {done.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def hook_cases(root: str, i: int) -> list[tuple[str, list[bytes]]]:
+    """(label, payloads): every payload is sent, only the last one is timed."""
+    sid = "bench-live"
+
+    def one(name: str, **changes: Any) -> bytes:
+        payload = fixture(name, root) | {"session_id": sid} | changes
+        return json.dumps(payload).encode()
+
+    failing = fixture("PostToolUseFailure.Bash", root) | {"session_id": sid}
+    failing["tool_input"] = {"command": "python3 src/module_1.py"}
+    failing["error"] = (
+        f'Exit code 1\nTraceback (most recent call last):\n  File "{root}/src/module_1.py",'
+        " line 3\nValueError: bad"
+    )
+    third = [json.dumps(failing | {"tool_use_id": f"fail-{i}-{k}"}).encode() for k in range(3)]
+    return [
+        ("SessionStart", [one("SessionStart.startup")]),
+        ("PreToolUse", [one("PreToolUse.Edit", tool_use_id=f"pre-{i}")]),
+        ("PostToolUse", [one("PostToolUse.Edit", tool_use_id=f"post-{i}")]),
+        ("PostToolUseFailure (3rd of a file)", third),
+        ("SubagentStart", [one("SubagentStart", agent_id=f"live-agent-{i}")]),
+    ]
+
+
+def time_hooks(project: Path, python: str, runs: int) -> dict[str, Any]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "CLAUDE_PROJECT_DIR": str(project),
+        "CLAUDE_SESSION_STATE_DIR": str(project.parent / "state"),
+        "CLAUDE_SESSION_NO_DAEMON": "1",
+        "CLAUDE_SESSION_NO_JUDGE": "1",
+    }
+    bare = [os.path.realpath(python), "-I", "-S", "-c", "pass"]
+    samples: dict[str, list[float]] = {"python3 -I -S -c pass": []}
+    for i in range(-1, runs):  # run -1 warms the page cache and the .pyc files
+        samples["python3 -I -S -c pass"].append(timed(bare, b"", env))
+        for label, payloads in hook_cases(str(project), i):
+            event_name = label.split(" ")[0]
+            argv = installer.hook_argv(event_name, python)
+            for data in payloads[:-1]:
+                timed(argv, data, env)
+            samples.setdefault(label, []).append(timed(argv, payloads[-1], env))
+    floor = statistics.median(samples["python3 -I -S -c pass"][1:])
+    return {
+        label: {
+            "median_ms": round(statistics.median(values[1:]), 2),
+            "p95_ms": round(sorted(values[1:])[int(len(values[1:]) * 0.95) - 1], 2),
+            "ratio": round(statistics.median(values[1:]) / floor, 2),
+        }
+        for label, values in samples.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--sessions", type=int, default=2_000)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--python", default=sys.executable, help="the hooks' interpreter")
+    parser.add_argument(
+        "--cache", type=Path, default=Path.home() / ".cache" / "claude-session-bench"
+    )
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    cached = args.cache / f"v{db.SCHEMA_VERSION}-{args.events}-{args.sessions}"
+    big = cached / "project" / ".claude-session.db"
+    results: dict[str, Any] = {"python": args.python}
+    if not big.exists():
+        big.parent.mkdir(parents=True, exist_ok=True)
+        print(f"building {args.events:,} events into {big} ...", file=sys.stderr)
+        started = time.perf_counter()
+        built = build(big, args.events, args.sessions)
+        built["seconds"] = round(time.perf_counter() - started)
+        (cached / "build.json").write_text(json.dumps(built))
+    results["build"] = json.loads((cached / "build.json").read_text())
+    results["bytes_per_event"] = round(big.stat().st_size / results["build"]["events"])
+    with tempfile.TemporaryDirectory() as scratch:
+        empty = Path(scratch) / "empty" / "project"
+        empty.mkdir(parents=True)
+        results["hooks_empty_db"] = time_hooks(empty, args.python, args.runs)
+        loaded = Path(scratch) / "big" / "project"
+        loaded.mkdir(parents=True)
+        shutil.copy(big, loaded / ".claude-session.db")
+        results["hooks_1m_db"] = time_hooks(loaded, args.python, args.runs)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"hooks run by {args.python}")
+    print(f"database: {results['build']['events']:,} events, {results['bytes_per_event']} B/event")
+    print(f"recording rate (events/s): {results['build']['rate_events_per_s_at']}")
+    for key in ("hooks_empty_db", "hooks_1m_db"):
+        print(key)
+        for label, figures in results[key].items():
+            print(
+                f"  {label:38} {figures['median_ms']:7.2f} ms  p95 {figures['p95_ms']:7.2f}"
+                f"  {figures['ratio']:.2f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
