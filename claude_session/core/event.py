@@ -56,7 +56,10 @@ FIELDS: dict[str, str] = {
 }
 SUMMARY_CAP = 200  # characters of hook_events.payload_summary
 SUMMARY_TEXT_CAP = 80  # characters of a prompt or message quoted in it
-_SELECT = "SELECT " + ", ".join(f"json_extract(?1, '{path}')" for path in FIELDS.values())
+# The JSON type, then every field (a path into a non-object is simply NULL).
+_SELECT = "SELECT json_type(?1), " + ", ".join(
+    f"json_extract(?1, '{path}')" for path in FIELDS.values()
+)
 
 
 class BadPayload(ValueError):
@@ -209,10 +212,9 @@ def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:
     text = _sanitize_surrogates(text)
     if not conn.execute("SELECT json_valid(?1)", (text,)).fetchall()[0][0]:
         raise BadPayload(f"invalid JSON, {len(text)} characters")
-    kind = conn.execute("SELECT json_type(?1)", (text,)).fetchall()[0][0]
+    kind, *values = conn.execute(_SELECT, (text,)).fetchall()[0]
     if kind != "object":
         raise BadPayload(f"JSON {kind}, not an object")
-    values = conn.execute(_SELECT, (text,)).fetchall()[0]
     fields = dict(zip(FIELDS, values, strict=True))
     if fields["hook_event_name"] is None and event_hint:
         fields["hook_event_name"] = event_hint

@@ -194,9 +194,12 @@ def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
         ).fetchall()
     except Exception:  # not JSON (apsw.SQLError: malformed JSON)
         return redact(text)
+    # Token shapes are looked for once in the whole document (a `\\u` escape could hide
+    # one); per value then only when some could be there.
+    tokens = "\\u" in text or _might_hold_token(text)
     changes: list[tuple[str, str]] = []
     for path, key, value in values:
-        if not isinstance(value, str) or not value or value.startswith(MARK):
+        if not isinstance(value, str) or len(value) < 4 or value.startswith(MARK):
             continue
         path = str(path)
         if isinstance(key, str) and _secret_member(key) and _worth_hiding(value):
@@ -204,8 +207,10 @@ def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
             continue
         if value.lstrip()[:1] in ("{", "[") and depth < 8:  # a JSON document inside a string
             cleaned = redact_json(conn, value, depth + 1)
-        else:
+        elif tokens or (("=" in value or ":" in value) and _assignments(value, first_only=True)):
             cleaned = redact(value)
+        else:
+            continue
         if cleaned != value:
             changes.append((path, cleaned))
     for start in range(0, len(changes), 50):
@@ -584,9 +589,19 @@ def _entropy(value: str) -> float:
     return -sum(n / total * log2(n / total) for n in counts.values())
 
 
+_MEMBERS_SEEN: dict[str, bool] = {}  # payloads repeat their member names: decide each once
+
+
 def _secret_member(key: str) -> bool:
     """A JSON member name that holds a secret: `password`, `apiKey`, `x-api-key`, ...; not
     `author` or `keyword` (whole words only)."""
+    known = _MEMBERS_SEEN.get(key)
+    if known is None:
+        known = _MEMBERS_SEEN[key] = _names_a_secret(key)
+    return known
+
+
+def _names_a_secret(key: str) -> bool:
     words: list[str] = []
     current = ""
     for c in key:

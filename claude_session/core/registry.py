@@ -174,23 +174,24 @@ def heartbeat(
     tool count, lease renewal of its claims, and revival if it had been marked stale."""
     if agent_id:
         register(conn, agent_id, session_id, agent_type, now, f"first seen in {what}")
-        conn.execute(
+        found = conn.execute(
             "UPDATE agent_registry SET last_seen_at = max(last_seen_at, ?2),"
             " tool_uses = tool_uses + ?3, agent_type = coalesce(nullif(agent_type, ''), ?4)"
-            " WHERE id = ?1",
+            " WHERE id = ?1 RETURNING status",
             (agent_id, now, int(tool_use), agent_type),
-        )
+        ).fetchall()
         target = agent_id
     else:
-        conn.execute(
+        found = conn.execute(
             "UPDATE agent_registry SET last_seen_at = max(last_seen_at, ?2),"
-            " tool_uses = tool_uses + ?3 WHERE id = ?1",
+            " tool_uses = tool_uses + ?3 WHERE id = ?1 RETURNING status",
             (session_id, now, int(tool_use)),
-        )
+        ).fetchall()
         target = session_id
-    transition(
-        conn, target, RUNNING, f"spoke again ({what}) after being marked stale", now, (STALE,)
-    )
+    if found and found[0][0] == STALE:  # revived: it was marked stale and speaks again
+        transition(
+            conn, target, RUNNING, f"spoke again ({what}) after being marked stale", now, (STALE,)
+        )
     conn.execute(
         "UPDATE file_claims SET expires_at = max(coalesce(expires_at, 0), ?3)"
         " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL",
