@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -151,15 +151,39 @@ def read_settings(path: Path) -> dict[str, Any]:
 
 
 def write_settings(path: Path, settings: dict[str, Any]) -> Path | None:
-    """Write atomically, after a timestamped backup of the old file; returns the backup."""
+    """Replace the settings file atomically, after a backup of the old one; returns the backup.
+
+    A settings.json that is a symbolic link (dotfile managers do that) is edited where it
+    points, so the link stays; the file keeps its mode. Backups go to our own state folder
+    (never into the project, where they could be committed), 0600, under unique names."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
     backup = None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        backup = path.with_name(f"{path.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
-        shutil.copy2(path, backup)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    mode = 0o644
+    if target.exists():
+        mode = stat.S_IMODE(target.stat().st_mode)
+        backup = _backup(target)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(settings, indent=2) + "\n")
+    os.replace(tmp, target)
+    return backup
+
+
+def _backup(path: Path) -> Path:
+    """A copy of `path` in the per-user state folder: 0600, a name no other install takes."""
+    from ..core.paths import user_state_dir
+
+    folder = Path(user_state_dir()) / "backups"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    where = str(path.parent).strip("/").replace("/", "_")[-80:]
+    name = f"{where}_{path.name}.{stamp}.{os.getpid()}.{os.urandom(4).hex()}"
+    backup = folder / name
+    fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(path.read_bytes())
     return backup
 
 
