@@ -60,3 +60,28 @@ def test_a_link_at_the_log_is_not_written_through(project: Path, victim: Path) -
     os.symlink(victim, project / ".claude-session.db.log")
     run_hook("PreToolUse", b"{not json", project)  # something to log
     assert victim.read_bytes() == VICTIM_TEXT
+
+
+def test_links_at_the_daemon_lock_and_status_are_never_followed(
+    project: Path, victim: Path, reap_daemons: None
+) -> None:
+    """The daemon truncates and writes its lock, and replaces its status file: a link planted
+    at either is refused and its target left alone; hooks go on recording."""
+    import time
+
+    from conftest import PYTHON
+
+    from claude_session.services import daemon_control
+
+    os.symlink(victim, daemon_control.lock_path(str(project)))
+    status_victim = victim.with_name("status-victim.txt")
+    status_victim.write_bytes(VICTIM_TEXT)
+    os.symlink(status_victim, daemon_control.status_path(str(project)))
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    cli = str(Path(PYTHON).parent / "claude-session")
+    subprocess.run([cli, "--project", str(project), "daemon", "start"], capture_output=True)
+    time.sleep(daemon_control.START_DELAY_SECONDS + 1.5)
+    assert victim.read_bytes() == VICTIM_TEXT
+    assert status_victim.read_bytes() == VICTIM_TEXT
+    run_hook("UserPromptSubmit", fixture("UserPromptSubmit", project), project)
+    assert (project / ".claude-session.db").exists()

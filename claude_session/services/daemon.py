@@ -34,7 +34,8 @@ Clock = Callable[[], float]
 def acquire_lock(root: str, attempts: int = 25) -> int | None:
     """The daemon lock's fd, or None if another daemon holds it. A few retries: `is_running`
     in a hook takes the lock for a few microseconds when probing a free one."""
-    fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT, 0o600)
+    # O_NOFOLLOW: a link planted at the lock is refused (the truncate below would follow it).
+    fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     for _ in range(attempts):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -152,8 +153,15 @@ class Daemon:
         )
 
     def write_status(self) -> None:
-        tmp = status_path(self.root) + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        """Replace the status file: a new temporary file (never through a planted link), then
+        an atomic rename over the old one."""
+        tmp = f"{status_path(self.root)}.{os.getpid()}.tmp"
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(self.stats, f)
         os.replace(tmp, status_path(self.root))
 

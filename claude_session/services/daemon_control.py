@@ -62,7 +62,7 @@ def stopped_since(root: str, requested_at: float) -> bool:
 def is_running(root: str) -> bool:
     """True while some process holds the project's daemon lock."""
     try:
-        fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError:
         return False
     try:
@@ -80,8 +80,11 @@ def running_pid(root: str) -> int | None:
     if not is_running(root):
         return None
     try:
-        with open(lock_path(root), encoding="ascii") as f:
-            text = f.read().strip()
+        fd = os.open(lock_path(root), os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            text = os.read(fd, 64).decode("ascii", "replace").strip()
+        finally:
+            os.close(fd)
     except OSError:
         return None
     return int(text) if text.isdigit() else None

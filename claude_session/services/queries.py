@@ -232,7 +232,8 @@ def daemon_state(root: str) -> dict[str, Any]:
     pid = daemon_control.running_pid(root)
     state: dict[str, Any] = {"running": pid is not None, "pid": pid}
     try:
-        with open(daemon_control.status_path(root), encoding="utf-8") as f:
+        fd = os.open(daemon_control.status_path(root), os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="utf-8") as f:
             details = json.load(f)
     except (OSError, ValueError):
         return state
