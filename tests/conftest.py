@@ -223,3 +223,16 @@ def wheel_install(tmp_path_factory: pytest.TempPathFactory) -> WheelInstall:
         timeout=600,
     )
     return WheelInstall(wheel, venv)
+
+
+def write_config(project: Path, values: dict[str, Any]) -> None:
+    """Write `.claude-session.json` and trust it, as a user does after editing it by hand
+    (`claude-session trust`): an untrusted configuration is never used."""
+    (project / ".claude-session.json").write_text(json.dumps(values))
+    done = subprocess.run(
+        [str(Path(PYTHON).parent / "claude-session"), "--project", str(project), "trust"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, fixture, hook_argv, hook_env, query, run_hook
+from conftest import PYTHON, fixture, hook_argv, hook_env, query, run_hook, write_config
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
 _ids = counter(1)
@@ -50,7 +50,7 @@ def edit(project: Path, agent: str | None, path: str = "shared.py", **kw: Any) -
 
 
 def set_config(project: Path, **values: Any) -> None:
-    (project / ".claude-session.json").write_text(json.dumps(values))
+    write_config(project, values)
 
 
 def agent_status(project: Path, agent: str) -> tuple[str, str]:

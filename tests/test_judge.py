@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fixture, query, run_hook
+from conftest import fixture, query, run_hook, write_config
 
 from claude_session.services import installer, judge
 
@@ -39,7 +39,7 @@ def scripted_judge(tmp_path: Path, answers: list[str], sleep: float = 0.0, code:
 
 def configure(project: Path, command: str, **extra: Any) -> None:
     config = {"judge_command": command, "judge_events": "TaskCompleted,Stop"} | extra
-    (project / ".claude-session.json").write_text(json.dumps(config))
+    write_config(project, config)
 
 
 def task_completed(project: Path) -> dict[str, Any]:

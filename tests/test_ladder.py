@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, fixture, query, run_hook
+from conftest import PYTHON, fixture, query, run_hook, write_config
 
 from claude_session.core import errors
 
@@ -56,7 +56,7 @@ def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ladder_through_every_step_then_reset(project: Path) -> None:
-    (project / ".claude-session.json").write_text(json.dumps({"escalation_deny_edits": True}))
+    write_config(project, {"escalation_deny_edits": True})
     command = "python3 src/app.py data.txt"
     answers = [fail(project, command) for _ in range(5)]
     texts = [a["hookSpecificOutput"]["additionalContext"] for a in answers]
@@ -324,7 +324,7 @@ def test_fail_command_records_resolves_and_lists(project: Path) -> None:
 
 
 def test_expired_failed_paths_are_not_shown(project: Path) -> None:
-    (project / ".claude-session.json").write_text(json.dumps({"failed_path_ttl_days": 0.000001}))
+    write_config(project, {"failed_path_ttl_days": 0.000001})
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
     cli(project, "fail", "old idea", "--reason", "did not work")
     assert json.loads(cli(project, "failed-paths", "--json").stdout) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, fixture, query, run_hook, stream
+from conftest import PYTHON, fixture, query, run_hook, stream, write_config
 
 from claude_session.core import db
 from claude_session.services import installer
@@ -84,7 +84,7 @@ def play(project: Path, tmp_path: Path) -> int:
     judge = tmp_path / "judge.py"
     judge.write_text(f"import sys\nsys.stdin.read()\nprint({json.dumps(json.dumps(BLOCK))})\n")
     config = {"judge_command": f"{sys.executable} {judge}", "judge_events": "TaskCompleted"}
-    (project / ".claude-session.json").write_text(json.dumps(config))
+    write_config(project, config)
     runs = 0
     for payload in stream(project):
         run_hook(payload["hook_event_name"], payload, project)

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, fixture, hook_argv, hook_env, run_hook
+from conftest import PYTHON, fixture, hook_argv, hook_env, run_hook, write_config
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
@@ -29,9 +29,7 @@ def hostile_project(project: Path, tmp_path: Path) -> Path:
     reason = json.dumps({"decision": "block", "reason": HOSTILE})
     judge.write_text(f"#!/bin/sh\ncat >/dev/null\ncat <<'EOF'\n{reason}\nEOF\n")
     judge.chmod(judge.stat().st_mode | stat.S_IEXEC)
-    (project / ".claude-session.json").write_text(
-        json.dumps({"judge_command": str(judge), "judge_events": "TaskCompleted"})
-    )
+    write_config(project, {"judge_command": str(judge), "judge_events": "TaskCompleted"})
     prompt = fixture("UserPromptSubmit", project) | {"session_id": SESSION, "prompt": HOSTILE}
     run_hook("UserPromptSubmit", prompt, project)
     for i in range(3):

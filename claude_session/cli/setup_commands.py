@@ -169,3 +169,31 @@ def uninstall(
         return
     backup = installer.write_settings(path, updated)
     click.echo(f"removed claude-session hooks from {path} (backup: {backup})")
+
+
+@cli.command(name="trust")
+@click.option("--revoke", is_flag=True, help="Stop trusting them.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@click.pass_obj
+def trust_command(root: Path, revoke: bool, as_json: bool) -> None:
+    """Trust this project's database and .claude-session.json as they are now (a clone's are
+    never injected into the model nor run until you do)."""
+    from ..services import configuration
+    from . import output
+
+    if revoke:
+        gone = configuration.revoke(str(root))
+        result: dict[str, Any] = {"revoked": gone}
+    else:
+        result = {"trusted": configuration.trust_project(str(root))}
+    result["state"] = configuration.trust_state(str(root))
+    if as_json:
+        output.emit(result, "json")
+        return
+    if revoke:
+        click.echo(f"no longer trusted ({result['revoked']} records removed)")
+    else:
+        for path in result["trusted"]:
+            click.echo(f"trusted: {output.escape_controls(path)}")
+        if not result["trusted"]:
+            click.echo("nothing to trust yet: no database and no .claude-session.json")

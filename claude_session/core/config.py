@@ -97,7 +97,7 @@ def for_hooks(root: str, scratch: "apsw.Connection") -> "dict[str, object]":
     """The configuration with defaults, read with SQLite's JSON functions; invalid values keep
     their default (the CLI and doctor report them). A missing file costs one failed open."""
     text = read_text(root)
-    if text is None:
+    if text is None or untrusted(root, text):
         return dict(DEFAULTS)
     try:
         found = scratch.execute(
@@ -115,6 +115,13 @@ def for_hooks(root: str, scratch: "apsw.Connection") -> "dict[str, object]":
             value = None  # invalid for every setting
         values[str(key)] = value
     return validate(values)[0]
+
+
+def untrusted(root: str, text: str) -> str | None:
+    """Why this configuration must not be used (a clone's, or edited since it was trusted)."""
+    from .trust import config_problem
+
+    return config_problem(config_path(root), text)
 
 
 def read_text(root: str) -> str | None:

@@ -80,6 +80,7 @@ def connect(
             raise DatabaseError(f"cannot create {path}: {exc}") from exc
         else:
             keep_out_of_git(path)
+            _trust_new(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     flags |= apsw.SQLITE_OPEN_NOFOLLOW
     try:
@@ -105,6 +106,16 @@ def _refuse_links(path: str) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         if os.path.islink(path + suffix):
             raise PlantedLink(f"refusing {path + suffix}: it is a symbolic link we did not make")
+
+
+def _trust_new(path: str) -> None:
+    """We made this database here: record it as trusted (see core/trust.py)."""
+    from . import trust
+
+    try:
+        trust.record_database(path)
+    except OSError:
+        pass  # no per-user state (HOME unset): the database stays untrusted, nothing injected
 
 
 def keep_out_of_git(path: str) -> None:

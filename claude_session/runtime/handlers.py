@@ -55,6 +55,11 @@ def answer_session_start(
     source = ev.text_of("source")
     if source != "compact" and not _anything_open(conn, ctx.now):
         return None  # the common start: nothing to say, and `context` need not even load
+    from ..core.paths import db_path
+    from ..core.trust import database_problem
+
+    if database_problem(db_path(ctx.root)):
+        return None  # a database that came with a clone is data, never put before the model
     from ..core import context
 
     if source == "compact":

@@ -7,7 +7,8 @@ import json
 import os
 from typing import Any
 
-from ..core.config import check, config_path, read_text, validate
+from ..core import trust
+from ..core.config import check, config_path, read_text, untrusted, validate
 
 
 class ConfigError(ValueError):
@@ -42,6 +43,9 @@ def load(root: str) -> Loaded:
     if not isinstance(written, dict):
         raise ConfigError(f"{path}: not a JSON object")
     values, problems = validate(written)
+    why = untrusted(root, text)
+    if why:  # not in effect anywhere until the user trusts it
+        return Loaded(path, validate({})[0], [f"untrusted: {why}", *problems], written)
     return Loaded(path, values, problems, written)
 
 
@@ -71,6 +75,10 @@ def set_values(root: str, assignments: list[str]) -> Loaded:
     """Apply KEY=VALUE assignments: every one is checked first, then the file is replaced
     atomically. Nothing is written when any assignment is invalid."""
     current = load(root)
+    if current.problems and current.problems[0].startswith("untrusted: "):
+        raise ConfigError(
+            f"not changed: {current.path} is not trusted; read it, then `claude-session trust`"
+        )
     updated = dict(current.written)
     for assignment in assignments:
         key, value = parse_assignment(assignment)
@@ -79,6 +87,9 @@ def set_values(root: str, assignments: list[str]) -> Loaded:
             raise ConfigError(f"not changed: {key}: {problem}")
         updated[key] = value
     write(root, updated)
+    text = read_text(root)
+    if text is not None:
+        trust.record_config(config_path(root), text)  # written by this user, through us
     return load(root)
 
 
@@ -93,3 +104,36 @@ def write(root: str, values: dict[str, Any]) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+def trust_state(root: str) -> dict[str, str | None]:
+    """Whether the project's database and configuration are trusted, and why not."""
+    from ..core.paths import db_path
+
+    text = read_text(root)
+    return {
+        "database": trust.database_problem(db_path(root)),
+        "configuration": untrusted(root, text) if text is not None else None,
+    }
+
+
+def trust_project(root: str) -> list[str]:
+    """The user vouches for the project's database and configuration as they are now."""
+    from ..core.paths import db_path
+
+    done = []
+    path = db_path(root)
+    if os.path.exists(path) and not os.path.islink(path):
+        trust.record_database(path)
+        done.append(path)
+    text = read_text(root)
+    if text is not None:
+        trust.record_config(config_path(root), text)
+        done.append(config_path(root))
+    return done
+
+
+def revoke(root: str) -> int:
+    from ..core.paths import db_path
+
+    return trust.forget([db_path(root), config_path(root)])

@@ -21,7 +21,17 @@ def check(root: Path) -> list[dict[str, Any]]:
     results += _run_installed(found)
     results += _database(root)
     results += _configuration(root)
+    results += _trust(root)
     return results
+
+
+def _trust(root: Path) -> list[dict[str, Any]]:
+    from . import configuration
+
+    rows = []
+    for kind, problem in configuration.trust_state(str(root)).items():
+        rows.append(_row(f"trust: {kind}", problem is None, problem or "trusted"))
+    return rows
 
 
 def _configuration(root: Path) -> list[dict[str, Any]]:

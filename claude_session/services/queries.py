@@ -42,6 +42,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "agents": agents(conn, limit=15),
         "claims": claims(conn),
         "daemon": daemon_state(root),
+        "trust": trust_report(root),
         "open_errors": open_errors(conn),
         "failed_paths": [
             {k: v for k, v in row.items() if k != "id"} for row in context.failed_paths(conn, now)
@@ -245,3 +246,11 @@ def daemon_state(root: str) -> dict[str, Any]:
 def latest_session(conn: apsw.Connection) -> str | None:
     found = db.rows(conn, "SELECT session_id FROM sessions ORDER BY last_activity_at DESC LIMIT 1")
     return found[0]["session_id"] if found else None
+
+
+def trust_report(root: str) -> dict[str, str]:
+    """Trusted, or why not, for the database and the configuration."""
+    from . import configuration
+
+    state = configuration.trust_state(root)
+    return {kind: problem or "trusted" for kind, problem in state.items()}
