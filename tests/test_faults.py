@@ -561,3 +561,36 @@ def test_23_24_read_only_project_spools_to_user_state(
     assert done.returncode == 0, done.stderr
     assert query(project, "SELECT prompt FROM prompts") == [("hello there",)]
     assert not list((isolated_state / "spool").glob("*.json"))
+
+
+def test_23_a_read_only_project_is_said_once_per_session(
+    project: Path, isolated_state: Path
+) -> None:
+    with ReadOnly(project):
+        for i in range(3):
+            payload = fixture("PostToolUse.Bash", project) | {"tool_use_id": f"toolu_ro_{i}"}
+            run_hook("PostToolUse", payload, project)
+    assert len(list((isolated_state / "spool").glob("*.json"))) == 3  # nothing lost
+    log = (isolated_state / "claude-session.log").read_text()
+    assert log.count("events of this session spooled") == 1
+
+
+def test_24_the_cli_on_a_read_only_database_is_one_clear_line(project: Path) -> None:
+    run_hook("UserPromptSubmit", fixture("UserPromptSubmit", project), project)
+    with ReadOnly(project):
+        done = subprocess.run(
+            [
+                str(Path(PYTHON).parent / "claude-session"),
+                "--project",
+                str(project),
+                "fail",
+                "an approach",
+                "--reason",
+                "why",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1

@@ -211,8 +211,8 @@ def _spool(
         except Exception as exc2:
             _log("ERROR", root, ev.name, f"event lost: no spool could take it: {exc!r}, {exc2!r}")
             return
-    if folder == spool.user_spool_dir():
-        _log("ERROR", None, ev.name, f"{reason}: event spooled to {folder}")
+    if folder == spool.user_spool_dir() and _first_time(root, ev.session_id):
+        _log("ERROR", None, ev.name, f"{reason}: events of this session spooled to {folder}")
 
 
 def _spool_partial(
@@ -238,6 +238,26 @@ def _spool_partial(
         spool.write(spool_dir(root) if root else spool.user_spool_dir(), envelope)
     except Exception as exc:
         _log("ERROR", root, event_hint, f"partial payload lost: spool write failed: {exc!r}")
+
+
+def _first_time(root: str | None, session_id: str) -> bool:
+    """True once per project and session: a project that cannot be written is said once in the
+    per-user log, not once per event (its events all wait in the spool all the same)."""
+    import zlib
+
+    from ..core.paths import user_state_dir
+
+    try:
+        folder = os.path.join(user_state_dir(), "said")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        key = zlib.crc32(f"{root}|{session_id}".encode("utf-8", "replace"))
+        fd = os.open(os.path.join(folder, f"{key:08x}"), os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW)
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    os.close(fd)
+    return True
 
 
 def read_stdin() -> tuple[bytes, str | None]:

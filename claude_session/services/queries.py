@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 
 from ..core import context, db, ladder, log, spool
-from ..core.paths import db_path
+from ..core.paths import db_path, filesystem_type, unsafe_filesystem
 
 
 def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
@@ -37,6 +37,8 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             "last_internal_error": last_error,
             "last_snapshot": latest[0] if latest else None,
             "moved_aside": corrupt_copies(root),
+            "filesystem": filesystem_type(root),
+            "wal_unsafe_filesystem": unsafe_filesystem(root) is not None,
         },
         "sessions": sessions(conn, limit=5),
         "agents": agents(conn, limit=15),
