@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 
 import apsw  # noqa: E402
 
+from bench.bench import timed  # noqa: E402
 from claude_session.core import db, event, events  # noqa: E402
 from claude_session.services import installer  # noqa: E402
 
@@ -140,17 +140,6 @@ def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
         "rate_events_per_s_at": rates,
         "apply_only_events_per_s_at": apply_rates,
     }
-
-
-def timed(cmd: list[str], data: bytes, env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(
-        cmd, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
-    )
-    elapsed = (time.perf_counter() - started) * 1000
-    if done.returncode != 0:
-        raise SystemExit(f"{cmd} failed: {done.stderr.decode()[-500:]}")
-    return elapsed
 
 
 def hook_cases(root: str, i: int) -> list[tuple[str, list[bytes]]]:

@@ -283,32 +283,25 @@ def _prefixed(text: str) -> "list[tuple[int, int, str]]":
     return spans
 
 
-def _aws_keys(text: str) -> "list[tuple[int, int, str]]":
+def _fixed_length(
+    text: str, prefixes: "tuple[str, ...]", body: "frozenset[str]", length: int, kind: str
+) -> "list[tuple[int, int, str]]":
+    """Tokens of exactly `length` characters: a prefix, then `body` characters, whole words."""
     spans = []
-    for prefix in _AWS_PREFIXES:
+    for prefix in prefixes:
         for i in _occurrences(text, prefix):
-            end = _run(text, i + 4, _UPPER_DIGITS)
-            if (
-                _boundary(text, i)
-                and end - i == 20
-                and (end == len(text) or text[end] not in _WORD)
-            ):
-                spans.append((i, end, "aws_key"))
+            end = _run(text, i + len(prefix), body)
+            if _boundary(text, i) and end - i == length and _word_ends(text, end):
+                spans.append((i, end, kind))
     return spans
+
+
+def _aws_keys(text: str) -> "list[tuple[int, int, str]]":
+    return _fixed_length(text, _AWS_PREFIXES, _UPPER_DIGITS, 20, "aws_key")
 
 
 def _twilio_spans(text: str) -> "list[tuple[int, int, str]]":
-    spans = []
-    for prefix in _TWILIO_PREFIXES:
-        for i in _occurrences(text, prefix):
-            end = _run(text, i + 2, _HEX)
-            if (
-                _boundary(text, i)
-                and end - i == 34
-                and (end == len(text) or text[end] not in _WORD)
-            ):
-                spans.append((i, end, "twilio_key"))
-    return spans
+    return _fixed_length(text, _TWILIO_PREFIXES, _HEX, 34, "twilio_key")
 
 
 def _jwts(text: str) -> "list[tuple[int, int, str]]":
