@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 
 import apsw  # noqa: E402
 
-from bench.bench import timed  # noqa: E402
+from bench import timed  # noqa: E402  (bench/bench.py, beside this script)
 from claude_session.core import db, event, events  # noqa: E402
 from claude_session.services import installer  # noqa: E402
 
