@@ -116,3 +116,27 @@ def test_home_unset_never_puts_state_in_a_shared_folder() -> None:
         assert not created
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_clock_skew_never_ends_a_live_session_through_the_hooks(project: Path) -> None:
+    """Session B runs on a host whose clock is two hours behind (a shared project folder): its
+    rows carry times two hours old by our clock. Session A starting must not end B."""
+    import apsw
+
+    start = fixture("SessionStart.startup", project) | {"session_id": "session-b"}
+    run_hook("SessionStart", start, project)
+    launch = fixture("PreToolUse.Agent", project) | {"session_id": "session-b"}
+    run_hook("PreToolUse", launch, project)
+    subagent = fixture("SubagentStart", project) | {"session_id": "session-b", "agent_id": "b1"}
+    run_hook("SubagentStart", subagent, project)
+    conn = apsw.Connection(str(project / ".claude-session.db"))
+    conn.execute("UPDATE sessions SET last_activity_at = last_activity_at - 7200")  # B's clock
+    conn.execute("UPDATE agent_registry SET last_seen_at = last_seen_at - 7200")
+    conn.close()
+    run_hook(
+        "SessionStart", fixture("SessionStart.startup", project) | {"session_id": "a"}, project
+    )
+    assert query(project, "SELECT status FROM sessions WHERE session_id = 'session-b'") == [
+        ("active",)
+    ]
+    assert query(project, "SELECT status FROM agent_registry WHERE id = 'b1'") == [("running",)]
