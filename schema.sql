@@ -6,8 +6,8 @@
 -- session_metrics, failed_paths, error_log, context_snapshots, llm_verdicts, hook_events) are
 -- the public contract: people query them directly. They keep their names and meanings; what
 -- claude-session adds sits beside them. Their times are text, UTC, `YYYY-MM-DD HH:MM:SS` (the
--- format of `datetime('now')`), mostly generated from our own `*_at` columns, which hold Unix
--- seconds (REAL). Text that came from Claude Code was redacted before storage.
+-- format of `datetime('now')`), written with the rows beside our own `*_at` columns, which hold
+-- Unix seconds (REAL). Text that came from Claude Code was redacted before storage.
 
 -- The original design's tables ------------------------------------------------------------
 
@@ -32,14 +32,14 @@ CREATE TABLE agent_registry (
     status           TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'aborted_stale')),
     status_reason    TEXT,              -- why it is in this status (see agent_transitions)
     is_internal      INTEGER NOT NULL DEFAULT 0,  -- 1: one of Claude Code's internal helpers
-    started_at       REAL,              -- Unix seconds (spawn_time is generated from it)
-    ended_at         REAL,              -- Unix seconds (end_time is generated from it)
+    started_at       REAL,              -- Unix seconds (spawn_time is its text twin)
+    ended_at         REAL,              -- Unix seconds (end_time is its text twin)
     last_seen_at     REAL NOT NULL,
     tool_uses        INTEGER NOT NULL DEFAULT 0,  -- tool calls it made
     last_message     TEXT,              -- the agent's last message, from SubagentStop
     is_main          INTEGER NOT NULL DEFAULT 0,  -- 1: the session's main thread
-    spawn_time       TEXT GENERATED ALWAYS AS (datetime(started_at, 'unixepoch')) VIRTUAL,  -- when it started, UTC
-    end_time         TEXT GENERATED ALWAYS AS (datetime(ended_at, 'unixepoch')) VIRTUAL,  -- when it finished, UTC; NULL while running
+    spawn_time       TEXT,  -- when it started, UTC
+    end_time         TEXT,  -- when it finished, UTC; NULL while running
     files_changed    TEXT NOT NULL DEFAULT '[]'  -- JSON array of the project-relative paths it changed (Write, Edit, MultiEdit, NotebookEdit), each once, in order
 );
 CREATE INDEX agent_registry_session ON agent_registry (session_id, status);
@@ -59,7 +59,7 @@ CREATE TABLE file_claims (
     released_at      REAL,
     release_reason   TEXT,
     edits            INTEGER NOT NULL DEFAULT 1,  -- Write/Edit calls behind the claim
-    timestamp        TEXT GENERATED ALWAYS AS (datetime(last_touched_at, 'unixepoch')) VIRTUAL,  -- the claim's latest touch, UTC
+    timestamp        TEXT,  -- the claim's latest touch, UTC
     last_event_id    INTEGER,         -- the event of the latest edit (events.id)
     UNIQUE (session_id, agent_id, file_path)
 );
@@ -72,12 +72,13 @@ CREATE INDEX file_claims_agent ON file_claims (session_id, agent_id, released_at
 -- subagents and compactions under the event that counts them. Event type '*' holds the count
 -- of events pruned before version 5, whose type is no longer known.
 CREATE TABLE session_metrics (
+    id         INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL,
     event_type TEXT NOT NULL,
     key        TEXT NOT NULL,
     value      TEXT NOT NULL,  -- a number, as text
     timestamp  TEXT NOT NULL,  -- last update, UTC
-    PRIMARY KEY (session_id, event_type, key)
+    UNIQUE (session_id, event_type, key)
 );
 
 -- Approaches tried and rejected, so no agent walks the same dead end twice: recorded at the
@@ -92,7 +93,7 @@ CREATE TABLE failed_paths (
     created_at     REAL NOT NULL,
     still_relevant INTEGER NOT NULL DEFAULT 1,  -- 0 once resolved (`claude-session fail --resolve`)
     expires_at     REAL,            -- shown to agents until then (failed_path_ttl_days)
-    timestamp      TEXT GENERATED ALWAYS AS (datetime(created_at, 'unixepoch')) VIRTUAL  -- when it was recorded, UTC
+    timestamp      TEXT  -- when it was recorded, UTC
 );
 CREATE INDEX failed_paths_relevant ON failed_paths (still_relevant, created_at);
 
@@ -109,7 +110,7 @@ CREATE TABLE error_log (
     error_message  TEXT NOT NULL,      -- the error text (head and tail when long)
     attempt_number INTEGER NOT NULL,   -- the step on its ladder: 1 for the first failure
     resolution     TEXT CHECK (resolution IN ('auto_fixed', 'escalated_research', 'escalated_user', 'abandoned')),  -- NULL while open
-    timestamp      TEXT GENERATED ALWAYS AS (datetime(occurred_at, 'unixepoch')) VIRTUAL,  -- when it failed, UTC
+    timestamp      TEXT,  -- when it failed, UTC
     interrupted    INTEGER NOT NULL DEFAULT 0,  -- 1: the user interrupted the tool
     tool_name      TEXT,
     tool_use_id    TEXT,
@@ -133,7 +134,7 @@ CREATE TABLE context_snapshots (
     trigger       TEXT,             -- manual or auto (compactions), the SessionEnd reason
     created_at    REAL NOT NULL,
     content       TEXT NOT NULL,    -- JSON: task, agents, claims, errors, failed paths, git; or the compact summary
-    timestamp     TEXT GENERATED ALWAYS AS (datetime(created_at, 'unixepoch')) VIRTUAL  -- UTC
+    timestamp     TEXT  -- UTC
 );
 CREATE INDEX context_snapshots_session ON context_snapshots (session_id, id);
 
@@ -150,7 +151,7 @@ CREATE TABLE llm_verdicts (
     created_at   REAL NOT NULL,
     task_id      TEXT,             -- TaskCompleted's task_id, else the payload's prompt_id
     verdict_json TEXT CHECK (verdict_json IS NULL OR json_valid(verdict_json)),  -- the verdict as JSON: the judge's parsed answer, or {"decision", "reason"} when it failed
-    timestamp    TEXT GENERATED ALWAYS AS (datetime(created_at, 'unixepoch')) VIRTUAL  -- UTC
+    timestamp    TEXT  -- UTC
 );
 
 -- Audit trail: one row per hook run that reached the database (spooled runs on ingestion).
@@ -159,14 +160,14 @@ CREATE TABLE hook_events (
     event_id        INTEGER,         -- the events row
     event_type      TEXT NOT NULL,   -- the hook event: SessionStart, PreToolUse, ...
     session_id      TEXT,
-    started_at      REAL NOT NULL,   -- Unix seconds (timestamp is generated from it)
+    started_at      REAL NOT NULL,   -- Unix seconds (timestamp is its text twin)
     duration_ms     REAL NOT NULL,   -- the hook run's own time
     exit_code       INTEGER NOT NULL,  -- what Claude Code saw: 0, or 2 when the judge blocked
     outcome         TEXT NOT NULL CHECK (outcome IN ('stored', 'duplicate', 'spooled')),
     note            TEXT,
     dispatcher      TEXT NOT NULL DEFAULT 'settings' CHECK (dispatcher IN ('plugin', 'settings', 'spool')),  -- what delivered it: a plugin hook, a settings.json hook, or the spool replaying it
     payload_summary TEXT,            -- one redacted line, at most 200 characters: "Bash: npm test", "Edit src/a.py", "prompt: ..."
-    timestamp       TEXT GENERATED ALWAYS AS (datetime(started_at, 'unixepoch')) VIRTUAL  -- UTC
+    timestamp       TEXT  -- UTC
 );
 CREATE INDEX hook_events_started ON hook_events (started_at);
 
@@ -244,4 +245,4 @@ CREATE TABLE agent_transitions (
 );
 CREATE INDEX agent_transitions_agent ON agent_transitions (agent_id, id);
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;

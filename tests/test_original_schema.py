@@ -29,10 +29,20 @@ ORIGINAL = {
         "status",
         "files_changed",
     ),
-    "file_claims": ("session_id", "agent_id", "file_path", "operation", "timestamp"),
-    "session_metrics": ("session_id", "event_type", "key", "value", "timestamp"),
-    "failed_paths": ("approach", "reason_failed", "context", "still_relevant", "timestamp"),
+    "file_claims": ("id", "session_id", "agent_id", "file_path", "operation", "timestamp"),
+    "session_metrics": ("id", "session_id", "event_type", "key", "value", "timestamp"),
+    "failed_paths": (
+        "id",
+        "session_id",
+        "file_path",
+        "approach",
+        "reason_failed",
+        "context",
+        "still_relevant",
+        "timestamp",
+    ),
     "error_log": (
+        "id",
         "session_id",
         "task_id",
         "agent_id",
@@ -43,9 +53,19 @@ ORIGINAL = {
         "resolution",
         "timestamp",
     ),
-    "context_snapshots": ("session_id", "snapshot_type", "content", "timestamp"),
-    "llm_verdicts": ("hook_event", "task_id", "verdict_json", "decision", "reason", "timestamp"),
+    "context_snapshots": ("id", "session_id", "snapshot_type", "content", "timestamp"),
+    "llm_verdicts": (
+        "id",
+        "session_id",
+        "hook_event",
+        "task_id",
+        "verdict_json",
+        "decision",
+        "reason",
+        "timestamp",
+    ),
     "hook_events": (
+        "id",
         "session_id",
         "timestamp",
         "event_type",
@@ -66,9 +86,10 @@ BLOCK = {"decision": "block", "reason": "the parser still accepts letters", "con
 
 
 def test_a_new_database_has_every_original_table_and_column(tmp_path: Path) -> None:
+    """As tools list them: PRAGMA table_info, which does not show generated columns."""
     conn = db.connect(str(tmp_path / "fresh.db"))
     for table, columns in ORIGINAL.items():
-        found = {row[1] for row in conn.execute(f"PRAGMA table_xinfo({table})")}
+        found = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         assert set(columns) <= found, (table, set(columns) - found)
 
 

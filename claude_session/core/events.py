@@ -239,7 +239,8 @@ def _audit(
     outcome = "duplicate" if duplicate else ("spooled" if delivery.via == "spool" else "stored")
     conn.execute(
         "INSERT INTO hook_events (event_id, event_type, session_id, started_at, duration_ms,"
-        " exit_code, outcome, note, dispatcher, payload_summary) VALUES (?,?,?,?,?,0,?,?,?,?)",
+        " exit_code, outcome, note, dispatcher, payload_summary, timestamp)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?9, datetime(?4, 'unixepoch'))",
         (
             event_id,
             ev.name,

@@ -51,8 +51,9 @@ def record_failure(
     conn.execute(
         "INSERT INTO error_log (session_id, task_id, agent_id, file_path, error_category,"
         " error_message, attempt_number, resolution, interrupted, tool_name, tool_use_id,"
-        " signature, command, exit_code, occurred_at, resolved_at, ladder_key)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " signature, command, exit_code, occurred_at, resolved_at, ladder_key, timestamp)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+        " datetime(?15, 'unixepoch'))",
         (
             ev.session_id,
             ev.task_id(),
@@ -118,7 +119,8 @@ def add_failed_path(
     """Record an approach that failed (automatically at attempt 3, or by hand); returns its id."""
     conn.execute(
         "INSERT INTO failed_paths (session_id, approach, reason_failed, file_path, context,"
-        " created_at, expires_at) VALUES (?,?,?,?,?,?,?)",
+        " created_at, expires_at, timestamp)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, datetime(?6, 'unixepoch'))",
         (
             session_id,
             approach[:1000],

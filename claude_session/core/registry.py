@@ -46,8 +46,9 @@ def register(
     """Record an agent the first time it shows up; False if it was known already."""
     conn.execute(
         "INSERT INTO agent_registry (id, session_id, agent_type, status, status_reason,"
-        " is_internal, is_main, started_at, ended_at, last_seen_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8) ON CONFLICT (id) DO NOTHING",
+        " is_internal, is_main, started_at, ended_at, last_seen_at, spawn_time, end_time)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, datetime(?8, 'unixepoch'),"
+        " datetime(?9, 'unixepoch')) ON CONFLICT (id) DO NOTHING",
         (
             agent_id,
             session_id,
@@ -81,6 +82,7 @@ def confirm_started(
     real agent after all, started no later than now."""
     conn.execute(
         "UPDATE agent_registry SET is_internal = 0, started_at = min(started_at, ?2),"
+        " spawn_time = datetime(min(started_at, ?2), 'unixepoch'),"
         " agent_type = coalesce(nullif(?3, ''), agent_type) WHERE id = ?1",
         (agent_id, now, agent_type),
     )
@@ -131,7 +133,8 @@ def transition(
     status, session_id, is_main = found[0]
     conn.execute(
         "UPDATE agent_registry SET status = ?2, status_reason = ?3,"
-        " ended_at = CASE WHEN ?2 = 'running' THEN NULL ELSE ?4 END"
+        " ended_at = CASE WHEN ?2 = 'running' THEN NULL ELSE ?4 END,"
+        " end_time = CASE WHEN ?2 = 'running' THEN NULL ELSE datetime(?4, 'unixepoch') END"
         " WHERE id = ?1 AND status = ?5",
         (agent_id, to_status, reason, now, status),
     )
@@ -213,9 +216,11 @@ def claim(
     `event_id` the edit's event (kept so the ladder can quote the latest change)."""
     conn.execute(
         "INSERT INTO file_claims (session_id, agent_id, file_path, operation, first_claimed_at,"
-        " last_touched_at, expires_at, last_event_id) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)"
+        " last_touched_at, expires_at, last_event_id, timestamp)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7, datetime(?5, 'unixepoch'))"
         " ON CONFLICT (session_id, agent_id, file_path) DO UPDATE SET"
         " last_touched_at = max(last_touched_at, excluded.last_touched_at),"
+        " timestamp = datetime(max(last_touched_at, excluded.last_touched_at), 'unixepoch'),"
         " expires_at = max(coalesce(expires_at, 0), excluded.expires_at),"
         " operation = excluded.operation, edits = edits + 1, released_at = NULL,"
         " release_reason = NULL, last_event_id = coalesce(excluded.last_event_id, last_event_id)",

@@ -405,8 +405,8 @@ def save_snapshot(
 
     text = redact_json(conn, json.dumps(content, ensure_ascii=False))
     conn.execute(
-        "INSERT INTO context_snapshots (session_id, snapshot_type, trigger, created_at, content)"
-        " VALUES (?,?,?,?,?)",
+        "INSERT INTO context_snapshots (session_id, snapshot_type, trigger, created_at, content,"
+        " timestamp) VALUES (?1, ?2, ?3, ?4, ?5, datetime(?4, 'unixepoch'))",
         (session_id, kind, trigger, now, text),
     )
 

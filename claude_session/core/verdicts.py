@@ -25,7 +25,8 @@ def record(
     judged event's prompt_id; `verdict_json`: the verdict as JSON."""
     conn.execute(
         "INSERT INTO llm_verdicts (session_id, hook_event, task, task_id, decision, reason,"
-        " verdict_json, raw, judge, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        " verdict_json, raw, judge, created_at, timestamp)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, datetime(?10, 'unixepoch'))",
         (session_id, hook_event, task, task_id, decision, reason, verdict_json, raw, judge, now),
     )
     return conn.last_insert_rowid()
