@@ -77,6 +77,7 @@ def session_events(root: str, n: int, per_session: int) -> list[dict[str, Any]]:
                 failure["tool_use_id"] = f"f{n}-{i}-{attempt}"
                 out.append(failure)
         i += 1
+    del out[max(1, per_session - 6) :]  # room for the ending: every session ends, as real ones do
     agent = f"ag{n}"
     out.append(fixture("PreToolUse.Agent", root) | {"session_id": sid, "tool_use_id": f"a{n}"})
     out.append(fixture("SubagentStart", root) | {"session_id": sid, "agent_id": agent})
@@ -84,7 +85,7 @@ def session_events(root: str, n: int, per_session: int) -> list[dict[str, Any]]:
     out.append(fixture("PreCompact", root) | {"session_id": sid})
     out.append(fixture("PostCompact", root) | {"session_id": sid})
     out.append(fixture("SessionEnd", root) | {"session_id": sid})
-    return out[:per_session]
+    return out
 
 
 def build(path: Path, total: int, sessions: int) -> dict[str, Any]:

@@ -206,6 +206,9 @@ def test_autostart_can_be_turned_off(project: Path) -> None:
 def test_checkpoint_keeps_the_wal_bounded_once_a_long_reader_closes(project: Path) -> None:
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
     path = str(project / ".claude-session.db")
+    # The workspace snapshot of that SessionStart is written by a process of its own: let it
+    # finish, or its commit lands in the middle of the checkpoints below.
+    assert wait_for(lambda: not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"))
     reader = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM events").fetchall()  # holds a snapshot

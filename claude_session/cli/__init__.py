@@ -398,9 +398,10 @@ def demo(keep: bool) -> None:
         sys.exit(1)
 
 
-from . import setup_commands  # noqa: E402  (install, uninstall: registered on `cli`)
+# install, uninstall; timeline, diff, fork, replay, revert: each registers on `cli`
+from . import setup_commands, timetravel_commands  # noqa: E402
 
-assert setup_commands
+assert setup_commands and timetravel_commands
 
 
 def main() -> None:

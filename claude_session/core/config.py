@@ -46,6 +46,15 @@ DEFAULTS: dict[str, object] = {
         " --settings '{\"disableAllHooks\": true}'"
     ),
     "judge_timeout_seconds": 120.0,
+    # A snapshot of the work tree (in claude-session's own snapshot repository, never the
+    # user's) after each tool call that can change files and at each turn: what `revert`,
+    # `diff` and `fork` go back to.
+    "workspace_snapshots": True,
+    # A tool that can change files waits at most this long for the snapshot of the state
+    # before it (normally taken long before, while the model was thinking).
+    "snapshot_wait_seconds": 6.0,
+    # Files larger than this are left out of workspace snapshots.
+    "snapshot_max_file_mb": 5.0,
 }
 CHOICES: dict[str, tuple[str, ...]] = {"conflict_policy": ("warn", "deny")}
 JUDGE_EVENTS = ("TaskCompleted", "Stop", "SubagentStop")

@@ -10,7 +10,7 @@ import time
 
 import apsw
 
-from . import store
+from . import executions, frames, store
 from .config import DEFAULTS
 from .db import Immediate
 from .event import Event
@@ -119,6 +119,9 @@ class Context:
         self.config = config if config is not None else dict(DEFAULTS)
         self.counters: dict[str, float] = {}  # session_metrics increments of this event
         self.event_id: int | None = None  # the stored event's row, set by `apply`
+        self.capture_requested = False  # a frame asked for a workspace snapshot (see frames)
+        # SessionStart in a fork: (branch id, parent session, parent frame, state hash)
+        self.forked_from: tuple[int, str, int, str | None] | None = None
 
     def count(self, key: str, amount: float = 1) -> None:
         """Add to one of this event's session counters (written once, by `apply`)."""
@@ -195,6 +198,13 @@ def apply(
             store.touch_session(conn, ev, ctx)
             if writer is not None:
                 writer(conn, ev, ctx)
+            executions.track(conn, ev, ctx)
+            if ev.name in frames.FRAME_KINDS:
+                turn = executions.current_turn(conn, ev.session_id)
+                frame_no = frames.commit_for_event(conn, ev, ctx, turn)
+                tool_use_id = ev.text_of("tool_use_id")
+                if frame_no and tool_use_id:
+                    executions.set_tool_frame(conn, tool_use_id, frame_no)
             _add_metrics(conn, ev.session_id, ev.name, ctx.counters, ctx.now)
         audit_id = _audit(conn, ev, delivery, event_id, duplicate, ctx.root)
     return Applied(event_id, audit_id, duplicate)

@@ -8,7 +8,7 @@ import os
 
 import apsw
 
-from ..core import ladder, registry, store
+from ..core import frames, ladder, registry, store
 from ..core.event import Event
 from ..core.events import Applied, Context
 
@@ -53,7 +53,8 @@ def answer_session_start(
 ) -> "dict[str, Any] | None":
     """Put the recorded state back in front of the model (compaction) or what was left open."""
     source = ev.text_of("source")
-    if source != "compact" and not _anything_open(conn, ctx.now):
+    forked = ctx.forked_from
+    if forked is None and source != "compact" and not _anything_open(conn, ctx.now):
         return None  # the common start: nothing to say, and `context` need not even load
     from ..core.paths import db_path
     from ..core.trust import database_problem
@@ -62,8 +63,10 @@ def answer_session_start(
         return None  # a database that came with a clone is data, never put before the model
     from ..core import context
 
-    if source == "compact":
-        text: str | None = context.for_compaction(conn, ev.session_id, ctx.now)
+    if forked is not None and forked[3]:  # the first session of a fork: its frame's state
+        text: str | None = context.for_fork(conn, forked[1], forked[2], forked[3])
+    elif source == "compact":
+        text = context.for_compaction(conn, ev.session_id, ctx.now)
     else:
         text = context.for_new_session(conn, ev.session_id, source, ctx.now)
     if not text:
@@ -97,8 +100,15 @@ def start_daemon(ctx: Context) -> None:
 def answer_pre_tool_use(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
 ) -> "dict[str, Any] | None":
-    """Before a Write/Edit: name any other live agent holding the file (warn, or deny)."""
-    if ev.text_of("tool_name") not in store.EDIT_TOOLS:
+    """Before a tool that can change files: the snapshot of the files as they are now must be
+    taken first (wait for it). Before a Write/Edit: name any other live agent holding the
+    file (warn, or deny)."""
+    tool = ev.text_of("tool_name")
+    if tool not in frames.READ_ONLY_TOOLS and frames.any_pending(conn):
+        from ..services import capture_control
+
+        capture_control.wait_for_pending(conn, ctx.root, ctx.number("snapshot_wait_seconds"))
+    if tool not in store.EDIT_TOOLS:
         return None
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     if not target:

@@ -135,6 +135,13 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
             handler.after(ctx)
         except Exception as exc:
             _internal_error(root, ev.name, exc)
+    if ctx.capture_requested and conn is not None:  # a frame asked for a workspace snapshot
+        try:
+            from ..services import capture_control
+
+            capture_control.ensure_running(root)
+        except Exception as exc:
+            _internal_error(root, "workspace snapshot", exc)
     if handler.answer is None or conn is None:
         return None
     try:

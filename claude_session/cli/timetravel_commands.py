@@ -1,0 +1,273 @@
+"""`timeline`, `diff`, `fork`, `replay` and `revert`: time travel over recorded frames.
+
+Frames are addressed as SESSION:FRAME (a session id prefix is enough; SESSION alone is its
+latest frame; an empty SESSION the project's latest session; SESSION@attempt:N and
+SESSION@turn:N are shortcuts). Every command has --json.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..services import fork as forking
+from ..services import revert as reverting
+from ..services import timetravel, workspace
+from . import cli, format_option, opened, output
+
+
+def _fail(exc: Exception) -> click.ClickException:
+    return click.ClickException(output.escape_controls(str(exc)))
+
+
+@cli.command()
+@click.argument("session", required=False, default="")
+@click.option("--tree", is_flag=True, help="Forks, replays and subagents as branches too.")
+@format_option
+@click.pass_obj
+def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
+    """The frames of a session: time, event, agent, tool, files changed, open errors."""
+    with opened(root) as conn:
+        try:
+            session_id = timetravel.find_session(conn, session)
+        except timetravel.FrameError as exc:
+            raise _fail(exc) from exc
+        frames = timetravel.timeline(conn, session_id)
+        found: dict[str, Any] = {"session_id": session_id, "frames": frames}
+        if tree:
+            found["subagents"] = timetravel.subagents(conn, session_id)
+            found["branches"] = timetravel.branches(conn, session_id)
+    if as_json:
+        output.emit(found, "json")
+        return
+    rows = [
+        {
+            "frame": f["frame"],
+            "created_at": f["created_at"],
+            "turn": f["turn"],
+            "kind": f["kind"],
+            "agent": f["agent"] if f["agent"] == "main" else str(f["agent"])[:10],
+            "what": f["summary"],
+            "files": ", ".join(f["files"]),
+            "errors": f["open_errors"] or 0,
+            "snapshot": (f["snapshot_commit"] or "")[:8] or (f["snapshot"] or "-"),
+        }
+        for f in frames
+    ]
+    output.emit(rows, "table", title=f"timeline of {session_id}")
+    if tree:
+        for agent in found["subagents"]:
+            click.echo(
+                output.escape_controls(
+                    f"  subagent {agent['id']} ({agent['agent_type']}, {agent['status']}):"
+                    f" frames {agent['first_frame']}..{agent['last_frame']},"
+                    f" started in turn {agent['turn']} by {agent['tool_use_id']}"
+                )
+            )
+        for branch in found["branches"]:
+            click.echo(
+                output.escape_controls(
+                    f"  {branch['kind']} {branch['id']} from frame {branch['frame']}"
+                    f" -> {branch['path']}"
+                    + (f" [{branch['label']}]" if branch["label"] else "")
+                    + (
+                        f", session {branch['child_session_id']}"
+                        if branch["child_session_id"]
+                        else ""
+                    )
+                )
+            )
+
+
+@cli.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--stat", is_flag=True, help="A summary of the files instead of the full diff.")
+@format_option
+@click.pass_obj
+def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
+    """What changed between frames A and B: the session's state, then the files."""
+    with opened(root) as conn:
+        try:
+            ref_a, ref_b = timetravel.resolve(conn, a), timetravel.resolve(conn, b)
+            frame_a, frame_b = timetravel.frame(conn, ref_a), timetravel.frame(conn, ref_b)
+        except timetravel.FrameError as exc:
+            raise _fail(exc) from exc
+        state = timetravel.state_diff(frame_a["state"], frame_b["state"])
+        files: dict[str, Any] = {}
+        try:
+            commit_a, _ = timetravel.pointer(conn, ref_a)
+            commit_b, _ = timetravel.pointer(conn, ref_b)
+        except timetravel.FrameError as exc:
+            files = {"error": str(exc)}
+        else:
+            try:
+                files["stat"] = workspace.diff_stat(str(root), commit_a, commit_b)
+                if not stat:
+                    files["diff"] = workspace.unified_diff(str(root), commit_a, commit_b)
+            except workspace.WorkspaceError as exc:
+                files = {"error": str(exc)}
+    result = {"a": str(ref_a), "b": str(ref_b), "state": state, "files": files}
+    if as_json:
+        output.emit(result, "json")
+        return
+    click.echo(f"state {ref_a} -> {ref_b}:")
+    if timetravel.is_empty(state):
+        click.echo("  no change")
+    for section in ("agents", "claims", "errors", "failed_paths"):
+        for how in ("added", "removed", "changed"):
+            for item in state[section][how]:
+                click.echo(output.escape_controls(f"  {section} {how}: {_brief(item)}"))
+    if state["task"]:
+        click.echo(output.escape_controls(f"  task: {state['task'][0]!r} -> {state['task'][1]!r}"))
+    for key, (before, after) in state["counters"].items():
+        click.echo(f"  {key}: {before} -> {after}")
+    if "error" in files:
+        click.echo(output.escape_controls(f"files: {files['error']}"))
+        return
+    click.echo(f"files {ref_a} -> {ref_b}: {len(files['stat'])} changed")
+    for item in files["stat"]:
+        counts = "binary" if item["added"] is None else f"+{item['added']} -{item['deleted']}"
+        click.echo(output.escape_controls(f"  {item['path']} ({counts})"))
+    if not stat and files.get("diff"):
+        output.echo_text(files["diff"])
+
+
+def _brief(item: dict[str, Any]) -> str:
+    if "changes" in item:
+        parts = [f"{k}: {v[0]!r} -> {v[1]!r}" for k, v in item["changes"].items()]
+        return f"{'/'.join(str(k) for k in item['key'])} ({'; '.join(parts)})"
+    return ", ".join(f"{k}={v}" for k, v in item.items() if v not in (None, "", []))[:300]
+
+
+@cli.command(name="fork")
+@click.argument("frame")
+@click.option("--label", help="A name for the fork.")
+@click.option("--path", "path", type=click.Path(file_okay=False), help="Where (default: beside).")
+@format_option
+@click.pass_obj
+def fork_command(
+    root: Path, frame: str, label: str | None, path: str | None, as_json: bool
+) -> None:
+    """A new working directory with the files as at FRAME; its first session gets its state."""
+    with opened(root) as conn:
+        try:
+            made = forking.fork(conn, str(root), frame, label=label, path=path)
+        except (timetravel.FrameError, forking.ForkError, workspace.WorkspaceError) as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        output.emit(made, "json")
+        return
+    click.echo(
+        output.escape_controls(f"forked {made['from']} into {made['path']} ({made['made_with']})")
+    )
+    click.echo(output.escape_controls(f"next: {made['next']}"))
+
+
+@cli.command()
+@click.argument("frame")
+@click.option("--prompt", help="Run with this prompt instead of the frame's turn's prompt.")
+@click.option("--reset-failures", is_flag=True, help="Start without the errors and failed paths.")
+@click.option("--label", help="A name for the replay's fork.")
+@click.option("--path", "path", type=click.Path(file_okay=False), help="Where (default: beside).")
+@click.option("--claude", "claude", default="claude", show_default=True, help="The claude command.")
+@format_option
+@click.pass_obj
+def replay(
+    root: Path,
+    frame: str,
+    prompt: str | None,
+    reset_failures: bool,
+    label: str | None,
+    path: str | None,
+    claude: str,
+    as_json: bool,
+) -> None:
+    """Fork FRAME, then run Claude Code headless (`claude -p`) there, recording the child."""
+    with opened(root) as conn:
+        try:
+            done = forking.replay(
+                conn,
+                str(root),
+                frame,
+                prompt=prompt,
+                reset_failures=reset_failures,
+                label=label,
+                path=path,
+                claude=claude,
+            )
+        except (timetravel.FrameError, forking.ForkError, workspace.WorkspaceError) as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        output.emit(done, "json")
+    else:
+        click.echo(output.escape_controls(f"replayed {done['from']} in {done['path']}"))
+        output.echo_text(done.get("output") or "")
+    if done["exit_code"] != 0:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("frame", required=False)
+@click.option("--files", "paths", multiple=True, help="Only these paths (repeatable).")
+@click.option("--undo", is_flag=True, help="Undo the latest revert.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask (needed when not on a terminal).")
+@click.option("--force", is_flag=True, help="Also overwrite files changed outside the tools.")
+@format_option
+@click.pass_obj
+def revert(
+    root: Path,
+    frame: str | None,
+    paths: tuple[str, ...],
+    undo: bool,
+    dry_run: bool,
+    yes: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Restore the workspace to FRAME (safely: `revert --undo` brings the state back)."""
+    if bool(frame) == undo:
+        raise click.UsageError("give a FRAME, or --undo")
+    with opened(root) as conn:
+        try:
+            if undo:
+                todo = reverting.plan_undo(conn, str(root))
+            else:
+                todo = reverting.plan(conn, str(root), str(frame), list(paths) or None)
+        except (timetravel.FrameError, reverting.RevertError, workspace.WorkspaceError) as exc:
+            raise _fail(exc) from exc
+        if not as_json or dry_run:
+            _show_plan(todo, as_json)
+        if dry_run or not todo.changes:
+            if not todo.changes and not as_json:
+                click.echo("nothing to do: the files are already as at that frame")
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                raise click.ClickException("not on a terminal: pass --yes to revert")
+            click.confirm("revert these files?", abort=True)
+        try:
+            done = reverting.execute(conn, str(root), todo, force=force)
+        except (reverting.RevertError, workspace.WorkspaceError) as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        output.emit(done, "json")
+        return
+    click.echo(
+        f"reverted {len(done['done'])} file(s); revert {done['revert']} recorded as frame"
+        f" {done['session_id'][:8]}:{done['frame']}; undo with `claude-session revert --undo`"
+    )
+
+
+def _show_plan(todo: reverting.Plan, as_json: bool) -> None:
+    if as_json:
+        output.emit(todo.as_dict(), "json")
+        return
+    click.echo(output.escape_controls(f"revert to {todo.target}:"))
+    for action, path in todo.changes:
+        mark = " (changed outside the recorded tool calls)" if path in todo.outside else ""
+        click.echo(output.escape_controls(f"  {action:8} {path}{mark}"))

@@ -1,0 +1,207 @@
+"""Sessions as executions: their starts and lineage, turns, tool calls and forks.
+
+The one writer of `session_starts`, `turns`, `tool_calls` and `branches`. Called by
+`events.apply` inside the event's transaction (stdlib + apsw only: hooks import this), and by
+the time-travel service for forks.
+"""
+
+import apsw
+
+from .event import Event
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    from .events import Context
+
+PROMPT_CAP = 500
+
+
+def track(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    """Keep the execution tables current for one stored event."""
+    name = ev.name
+    if name == "PreToolUse":
+        _tool_started(conn, ev, ctx)
+    elif name in ("PostToolUse", "PostToolUseFailure"):
+        _tool_finished(conn, ev, ctx)
+    elif name == "UserPromptSubmit":
+        _turn_started(conn, ev, ctx)
+    elif name in ("Stop", "StopFailure"):
+        _turn_ended(conn, ev.session_id, ctx.now, "done")
+    elif name == "SessionStart":
+        _session_started(conn, ev, ctx)
+
+
+def current_turn(conn: apsw.Connection, session_id: str) -> int | None:
+    """The id of the session's latest turn (running or not), or None before the first prompt."""
+    rows = conn.execute(
+        "SELECT id FROM turns WHERE session_id = ? ORDER BY turn_no DESC LIMIT 1", (session_id,)
+    ).fetchall()
+    return rows[0][0] if rows and isinstance(rows[0][0], int) else None
+
+
+def _agent_of(ev: Event) -> str:
+    return ev.text_of("agent_id") or ev.session_id
+
+
+def _tool_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    tool_use_id = ev.text_of("tool_use_id")
+    if not tool_use_id:
+        return
+    conn.execute(
+        "INSERT INTO tool_calls (tool_use_id, session_id, turn_id, agent_id, tool_name,"
+        " input_summary, status, started_at, pre_event_id)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8)"
+        " ON CONFLICT (tool_use_id) DO UPDATE SET started_at = coalesce(started_at, ?7),"
+        " pre_event_id = coalesce(pre_event_id, ?8)",
+        (
+            tool_use_id,
+            ev.session_id,
+            current_turn(conn, ev.session_id),
+            _agent_of(ev),
+            ev.text_of("tool_name"),
+            ev.summary(ctx.root),
+            ctx.now,
+            ctx.event_id,
+        ),
+    )
+
+
+def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    tool_use_id = ev.text_of("tool_use_id")
+    if not tool_use_id:
+        return
+    if ev.name == "PostToolUse":
+        status = "succeeded"
+    elif ev.get("is_interrupt") in (True, 1):
+        status = "interrupted"
+    else:
+        status = "failed"
+    duration = ev.get("duration_ms")
+    duration = duration if isinstance(duration, int | float) else None
+    conn.execute(
+        "INSERT INTO tool_calls (tool_use_id, session_id, turn_id, agent_id, tool_name,"
+        " input_summary, status, ended_at, duration_ms, post_event_id)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        " ON CONFLICT (tool_use_id) DO UPDATE SET status = ?7, ended_at = ?8,"
+        " duration_ms = coalesce(?9, round((?8 - started_at) * 1000, 3)), post_event_id = ?10",
+        (
+            tool_use_id,
+            ev.session_id,
+            current_turn(conn, ev.session_id),
+            _agent_of(ev),
+            ev.text_of("tool_name"),
+            ev.summary(ctx.root),
+            status,
+            ctx.now,
+            duration,
+            ctx.event_id,
+        ),
+    )
+
+
+def set_tool_frame(conn: apsw.Connection, tool_use_id: str, frame_no: int) -> None:
+    """The frame committed after this tool call."""
+    conn.execute(
+        "UPDATE tool_calls SET frame_no = ?2 WHERE tool_use_id = ?1", (tool_use_id, frame_no)
+    )
+
+
+def _turn_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    """A prompt starts a turn; a turn still running then was interrupted (no Stop came)."""
+    session_id = ev.session_id
+    _turn_ended(conn, session_id, ctx.now, "interrupted")
+    prompt = ev.text_of("prompt") or ""
+    conn.execute(
+        "INSERT INTO turns (session_id, turn_no, prompt_id, prompt, started_at)"
+        " VALUES (?1, coalesce((SELECT max(turn_no) FROM turns WHERE session_id = ?1), 0) + 1,"
+        " ?2, ?3, ?4)",
+        (session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),
+    )
+
+
+def _turn_ended(conn: apsw.Connection, session_id: str, now: float, status: str) -> None:
+    conn.execute(
+        "UPDATE turns SET ended_at = ?2, status = ?3 WHERE id = (SELECT id FROM turns"
+        " WHERE session_id = ?1 ORDER BY turn_no DESC LIMIT 1) AND status = 'running'",
+        (session_id, now, status),
+    )
+
+
+def _session_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    """Record the start and its lineage: after /clear, the session that just ended with
+    reason 'clear'; in a fork, the parent session (claimed from `branches`)."""
+    source = ev.text_of("source")
+    previous = None
+    if source == "clear":
+        rows = conn.execute(
+            "SELECT session_id FROM sessions WHERE session_id != ?1 AND end_reason = 'clear'"
+            " ORDER BY ended_at DESC LIMIT 1",
+            (ev.session_id,),
+        ).fetchall()
+        previous = rows[0][0] if rows else None
+    claimed = claim_branch(conn, ev.session_id, ctx.root, ctx.now)
+    if claimed is not None:
+        previous = claimed[1]
+        ctx.forked_from = claimed
+    conn.execute(
+        "INSERT INTO session_starts (session_id, source, at, event_id, previous_session_id)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (ev.session_id, source, ctx.now, ctx.event_id, previous),
+    )
+
+
+def claim_branch(
+    conn: apsw.Connection, session_id: str, root: str, now: float
+) -> "tuple[int, str, int, str | None] | None":
+    """The first session started in a fork claims its branch row: (branch id, parent session,
+    parent frame, state hash), or None when this folder is not an unclaimed fork."""
+    rows = conn.execute(
+        "SELECT id, parent_session_id, parent_frame_no, state_hash FROM branches"
+        " WHERE path = ?1 AND child_session_id IS NULL ORDER BY id LIMIT 1",
+        (root,),
+    ).fetchall()
+    if not rows:
+        return None
+    branch_id, parent, frame_no, state_hash = rows[0]
+    conn.execute(
+        "UPDATE branches SET child_session_id = ?2, claimed_at = ?3 WHERE id = ?1",
+        (branch_id, session_id, now),
+    )
+    return (
+        int(branch_id) if isinstance(branch_id, int) else 0,
+        str(parent),
+        int(frame_no) if isinstance(frame_no, int) else 0,
+        state_hash if isinstance(state_hash, str) else None,
+    )
+
+
+def add_branch(
+    conn: apsw.Connection,
+    *,
+    kind: str,
+    parent_session_id: str,
+    parent_frame_no: int,
+    parent_root: str,
+    path: str,
+    label: str | None,
+    state_hash: str | None,
+    prompt: str | None,
+    now: float,
+) -> int:
+    """A fork or replay of a frame, recorded in the parent's database and in the fork's."""
+    conn.execute(
+        "INSERT INTO branches (kind, parent_session_id, parent_frame_no, parent_root, path,"
+        " label, state_hash, prompt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            kind,
+            parent_session_id,
+            parent_frame_no,
+            parent_root,
+            path,
+            label,
+            state_hash,
+            prompt,
+            now,
+        ),
+    )
+    return conn.last_insert_rowid()

@@ -1,0 +1,355 @@
+"""Frames: the points of a session one can go back to, each with a snapshot of its state.
+
+The one writer of `frames`, `frame_states`, `vcs_tags` and `timeline_events`. A frame is
+committed inside the event's own transaction (stdlib + apsw only: hooks import this) after each
+tool call that can change files, at turn boundaries, SubagentStart/Stop, PreCompact,
+TaskCompleted, and after each failed attempt. Its state is canonical JSON built by SQLite
+(fixed key order, rows in a fixed order), stored once per SHA-256. Frames where the files may
+have changed also ask for a workspace snapshot: a `vcs_tags` row 'pending' that the capture
+process (services/capture.py) fills in off the agent's path.
+"""
+
+import apsw
+
+from .db import rows
+from .event import Event
+from .ladder import OPEN
+from .paths import relative_to_root
+
+try:  # the builtin module: `hashlib` would load OpenSSL, ~2 ms per hook process
+    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # Python 3.12+
+    from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .events import Context
+
+# Tools known not to change files; every other tool (Bash, Write, Edit, MultiEdit,
+# NotebookEdit, MCP tools, tools of future versions) is taken to change them.
+READ_ONLY_TOOLS = frozenset(
+    {
+        "Read",
+        "Glob",
+        "Grep",
+        "LS",
+        "WebFetch",
+        "WebSearch",
+        "TodoWrite",
+        "TodoRead",
+        "Agent",  # its subagent's own tool calls are frames of their own
+        "Task",
+        "TaskCreate",
+        "TaskUpdate",
+        "TaskGet",
+        "TaskList",
+        "TaskOutput",
+        "TaskStop",
+        "ToolSearch",
+        "BashOutput",
+        "KillShell",
+        "ExitPlanMode",
+        "EnterPlanMode",
+        "AskUserQuestion",
+        "ListMcpResourcesTool",
+        "ReadMcpResourceTool",
+        "Skill",
+        "SlashCommand",
+    }
+)
+
+# Event -> frame kind; None: decided by the tool.
+FRAME_KINDS: "dict[str, str | None]" = {
+    "SessionStart": "session_start",
+    "UserPromptSubmit": "turn_start",
+    "PostToolUse": None,
+    "PostToolUseFailure": None,
+    "Stop": "turn_end",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "PreCompact": "pre_compact",
+    "TaskCompleted": "task_completed",
+    "SessionEnd": "session_end",
+}
+# Frames after which the files may differ from the frame before: these get a workspace snapshot.
+CAPTURED_KINDS = frozenset({"session_start", "turn_start", "tool", "attempt", "fork", "revert"})
+TIMELINE_EVENTS = (
+    "SnapshotCaptured",
+    "SessionForked",
+    "ReplayStarted",
+    "RevertStarted",
+    "RevertFinished",
+)
+
+# The session's state, as canonical JSON: what a frame snapshot holds.
+STATE_SQL = f"""
+SELECT json_object(
+  'session_id', ?1,
+  'task', (SELECT task_description FROM agent_registry WHERE id = ?1),
+  'agents', json((SELECT json_group_array(json_object('id', id, 'type', agent_type,
+      'status', status, 'task', substr(coalesce(task_description, description), 1, 300),
+      'files_changed', json(files_changed)))
+    FROM (SELECT * FROM agent_registry WHERE session_id = ?1 AND is_internal = 0 ORDER BY id))),
+  'claims', json((SELECT json_group_array(json_object('agent', agent_id, 'path', file_path,
+      'operation', operation, 'edits', edits))
+    FROM (SELECT * FROM file_claims WHERE session_id = ?1 AND released_at IS NULL
+          ORDER BY file_path, agent_id))),
+  'errors', json((SELECT json_group_array(json_object('ladder', ladder_key, 'step', attempt_number,
+      'category', error_category, 'file', file_path, 'what', signature,
+      'message', substr(error_message, 1, 300), 'resolution', resolution))
+    FROM (SELECT * FROM error_log WHERE session_id = ?1 AND interrupted = 0 AND {OPEN}
+          AND id IN (SELECT max(id) FROM error_log WHERE session_id = ?1 GROUP BY ladder_key)
+          ORDER BY ladder_key))),
+  'failed_paths', json((SELECT json_group_array(json_object('approach', approach,
+      'reason', reason_failed, 'file', file_path))
+    FROM (SELECT * FROM failed_paths WHERE session_id = ?1 AND still_relevant = 1 ORDER BY id))),
+  'counters', json((SELECT json_group_object(key, total) FROM (SELECT key, sum(value) AS total
+    FROM session_metrics WHERE session_id = ?1
+    AND key IN ('prompts', 'file_edits', 'tool_failures', 'subagents', 'compactions')
+    GROUP BY key ORDER BY key)))
+)"""
+
+
+def state_of(conn: apsw.Connection, session_id: str) -> str:
+    """The session's state now, as canonical JSON text (the same state, the same text)."""
+    return str(conn.execute(STATE_SQL, (session_id,)).fetchall()[0][0])
+
+
+def content_hash(text: str) -> str:
+    return str(sha256(text.encode("utf-8")).hexdigest())
+
+
+def frame_kind(ev: Event) -> str | None:
+    """The kind of frame this event commits, or None."""
+    name = ev.name
+    if name not in FRAME_KINDS:
+        return None
+    kind = FRAME_KINDS[name]
+    if kind is not None:
+        return kind
+    tool = ev.text_of("tool_name") or ""
+    if name == "PostToolUseFailure":
+        return None if ev.get("is_interrupt") in (True, 1) else "attempt"
+    return None if tool in READ_ONLY_TOOLS else "tool"
+
+
+def store_state(conn: apsw.Connection, text: str, now: float) -> str:
+    """Store a state once per content; its hash."""
+    digest = content_hash(text)
+    conn.execute(
+        "INSERT INTO frame_states (hash, state, first_seen) VALUES (?, ?, ?)"
+        " ON CONFLICT (hash) DO NOTHING",
+        (digest, text, now),
+    )
+    return digest
+
+
+def commit_for_event(conn: apsw.Connection, ev: Event, ctx: "Context", turn_id: int | None) -> int:
+    """Commit the frame this event calls for, if any; its number, or 0."""
+    kind = frame_kind(ev)
+    if kind is None:
+        return 0
+    tool = ev.text_of("tool_name")
+    capture = kind in CAPTURED_KINDS and (kind != "attempt" or tool not in READ_ONLY_TOOLS)
+    capture = capture and ctx.config.get("workspace_snapshots") is True
+    if capture:
+        ctx.capture_requested = True
+    return commit(
+        conn,
+        ev.session_id,
+        kind,
+        ctx.now,
+        event_id=ctx.event_id,
+        turn_id=turn_id,
+        agent_id=ev.text_of("agent_id") or ev.session_id,
+        tool_use_id=ev.text_of("tool_use_id"),
+        tool_name=tool,
+        summary=ev.summary(ctx.root),
+        files=_named_files(ev, ctx.root),
+        capture=capture,
+    )
+
+
+def commit(
+    conn: apsw.Connection,
+    session_id: str,
+    kind: str,
+    now: float,
+    *,
+    event_id: int | None = None,
+    turn_id: int | None = None,
+    agent_id: str | None = None,
+    tool_use_id: str | None = None,
+    tool_name: str | None = None,
+    summary: str | None = None,
+    files: str | None = None,
+    capture: bool = False,
+    state: str | None = None,
+) -> int:
+    """Commit the next frame of a session: its state (stored once per content) and, when
+    `capture`, a pending workspace snapshot. Returns the frame number."""
+    digest = store_state(conn, state if state is not None else state_of(conn, session_id), now)
+    rows = conn.execute(
+        "SELECT coalesce(max(frame_no), 0) + 1 FROM frames WHERE session_id = ?", (session_id,)
+    ).fetchall()
+    frame_no = int(rows[0][0]) if isinstance(rows[0][0], int) else 1
+    conn.execute(
+        "INSERT INTO frames (session_id, frame_no, kind, created_at, event_id, turn_id, agent_id,"
+        " tool_use_id, tool_name, summary, files, state_hash, timestamp)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, datetime(?4, 'unixepoch'))",
+        (
+            session_id,
+            frame_no,
+            kind,
+            now,
+            event_id,
+            turn_id,
+            agent_id,
+            tool_use_id,
+            tool_name,
+            summary,
+            files,
+            digest,
+        ),
+    )
+    if capture:
+        conn.execute(
+            "INSERT INTO vcs_tags (session_id, frame_no, status, requested_at)"
+            " VALUES (?, ?, 'pending', ?)",
+            (session_id, frame_no, now),
+        )
+    return frame_no
+
+
+def _named_files(ev: Event, root: str) -> str | None:
+    """The file a Write/Edit/MultiEdit/NotebookEdit names, relative to the project, as a JSON
+    array (no `json` import: the path is quoted by hand, as SQLite's json_quote would)."""
+    path = ev.text_of("file_path") or ev.text_of("notebook_path")
+    if not path:
+        return None
+    path = relative_to_root(root, path)
+    escaped = path.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in escaped)
+    return f'["{escaped}"]'
+
+
+# --- the capture process's side ---------------------------------------------------------------
+
+
+def pending_captures(conn: apsw.Connection) -> "list[tuple[str, int, float]]":
+    """(session, frame, requested_at) of every frame still waiting for its snapshot, oldest
+    first (any session of the project: they share one work tree)."""
+    rows = conn.execute(
+        "SELECT session_id, frame_no, requested_at FROM vcs_tags WHERE status = 'pending'"
+        " ORDER BY requested_at, session_id, frame_no"
+    ).fetchall()
+    return [(str(s), int(f), float(t)) for s, f, t in rows]  # type: ignore[arg-type]
+
+
+def latest_commit(conn: apsw.Connection) -> str | None:
+    """The project's newest snapshot commit: the parent of the next one."""
+    rows = conn.execute(
+        "SELECT snapshot_commit FROM vcs_tags WHERE status = 'captured'"
+        " ORDER BY captured_at DESC LIMIT 1"
+    ).fetchall()
+    return str(rows[0][0]) if rows and rows[0][0] else None
+
+
+def any_pending(conn: apsw.Connection) -> bool:
+    return bool(conn.execute("SELECT 1 FROM vcs_tags WHERE status = 'pending' LIMIT 1").fetchall())
+
+
+def record_capture(
+    conn: apsw.Connection,
+    frames: "list[tuple[str, int]]",
+    now: float,
+    *,
+    status: str,
+    commit: str | None = None,
+    head: str | None = None,
+    branch: str | None = None,
+    jj_commit: str | None = None,
+    jj_operation: str | None = None,
+    files: int | None = None,
+    note: str | None = None,
+) -> None:
+    """Fill in the pointer of frames that were pending (only those: a frame is captured once)."""
+    for session_id, frame_no in frames:
+        conn.execute(
+            "UPDATE vcs_tags SET status = ?3, captured_at = ?4, snapshot_commit = ?5,"
+            " git_head = ?6, git_branch = ?7, jj_commit_id = ?8, jj_operation_id = ?9,"
+            " files = ?10, note = ?11 WHERE session_id = ?1 AND frame_no = ?2"
+            " AND status = 'pending'",
+            (
+                session_id,
+                frame_no,
+                status,
+                now,
+                commit,
+                head,
+                branch,
+                jj_commit,
+                jj_operation,
+                files,
+                note,
+            ),
+        )
+        if status == "captured":
+            add_timeline_event(
+                conn,
+                "SnapshotCaptured",
+                session_id,
+                frame_no,
+                now,
+                '{"commit": "' + str(commit) + '"}',
+            )
+
+
+def add_timeline_event(
+    conn: apsw.Connection,
+    name: str,
+    session_id: str | None,
+    frame_no: int | None,
+    now: float,
+    detail: str = "{}",
+) -> None:
+    """What claude-session itself did to a session's history (`detail`: JSON text)."""
+    conn.execute(
+        "INSERT INTO timeline_events (name, session_id, frame_no, at, detail)"
+        " VALUES (?, ?, ?, ?, json(?))",
+        (name, session_id, frame_no, now, detail),
+    )
+
+
+def forget_snapshots(conn: apsw.Connection, kept_commits: "set[str]") -> int:
+    """After `prune` dropped snapshot commits: their pointers say so."""
+    rows = conn.execute(
+        "SELECT session_id, frame_no, snapshot_commit FROM vcs_tags WHERE status = 'captured'"
+    ).fetchall()
+    gone = 0
+    for session_id, frame_no, commit in rows:
+        if commit not in kept_commits:
+            conn.execute(
+                "UPDATE vcs_tags SET status = 'missed', note = 'pruned' WHERE session_id = ?"
+                " AND frame_no = ?",
+                (session_id, frame_no),
+            )
+            gone += 1
+    return gone
+
+
+def frame_row(conn: apsw.Connection, session_id: str, frame_no: int) -> "dict[str, Any] | None":
+    """One frame with its state and pointer, or None."""
+    found = rows(
+        conn,
+        "SELECT f.session_id, f.frame_no, f.kind, f.created_at, f.event_id, f.turn_id,"
+        " f.agent_id, f.tool_use_id, f.tool_name, f.summary, f.files, f.state_hash, s.state,"
+        " v.status, v.snapshot_commit, v.git_head, v.git_branch, v.jj_commit_id,"
+        " v.jj_operation_id, v.note FROM frames f JOIN frame_states s ON s.hash = f.state_hash"
+        " LEFT JOIN vcs_tags v ON v.session_id = f.session_id AND v.frame_no = f.frame_no"
+        " WHERE f.session_id = ? AND f.frame_no = ?",
+        (session_id, frame_no),
+    )
+    return found[0] if found else None

@@ -1,0 +1,123 @@
+"""The workspace capture process: `python -m claude_session.services.capture ROOT`.
+
+Started by a hook whose frame asked for a workspace snapshot (see capture_control). Under the
+project's capture lock, it snapshots the work tree into claude-session's own snapshot
+repository (services/workspace.py) and fills in the pointer of every frame that was pending
+when the capture started, with the user's HEAD, branch and jj ids (services/vcs.py); then
+again while anything is pending. Frames are pending together only when no file-changing tool
+ran between them (its PreToolUse waits for pending snapshots), so they share one snapshot.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import time
+
+import apsw
+
+from ..core import db, frames, log
+from ..core.paths import db_path
+from . import capture_control, configuration, vcs, workspace
+
+
+def run(root: str) -> int:
+    """Capture until nothing is pending; the number of frames given a pointer."""
+    done = 0
+    while True:
+        fd = _lock(root)
+        if fd is None:
+            return done  # another capture process runs: it re-reads the pending rows
+        try:
+            conn = db.connect(db_path(root), create=False)
+            try:
+                while True:
+                    count = capture_pending(conn, root)
+                    if not count:
+                        break
+                    done += count
+            finally:
+                conn.close()
+        finally:
+            os.close(fd)
+        # A hook may have committed a frame after our last read and seen our lock held:
+        # look once more now that the lock is free.
+        conn = db.connect(db_path(root), create=False)
+        try:
+            if not frames.any_pending(conn):
+                return done
+        finally:
+            conn.close()
+
+
+def capture_pending(conn: apsw.Connection, root: str) -> int:
+    pending = frames.pending_captures(conn)
+    if not pending:
+        return 0
+    session_id, frame_no, _ = pending[-1]
+    started = time.time()
+    status, note, commit, files = "captured", None, None, None
+    try:
+        captured = workspace.capture(
+            root, label=f"{session_id}/{frame_no}", max_file_bytes=_max_bytes(root)
+        )
+        commit, files = captured.commit, captured.files
+        if captured.skipped_large:
+            note = "skipped (too large): " + ", ".join(captured.skipped_large[:10])
+    except workspace.WorkspaceError as exc:
+        status, note = "failed", str(exc)[:500]
+    except Exception as exc:  # our bug: the frames say so, and the log has it
+        status, note = "failed", f"{type(exc).__name__}: {exc}"[:500]
+        log.write(root, "ERROR", "capture", note)
+    where = vcs.pointer(root) if status == "captured" else vcs.Pointer()
+    if len(pending) > 1 and note is None:
+        note = f"one snapshot for {len(pending)} frames (no tool changed files between them)"
+    with db.Immediate(conn):
+        frames.record_capture(
+            conn,
+            [(s, f) for s, f, _ in pending],
+            started,
+            status=status,
+            commit=commit,
+            head=where.git_head,
+            branch=where.git_branch,
+            jj_commit=where.jj_commit_id,
+            jj_operation=where.jj_operation_id,
+            files=files,
+            note=note,
+        )
+    return len(pending)
+
+
+def _max_bytes(root: str) -> int:
+    megabytes = configuration.load_or_defaults(root).values["snapshot_max_file_mb"]
+    return int(float(megabytes) * 1024 * 1024)  # type: ignore[arg-type]
+
+
+def _lock(root: str) -> int | None:
+    fd = os.open(capture_control.lock_path(root), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        sys.stderr.write("usage: python -m claude_session.services.capture PROJECT_ROOT\n")
+        return 2
+    root = os.path.abspath(args[0])
+    try:
+        run(root)
+    except Exception as exc:  # a background process: the log, never a traceback on a tty
+        log.write(root, "ERROR", "capture", f"{type(exc).__name__}: {exc}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

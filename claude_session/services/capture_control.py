@@ -1,0 +1,90 @@
+"""Starting the workspace capture process, and waiting for it (stdlib only: hooks call this).
+
+A frame that may follow a change of files asks for a workspace snapshot (`vcs_tags` row
+'pending'); the hook that committed it then makes sure a capture process runs
+(`ensure_running`, ~0.5 ms: a lock probe and a posix_spawn). One capture process per project,
+decided by an OS lock (flock) on `<db>.capture.lock`; it captures until nothing is pending.
+
+Before a tool that can change files runs, its PreToolUse hook waits until no snapshot is
+pending (`wait_for_pending`), so the state before the tool call is always recoverable. The
+wait is normally nil: the model takes seconds between tool calls, a capture tens of ms.
+"""
+
+import fcntl
+import os
+import sys
+import time
+
+from ..core.paths import db_path
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    import apsw
+
+NICE = "/usr/bin/nice"
+POLL_SECONDS = 0.02
+MAX_STARTS = 3
+
+
+def lock_path(root: str) -> str:
+    return db_path(root) + ".capture.lock"
+
+
+def is_running(root: str) -> bool:
+    """Whether a capture process holds the project's capture lock."""
+    try:
+        fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock we took
+    return False
+
+
+def ensure_running(root: str) -> bool:
+    """Start a capture process unless one runs; True if one was started. Not waited for.
+
+    Safe against the race with a process about to exit: it re-reads the pending rows after
+    releasing its lock, and this hook committed its row before probing the lock."""
+    if is_running(root):
+        return False
+    spawn(root)
+    return True
+
+
+def spawn(root: str) -> int:
+    """`python -m claude_session.services.capture ROOT`, detached (its own session, stdio on
+    /dev/null) and niced: it must not compete with the agent's own processes."""
+    argv = [sys.executable, "-m", "claude_session.services.capture", root]
+    if os.path.exists(NICE):
+        argv = [NICE, "-n", "5", *argv]
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+    ]
+    return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+
+
+def wait_for_pending(conn: "apsw.Connection", root: str, timeout: float) -> float:
+    """Block until no workspace snapshot is pending, at most `timeout` seconds; starts the
+    capture process if none runs. Returns the seconds waited (0.0 when nothing was pending)."""
+    from ..core.frames import any_pending
+
+    if timeout <= 0 or not any_pending(conn):
+        return 0.0
+    started = time.monotonic()
+    deadline = started + timeout
+    starts = 1 if ensure_running(root) else 0
+    while any_pending(conn):
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_SECONDS)
+        # It exited (or crashed) with work left: start another, a few times at most.
+        if starts < MAX_STARTS and not is_running(root) and any_pending(conn):
+            starts += 1 if ensure_running(root) else 0
+    return time.monotonic() - started

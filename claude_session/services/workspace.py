@@ -1,0 +1,468 @@
+"""Workspace snapshots in claude-session's own git directory, never the user's repository.
+
+A snapshot repository per project lives under the user's state directory
+(`<state>/snapshots/<folder>-<hash>.git`), with the project as its work tree and an index of
+its own: `git add -A` then `write-tree` and `commit-tree` record every file that is not
+ignored, untracked files included (`git stash create` would miss those, and refs or objects
+written into the user's repository show up in `git log --all` and get pushed). The project's
+`.gitignore` files apply as usual, its `.git/info/exclude` is copied into ours at each
+capture, and our own files (the database, its spool and log, `.git`, `.jj`) are always left
+out, as are files over a size cap. Each capture's commit is kept reachable by one ref per
+label, so `prune` can drop exactly the ones no frame needs.
+
+The user's index is never used (its stat cache would need its objects); ours keeps its own
+stat data, so a capture re-hashes only files whose stat data changed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import stat
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from ..core.paths import DB_NAME, user_state_dir
+
+GIT_TIMEOUT_SECONDS = 120.0
+LOCK_WAIT_SECONDS = 60.0
+DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
+ALWAYS_EXCLUDED = (f"/{DB_NAME}*", ".git", ".jj/", ".claude-session-fork-*")
+AUTHOR = ("claude-session", "claude-session@localhost")
+REF_PREFIX = "refs/snapshots/"
+
+
+class WorkspaceError(Exception):
+    """A snapshot or restore that cannot be done (git missing, a planted link, a failure)."""
+
+
+@dataclass(frozen=True)
+class Capture:
+    commit: str
+    tree: str
+    files: int
+    seconds: float
+    skipped_large: list[str] = field(default_factory=list)
+
+
+def snapshot_dir(root: str) -> str:
+    """Our git directory for this project: a readable name plus a hash of its real path."""
+    real = os.path.realpath(root)
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(real))
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return os.path.join(user_state_dir(), "snapshots", f"{slug[:40] or 'root'}-{digest}.git")
+
+
+def _ensure_repo(root: str) -> str:
+    """Create our snapshot repository (0700) if needed; refuse planted symbolic links."""
+    git_dir = snapshot_dir(root)
+    parent = os.path.dirname(git_dir)
+    for folder in (os.path.dirname(parent), parent, git_dir):
+        if os.path.islink(folder):
+            raise WorkspaceError(f"refusing {folder}: it is a symbolic link we did not make")
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    if not os.path.isfile(os.path.join(git_dir, "claude-session-ready")):
+        with _Lock(git_dir):  # two first captures at once: one creates, the other waits
+            if not os.path.isfile(os.path.join(git_dir, "claude-session-ready")):
+                _create_repo(root, git_dir)
+    if os.path.islink(os.path.join(git_dir, "info")):
+        raise WorkspaceError(f"refusing {git_dir}/info: it is a symbolic link we did not make")
+    return git_dir
+
+
+def _create_repo(root: str, git_dir: str) -> None:
+    os.makedirs(git_dir, mode=0o700, exist_ok=True)
+    _git(root, git_dir, ["init", "-q", "--bare", git_dir], work_tree=False)
+    for key, value in (
+        ("core.bare", "false"),
+        ("core.autocrlf", "false"),
+        ("core.safecrlf", "false"),
+        ("core.fileMode", "true"),
+        ("core.symlinks", "true"),
+        ("core.untrackedCache", "true"),
+        ("core.fsmonitor", "false"),
+        ("core.hooksPath", "/dev/null"),
+        ("gc.auto", "0"),
+        ("commit.gpgSign", "false"),
+    ):
+        _git(root, git_dir, ["config", key, value], work_tree=False)
+    hooks = os.path.join(git_dir, "hooks")
+    if os.path.isdir(hooks) and not os.path.islink(hooks):
+        for name in os.listdir(hooks):  # git's samples: never run, only take space
+            os.unlink(os.path.join(hooks, name))
+    fd = os.open(
+        os.path.join(git_dir, "claude-session-ready"),
+        os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW,
+        0o600,
+    )
+    os.close(fd)
+
+
+def _env(git_dir: str, root: str | None, index: str | None = None) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("GIT_") and key not in ("HOME", "XDG_CONFIG_HOME")
+    }
+    env |= {
+        "GIT_DIR": git_dir,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,  # the user's global config (hooks, filters) stays out
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_AUTHOR_NAME": AUTHOR[0],
+        "GIT_AUTHOR_EMAIL": AUTHOR[1],
+        "GIT_COMMITTER_NAME": AUTHOR[0],
+        "GIT_COMMITTER_EMAIL": AUTHOR[1],
+        "HOME": git_dir,  # no ~/.gitconfig, no credential helpers
+        "LC_ALL": "C",
+    }
+    if root is not None:
+        env["GIT_WORK_TREE"] = root
+    env["GIT_INDEX_FILE"] = index or os.path.join(git_dir, "index")
+    return env
+
+
+def _git(
+    root: str | None,
+    git_dir: str,
+    args: list[str],
+    *,
+    work_tree: bool = True,
+    index: str | None = None,
+    stdin: bytes | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            input=stdin,
+            capture_output=True,
+            env=_env(git_dir, root if work_tree else None, index),
+            cwd=root if work_tree and root else git_dir if os.path.isdir(git_dir) else None,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise WorkspaceError("git is not installed: workspace snapshots need it") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise WorkspaceError(f"git {args[0]} took longer than {GIT_TIMEOUT_SECONDS:g}s") from exc
+    if check and done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise WorkspaceError(f"git {args[0]} failed: {message[:400]}")
+    return done
+
+
+class _Lock:
+    """Captures and restores of one project, one at a time (flock on a file beside our
+    directory, so that creating the directory is serialised too)."""
+
+    def __init__(self, git_dir: str) -> None:
+        self.path = git_dir + ".lock"
+        self.fd = -1
+
+    def __enter__(self) -> _Lock:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(self.fd)
+                    raise WorkspaceError("another snapshot of this project is stuck") from None
+                time.sleep(0.02)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+def _write_excludes(root: str, git_dir: str, large: list[str]) -> None:
+    """Our info/exclude: the project's own exclude file, our files, and the large files."""
+    lines = list(ALWAYS_EXCLUDED)
+    own = os.path.join(root, ".git", "info", "exclude")
+    if os.path.isfile(own) and not os.path.islink(own):
+        with open(own, encoding="utf-8", errors="replace") as f:
+            lines += [line.rstrip("\n") for line in f]
+    lines += ["/" + _escape_pattern(path) for path in large]
+    info = os.path.join(git_dir, "info")
+    os.makedirs(info, mode=0o700, exist_ok=True)
+    target = os.path.join(info, "exclude")
+    temporary = target + ".tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(temporary, target)
+
+
+def _escape_pattern(path: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\!# " else c for c in path)
+
+
+def _large_files(root: str, git_dir: str, max_bytes: int) -> list[str]:
+    """Files (not ignored) over the cap among the new and modified ones, found by git's own
+    walk, so ignored trees such as node_modules are never walked by us, and files unchanged
+    since the last capture are not looked at again."""
+    listed = _git(
+        root,
+        git_dir,
+        ["ls-files", "-z", "--others", "--modified", "--exclude-standard"],
+    ).stdout.split(b"\0")
+    large = []
+    for raw in listed:
+        if not raw:
+            continue
+        path = os.fsdecode(raw)
+        try:
+            info = os.lstat(os.path.join(root, path))
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
+            large.append(path)
+    return sorted(set(large))
+
+
+def capture(root: str, *, label: str, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Capture:
+    """Snapshot the project's files now; the commit is kept under a ref named after `label`.
+
+    Each snapshot is a root commit (no parent): objects are shared by content anyway, and a
+    dropped snapshot's files can then really be freed by `prune`."""
+    started = time.perf_counter()
+    git_dir = _ensure_repo(root)
+    with _Lock(git_dir):
+        _write_excludes(root, git_dir, [])
+        large = _large_files(root, git_dir, max_file_bytes)
+        if large:
+            _write_excludes(root, git_dir, large)
+            # An exclude does not apply to a file already in our index (one that grew).
+            _git(root, git_dir, ["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", *large])
+        _add_all(root, git_dir)
+        tree = _git(root, git_dir, ["write-tree"]).stdout.decode().strip()
+        args = ["commit-tree", tree, "-m", f"claude-session snapshot {label}"]
+        commit = _git(root, git_dir, args).stdout.decode().strip()
+        _git(root, git_dir, ["update-ref", REF_PREFIX + _ref_name(label), commit])
+        files = _git(root, git_dir, ["ls-files", "-z"]).stdout.count(b"\0")
+    return Capture(commit, tree, files, time.perf_counter() - started, large)
+
+
+def _add_all(root: str, git_dir: str, index: str | None = None) -> None:
+    """`git add -A`: a file that cannot be read (permissions) is left out, not fatal."""
+    done = _git(root, git_dir, ["add", "-A", "--ignore-errors", "."], index=index, check=False)
+    if done.returncode != 0 and b"fatal:" in done.stderr:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise WorkspaceError(f"git add failed: {message[:400]}")
+
+
+def _ref_name(label: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_/." else "_" for c in label).strip("/.")
+    return safe.replace("..", "_").replace("//", "/") or "unnamed"
+
+
+def _exists(root: str, git_dir: str, commit: str) -> bool:
+    done = _git(root, git_dir, ["cat-file", "-e", commit + "^{commit}"], check=False)
+    return done.returncode == 0
+
+
+def _current_tree(root: str, git_dir: str) -> str:
+    """The tree of the work tree now, through a throwaway index (ours stays as it was)."""
+    scratch = os.path.join(git_dir, f"index.scratch.{os.getpid()}")
+    try:
+        ours = os.path.join(git_dir, "index")
+        if os.path.exists(ours):  # start from our stat cache: only changed files are hashed
+            with open(ours, "rb") as src, open(scratch, "wb") as dst:
+                dst.write(src.read())
+        _write_excludes(root, git_dir, [])
+        _add_all(root, git_dir, scratch)
+        return _git(root, git_dir, ["write-tree"], index=scratch).stdout.decode().strip()
+    finally:
+        if os.path.exists(scratch):
+            os.unlink(scratch)
+
+
+def _tree_of(root: str, git_dir: str, ref: str | None) -> str:
+    if ref is None:
+        return _current_tree(root, git_dir)
+    if not _exists(root, git_dir, ref):
+        raise WorkspaceError(f"snapshot {ref[:12]} is not in {git_dir} (pruned?)")
+    return ref + "^{tree}"
+
+
+def _diff_tree(
+    root: str, git_dir: str, a: str, b: str, *options: str, paths: list[str] | None = None
+) -> bytes:
+    args = ["diff-tree", "-r", "--no-renames", *options, a, b]
+    return _git(root, git_dir, args + (["--", *paths] if paths else [])).stdout
+
+
+def _name_status(output: bytes) -> list[tuple[str, str]]:
+    parts = output.split(b"\0")
+    return [(parts[i].decode(), os.fsdecode(parts[i + 1])) for i in range(0, len(parts) - 1, 2)]
+
+
+def changed_paths(root: str, a: str, b: str | None) -> list[tuple[str, str]]:
+    """(A|M|D|T, path) from snapshot `a` to snapshot `b` (None: the work tree now)."""
+    git_dir = _ensure_repo(root)
+    with _Lock(git_dir):
+        tree_b = _tree_of(root, git_dir, b)
+        output = _diff_tree(
+            root, git_dir, _tree_of(root, git_dir, a), tree_b, "-z", "--name-status"
+        )
+    return _name_status(output)
+
+
+def unified_diff(root: str, a: str, b: str | None, paths: list[str] | None = None) -> str:
+    git_dir = _ensure_repo(root)
+    with _Lock(git_dir):
+        tree_b = _tree_of(root, git_dir, b)
+        output = _diff_tree(
+            root, git_dir, _tree_of(root, git_dir, a), tree_b, "-p", "--no-color", paths=paths
+        )
+    return output.decode("utf-8", "replace")
+
+
+def diff_stat(root: str, a: str, b: str | None) -> list[dict[str, object]]:
+    git_dir = _ensure_repo(root)
+    with _Lock(git_dir):
+        tree_b = _tree_of(root, git_dir, b)
+        output = _diff_tree(root, git_dir, _tree_of(root, git_dir, a), tree_b, "-z", "--numstat")
+    out: list[dict[str, object]] = []
+    for record in output.split(b"\0"):
+        fields = record.split(b"\t", 2)
+        if len(fields) != 3:
+            continue
+        added, deleted, path = fields
+        out.append(
+            {
+                "path": os.fsdecode(path),
+                "added": None if added == b"-" else int(added),
+                "deleted": None if deleted == b"-" else int(deleted),
+            }
+        )
+    return out
+
+
+def restore(
+    root: str, commit: str, paths: list[str] | None = None, *, work_tree: str | None = None
+) -> list[tuple[str, str]]:
+    """Make the files of `work_tree` (default: the project) equal to the snapshot's, for
+    `paths` (default: all): rewrite what differs, create what is missing, delete what the
+    snapshot did not have. Ignored files, `.git` and our own files are never touched. A
+    symbolic link found where a file goes is replaced, never written through."""
+    git_dir = _ensure_repo(root)
+    target = os.path.abspath(work_tree or root)
+    with _Lock(git_dir):
+        if not _exists(root, git_dir, commit):
+            raise WorkspaceError(f"snapshot {commit[:12]} is not in the snapshot repository")
+        _write_excludes(root, git_dir, [])
+        scratch = os.path.join(git_dir, f"index.restore.{os.getpid()}")
+        try:
+            # The target's files now, through a scratch index (the target may be a fork).
+            _add_all(target, git_dir, scratch)
+            now_tree = _git(target, git_dir, ["write-tree"], index=scratch).stdout.decode().strip()
+            changes = _name_status(
+                _diff_tree(target, git_dir, commit + "^{tree}", now_tree, "-z", "--name-status")
+            )
+            if paths is not None:
+                wanted = [p.rstrip("/") for p in paths]
+                changes = [
+                    c for c in changes if any(c[1] == w or c[1].startswith(w + "/") for w in wanted)
+                ]
+            done: list[tuple[str, str]] = []
+            to_write = []
+            for status, path in changes:
+                full = _inside(target, path)
+                if status.startswith("A"):  # only in the work tree: the snapshot had no such file
+                    if os.path.islink(full) or (os.path.lexists(full) and not os.path.isdir(full)):
+                        os.unlink(full)
+                        _prune_empty_dirs(target, os.path.dirname(full))
+                    done.append(("deleted", path))
+                else:
+                    if os.path.lexists(full) and (os.path.islink(full) or os.path.isdir(full)):
+                        _remove(full)
+                    to_write.append(path)
+                    done.append(("created" if status.startswith("D") else "restored", path))
+            if to_write:
+                _git(target, git_dir, ["read-tree", commit + "^{tree}"], index=scratch)
+                _git(
+                    target,
+                    git_dir,
+                    ["checkout-index", "-f", "-z", "--stdin"],
+                    index=scratch,
+                    stdin=b"\0".join(os.fsencode(p) for p in to_write) + b"\0",
+                )
+        finally:
+            if os.path.exists(scratch):
+                os.unlink(scratch)
+    return done
+
+
+def _inside(root: str, path: str) -> str:
+    full = os.path.normpath(os.path.join(root, path))
+    if not full.startswith(root.rstrip("/") + "/"):
+        raise WorkspaceError(f"refusing {path!r}: outside the work tree")
+    return full
+
+
+def _remove(path: str) -> None:
+    if os.path.islink(path) or not os.path.isdir(path):
+        os.unlink(path)
+        return
+    for dirpath, dirnames, filenames in os.walk(path, topdown=False):
+        for name in filenames:
+            os.unlink(os.path.join(dirpath, name))
+        for name in dirnames:
+            child = os.path.join(dirpath, name)
+            if os.path.islink(child):
+                os.unlink(child)
+            else:
+                os.rmdir(child)
+    os.rmdir(path)
+
+
+def _prune_empty_dirs(root: str, folder: str) -> None:
+    """Folders left empty by deleting a created file go too (git records no empty folders)."""
+    while folder.startswith(root.rstrip("/") + "/"):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        folder = os.path.dirname(folder)
+
+
+def refs(root: str) -> dict[str, str]:
+    """label -> commit of every snapshot kept."""
+    git_dir = _ensure_repo(root)
+    done = _git(root, git_dir, ["for-each-ref", "--format=%(refname) %(objectname)", REF_PREFIX])
+    out = {}
+    for line in done.stdout.decode().splitlines():
+        name, _, commit = line.partition(" ")
+        out[name[len(REF_PREFIX) :]] = commit
+    return out
+
+
+def prune(root: str, keep: set[str]) -> dict[str, int]:
+    """Drop every snapshot whose commit is not in `keep`, then let git free the space."""
+    git_dir = _ensure_repo(root)
+    before = size_bytes(root)
+    dropped = 0
+    with _Lock(git_dir):
+        for label, commit in refs(root).items():
+            if commit not in keep:
+                _git(root, git_dir, ["update-ref", "-d", REF_PREFIX + label])
+                dropped += 1
+        _git(root, git_dir, ["reflog", "expire", "--expire=now", "--all"], check=False)
+        _git(root, git_dir, ["gc", "-q", "--prune=now"], check=False)
+    return {"dropped": dropped, "bytes_before": before, "bytes_after": size_bytes(root)}
+
+
+def size_bytes(root: str) -> int:
+    total = 0
+    for dirpath, _, filenames in os.walk(snapshot_dir(root)):
+        for name in filenames:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
