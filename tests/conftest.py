@@ -99,6 +99,7 @@ def hook_argv(event: str) -> list[str]:
 
 def query(project: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
     conn = apsw.Connection(str(project / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.setbusytimeout(5000)  # a capture process or the daemon may be checkpointing
     try:
         return conn.execute(sql, params).fetchall()
     finally:

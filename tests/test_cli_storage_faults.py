@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from conftest import PYTHON, fixture, run_hook
+from conftest import PYTHON, fixture, query, run_hook, wait_for
 from test_faults import hold_write_lock
 
 CLI = str(Path(PYTHON).parent / "claude-session")
@@ -47,9 +47,17 @@ def test_a_write_on_a_database_locked_past_every_deadline(project: Path) -> None
 def test_a_write_on_a_full_disk(project: Path) -> None:
     recorded(project)
 
-    def tiny_files() -> None:  # the file size limit stands in for a full disk
+    # The file size limit stands in for a full disk: set just past the WAL's end, the next
+    # write is cut short there, as on a disk that fills up (one wholly past the limit fails
+    # with EFBIG, which SQLite reports as an I/O error, not as a full disk).
+    # The prompt's workspace snapshot is recorded by a process of its own: let it finish.
+    assert wait_for(lambda: not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"))
+    wal = project / ".claude-session.db-wal"
+    limit = max(4096, wal.stat().st_size + 100 if wal.exists() else 0)
+
+    def tiny_files() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     done = cli(project, "fail", "approach", "--reason", "why", preexec_fn=tiny_files)
     assert_one_clear_line(done, "full")

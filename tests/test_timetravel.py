@@ -343,3 +343,53 @@ def test_identical_states_are_stored_once(repo: Path) -> None:
     frames = query(repo, "SELECT count(*), count(DISTINCT state_hash) FROM frames")[0]
     stored = query(repo, "SELECT count(*) FROM frame_states")[0][0]
     assert stored == frames[1] < frames[0]  # turn_start and session_start share a state
+
+
+def test_a_new_session_hears_of_sessions_that_never_ended(repo: Path) -> None:
+    """A session that stopped without a SessionEnd (a crash, a closed terminal) is reported at
+    the next startup with its last step and the command that resumes it, and in `status`."""
+    import time
+
+    from inproc import Recorder
+
+    old = Recorder(repo, now=time.time() - 3600)
+    old.send(fixture("SessionStart.startup", repo) | {"session_id": "crashed-0001"})
+    old.send(fixture("UserPromptSubmit", repo) | {"session_id": "crashed-0001"})
+    bash = fixture("PostToolUse.Bash", repo) | {"session_id": "crashed-0001"}
+    old.send(bash | {"tool_input": {"command": "make deploy"}})
+    old.close()
+    started = fixture("SessionStart.startup", repo) | {"session_id": "fresh-0002"}
+    answer = run_hook("SessionStart", started, repo)
+    context = json.loads(answer.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "crashed-0001 never ended" in context
+    assert "Bash: make deploy" in context
+    assert "claude --resume crashed-0001" in context
+    status = json.loads(cli(repo, "status", "--json").stdout)
+    assert [s["session_id"] for s in status["sessions_never_ended"]] == ["crashed-0001"]
+
+
+def test_prune_lets_go_of_old_sessions_snapshots_and_keeps_the_store_bounded(
+    repo: Path,
+) -> None:
+    play_session(repo)
+    send(repo, "SessionEnd")
+    before = json.loads(cli(repo, "prune", "--older-than", "1", "--json").stdout)
+    assert before["rows_removed"]["workspace_snapshot_pointers"] == 0  # ended just now
+    done = json.loads(cli(repo, "prune", "--older-than", "0", "--json").stdout)
+    assert done["rows_removed"]["workspace_snapshot_pointers"] >= 4
+    assert done["workspace_snapshots"]["dropped"] >= 4
+    assert query(repo, "SELECT count(*) FROM vcs_tags WHERE status = 'captured'")[0][0] == 0
+    assert query(repo, "SELECT count(*) FROM frames")[0][0] >= 6  # frames and states stay
+    failed = cli(repo, "revert", f"{SESSION}:3", "--yes", ok=False)
+    assert "no workspace snapshot: missed (pruned)" in failed.stderr
+
+
+def test_the_snapshot_store_is_bounded(repo: Path) -> None:
+    play_session(repo)
+    send(repo, "SessionEnd")
+    (repo / ".claude-session.json").write_text('{"snapshot_store_max_mb": 0.001}')
+    cli(repo, "trust")
+    done = json.loads(cli(repo, "prune", "--older-than", "365", "--json").stdout)
+    assert done["rows_removed"]["workspace_snapshot_pointers"] == 0  # not old: the bound did it
+    assert done["workspace_snapshots"]["sessions_let_go"] == 1
+    assert query(repo, "SELECT count(*) FROM vcs_tags WHERE status = 'captured'")[0][0] == 0

@@ -350,14 +350,28 @@ def restore(root: Path, session: str | None) -> None:
     help="Sessions that ended more than this many days ago.",
 )
 @click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
+@format_option
 @click.pass_obj
-def prune(root: Path, days: float, vacuum: bool) -> None:
-    """Drop old sessions' raw events and audit rows; what was learned from them stays."""
+def prune(root: Path, days: float, vacuum: bool, as_json: bool) -> None:
+    """Drop old sessions' raw events, audit rows and workspace snapshots; what was learned
+    from them (agents, errors, failed paths, frames and their states) stays."""
+    from ..services import configuration, timetravel
+
     with opened(root) as conn:
         counts = event_log.prune(conn, time.time() - days * 86400)
+        megabytes = configuration.load_or_defaults(str(root)).values["snapshot_store_max_mb"]
+        limit = int(float(megabytes) * 1024 * 1024)  # type: ignore[arg-type]
+        snapshots = timetravel.prune_workspace(conn, str(root), limit)
         if vacuum:
             conn.execute("VACUUM")
+    if as_json:
+        output.emit({"rows_removed": counts, "workspace_snapshots": snapshots}, "json")
+        return
     click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
+    click.echo(
+        f"workspace snapshots: {snapshots['dropped']} dropped,"
+        f" {snapshots['bytes_before'] / 1e6:.1f} MB -> {snapshots['bytes_after'] / 1e6:.1f} MB"
+    )
 
 
 @cli.command()

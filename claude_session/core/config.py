@@ -55,6 +55,9 @@ DEFAULTS: dict[str, object] = {
     "snapshot_wait_seconds": 6.0,
     # Files larger than this are left out of workspace snapshots.
     "snapshot_max_file_mb": 5.0,
+    # The snapshot repository is kept under this size: past it, the snapshots of the oldest
+    # ended sessions go first (their frames and states stay).
+    "snapshot_store_max_mb": 2048.0,
 }
 CHOICES: dict[str, tuple[str, ...]] = {"conflict_policy": ("warn", "deny")}
 JUDGE_EVENTS = ("TaskCompleted", "Stop", "SubagentStop")

@@ -289,4 +289,5 @@ def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
         conn.execute(f"DELETE FROM hook_events WHERE session_id IN ({old})", (before,))
         counts["hook_events"] = conn.changes()
         counts["context_snapshots"] = store.prune_snapshots(conn, old, before)
+        counts["workspace_snapshot_pointers"] = frames.drop_pointers(conn, old, (before,))
     return counts

@@ -323,21 +323,46 @@ def add_timeline_event(
     )
 
 
-def forget_snapshots(conn: apsw.Connection, kept_commits: "set[str]") -> int:
-    """After `prune` dropped snapshot commits: their pointers say so."""
-    rows = conn.execute(
-        "SELECT session_id, frame_no, snapshot_commit FROM vcs_tags WHERE status = 'captured'"
-    ).fetchall()
-    gone = 0
-    for session_id, frame_no, commit in rows:
-        if commit not in kept_commits:
-            conn.execute(
-                "UPDATE vcs_tags SET status = 'missed', note = 'pruned' WHERE session_id = ?"
-                " AND frame_no = ?",
-                (session_id, frame_no),
-            )
-            gone += 1
-    return gone
+def drop_pointers(conn: apsw.Connection, sessions_sql: str, params: "Any" = ()) -> int:
+    """The workspace snapshots of these sessions (`sessions_sql`: a query of their ids) are
+    let go: their frames and states stay, their pointers say 'pruned'."""
+    conn.execute(
+        "UPDATE vcs_tags SET status = 'missed', note = 'pruned' WHERE status = 'captured'"
+        f" AND session_id IN ({sessions_sql})",
+        params,
+    )
+    return conn.changes()
+
+
+def kept_commits(conn: apsw.Connection) -> "set[str]":
+    """Every snapshot commit something still points at: captured frames, and the safety and
+    result snapshots of reverts (what `revert --undo` goes back to)."""
+    kept = {
+        str(commit)
+        for (commit,) in conn.execute(
+            "SELECT snapshot_commit FROM vcs_tags WHERE status = 'captured'"
+            " AND snapshot_commit IS NOT NULL"
+        )
+    }
+    for safety, after in conn.execute(
+        "SELECT json_extract(detail, '$.safety_commit'), json_extract(detail, '$.after_commit')"
+        " FROM timeline_events WHERE name = 'RevertFinished'"
+    ):
+        kept |= {str(c) for c in (safety, after) if c}
+    return kept
+
+
+def oldest_sessions_with_snapshots(conn: apsw.Connection, limit: int) -> "list[str]":
+    """Ended sessions holding captured snapshots, oldest first: what a size bound drops."""
+    return [
+        str(session_id)
+        for (session_id,) in conn.execute(
+            "SELECT v.session_id FROM vcs_tags v JOIN sessions s USING (session_id)"
+            " WHERE v.status = 'captured' AND s.status = 'ended'"
+            " GROUP BY v.session_id ORDER BY max(v.captured_at) LIMIT ?",
+            (limit,),
+        )
+    ]
 
 
 def frame_row(conn: apsw.Connection, session_id: str, frame_no: int) -> "dict[str, Any] | None":

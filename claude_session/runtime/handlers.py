@@ -83,7 +83,11 @@ def _anything_open(conn: apsw.Connection, now: float) -> bool:
             " OR EXISTS (SELECT 1 FROM error_log WHERE interrupted = 0"
             f"  AND {ladder.UNFIXED})"
             " OR EXISTS (SELECT 1 FROM agent_registry WHERE status = 'running'"
-            "  AND is_main = 0 AND is_internal = 0)",
+            "  AND is_main = 0 AND is_internal = 0)"
+            # A session that never ended, recently (the activity index bounds the look).
+            " OR EXISTS (SELECT 1 FROM sessions WHERE last_activity_at > ?1 - 604800"
+            "  AND last_activity_at < ?1 - 600 AND (status = 'active'"
+            "  OR end_reason LIKE 'session gone:%'))",
             (now,),
         ).fetchall()[0][0]
     )

@@ -19,7 +19,7 @@ import apsw
 
 from ..core import db, frames, log
 from ..core.paths import db_path
-from . import capture_control, configuration, vcs, workspace
+from . import capture_control, configuration, timetravel, vcs, workspace
 
 
 def run(root: str) -> int:
@@ -41,6 +41,8 @@ def run(root: str) -> int:
                 conn.close()
         finally:
             os.close(fd)
+        if done:
+            _keep_bounded(root)
         # A hook may have committed a frame after our last read and seen our lock held:
         # look once more now that the lock is free.
         conn = db.connect(db_path(root), create=False)
@@ -88,6 +90,19 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
             note=note,
         )
     return len(pending)
+
+
+def _keep_bounded(root: str) -> None:
+    """Past the configured size, the oldest ended sessions' snapshots go (see prune)."""
+    values = configuration.load_or_defaults(root).values
+    limit = int(float(values["snapshot_store_max_mb"]) * 1024 * 1024)  # type: ignore[arg-type]
+    if workspace.size_bytes(root) <= limit:
+        return
+    conn = db.connect(db_path(root), create=False)
+    try:
+        timetravel.prune_workspace(conn, root, limit)
+    finally:
+        conn.close()
 
 
 def _max_bytes(root: str) -> int:

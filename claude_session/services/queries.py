@@ -41,6 +41,11 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             "wal_unsafe_filesystem": unsafe_filesystem(root) is not None,
         },
         "sessions": sessions(conn, limit=5),
+        "sessions_never_ended": [
+            {k: row[k] for k in ("session_id", "last_activity_at", "last_step", "open_errors")}
+            | {"resume_with": f"claude --resume {row['session_id']}"}
+            for row in context.crashed_sessions(conn, "", now)
+        ],
         "agents": agents(conn, limit=15),
         "claims": claims(conn),
         "daemon": daemon_state(root),

@@ -1,0 +1,188 @@
+"""Time travel with the real Claude Code CLI 2.1.330 against a scripted Messages API.
+
+The agent writes a file and edits another; a subagent writes a file of its own; then one Bash
+command changes a file with `sed -i`, removes one and creates one. Then, as a user would, from
+the installed wheel: `timeline` shows the frames, `diff` shows exactly the Bash command's
+changes, `revert` to the frame before the Bash command restores the files byte for byte,
+`revert --undo` brings the later state back, and a fork's first session (the real CLI again)
+receives the state of the frame it was forked from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import WheelInstall, query, wait_for
+from fake_api import FakeAnthropic, is_compaction, text, tool
+from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
+
+from claude_session.services import daemon_control
+
+pytestmark = pytest.mark.e2e
+
+SUBTASK = "SUBTASK-TT: write sub.txt"
+COMMAND = "sed -i 's/VALUE = 2/VALUE = 3/' app.py && rm old.txt && echo made > made.txt"
+GIT = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@e", "GIT_COMMITTER_NAME": "u"}
+GIT |= {"GIT_COMMITTER_EMAIL": "u@e", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+class Agents:
+    """Main: Write config.py, Edit app.py, a subagent that writes sub.txt, then Bash."""
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = body.get("messages") or []
+        if is_compaction(body):
+            return [text("<summary>work</summary>")]
+        if _has_prompt(messages, SUBTASK):
+            done = any(b.get("type") == "tool_result" for b in _blocks(messages))
+            if done:
+                return [text("wrote sub.txt")]
+            return [tool("Write", file_path=str(self.project / "sub.txt"), content="from sub\n")]
+        used = [b["name"] for b in _blocks(messages) if b.get("type") == "tool_use"]
+        plan = [
+            tool("Write", file_path=str(self.project / "config.py"), content="LIMIT = 10\n"),
+            tool(
+                "Edit",
+                file_path=str(self.project / "app.py"),
+                old_string="VALUE = 1",
+                new_string="VALUE = 2",
+            ),
+            tool(
+                "Agent",
+                description="write sub",
+                prompt=SUBTASK,
+                subagent_type="general-purpose",
+                run_in_background=False,  # in the foreground: "the frame before Bash" is one
+            ),
+            tool("Bash", command=COMMAND, description="bump, clean up, make"),
+        ]
+        return [plan[len(used)]] if len(used) < len(plan) else [text("Done.")]
+
+
+class Forked:
+    """The fork's first session: one answer; every request is kept."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        self.bodies.append(body)
+        return [text("Continuing from the forked frame.")]
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and not p.relative_to(root).as_posix().startswith((".git", ".claude-session", ".claude/"))
+    }
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        env={**os.environ, **GIT},
+        check=True,
+        text=True,
+    ).stdout
+
+
+def test_real_session_timeline_diff_revert_undo_and_fork(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    (project / "app.py").write_text("VALUE = 1\n")
+    (project / "old.txt").write_text("old\n")
+    git(project, "init", "-q")
+    git(project, "add", ".")
+    git(project, "commit", "-qm", "init")
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
+    git(project, "add", ".")  # the install's .gitignore and settings, as a user commits them
+    git(project, "commit", "-qm", "claude-session")
+    user_repo = (git(project, "for-each-ref"), git(project, "stash", "list"))
+    objects = git(project, "count-objects", "-v")
+    try:
+        with FakeAnthropic(Agents(project)) as api:
+            run_claude(binary, project, home, api, "TASK-TT: change the project")
+    finally:
+        daemon_control.stop(str(project))
+    assert (project / "app.py").read_text() == "VALUE = 3\n"
+    assert not (project / "old.txt").exists()
+    after_bash = files_of(project)
+    assert wait_for(
+        lambda: not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"), 60
+    )
+
+    def cli(*args: str) -> Any:
+        done = subprocess.run(
+            [wheel_install.cli, "--project", str(project), *args, "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PATH": "/usr/bin:/bin"},
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    session = query(project, "SELECT session_id FROM turns")[0][0]
+    timeline = cli("timeline", session, "--tree")
+    frames = timeline["frames"]
+    by_tool = {f["summary"].split(":")[0].split(" ")[0]: f for f in frames if f["kind"] == "tool"}
+    assert {"Write", "Edit", "Bash"} <= set(by_tool)
+    subagent_frames = [f for f in frames if f["agent"] != "main"]
+    assert any(f["kind"] == "tool" and f["files"] == ["sub.txt"] for f in subagent_frames)
+    assert [a["status"] for a in timeline["subagents"]] == ["completed"]
+    bash = next(
+        f["frame"] for f in frames if f["kind"] == "tool" and f["summary"].startswith("Bash")
+    )
+    before = bash - 1
+    diff = cli("diff", f"{session}:{before}", f"{session}:{bash}")
+    assert sorted(s["path"] for s in diff["files"]["stat"]) == ["app.py", "made.txt", "old.txt"]
+    assert "+VALUE = 3" in diff["files"]["diff"]
+
+    done = cli("revert", f"{session}:{before}", "--yes")
+    assert sorted((d["action"], d["path"]) for d in done["done"]) == [
+        ("created", "old.txt"),
+        ("deleted", "made.txt"),
+        ("restored", "app.py"),
+    ]
+    before_bash = files_of(project)
+    assert before_bash == {
+        "app.py": b"VALUE = 2\n",
+        "config.py": b"LIMIT = 10\n",
+        "old.txt": b"old\n",
+        "sub.txt": b"from sub\n",
+    }
+    cli("revert", "--undo", "--yes")
+    assert files_of(project) == after_bash
+
+    made = cli("fork", f"{session}:{before}", "--label", "retry")
+    fork = Path(made["path"])
+    assert files_of(fork) == before_bash
+    forked = Forked()
+    try:
+        with FakeAnthropic(forked) as api:
+            run_claude(binary, fork, home, api, "TASK-TT-2: go on")
+    finally:
+        daemon_control.stop(str(fork))
+    seen = json.dumps(forked.bodies[0], ensure_ascii=False)
+    assert f"from frame {before} of session {session}" in seen
+    assert "TASK-TT: change the project" in seen
+    assert query(fork, "SELECT label, child_session_id IS NOT NULL FROM branches") == [("retry", 1)]
+    # The user's own repository: no ref, no stash, no object written by any of this.
+    assert (git(project, "for-each-ref"), git(project, "stash", "list")) == user_repo
+    assert git(project, "count-objects", "-v") == objects
