@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 import apsw  # noqa: E402
 
 from bench import timed  # noqa: E402  (bench/bench.py, beside this script)
-from claude_session.core import db, event, events  # noqa: E402
+from claude_session.core import config, db, event, events  # noqa: E402
 from claude_session.services import installer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
@@ -37,6 +37,9 @@ RECORDED = "/home/dev/project"
 
 
 _TEXTS: dict[str, str] = {}
+# The history is recorded with its frames and states but without workspace snapshots (as in a
+# database upgraded from a release without them): no capture process runs in this build.
+HISTORY_CONFIG = dict(config.DEFAULTS, workspace_snapshots=False)
 
 
 def fixture(name: str, root: str) -> dict[str, Any]:
@@ -110,7 +113,7 @@ def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
             ev, truncated = event.load(scratch, raw, str(payload["hook_event_name"]))
             delivery = events.Delivery(events.new_delivery_id(), now, len(raw), None, truncated)
             applying = time.perf_counter()
-            events.apply(conn, ev, delivery, events.Context(root, now))
+            events.apply(conn, ev, delivery, events.Context(root, now, config=HISTORY_CONFIG))
             finished = time.perf_counter()
             window_seconds += finished - started
             apply_seconds += finished - applying
@@ -167,6 +170,25 @@ def hook_cases(root: str, i: int) -> list[tuple[str, list[bytes]]]:
     ]
 
 
+def settle(project: Path, seconds: float = 30.0) -> None:
+    """Wait (untimed) until no workspace snapshot is pending in the project."""
+    path = str(project / ".claude-session.db")
+    if not os.path.exists(path):
+        return
+    reader = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    reader.setbusytimeout(5000)
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not reader.execute(
+                "SELECT 1 FROM vcs_tags WHERE status = 'pending' LIMIT 1"
+            ).fetchall():
+                return
+            time.sleep(0.01)
+    finally:
+        reader.close()
+
+
 def time_hooks(project: Path, python: str, runs: int) -> dict[str, Any]:
     env = {
         "PATH": "/usr/bin:/bin",
@@ -184,6 +206,9 @@ def time_hooks(project: Path, python: str, runs: int) -> dict[str, Any]:
             argv = installer.hook_argv(event_name, python)
             for data in payloads[:-1]:
                 timed(argv, data, env)
+            # The snapshot a previous hook asked for is taken first, as the model's thinking
+            # time between tool calls allows in a real session: a PreToolUse would wait for it.
+            settle(project)
             samples.setdefault(label, []).append(timed(argv, payloads[-1], env))
     floor = statistics.median(samples["python3 -I -S -c pass"][1:])
     return {

@@ -393,3 +393,24 @@ def test_the_snapshot_store_is_bounded(repo: Path) -> None:
     assert done["rows_removed"]["workspace_snapshot_pointers"] == 0  # not old: the bound did it
     assert done["workspace_snapshots"]["sessions_let_go"] == 1
     assert query(repo, "SELECT count(*) FROM vcs_tags WHERE status = 'captured'")[0][0] == 0
+
+
+def test_timeline_tree_hangs_subagents_and_forks_under_their_frames(repo: Path) -> None:
+    send(repo, "SessionStart.startup")
+    send(repo, "UserPromptSubmit", prompt="delegate")
+    agent = {"agent_id": "sub-agent-01", "agent_type": "general-purpose"}
+    send(repo, "SubagentStart", **agent)
+    write = {"file_path": str(repo / "by_sub.txt"), "content": "x\n"}
+    send(repo, "PreToolUse.Write", tool_use_id="s1", tool_input=write, **agent)
+    (repo / "by_sub.txt").write_text("x\n")
+    send(repo, "PostToolUse.Write", tool_use_id="s1", tool_input=write, **agent)
+    send(repo, "SubagentStop", **agent)
+    assert wait_for(lambda: settled(repo), 30)
+    sub_frame = frame_of(repo, "s1")
+    cli(repo, "fork", f"{SESSION}:{sub_frame}", "--label", "from-sub")
+    text = cli(repo, "timeline", "--tree").stdout
+    lines = text.splitlines()
+    sub_line = next(i for i, line in enumerate(lines) if "├─ subagent general-purpose" in line)
+    write_line = next(i for i, line in enumerate(lines) if "Write by_sub.txt" in line)
+    assert write_line > sub_line and lines[write_line].startswith("  │")
+    assert "└─ fork 1 [from-sub] ->" in lines[write_line + 1]

@@ -49,7 +49,7 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
             "created_at": f["created_at"],
             "turn": f["turn"],
             "kind": f["kind"],
-            "agent": f["agent"] if f["agent"] == "main" else str(f["agent"])[:10],
+            "agent": f["agent"] if f["agent"] in ("main", "user") else str(f["agent"])[:10],
             "what": f["summary"],
             "files": ", ".join(f["files"]),
             "errors": f["open_errors"] or 0,
@@ -57,29 +57,47 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
         }
         for f in frames
     ]
-    output.emit(rows, "table", title=f"timeline of {session_id}")
-    if tree:
-        for agent in found["subagents"]:
-            click.echo(
-                output.escape_controls(
-                    f"  subagent {agent['id']} ({agent['agent_type']}, {agent['status']}):"
-                    f" frames {agent['first_frame']}..{agent['last_frame']},"
-                    f" started in turn {agent['turn']} by {agent['tool_use_id']}"
-                )
+    if not tree:
+        output.emit(rows, "table", title=f"timeline of {session_id}")
+        return
+    _print_tree(session_id, rows, found["subagents"], found["branches"])
+
+
+def _print_tree(
+    session_id: str,
+    rows: list[dict[str, Any]],
+    subagents: list[dict[str, Any]],
+    branches: list[dict[str, Any]],
+) -> None:
+    """Frames in order; a subagent's frames indented under it; forks and replays below the
+    frame they came from."""
+    names = {a["id"]: f"{a['agent_type'] or 'agent'} {str(a['id'])[:10]}" for a in subagents}
+    forks: dict[int, list[dict[str, Any]]] = {}
+    for branch in branches:
+        forks.setdefault(int(branch["frame"]), []).append(branch)
+    lines = [f"session {session_id}"]
+    current_agent = "main"
+    for row in rows:
+        agent = row["agent"] if row["agent"] != "user" else "main"
+        if agent != "main" and agent != current_agent:
+            full = next((a for a in names if str(a).startswith(str(agent))), agent)
+            lines.append(f"  ├─ subagent {names.get(full, agent)}")
+        current_agent = agent
+        indent = "  │    " if agent != "main" else "  "
+        snapshot = f" @{row['snapshot']}" if row["snapshot"] not in ("-", None) else ""
+        files = f" [{row['files']}]" if row["files"] else ""
+        errors = f" ({row['errors']} open errors)" if row["errors"] else ""
+        lines.append(
+            f"{indent}{row['frame']:>4} {row['kind']:<14} {row['what']}{files}{errors}{snapshot}"
+        )
+        for branch in forks.get(int(row["frame"]), []):
+            label = f" [{branch['label']}]" if branch["label"] else ""
+            child = f", session {branch['child_session_id']}" if branch["child_session_id"] else ""
+            lines.append(
+                f"{indent}     └─ {branch['kind']} {branch['id']}{label} -> {branch['path']}{child}"
             )
-        for branch in found["branches"]:
-            click.echo(
-                output.escape_controls(
-                    f"  {branch['kind']} {branch['id']} from frame {branch['frame']}"
-                    f" -> {branch['path']}"
-                    + (f" [{branch['label']}]" if branch["label"] else "")
-                    + (
-                        f", session {branch['child_session_id']}"
-                        if branch["child_session_id"]
-                        else ""
-                    )
-                )
-            )
+    for line in lines:
+        click.echo(output.escape_controls(line))
 
 
 @cli.command()

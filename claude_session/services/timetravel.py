@@ -163,7 +163,9 @@ def timeline(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
     for item in found:
         item["files"] = json.loads(str(item["files"])) if item["files"] else []
         agent = item.pop("agent_id")
-        item["agent"] = "main" if agent == session_id else agent
+        # The session's main thread is "main"; a frame of claude-session's own (a revert, made
+        # by the user's command) is "user".
+        item["agent"] = "main" if agent == session_id else (agent or "user")
         out.append(item)
     return out
 
