@@ -308,9 +308,91 @@ CREATE TABLE frames (
     summary     TEXT,                    -- one redacted line, as hook_events.payload_summary
     files       TEXT,                    -- JSON array of the paths the tool named, if any
     state_hash  TEXT NOT NULL,           -- frame_states.hash
+    state_version INTEGER,               -- session_state_versions.version when committed
     timestamp   TEXT,                    -- created_at as UTC text
     PRIMARY KEY (session_id, frame_no)
 ) WITHOUT ROWID;
+
+-- A counter per session, raised by triggers whenever something a frame's state holds changes
+-- (agents, claims, errors, failed paths, the counters it shows): a frame whose session's
+-- version is the previous frame's has the previous frame's state, without rebuilding it. A
+-- lease renewed or an agent seen again changes no column the state holds, and no version.
+CREATE TABLE session_state_versions (
+    session_id TEXT PRIMARY KEY,
+    version    INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER state_version_agents_insert AFTER INSERT ON agent_registry BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_agents_update AFTER UPDATE ON agent_registry
+WHEN OLD.agent_type IS NOT NEW.agent_type OR OLD.description IS NOT NEW.description
+    OR OLD.task_description IS NOT NEW.task_description OR OLD.status IS NOT NEW.status
+    OR OLD.is_internal IS NOT NEW.is_internal OR OLD.files_changed IS NOT NEW.files_changed
+    OR OLD.session_id IS NOT NEW.session_id BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_claims_insert AFTER INSERT ON file_claims BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_claims_update AFTER UPDATE ON file_claims
+WHEN OLD.operation IS NOT NEW.operation OR OLD.edits IS NOT NEW.edits
+    OR OLD.released_at IS NOT NEW.released_at OR OLD.agent_id IS NOT NEW.agent_id
+    OR OLD.file_path IS NOT NEW.file_path OR OLD.session_id IS NOT NEW.session_id BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_claims_delete AFTER DELETE ON file_claims BEGIN
+    INSERT INTO session_state_versions VALUES (OLD.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_errors_insert AFTER INSERT ON error_log BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_errors_update AFTER UPDATE ON error_log
+WHEN OLD.resolution IS NOT NEW.resolution OR OLD.attempt_number IS NOT NEW.attempt_number
+    OR OLD.interrupted IS NOT NEW.interrupted OR OLD.ladder_key IS NOT NEW.ladder_key
+    OR OLD.error_category IS NOT NEW.error_category OR OLD.file_path IS NOT NEW.file_path
+    OR OLD.signature IS NOT NEW.signature OR OLD.error_message IS NOT NEW.error_message
+    OR OLD.session_id IS NOT NEW.session_id BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_errors_delete AFTER DELETE ON error_log BEGIN
+    INSERT INTO session_state_versions VALUES (OLD.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_failed_insert AFTER INSERT ON failed_paths
+WHEN NEW.session_id IS NOT NULL BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_failed_update AFTER UPDATE ON failed_paths
+WHEN NEW.session_id IS NOT NULL AND (OLD.still_relevant IS NOT NEW.still_relevant
+    OR OLD.approach IS NOT NEW.approach OR OLD.reason_failed IS NOT NEW.reason_failed
+    OR OLD.file_path IS NOT NEW.file_path OR OLD.session_id IS NOT NEW.session_id) BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_failed_delete AFTER DELETE ON failed_paths
+WHEN OLD.session_id IS NOT NULL BEGIN
+    INSERT INTO session_state_versions VALUES (OLD.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_counters_insert AFTER INSERT ON session_metrics
+WHEN NEW.key IN ('prompts', 'file_edits', 'tool_failures', 'subagents', 'compactions') BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER state_version_counters_update AFTER UPDATE ON session_metrics
+WHEN NEW.key IN ('prompts', 'file_edits', 'tool_failures', 'subagents', 'compactions')
+    AND OLD.value IS NOT NEW.value BEGIN
+    INSERT INTO session_state_versions VALUES (NEW.session_id, 1)
+    ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
+END;
 
 -- Session states, stored once per distinct content: canonical JSON and its SHA-256.
 CREATE TABLE frame_states (
@@ -373,6 +455,5 @@ CREATE TABLE timeline_events (
     detail     TEXT NOT NULL DEFAULT '{}'  -- JSON
 );
 CREATE INDEX timeline_events_session ON timeline_events (session_id, id);
-
 
 PRAGMA user_version = 8;

@@ -78,6 +78,20 @@ class Forked:
         return [text("Continuing from the forked frame.")]
 
 
+def claude_env(home: Path, url: str) -> dict[str, str]:
+    """What `run_claude` gives the real CLI, for a `claude -p` that `replay` starts."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-real-key",
+        "IS_SANDBOX": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
+    }
+
+
 def files_of(root: Path) -> dict[str, bytes]:
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
@@ -183,6 +197,37 @@ def test_real_session_timeline_diff_revert_undo_and_fork(
     assert f"from frame {before} of session {session}" in seen
     assert "TASK-TT: change the project" in seen
     assert query(fork, "SELECT label, child_session_id IS NOT NULL FROM branches") == [("retry", 1)]
+    # Replay the frame headless with a new prompt: a fork in which `claude -p` runs at once.
+    replaying = Forked()
+    with FakeAnthropic(replaying) as api:
+        replayed = subprocess.run(
+            [
+                *(wheel_install.cli, "--project", str(project), "replay", f"{session}:{before}"),
+                *("--prompt", "TASK-TT-3: try again", "--label", "again", "--json"),
+                *("--claude", str(binary), "--", "--dangerously-skip-permissions"),
+            ],
+            capture_output=True,
+            text=True,
+            env=claude_env(home, api.url),
+            timeout=300,
+        )
+    assert replayed.returncode == 0, replayed.stdout[-2000:] + replayed.stderr[-2000:]
+    result = json.loads(replayed.stdout)
+    replay_root = Path(result["path"])
+    daemon_control.stop(str(replay_root))
+    first = json.dumps(replaying.bodies[0], ensure_ascii=False)
+    assert "TASK-TT-3: try again" in first
+    assert f"from frame {before} of session {session}" in first
+    child = query(replay_root, "SELECT kind, prompt, child_session_id FROM branches")
+    assert [(k, p) for k, p, _ in child] == [("replay", "TASK-TT-3: try again")]
+    assert (
+        query(replay_root, "SELECT count(*) FROM hook_events WHERE session_id = ?", (child[0][2],))[
+            0
+        ][0]
+        >= 3
+    )  # SessionStart, UserPromptSubmit, Stop... recorded into the fork
+    started = query(project, "SELECT name FROM timeline_events WHERE name = 'ReplayStarted'")
+    assert started == [("ReplayStarted",)]
     # The user's own repository: no ref, no stash, no object written by any of this.
     assert (git(project, "for-each-ref"), git(project, "stash", "list")) == user_repo
     assert git(project, "count-objects", "-v") == objects

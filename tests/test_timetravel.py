@@ -414,3 +414,21 @@ def test_timeline_tree_hangs_subagents_and_forks_under_their_frames(repo: Path) 
     write_line = next(i for i, line in enumerate(lines) if "Write by_sub.txt" in line)
     assert write_line > sub_line and lines[write_line].startswith("  │")
     assert "└─ fork 1 [from-sub] ->" in lines[write_line + 1]
+
+
+def test_a_frame_holds_its_own_events_changes_and_reuses_an_unchanged_state(repo: Path) -> None:
+    play_session(repo)
+    write, edit, bash = frame_of(repo, "t1"), frame_of(repo, "t2"), frame_of(repo, "t3")
+    states = {
+        frame_no: (state_hash, json.loads(state))
+        for frame_no, state_hash, state in query(
+            repo,
+            "SELECT f.frame_no, f.state_hash, s.state FROM frames f"
+            " JOIN frame_states s ON s.hash = f.state_hash WHERE f.session_id = ?",
+            (SESSION,),
+        )
+    }
+    assert states[write][1]["counters"]["file_edits"] == 1  # the Write itself is counted
+    assert states[edit][1]["counters"]["file_edits"] == 2
+    assert [c["path"] for c in states[edit][1]["claims"]] == ["src/app.py", "src/config.py"]
+    assert states[bash][0] == states[edit][0]  # a command that changed no state: same state

@@ -192,6 +192,7 @@ def fork_command(
 @click.option("--label", help="A name for the replay's fork.")
 @click.option("--path", "path", type=click.Path(file_okay=False), help="Where (default: beside).")
 @click.option("--claude", "claude", default="claude", show_default=True, help="The claude command.")
+@click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
 @format_option
 @click.pass_obj
 def replay(
@@ -202,9 +203,12 @@ def replay(
     label: str | None,
     path: str | None,
     claude: str,
+    claude_args: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Fork FRAME, then run Claude Code headless (`claude -p`) there, recording the child."""
+    """Fork FRAME, then run Claude Code headless (`claude -p`) there, recording the child.
+
+    Arguments after `--` go to claude (e.g. `-- --model sonnet --max-turns 20`)."""
     with opened(root) as conn:
         try:
             done = forking.replay(
@@ -216,6 +220,7 @@ def replay(
                 label=label,
                 path=path,
                 claude=claude,
+                extra_args=list(claude_args),
             )
         except (timetravel.FrameError, forking.ForkError, workspace.WorkspaceError) as exc:
             raise _fail(exc) from exc

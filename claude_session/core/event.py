@@ -69,11 +69,12 @@ class BadPayload(ValueError):
 class Event:
     """The sanitised payload text and its extracted fields; unknown fields stay in `text`."""
 
-    __slots__ = ("fields", "text")
+    __slots__ = ("_summary", "fields", "text")
 
     def __init__(self, text: str, fields: "dict[str, Any]") -> None:
         self.text = text
         self.fields = fields
+        self._summary: tuple[str | None, str] | None = None  # (root, summary): asked 3x an event
 
     def get(self, name: str) -> "Any":
         return self.fields.get(name)
@@ -101,6 +102,8 @@ class Event:
         """One line for people reading hook_events: "Bash: npm test", "Edit src/a.py",
         "prompt: ...". Built from the fields already extracted (no `json`), which came from the
         redacted payload; paths are relative to `root` when inside it."""
+        if self._summary is not None and self._summary[0] == root:
+            return self._summary[1]
         name = self.name
         tool = self.text_of("tool_name")
         if tool:
@@ -120,7 +123,9 @@ class Event:
             detail = self.text_of("source") or self.text_of("trigger") or self.text_of("reason")
             text = f"{name} {detail}" if detail else name
         text = " ".join(text.split())
-        return text if len(text) <= SUMMARY_CAP else text[: SUMMARY_CAP - 3] + "..."
+        text = text if len(text) <= SUMMARY_CAP else text[: SUMMARY_CAP - 3] + "..."
+        self._summary = (root, text)
+        return text
 
     def dedup_key(self, delivery_id: str) -> str:
         """Duplicate deliveries of one event share this key; distinct events never do."""

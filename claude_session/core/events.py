@@ -120,6 +120,7 @@ class Context:
         self.counters: dict[str, float] = {}  # session_metrics increments of this event
         self.event_id: int | None = None  # the stored event's row, set by `apply`
         self.capture_requested = False  # a frame asked for a workspace snapshot (see frames)
+        self.turn_id: int | bool | None = False  # the event's turn once looked up (executions)
         # SessionStart in a fork: (branch id, parent session, parent frame, state hash)
         self.forked_from: tuple[int, str, int, str | None] | None = None
 
@@ -199,13 +200,14 @@ def apply(
             if writer is not None:
                 writer(conn, ev, ctx)
             executions.track(conn, ev, ctx)
+            _add_metrics(conn, ev.session_id, ev.name, ctx.counters, ctx.now)
+            # Last: the frame's state holds everything this event changed, its counters too.
             if ev.name in frames.FRAME_KINDS:
-                turn = executions.current_turn(conn, ev.session_id)
+                turn = executions.turn_of(conn, ev, ctx)
                 frame_no = frames.commit_for_event(conn, ev, ctx, turn)
                 tool_use_id = ev.text_of("tool_use_id")
                 if frame_no and tool_use_id:
                     executions.set_tool_frame(conn, tool_use_id, frame_no)
-            _add_metrics(conn, ev.session_id, ev.name, ctx.counters, ctx.now)
         audit_id = _audit(conn, ev, delivery, event_id, duplicate, ctx.root)
     return Applied(event_id, audit_id, duplicate)
 

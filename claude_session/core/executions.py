@@ -31,6 +31,13 @@ def track(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         _session_started(conn, ev, ctx)
 
 
+def turn_of(conn: apsw.Connection, ev: Event, ctx: "Context") -> int | None:
+    """The event's turn (the session's latest), looked up once per event."""
+    if ctx.turn_id is False:
+        ctx.turn_id = current_turn(conn, ev.session_id)
+    return ctx.turn_id if isinstance(ctx.turn_id, int) else None
+
+
 def current_turn(conn: apsw.Connection, session_id: str) -> int | None:
     """The id of the session's latest turn (running or not), or None before the first prompt."""
     rows = conn.execute(
@@ -56,7 +63,7 @@ def _tool_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (
             tool_use_id,
             ev.session_id,
-            current_turn(conn, ev.session_id),
+            turn_of(conn, ev, ctx),
             _agent_of(ev),
             ev.text_of("tool_name"),
             ev.summary(ctx.root),
@@ -87,7 +94,7 @@ def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (
             tool_use_id,
             ev.session_id,
-            current_turn(conn, ev.session_id),
+            turn_of(conn, ev, ctx),
             _agent_of(ev),
             ev.text_of("tool_name"),
             ev.summary(ctx.root),
@@ -117,6 +124,7 @@ def _turn_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         " ?2, ?3, ?4)",
         (session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),
     )
+    ctx.turn_id = conn.last_insert_rowid()
 
 
 def _turn_ended(conn: apsw.Connection, session_id: str, now: float, status: str) -> None:

@@ -96,12 +96,13 @@ SELECT json_object(
       'operation', operation, 'edits', edits))
     FROM (SELECT * FROM file_claims WHERE session_id = ?1 AND released_at IS NULL
           ORDER BY file_path, agent_id))),
-  'errors', json((SELECT json_group_array(json_object('ladder', ladder_key, 'step', attempt_number,
+  'errors', json((SELECT json_group_array(json_object('ladder', ladder_key, 'step', step,
       'category', error_category, 'file', file_path, 'what', signature,
       'message', substr(error_message, 1, 300), 'resolution', resolution))
-    FROM (SELECT * FROM error_log WHERE session_id = ?1 AND interrupted = 0 AND {OPEN}
-          AND id IN (SELECT max(id) FROM error_log WHERE session_id = ?1 GROUP BY ladder_key)
-          ORDER BY ladder_key))),
+    FROM (SELECT ladder_key, max(attempt_number) AS step, error_category, file_path, signature,
+          error_message, resolution FROM error_log
+          WHERE session_id = ?1 AND interrupted = 0 AND {OPEN}
+          GROUP BY ladder_key ORDER BY ladder_key))),
   'failed_paths', json((SELECT json_group_array(json_object('approach', approach,
       'reason', reason_failed, 'file', file_path))
     FROM (SELECT * FROM failed_paths WHERE session_id = ?1 AND still_relevant = 1 ORDER BY id))),
@@ -189,16 +190,27 @@ def commit(
     state: str | None = None,
 ) -> int:
     """Commit the next frame of a session: its state (stored once per content) and, when
-    `capture`, a pending workspace snapshot. Returns the frame number."""
-    digest = store_state(conn, state if state is not None else state_of(conn, session_id), now)
-    rows = conn.execute(
-        "SELECT coalesce(max(frame_no), 0) + 1 FROM frames WHERE session_id = ?", (session_id,)
-    ).fetchall()
-    frame_no = int(rows[0][0]) if isinstance(rows[0][0], int) else 1
+    `capture`, a pending workspace snapshot. Returns the frame number.
+
+    The state is rebuilt only when the session's state version moved since its last frame
+    (triggers raise it on every change of what a state holds); else it is the last one."""
+    version, last_no, last_version, last_hash = conn.execute(
+        "SELECT (SELECT version FROM session_state_versions WHERE session_id = ?1),"
+        " f.frame_no, f.state_version, f.state_hash FROM (SELECT 1)"
+        " LEFT JOIN (SELECT frame_no, state_version, state_hash FROM frames WHERE session_id = ?1"
+        " ORDER BY frame_no DESC LIMIT 1) f",
+        (session_id,),
+    ).fetchall()[0]
+    if state is None and last_hash is not None and version is not None and version == last_version:
+        digest = str(last_hash)
+    else:
+        digest = store_state(conn, state if state is not None else state_of(conn, session_id), now)
+    frame_no = last_no + 1 if isinstance(last_no, int) else 1
     conn.execute(
         "INSERT INTO frames (session_id, frame_no, kind, created_at, event_id, turn_id, agent_id,"
-        " tool_use_id, tool_name, summary, files, state_hash, timestamp)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, datetime(?4, 'unixepoch'))",
+        " tool_use_id, tool_name, summary, files, state_hash, state_version, timestamp)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
+        " datetime(?4, 'unixepoch'))",
         (
             session_id,
             frame_no,
@@ -212,6 +224,7 @@ def commit(
             summary,
             files,
             digest,
+            version if state is None else None,
         ),
     )
     if capture:
