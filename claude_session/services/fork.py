@@ -35,9 +35,14 @@ class ForkError(Exception):
     """A fork that cannot be made as asked (clear message for the user)."""
 
 
-def default_path(root: str, ref: timetravel.FrameRef) -> str:
-    base = os.path.abspath(root).rstrip("/")
-    return f"{base}-fork-{ref.session_id[:8]}-{ref.frame_no}"
+def default_path(root: str, ref: timetravel.FrameRef, kind: str = "fork") -> str:
+    """Beside the project: `<project>-fork-<session>-<frame>`, `-2`, `-3`... when taken."""
+    base = f"{os.path.abspath(root).rstrip('/')}-{kind}-{ref.session_id[:8]}-{ref.frame_no}"
+    candidate, n = base, 1
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
 
 
 def fork(
@@ -61,7 +66,7 @@ def fork(
     if reset_failures:
         state = dict(state, errors=[], failed_paths=[])
     state_text = json.dumps(state, separators=(",", ":"), sort_keys=False)
-    dest = os.path.abspath(path or default_path(root, ref))
+    dest = os.path.abspath(path or default_path(root, ref, kind))
     if os.path.lexists(dest) and (not os.path.isdir(dest) or os.listdir(dest)):
         raise ForkError(f"{dest} already exists and is not empty: choose another --path")
     how = _make_worktree(root, dest)
