@@ -55,6 +55,7 @@ def hook_env(project: Path | None, **extra: str) -> dict[str, str]:
     """The environment Claude Code gives a hook: minimal PATH, CLAUDE_PROJECT_DIR."""
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}
     env["CLAUDE_SESSION_STATE_DIR"] = os.environ["CLAUDE_SESSION_STATE_DIR"]
+    env["CLAUDE_SESSION_DATA_DIR"] = os.environ["CLAUDE_SESSION_DATA_DIR"]
     env["CLAUDE_SESSION_NO_DAEMON"] = "1"  # daemon tests start their own
     if project is not None:
         env["CLAUDE_PROJECT_DIR"] = str(project)
@@ -166,6 +167,7 @@ def isolated_state(
     """No test touches the real user's state dir or settings."""
     state = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("CLAUDE_SESSION_STATE_DIR", str(state))
+    monkeypatch.setenv("CLAUDE_SESSION_DATA_DIR", str(state / "data"))
     monkeypatch.setenv("CLAUDE_SESSION_NO_DAEMON", "1")
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
     return state

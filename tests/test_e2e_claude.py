@@ -120,6 +120,7 @@ def run_claude(
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
+        "CLAUDE_SESSION_DATA_DIR": os.environ["CLAUDE_SESSION_DATA_DIR"],
     }
     done = subprocess.run(
         [str(binary), "-p", *args, "--output-format", "json", "--dangerously-skip-permissions"],

@@ -44,7 +44,8 @@ def test_the_checkout_is_a_valid_plugin_folder_whose_hooks_record(project: Path)
         capture_output=True,
         env={"PATH": "/usr/bin:/bin", "CLAUDE_PLUGIN_ROOT": str(ROOT)}
         | {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_SESSION_NO_DAEMON": "1"}
-        | {"CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"]},
+        | {"CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"]}
+        | {"CLAUDE_SESSION_DATA_DIR": os.environ["CLAUDE_SESSION_DATA_DIR"]},
         timeout=60,
     )
     assert run.returncode == 0, run.stderr

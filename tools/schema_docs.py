@@ -54,6 +54,21 @@ def parse(schema: str) -> list[tuple[str, list[Table]]]:
             tables[table.name] = table
             groups[-1][1].append(table)
             _read_body(lines, table)
+        elif text.startswith("CREATE VIRTUAL TABLE "):
+            table = Table(text.split()[3], " ".join(comment))
+            tables[table.name] = table
+            groups[-1][1].append(table)
+            module = text.split(" USING ", 1)[1].split("(", 1)[0]
+            body = []
+            for inner in lines:
+                if inner.strip().startswith(")"):
+                    break
+                body += [part.strip() for part in inner.split(",") if part.strip()]
+            for part in body:
+                if "=" in part:
+                    table.constraints.append(part)
+                else:
+                    table.columns.append([part, f"{module} column", ""])
         elif text.startswith(("CREATE INDEX ", "CREATE UNIQUE INDEX ")):
             head, _, columns = text.rstrip(";").partition(" ON ")
             target, _, columns = columns.partition(" ")

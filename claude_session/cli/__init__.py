@@ -412,10 +412,10 @@ def demo(keep: bool) -> None:
         sys.exit(1)
 
 
-# install, uninstall; timeline, diff, fork, replay, revert: each registers on `cli`
-from . import setup_commands, timetravel_commands  # noqa: E402
+# install, uninstall; timeline, diff, fork, replay, revert; state; memory: each registers
+from . import memory_commands, setup_commands, state_commands, timetravel_commands  # noqa: E402
 
-assert setup_commands and timetravel_commands
+assert memory_commands and setup_commands and state_commands and timetravel_commands
 
 
 def main() -> None:

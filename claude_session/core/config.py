@@ -55,6 +55,13 @@ DEFAULTS: dict[str, object] = {
     "snapshot_wait_seconds": 6.0,
     # Files larger than this are left out of workspace snapshots.
     "snapshot_max_file_mb": 5.0,
+    # Memories are put before the model: at SessionStart the preferences, facts and skills
+    # that matter most, at each prompt the ones that match it.
+    "memory_recall": True,
+    # At most this many characters of memories per SessionStart and per prompt.
+    "memory_budget_chars": 1500.0,
+    # Memories kept at most (the least used learned ones go first; yours always stay).
+    "memory_max_count": 20000.0,
     # The snapshot repository is kept under this size: past it, the snapshots of the oldest
     # ended sessions go first (their frames and states stay).
     "snapshot_store_max_mb": 2048.0,

@@ -179,12 +179,69 @@ def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) 
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     file_path = relative_to_root(root, target) if target else None
     signature = errors.signature(tool, ev.text_of("command"), file_path, "")
+    ladder = conn.execute(
+        "SELECT max(attempt_number), min(occurred_at), error_message, error_category, file_path"
+        f" FROM error_log WHERE session_id = ?1 AND signature = ?2 AND {OPEN}"
+        " AND interrupted = 0",
+        (ev.session_id, signature),
+    ).fetchall()[0]
     conn.execute(
         "UPDATE error_log SET resolution = 'auto_fixed', resolved_at = ?3"
         f" WHERE session_id = ?1 AND signature = ?2 AND {OPEN}",
         (ev.session_id, signature, now),
     )
-    return conn.changes()
+    fixed = conn.changes()
+    attempts = ladder[0]
+    if isinstance(attempts, int) and attempts >= 2:  # resolved after two or more failures
+        _learn(conn, ev, root, now, signature, attempts, ladder)
+    return fixed
+
+
+def _learn(
+    conn: apsw.Connection,
+    ev: Event,
+    root: str,
+    now: float,
+    signature: str,
+    attempts: int,
+    ladder: "tuple[Any, ...]",
+) -> None:
+    """A ladder resolved after failures: a `learning` memory says what failed and what finally
+    worked (the changes made between the first failure and this success), with provenance."""
+    from . import errors, memories
+
+    _, since, message, category, file_path = ladder
+    changes = [
+        str(summary)
+        for (summary,) in conn.execute(
+            "SELECT input_summary FROM tool_calls WHERE session_id = ?1 AND started_at >= ?2"
+            " AND status = 'succeeded' AND tool_use_id != ?3"
+            " AND tool_name IN ('Edit', 'Write', 'MultiEdit', 'NotebookEdit', 'Bash')"
+            " ORDER BY started_at LIMIT 6",
+            (ev.session_id, since, ev.text_of("tool_use_id") or ""),
+        )
+        if summary
+    ]
+    worked = ev.summary(root)
+    text = (
+        f"`{_short(signature, 160)}` failed {attempts} times ({category}:"
+        f" {errors.gist(str(message or ''))[:200]})."
+        f" What finally worked: {'; then '.join([*changes, worked]) if changes else worked}."
+    )
+    tags = [str(category), *([str(file_path)] if file_path else [])]
+    memories.add(
+        conn,
+        text,
+        "learning",
+        "project",
+        now,
+        tags=tags,
+        source="learned",
+        session_id=ev.session_id,
+        agent_id=ev.text_of("agent_id") or ev.session_id,
+        tool_use_id=ev.text_of("tool_use_id"),
+        key=f"ladder|{signature}|{category}",
+    )
 
 
 def abandon_open(conn: apsw.Connection, session_id: str, now: float) -> None:

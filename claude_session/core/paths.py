@@ -56,6 +56,25 @@ def user_state_dir() -> str:
     return os.path.join(base, "claude-session")
 
 
+def user_data_dir() -> str:
+    """Per-user data: the global memories' database (`global.db`)."""
+    explicit = os.environ.get("CLAUDE_SESSION_DATA_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_DATA_HOME")
+    if not base:
+        home = os.environ.get("HOME") or _passwd_home()
+        if not home:
+            raise OSError("no home directory for per-user data (HOME unset, no passwd entry)")
+        base = os.path.join(home, ".local", "share")
+    return os.path.join(base, "claude-session")
+
+
+def global_db_path() -> str:
+    """The user-level database: global memories (the project schema, in its own file)."""
+    return os.path.join(user_data_dir(), "global.db")
+
+
 def _passwd_home() -> str | None:
     try:
         import pwd

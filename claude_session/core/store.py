@@ -6,7 +6,8 @@ which event, and `events.apply` runs it inside the event's transaction.
 
 import apsw
 
-from . import ladder, registry
+from . import facts, ladder, registry
+from . import state as project_state
 from .db import as_opt_text, as_text
 from .event import Event
 from .paths import relative_to_root
@@ -51,20 +52,6 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     )
 
 
-def set_project_state(conn: apsw.Connection, values: "dict[str, str | None]", now: float) -> None:
-    """Upsert project_state keys (what the project's last sessions were), in one statement."""
-    params: list[object] = [now]
-    rows = []
-    for key, value in values.items():
-        rows.append(f"(?{len(params) + 1}, ?{len(params) + 2}, datetime(?1, 'unixepoch'))")
-        params += [key, value]
-    conn.execute(
-        f"INSERT INTO project_state (key, value, updated_at) VALUES {', '.join(rows)}"
-        " ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        params,
-    )
-
-
 def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     source = ev.text_of("source")
     conn.execute(
@@ -81,11 +68,43 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (registry.STALE, "completed"),
     )
     close_out_finished_sessions(conn, ev.session_id, ctx)
-    set_project_state(
-        conn, {"last_session_id": ev.session_id, "last_session_source": source}, ctx.now
+    project_state.set_values(
+        conn,
+        {"last_session_id": ev.session_id, "last_session_source": source},
+        ctx.now,
+        f"SessionStart ({source}) of session {ev.session_id} (event {ctx.event_id})",
     )
     # The same session going on (resume): what its last SessionEnd abandoned is open again.
     ladder.reopen_abandoned(conn, ev.session_id)
+    failed_paths_become_learnings(conn, ev, ctx)
+
+
+def failed_paths_become_learnings(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    """A failed path still relevant when another session starts is a project `learning`
+    (each new session it is relevant to strengthens the same memory)."""
+    found = conn.execute(
+        "SELECT id, approach, reason_failed, file_path, session_id FROM failed_paths"
+        " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
+        " AND coalesce(session_id, '') != ?2 ORDER BY created_at DESC LIMIT 5",
+        (ctx.now, ev.session_id),
+    ).fetchall()
+    if not found:
+        return
+    from . import memories
+
+    for failed_id, approach, reason, file_path, session_id in found:
+        where = f" (file {file_path})" if file_path else ""
+        memories.add(
+            conn,
+            f"An approach that failed before{where}: {approach}. Why: {reason}",
+            "learning",
+            "project",
+            ctx.now,
+            tags=["failed-path", *([str(file_path)] if file_path else [])],
+            source="learned",
+            session_id=as_opt_text(session_id),
+            key=f"failed-path|{failed_id}",
+        )
 
 
 def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: "Context") -> None:
@@ -162,6 +181,23 @@ def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         claim_file(conn, ev, ctx, changed=not failed)
     elif tool in AGENT_TOOLS and ev.text_of("response_agent_id"):
         link_agent_launch(conn, ev, ctx)
+    elif tool == "Bash" and not failed:
+        observe_command(conn, ev, ctx)
+
+
+def observe_command(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    """A test or lint command that ran through becomes the project's test or lint command."""
+    command = ev.text_of("command")
+    kind = facts.classify_command(command) if command else None
+    if command and kind:
+        agent = ev.text_of("agent_id") or "the main thread"
+        project_state.set_values(
+            conn,
+            {f"{kind}_command": " ".join(command.split())[:500]},
+            ctx.now,
+            f"Bash tool call {ev.text_of('tool_use_id')} by {agent} in session {ev.session_id}"
+            f" (event {ctx.event_id})",
+        )
 
 
 def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
@@ -383,10 +419,11 @@ def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     reason = f"session ended ({ev.text_of('reason') or 'no reason given'})"
     registry.close_out_session(conn, ev.session_id, ctx.now, reason)
     ladder.abandon_open(conn, ev.session_id, ctx.now)
-    set_project_state(
+    project_state.set_values(
         conn,
         {"last_ended_session_id": ev.session_id, "last_end_reason": ev.text_of("reason")},
         ctx.now,
+        f"SessionEnd of session {ev.session_id} (event {ctx.event_id})",
     )
     save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
 

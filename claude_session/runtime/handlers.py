@@ -54,7 +54,9 @@ def answer_session_start(
     """Put the recorded state back in front of the model (compaction) or what was left open."""
     source = ev.text_of("source")
     forked = ctx.forked_from
-    if forked is None and source != "compact" and not _anything_open(conn, ctx.now):
+    remember = _memories_possible(conn, ctx)
+    quiet = forked is None and source != "compact" and not remember
+    if quiet and not _anything_open(conn, ctx.now):
         return None  # the common start: nothing to say, and `context` need not even load
     from ..core.paths import db_path
     from ..core.trust import database_problem
@@ -69,9 +71,52 @@ def answer_session_start(
         text = context.for_compaction(conn, ev.session_id, ctx.now)
     else:
         text = context.for_new_session(conn, ev.session_id, source, ctx.now)
+    if remember:
+        from ..core import recall
+
+        budget = int(ctx.number("memory_budget_chars"))
+        recalled = recall.for_session_start(conn, ev.session_id, ctx.now, budget)
+        text = "\n\n".join(part for part in (text, recalled) if part)
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
+def _memories_possible(conn: apsw.Connection, ctx: Context) -> bool:
+    """Recall is on and there may be memories to give (here, or in the user database)."""
+    if ctx.config["memory_recall"] is not True:
+        return False
+    from ..core.paths import global_db_path
+
+    try:
+        if os.path.exists(global_db_path()):
+            return True
+    except OSError:
+        pass
+    return bool(
+        conn.execute("SELECT 1 FROM memories WHERE forgotten_at IS NULL LIMIT 1").fetchall()
+    )
+
+
+def answer_prompt(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
+) -> "dict[str, Any] | None":
+    """The memories that match the prompt, not given to this session yet, within budget."""
+    prompt = ev.text_of("prompt")
+    if not prompt or not _memories_possible(conn, ctx):
+        return None
+    from ..core.paths import db_path
+    from ..core.trust import database_problem
+
+    if database_problem(db_path(ctx.root)):
+        return None  # memories that came with a clone are data, never put before the model
+    from ..core import recall
+
+    budget = int(ctx.number("memory_budget_chars"))
+    text = recall.for_prompt(conn, ev.session_id, prompt, ctx.now, budget)
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
 
 
 def _anything_open(conn: apsw.Connection, now: float) -> bool:
@@ -220,6 +265,7 @@ def answer_judge(
 
 HANDLERS: dict[str, Handler] = {
     "SessionStart": Handler(after=start_daemon, answer=answer_session_start),
+    "UserPromptSubmit": Handler(answer=answer_prompt),
     "PreToolUse": Handler(answer=answer_pre_tool_use),
     "PostToolUse": Handler(answer=answer_failure),
     "PostToolUseFailure": Handler(answer=answer_failure),

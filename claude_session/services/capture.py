@@ -17,13 +17,14 @@ import time
 
 import apsw
 
-from ..core import db, frames, log
+from ..core import db, facts, frames, log, state
 from ..core.paths import db_path
 from . import capture_control, configuration, timetravel, vcs, workspace
 
 
 def run(root: str) -> int:
     """Capture until nothing is pending; the number of frames given a pointer."""
+    keep_facts(root)
     done = 0
     while True:
         fd = _lock(root)
@@ -90,6 +91,21 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
             note=note,
         )
     return len(pending)
+
+
+def keep_facts(root: str) -> None:
+    """The project facts its files tell (language, tools, test and lint commands) into
+    project_state; a command an agent ran is not overwritten by a guess."""
+    found = facts.detect(root)
+    conn = db.connect(db_path(root), create=False)
+    try:
+        with db.Immediate(conn):
+            for key in ("test_command", "lint_command"):
+                if key in found and state.exists(conn, key):
+                    del found[key]
+            state.set_values(conn, found, time.time(), "detected from the project's files")
+    finally:
+        conn.close()
 
 
 def _keep_bounded(root: str) -> None:

@@ -1,0 +1,102 @@
+"""`state get|set|unset|list|history`: the project's key/value state and who changed what."""
+
+from __future__ import annotations
+
+import difflib
+import getpass
+import time
+from pathlib import Path
+
+import click
+
+from ..core import db
+from ..core import state as project_state
+from . import cli, format_option, opened, output
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown user"
+
+
+@cli.group()
+def state() -> None:
+    """The project's state (project_state) and the history of every change."""
+
+
+@state.command(name="get")
+@click.argument("key")
+@format_option
+@click.pass_obj
+def state_get(root: Path, key: str, as_json: bool) -> None:
+    """Print KEY's value (exit 1 when it is not set)."""
+    with opened(root) as conn:
+        if not project_state.exists(conn, key):
+            known = [str(r["key"]) for r in project_state.all_values(conn)]
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise click.ClickException(output.escape_controls(f"no state key {key!r}{hint}"))
+        value = project_state.get(conn, key)
+    if as_json:
+        output.emit({"key": key, "value": value}, "json")
+    else:
+        click.echo(output.escape_controls(value or ""))
+
+
+@state.command(name="set")
+@click.argument("key")
+@click.argument("value")
+@format_option
+@click.pass_obj
+def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
+    """Set KEY to VALUE (recorded in the history as your command)."""
+    with opened(root, create=True) as conn, db.Immediate(conn):
+        changed = project_state.set_values(
+            conn, {key: value}, time.time(), f"claude-session state set (by {_who()})"
+        )
+    if as_json:
+        output.emit({"key": key, "value": value, "changed": bool(changed)}, "json")
+    else:
+        click.echo(f"{key} {'set' if changed else 'unchanged'}")
+
+
+@state.command(name="unset")
+@click.argument("key")
+@format_option
+@click.pass_obj
+def state_unset(root: Path, key: str, as_json: bool) -> None:
+    """Remove KEY (recorded in the history)."""
+    with opened(root) as conn, db.Immediate(conn):
+        gone = project_state.delete(
+            conn, key, time.time(), f"claude-session state unset (by {_who()})"
+        )
+    if not gone:
+        raise click.ClickException(output.escape_controls(f"no state key {key!r}"))
+    if as_json:
+        output.emit({"key": key, "removed": True}, "json")
+    else:
+        click.echo(f"{key} removed")
+
+
+@state.command(name="list")
+@format_option
+@click.pass_obj
+def state_list(root: Path, as_json: bool) -> None:
+    """Every key with its value and when it was last written (UTC)."""
+    with opened(root) as conn:
+        found = project_state.all_values(conn)
+    output.emit(found, "json" if as_json else "table", title="state")
+
+
+@state.command(name="history")
+@click.argument("key", required=False)
+@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+@format_option
+@click.pass_obj
+def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> None:
+    """Every change (of KEY, or of all keys), newest first: old, new, when, and the cause."""
+    with opened(root) as conn:
+        found = project_state.history(conn, key, limit)
+    output.emit(found, "json" if as_json else "table", title="state history")
