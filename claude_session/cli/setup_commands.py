@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..services import installer, plugin
+from ..services import installer, mcp_install, plugin
 from . import cli
 
 
@@ -26,6 +26,13 @@ def settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def plugin_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    with_mcp = click.option(
+        "--mcp",
+        "with_mcp",
+        is_flag=True,
+        help="Also register (uninstall: remove) the MCP server, user scope.",
+    )
+    command = with_mcp(command)
     as_plugin = click.option(
         "--plugin",
         "as_plugin",
@@ -92,12 +99,42 @@ def remove_plugin(claude_path: str | None) -> None:
 @plugin_options
 @click.pass_obj
 def install(
-    root: Path, scope: str, dry_run: bool, as_plugin: bool, claude_path: str | None
+    root: Path,
+    scope: str,
+    dry_run: bool,
+    as_plugin: bool,
+    claude_path: str | None,
+    with_mcp: bool,
 ) -> None:
-    """Write claude-session's hooks into Claude Code's settings.json (or install the plugin)."""
+    """Write claude-session's hooks into Claude Code's settings.json (or install the plugin);
+    with --mcp, register its MCP server too."""
     if as_plugin:
         install_plugin(root, dry_run, claude_path)
-        return
+    else:
+        install_settings(root, scope, dry_run, claude_path)
+    if with_mcp and not dry_run:
+        install_mcp(claude_path)
+
+
+def install_mcp(claude_path: str | None) -> None:
+    claude = plugin.find_claude(claude_path)
+    if claude is None:
+        command = " ".join(mcp_install.server_argv())
+        raise click.ClickException(
+            "no `claude` command on PATH (or --claude): register the MCP server with\n"
+            f"  claude mcp add -s user {mcp_install.NAME} -- {command}"
+        )
+    try:
+        argv = mcp_install.register(claude)
+    except plugin.ClaudeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(
+        f"registered the MCP server {mcp_install.NAME} (user scope): {' '.join(argv)};"
+        " checked: it answered initialize"
+    )
+
+
+def install_settings(root: Path, scope: str, dry_run: bool, claude_path: str | None) -> None:
     path = installer.settings_path(scope, root)
     try:
         updated = installer.with_ours(installer.read_settings(path))
@@ -149,9 +186,18 @@ def install_plugin(root: Path, dry_run: bool, claude_path: str | None) -> None:
 @plugin_options
 @click.pass_obj
 def uninstall(
-    root: Path, scope: str, dry_run: bool, as_plugin: bool, claude_path: str | None
+    root: Path,
+    scope: str,
+    dry_run: bool,
+    as_plugin: bool,
+    claude_path: str | None,
+    with_mcp: bool,
 ) -> None:
     """Remove exactly claude-session's hooks from settings.json (or the plugin); others stay."""
+    if with_mcp and not dry_run:
+        claude = plugin.find_claude(claude_path)
+        if claude and mcp_install.unregister(claude):
+            click.echo(f"removed the MCP server {mcp_install.NAME} (user scope)")
     if as_plugin:
         remove_plugin(claude_path)
         return
