@@ -286,3 +286,35 @@ def test_a_ladder_resolved_after_failures_becomes_one_learning(project: Path) ->
     run_hook("PostToolUse", success | {"tool_use_id": "ok2"}, project)
     again = as_json(project, "memory", "list", "--category", "learning")
     assert len(again) == 1 and again[0]["strength"] == 2 and again[0]["tool_use_id"] == "ok2"
+
+
+def test_prune_bounds_memories_and_keeps_the_users_own(project: Path) -> None:
+    import time
+
+    from inproc import Recorder
+
+    from claude_session.core import db, memories
+
+    as_json(project, "memory", "add", "Keep me: I added this", "--category", "preference")
+    recorder = Recorder(project)
+    recorder.close()
+    conn = db.connect(str(project / ".claude-session.db"))
+    with db.Immediate(conn):
+        for i in range(50):
+            memories.add(
+                conn, f"learned thing {i}", "learning", "project", time.time(), source="learned"
+            )
+        memories.add(
+            conn,
+            "old session note",
+            "context",
+            "session",
+            time.time() - 90 * 86400,
+            session_id="old",
+        )
+    conn.close()
+    write_config(project, {"memory_max_count": 10})
+    done = as_json(project, "prune", "--older-than", "30")
+    assert done["rows_removed"]["memories"] == 42  # the old session note, 41 learned over the cap
+    left = as_json(project, "memory", "list", "--limit", "1000")
+    assert len(left) == 10 and any(m["text"] == "Keep me: I added this" for m in left)

@@ -340,6 +340,9 @@ def restore(root: Path, session: str | None) -> None:
         output.echo_text(context.for_compaction(conn, session, time.time()))
 
 
+STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
+
+
 @cli.command()
 @click.option(
     "--older-than",
@@ -355,6 +358,8 @@ def restore(root: Path, session: str | None) -> None:
 def prune(root: Path, days: float, vacuum: bool, as_json: bool) -> None:
     """Drop old sessions' raw events, audit rows and workspace snapshots; what was learned
     from them (agents, errors, failed paths, frames and their states) stays."""
+    from ..core import memories, recall
+    from ..core import state as project_state
     from ..services import configuration, timetravel
 
     with opened(root) as conn:
@@ -362,6 +367,19 @@ def prune(root: Path, days: float, vacuum: bool, as_json: bool) -> None:
         megabytes = configuration.load_or_defaults(str(root)).values["snapshot_store_max_mb"]
         limit = int(float(megabytes) * 1024 * 1024)  # type: ignore[arg-type]
         snapshots = timetravel.prune_workspace(conn, str(root), limit)
+        values = configuration.load_or_defaults(str(root)).values
+        cap = int(float(values["memory_max_count"]))  # type: ignore[arg-type]
+        before = time.time() - days * 86400
+        with db.Immediate(conn):
+            counts["memories"] = memories.prune(conn, before, cap)
+            counts["state_history"] = project_state.prune_history(conn, before, STATE_KEEP)
+        global_conn = recall.open_global()
+        if global_conn is not None:
+            try:
+                with db.Immediate(global_conn):
+                    counts["global_memories"] = memories.prune(global_conn, before, cap)
+            finally:
+                global_conn.close()
         if vacuum:
             conn.execute("VACUUM")
     if as_json:

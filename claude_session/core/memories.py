@@ -334,7 +334,7 @@ def prune(conn: apsw.Connection, before: float, max_rows: int) -> int:
     )
     gone = conn.changes()
     conn.execute(
-        "DELETE FROM memories WHERE source != 'user' AND id IN (SELECT id FROM memories"
+        "DELETE FROM memories WHERE id IN (SELECT id FROM memories WHERE source != 'user'"
         " ORDER BY use_count + strength, coalesce(last_used_at, updated_at)"
         " LIMIT max(0, (SELECT count(*) FROM memories) - ?1))",
         (max_rows,),
