@@ -398,9 +398,9 @@ def demo(keep: bool) -> None:
         sys.exit(1)
 
 
-from . import setup_commands  # noqa: E402  (install, uninstall: registered on `cli`)
+from . import setup_commands, statusline_command  # noqa: E402  (registered on `cli`)
 
-assert setup_commands
+assert setup_commands and statusline_command
 
 
 def main() -> None:
