@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Hook benchmark: wall time of real hook processes next to the bare interpreter, and a
-64-process concurrency storm. Figures, not pass/fail: the README quotes them.
+"""Hook benchmark: wall time of real hook processes and of the status line next to the bare
+interpreter, and a 64-process concurrency storm. Figures, not pass/fail: the README quotes them.
 
     .venv/bin/python bench/bench.py [--runs 60] [--concurrency 64] [--json]
+        [--python /path/to/wheel-venv/bin/python] [--wall-only]
+
+`--python` times another install (e.g. a wheel in a fresh venv): its interpreter, and the hook
+and status-line entries inside its own copy of the package.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part of it
 
-from claude_session.services import installer  # noqa: E402
+from claude_session.services import installer, statusline_setup  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 CASES = [
@@ -60,7 +64,45 @@ def summary(samples: list[float]) -> dict[str, float]:
     }
 
 
+def status_input(project: Path) -> bytes:
+    """What Claude Code gives its status line (2.1.330), for the session whose command the
+    PostToolUseFailure runs keep failing: the line has agents and an open ladder to count."""
+    failing = json.loads((FIXTURES / "PostToolUseFailure.Bash.json").read_text())
+    data = {
+        "session_id": failing["session_id"],
+        "transcript_path": "/home/dev/.claude/projects/-home-dev-project/s.jsonl",
+        "cwd": str(project),
+        "model": {"id": "claude-opus-4-6", "display_name": "Opus"},
+        "workspace": {"current_dir": str(project), "project_dir": str(project), "added_dirs": []},
+        "version": "2.1.330",
+        "output_style": {"name": "default"},
+        "cost": {"total_cost_usd": 0.42, "total_duration_ms": 61000, "total_lines_added": 12},
+        "context_window": {"total_input_tokens": 41000, "used_percentage": 21},
+        "exceeds_200k_tokens": False,
+    }
+    return json.dumps(data).encode()
+
+
+def package_dir(python: str) -> Path:
+    """Where `python`'s install keeps the claude_session package (a wheel's site-packages, or
+    the checkout of an editable install)."""
+    done = subprocess.run(
+        [
+            python,
+            "-I",
+            "-c",
+            "import claude_session, os; print(os.path.dirname(claude_session.__file__))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(done.stdout.strip())
+
+
 def payload(name: str, project: Path, i: int) -> bytes:
+    if name.startswith("statusline:"):
+        return status_input(project if name == "statusline:project" else project.parent / "none")
     data = json.loads(
         (FIXTURES / f"{name}.json").read_text().replace("/home/dev/project", str(project))
     )
@@ -76,18 +118,31 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--agents", type=int, default=10_000, help="for the sweep benchmark")
     parser.add_argument("--events", type=int, default=1_000_000, help="for the sweep benchmark")
+    parser.add_argument("--python", default=sys.executable, help="the install's interpreter")
+    parser.add_argument(
+        "--wall-only",
+        action="store_true",
+        help="the wall-time table alone (no storm, daemon, sweep)",
+    )
     args = parser.parse_args()
 
-    venv_python = sys.executable
+    venv_python = args.python
     base_python = os.path.realpath(venv_python)  # the interpreter the venv was made from
-    results: dict[str, object] = {"runs": args.runs, "python": sys.version.split()[0]}
+    package = package_dir(venv_python)
+    hook_entry = package / "hook.py"
+    results: dict[str, object] = {
+        "runs": args.runs,
+        "python": sys.version.split()[0],
+        "install": str(package),
+    }
     with tempfile.TemporaryDirectory() as scratch:
         project = Path(scratch) / "project"
         project.mkdir()
+        (Path(scratch) / "none").mkdir()  # a folder with no database, for the status line
         # the daemon is measured on its own below
         env = hook_env(project, Path(scratch), CLAUDE_SESSION_NO_DAEMON="1")
         site = (
-            Path(venv_python).parent.parent
+            Path(os.path.abspath(venv_python)).parent.parent
             / "lib"
             / f"python{sys.version_info[0]}.{sys.version_info[1]}"
         )
@@ -101,7 +156,11 @@ def main() -> None:
             label: (cmd, None) for label, cmd in floors.items()
         }
         for event, name in CASES:
-            commands[f"hook {event}"] = (installer.hook_argv(event, venv_python), name)
+            commands[f"hook {event}"] = (installer.hook_argv(event, venv_python, hook_entry), name)
+        # After the hooks in each round: the database and the failures are there to read.
+        status_line = statusline_setup.argv(venv_python, package / "statusline.py")
+        commands["statusline"] = (status_line, "statusline:project")
+        commands["statusline, no database"] = (status_line, "statusline:none")
         samples: dict[str, list[float]] = {label: [] for label in commands}
         for i in range(-1, args.runs):  # run -1 warms the page cache and the .pyc files
             # Round robin, so drift in machine load hits every command alike.
@@ -112,26 +171,35 @@ def main() -> None:
         table = {label: summary(values) for label, values in samples.items()}
         floor = table["python3 -I -S -c pass"]["median_ms"]
         venv_floor = table["venv python -c pass"]["median_ms"]
-        for event, _ in CASES:
-            row = table[f"hook {event}"]
+        measured = [f"hook {event}" for event, _ in CASES]
+        for label in [*measured, "statusline", "statusline, no database"]:
+            row = table[label]
             row["x_bare_floor"] = round(row["median_ms"] / floor, 2)
             row["x_venv_floor"] = round(row["median_ms"] / venv_floor, 2)
         results["wall_time"] = table
-        results["concurrency"] = storm(args.concurrency, venv_python, Path(scratch))
-        results["session_start_with_daemon"] = daemon_start_cost(
-            args.runs, venv_python, Path(scratch)
-        )
-        results["sweep"] = sweep_cost(Path(scratch), args.agents, args.events)
+        results["statusline_printed"] = subprocess.run(
+            status_line, input=status_input(project), capture_output=True, env=env
+        ).stdout.decode()
+        if not args.wall_only:
+            results["concurrency"] = storm(args.concurrency, venv_python, hook_entry, Path(scratch))
+            results["session_start_with_daemon"] = daemon_start_cost(
+                args.runs, venv_python, hook_entry, Path(scratch)
+            )
+            results["sweep"] = sweep_cost(Path(scratch), args.agents, args.events)
     if args.json:
         print(json.dumps(results, indent=2))
         return
     print(f"Python {results['python']}, {args.runs} runs each, {os.cpu_count()} cores")
+    print(f"install: {package}")
     print(f"{'':28} {'median ms':>10} {'p95 ms':>8} {'x bare':>7} {'x venv':>7}")
     for label, row in table.items():
         print(
             f"{label:28} {row['median_ms']:>10.2f} {row['p95_ms']:>8.2f}"
             f" {row.get('x_bare_floor', ''):>7} {row.get('x_venv_floor', ''):>7}"
         )
+    print(f"the status line printed: {results['statusline_printed']!r}")
+    if args.wall_only:
+        return
     d = results["session_start_with_daemon"]
     print(
         f"\nSessionStart hook with the daemon ({d['rounds']} interleaved rounds; bare"
@@ -156,13 +224,13 @@ def main() -> None:
     )
 
 
-def storm(n: int, python: str, scratch: Path) -> dict[str, object]:
+def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
     import apsw
 
     project = scratch / "storm"
     project.mkdir()
     env = hook_env(project, scratch)
-    cmd = installer.hook_argv("PostToolUse", python)
+    cmd = installer.hook_argv("PostToolUse", python, entry)
     started = time.perf_counter()
     procs = []
     for i in range(n):
@@ -191,7 +259,7 @@ def storm(n: int, python: str, scratch: Path) -> dict[str, object]:
     }
 
 
-def daemon_start_cost(runs: int, python: str, scratch: Path) -> dict[str, object]:
+def daemon_start_cost(runs: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
     """SessionStart hook wall time when the daemon runs, and when the hook has to start it.
 
     The two are interleaved with a bare-interpreter run right before each, in the same
@@ -203,7 +271,7 @@ def daemon_start_cost(runs: int, python: str, scratch: Path) -> dict[str, object
     project = scratch / "daemon"
     project.mkdir()
     env = hook_env(project, scratch)
-    cmd = installer.hook_argv("SessionStart", python)
+    cmd = installer.hook_argv("SessionStart", python, entry)
     bare = [os.path.realpath(python), "-I", "-S", "-c", "pass"]
     data = payload("SessionStart.startup", project, 0)
     samples: dict[str, list[float]] = {"bare": [], "running": [], "to_start": []}

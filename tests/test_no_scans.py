@@ -75,11 +75,33 @@ def test_no_hook_query_scans_a_growing_table(busy_history: Recorder) -> None:
         busy_history.send(payload)
     busy_history.conn.exec_trace = None
     del os.environ["CLAUDE_SESSION_NO_JUDGE"]
+    assert_no_scans(busy_history.conn, seen)
+
+
+def test_no_status_line_query_scans_a_growing_table(busy_history: Recorder) -> None:
+    """The status line runs on every assistant message: the same rule as the hooks."""
+    from claude_session.core import statusline
+
+    seen: list[str] = []
+
+    def trace(cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
+        seen.append(sql)
+        return True
+
+    busy_history.conn.exec_trace = trace
+    for session in ("session-00042", None):  # one session, and the whole project
+        statusline.summarize(busy_history.conn, session, busy_history.now)
+    busy_history.conn.exec_trace = None
+    assert sum(" FROM error_log " in sql for sql in seen) == 2
+    assert_no_scans(busy_history.conn, seen)
+
+
+def assert_no_scans(conn: apsw.Connection, statements: list[str]) -> None:
     scans: dict[str, str] = {}
-    for sql in set(seen):
+    for sql in set(statements):
         if not sql.lstrip().upper().startswith(("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")):
             continue
-        plan = busy_history.conn.execute(f"EXPLAIN QUERY PLAN {sql}", _nulls(sql)).fetchall()
+        plan = conn.execute(f"EXPLAIN QUERY PLAN {sql}", _nulls(sql)).fetchall()
         for row in plan:
             detail = str(row[-1])
             match = re.match(r"SCAN (\w+)", detail)

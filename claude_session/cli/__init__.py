@@ -430,10 +430,18 @@ def demo(keep: bool) -> None:
         sys.exit(1)
 
 
-# install, uninstall; timeline, diff, fork, replay, revert; state; memory: each registers
-from . import memory_commands, setup_commands, state_commands, timetravel_commands  # noqa: E402
+# install, uninstall; timeline, diff, fork, replay, revert; state; memory; statusline: each
+# registers on `cli`
+from . import (  # noqa: E402
+    memory_commands,
+    setup_commands,
+    state_commands,
+    statusline_command,
+    timetravel_commands,
+)
 
 assert memory_commands and setup_commands and state_commands and timetravel_commands
+assert statusline_command
 
 
 def main() -> None:

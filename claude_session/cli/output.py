@@ -18,7 +18,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..core.terminal import escape_controls, is_control
+
 FORMATS = ("table", "json")
+__all__ = ["FORMATS", "echo_text", "emit", "escape_controls", "to_json"]
 
 
 def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
@@ -66,43 +69,13 @@ def to_json(data: Any) -> str:
     """JSON for a terminal or a pipe: C0 controls are escaped by `json`; C1 and bidi controls,
     which `ensure_ascii=False` would pass through raw, are escaped here too."""
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    return "".join(f"\\u{ord(c):04x}" if ord(c) >= 0x7F and _is_control(c) else c for c in text)
-
-
-def escape_controls(text: str, keep_newlines: bool = False) -> str:
-    """`text` with every control character shown as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
-    out = []
-    for c in text:
-        if c == "\n" and keep_newlines:
-            out.append(c)
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\t":
-            out.append("\\t" if not keep_newlines else "    ")
-        elif c == "\r":
-            out.append("\\r")
-        elif _is_control(c) or ord(c) < 0x20:
-            out.append(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-        else:
-            out.append(c)
-    return "".join(out)
+    return "".join(f"\\u{ord(c):04x}" if ord(c) >= 0x7F and is_control(c) else c for c in text)
 
 
 def echo_text(text: str) -> None:
     """Print multi-line recorded text (the restored context) with its controls escaped."""
     Console(highlight=False, soft_wrap=True, markup=False).print(
         Text(escape_controls(text, keep_newlines=True))
-    )
-
-
-def _is_control(c: str) -> bool:
-    code = ord(c)
-    return (
-        code < 0x20
-        or 0x7F <= code <= 0x9F
-        or 0x202A <= code <= 0x202E
-        or 0x2066 <= code <= 0x2069
-        or code in (0x200E, 0x200F, 0x061C)
     )
 
 

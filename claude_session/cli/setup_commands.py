@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from ..services import installer, mcp_install, plugin
-from . import cli
+from ..services import installer, mcp_install, plugin, statusline_setup
+from . import cli, output
 
 
 def settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -43,6 +43,14 @@ def plugin_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--claude", "claude_path", help="The claude command (default: `claude` on PATH)."
     )
     return as_plugin(claude(command))
+
+
+def statusline_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--statusline",
+        is_flag=True,
+        help="Claude Code's status line (statusLine in the scope's settings file), not the hooks.",
+    )(command)
 
 
 def refuse_unless_runnable() -> None:
@@ -97,6 +105,10 @@ def remove_plugin(claude_path: str | None) -> None:
 @cli.command()
 @settings_options
 @plugin_options
+@statusline_option
+@click.option(
+    "--force", is_flag=True, help="With --statusline: replace a status line that is not ours."
+)
 @click.pass_obj
 def install(
     root: Path,
@@ -105,9 +117,20 @@ def install(
     as_plugin: bool,
     claude_path: str | None,
     with_mcp: bool,
+    statusline: bool,
+    force: bool,
 ) -> None:
-    """Write claude-session's hooks into Claude Code's settings.json (or install the plugin);
-    with --mcp, register its MCP server too."""
+    """Write claude-session's hooks into Claude Code's settings.json (or install the plugin,
+    or the status line); with --mcp, register its MCP server too."""
+    if statusline and as_plugin:
+        raise click.UsageError("--statusline and --plugin are separate installs: run each alone")
+    if force and not statusline:
+        raise click.UsageError("--force only applies to --statusline")
+    if statusline:
+        install_statusline(installer.settings_path(scope, root), dry_run, force)
+        if with_mcp and not dry_run:
+            install_mcp(claude_path)
+        return
     if as_plugin:
         install_plugin(root, dry_run, claude_path)
     else:
@@ -155,6 +178,52 @@ def install_settings(root: Path, scope: str, dry_run: bool, claude_path: str | N
     click.echo("restart Claude Code (or open /hooks) so it loads the new hooks")
 
 
+def install_statusline(path: Path, dry_run: bool, force: bool) -> None:
+    """Our statusLine into the settings file at `path`: never over someone else's without
+    --force, probed before writing and through the written command after."""
+    try:
+        current = installer.read_settings(path)
+        updated = statusline_setup.with_ours(current, force=force)
+    except statusline_setup.ForeignStatusLine as exc:
+        ours = output.escape_controls(" ".join(statusline_setup.argv()))
+        raise click.ClickException(
+            f"not installed, nothing written: {path} already has a status line:\n"
+            f"  {output.escape_controls(str(exc))}\n"
+            "Claude Code shows one status line. To replace it, add --force (the file is backed"
+            " up first); to keep it, have your script pipe the same JSON on to ours and print"
+            f" its line too:\n  {ours}"
+        ) from exc
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if dry_run:
+        click.echo(json.dumps(updated, indent=2))
+        return
+    problem = statusline_setup.cannot_run()
+    if problem is None:
+        check, _ = statusline_setup.probe(statusline_setup.command())
+        problem = None if check.ok else f"a probe through the command failed: {check.problem}"
+    if problem:
+        raise click.ClickException(f"not installed, nothing written: {problem}")
+    if updated == current:
+        click.echo(f"the status line in {path} is already this one")
+    else:
+        backup = installer.write_settings(path, updated)
+        replaced = current.get("statusLine") is not None
+        click.echo(f"{'replaced the' if replaced else 'installed the'} status line in {path}")
+        if backup:
+            click.echo(f"previous settings saved as {backup}")
+    written = installer.read_settings(path).get("statusLine", {}).get("command", "")
+    check, line = statusline_setup.probe(str(written))
+    if not check.ok:
+        raise click.ClickException(f"written to {path}, but its command fails: {check.problem}")
+    shown = output.escape_controls(line)
+    click.echo(
+        f"checked: for a scratch project the written command printed {shown!r}"
+        f" ({check.milliseconds:.0f} ms)"
+    )
+    click.echo("Claude Code shows it from its next message (restart Claude Code if it does not)")
+
+
 def install_plugin(root: Path, dry_run: bool, claude_path: str | None) -> None:
     folder = plugin.plugin_dir()
     if dry_run:
@@ -184,6 +253,7 @@ def install_plugin(root: Path, dry_run: bool, claude_path: str | None) -> None:
 @cli.command()
 @settings_options
 @plugin_options
+@statusline_option
 @click.pass_obj
 def uninstall(
     root: Path,
@@ -192,8 +262,11 @@ def uninstall(
     as_plugin: bool,
     claude_path: str | None,
     with_mcp: bool,
+    statusline: bool,
 ) -> None:
-    """Remove exactly claude-session's hooks from settings.json (or the plugin); others stay."""
+    """Remove exactly claude-session's hooks and status line from settings.json (or the
+    plugin; with --statusline, the status line alone; with --mcp, the MCP server too);
+    anyone else's stay."""
     if with_mcp and not dry_run:
         claude = plugin.find_claude(claude_path)
         if claude and mcp_install.unregister(claude):
@@ -206,15 +279,25 @@ def uninstall(
         click.echo(f"nothing to do: {path} does not exist")
         return
     current = installer.read_settings(path)
-    updated = installer.without_ours(current)
+    without_hooks = current if statusline else installer.without_ours(current)
+    updated = statusline_setup.without_ours(without_hooks)
     if dry_run:
         click.echo(json.dumps(updated, indent=2))
         return
-    if updated == current:
-        click.echo(f"nothing to do: no claude-session hooks in {path}")
+    removed = [
+        what
+        for what, gone in (
+            ("hooks", without_hooks != current),
+            ("status line", updated != without_hooks),
+        )
+        if gone
+    ]
+    if not removed:
+        what = "status line" if statusline else "hooks or status line"
+        click.echo(f"nothing to do: no claude-session {what} in {path}")
         return
     backup = installer.write_settings(path, updated)
-    click.echo(f"removed claude-session hooks from {path} (backup: {backup})")
+    click.echo(f"removed claude-session {' and '.join(removed)} from {path} (backup: {backup})")
 
 
 @cli.command(name="trust")
@@ -225,7 +308,6 @@ def trust_command(root: Path, revoke: bool, as_json: bool) -> None:
     """Trust this project's database and .claude-session.json as they are now (a clone's are
     never injected into the model nor run until you do)."""
     from ..services import configuration
-    from . import output
 
     if revoke:
         gone = configuration.revoke(str(root))

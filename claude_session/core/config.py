@@ -114,7 +114,15 @@ def check(key: str, value: object) -> str | None:
 
 def for_hooks(root: str, scratch: "apsw.Connection") -> "dict[str, object]":
     """The configuration with defaults, read with SQLite's JSON functions; invalid values keep
-    their default (the CLI and doctor report them). A missing file costs one failed open."""
+    their default (the CLI and doctor report them). A missing file costs one failed open.
+    `CLAUDE_SESSION_NO_SNAPSHOTS` (probes, doctor) turns workspace snapshots off."""
+    values = _for_hooks(root, scratch)
+    if os.environ.get("CLAUDE_SESSION_NO_SNAPSHOTS"):
+        values["workspace_snapshots"] = False
+    return values
+
+
+def _for_hooks(root: str, scratch: "apsw.Connection") -> "dict[str, object]":
     text = read_text(root)
     if text is None or untrusted(root, text):
         return dict(DEFAULTS)

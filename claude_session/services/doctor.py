@@ -129,10 +129,7 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
                 json.dumps(payload).encode(),
                 project,
                 timeout=float(handler.get("timeout") or installer.DEFAULT_TIMEOUT),
-                extra_env={
-                    "CLAUDE_SESSION_NO_DAEMON": "1",
-                    "CLAUDE_SESSION_NO_JUDGE": "1",
-                },  # a scratch project needs none
+                extra_env=installer.probe_env(project),  # a scratch project needs none
             )
             problems = []
             if run.returncode != 0:

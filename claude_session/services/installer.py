@@ -274,48 +274,61 @@ class Probe:
         self.problem = problem
 
 
+PROBE_SESSION = "claude-session-install-probe"
+
+
 def probe(command: str) -> Probe:
     """Run `command` exactly as Claude Code would (`sh -c`, minimal PATH, CLAUDE_PROJECT_DIR)
     on a SessionStart into a fresh scratch folder, and look for the row it must record."""
     import tempfile
 
+    with tempfile.TemporaryDirectory(prefix="claude-session-probe-") as scratch:
+        return probe_in(Path(scratch), command)
+
+
+def probe_env(folder: Path) -> dict[str, str]:
+    """What a probe adds to a hook's environment: no daemon, no judge, no workspace snapshot
+    (no process outliving the probe), and per-user state and data in the scratch folder (its
+    trust record, logs and memories never reach the user's own)."""
+    return {
+        "CLAUDE_SESSION_NO_DAEMON": "1",
+        "CLAUDE_SESSION_NO_JUDGE": "1",
+        "CLAUDE_SESSION_NO_SNAPSHOTS": "1",
+        "CLAUDE_SESSION_STATE_DIR": str(folder / "state"),
+        "CLAUDE_SESSION_DATA_DIR": str(folder / "data"),
+    }
+
+
+def probe_in(folder: Path, command: str) -> Probe:
+    """`probe` into `folder`, which is left holding the database the SessionStart made."""
     import apsw
 
-    with tempfile.TemporaryDirectory(prefix="claude-session-probe-") as scratch:
-        folder = Path(scratch)
-        payload = {
-            "session_id": "claude-session-install-probe",
-            "hook_event_name": "SessionStart",
-            "source": "startup",
-            "cwd": scratch,
-        }
-        run = run_hook_command(
-            command,
-            json.dumps(payload).encode(),
-            folder,
-            extra_env={
-                "CLAUDE_SESSION_NO_DAEMON": "1",
-                "CLAUDE_SESSION_NO_JUDGE": "1",
-                "CLAUDE_SESSION_STATE_DIR": str(folder / "state"),
-            },
-        )
-        milliseconds = run.seconds * 1000
-        if run.returncode != 0:
-            return Probe(False, milliseconds, f"exit {run.returncode}: {run.stderr.strip()[-300:]}")
-        database = folder / DB_NAME
-        if not database.exists():
-            why = run.stderr.strip()[-300:] or "no database was created"
-            return Probe(False, milliseconds, f"exit 0 but nothing recorded: {why}")
-        conn = apsw.Connection(str(database), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            found = conn.execute(
-                "SELECT count(*) FROM events WHERE session_id = 'claude-session-install-probe'"
-            ).fetchall()[0][0]
-        finally:
-            conn.close()
-        if found != 1:
-            return Probe(False, milliseconds, "exit 0 but the event is not in the database")
-        return Probe(True, milliseconds, None)
+    payload = {
+        "session_id": PROBE_SESSION,
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+        "cwd": str(folder),
+    }
+    run = run_hook_command(
+        command, json.dumps(payload).encode(), folder, extra_env=probe_env(folder)
+    )
+    milliseconds = run.seconds * 1000
+    if run.returncode != 0:
+        return Probe(False, milliseconds, f"exit {run.returncode}: {run.stderr.strip()[-300:]}")
+    database = folder / DB_NAME
+    if not database.exists():
+        why = run.stderr.strip()[-300:] or "no database was created"
+        return Probe(False, milliseconds, f"exit 0 but nothing recorded: {why}")
+    conn = apsw.Connection(str(database), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        found = conn.execute(
+            "SELECT count(*) FROM events WHERE session_id = ?", (PROBE_SESSION,)
+        ).fetchall()[0][0]
+    finally:
+        conn.close()
+    if found != 1:
+        return Probe(False, milliseconds, "exit 0 but the event is not in the database")
+    return Probe(True, milliseconds, None)
 
 
 def cannot_run(python: str | None = None) -> str | None:

@@ -1,0 +1,72 @@
+"""`claude-session statusline`: the status line by hand, or as JSON for a script.
+
+It calls the very function the fast entry runs for Claude Code (`core.statusline.compute`):
+the same input, project search, read-only opening and line. Only the start-up differs (click,
+~100 ms), which is why Claude Code is given the fast entry instead (`install --statusline`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..core import statusline
+from . import cli, output
+
+
+@cli.command(name="statusline")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="The line, or what it is made of as JSON.",
+)
+@click.option("--session", help="Session id (default: the one in the JSON on stdin, if any).")
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="ANSI colours (default: on a terminal, unless NO_COLOR is set).",
+)
+@click.pass_context
+def statusline_command(
+    ctx: click.Context, fmt: str, session: str | None, color: bool | None
+) -> None:
+    """One short line about the project: agents running, contested files, open errors.
+
+    Reads Claude Code's statusLine JSON from stdin when stdin is not a terminal; prints nothing
+    where there is no database (and never creates one)."""
+    explicit = ctx.parent.params.get("project") if ctx.parent else None
+    if color is None:
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    result = statusline.compute(
+        statusline.read_stdin(),
+        start=str(Path(explicit).resolve()) if explicit else None,
+        session_id=session,
+        color=color and fmt == "text",
+    )
+    if fmt == "json":
+        found = result.status
+        output.emit(
+            {
+                "project": result.root,
+                "database": result.database,
+                "session_id": result.session_id,
+                "agents_running": found.agents if found else None,
+                "subagent_types": [{"type": t, "running": n} for t, n in found.types]
+                if found
+                else [],
+                "contested_files": found.contested if found else [],
+                "open_errors": found.open_errors if found else None,
+                "top_ladder_step": found.top_step if found and found.open_errors else None,
+                "line": result.line,
+                "problem": result.problem,
+            },
+            "json",
+        )
+    elif result.line:
+        click.echo(result.line)

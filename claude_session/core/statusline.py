@@ -1,0 +1,345 @@
+"""The status line: one short line about the project, shown under Claude Code's prompt.
+
+Claude Code runs the `statusLine` command on every new assistant message (debounced 300 ms),
+aborts a run still going when the next one starts, and shows what it prints. So this is built
+like a hook: standard library and apsw only, no `json` (SQLite reads the input), no `typing`; a
+read-only connection that never creates nor migrates a database, a 200 ms busy timeout, and exit
+0 whatever happens. The fast entry (`claude_session/statusline.py`) and the click command
+`claude-session statusline` both call `compute`.
+
+What it says, for the session named in the input (else for the whole project):
+- agents running: agent_registry rows in `running` (Claude Code's internal helpers aside), the
+  main thread included, with the subagents' types when they fit;
+- contested files: files live-claimed (lease not expired, holder running) by two agents or
+  more, one of them this session's (another pair of sessions' quarrel is not this one's news);
+- open errors: ladders still open (`ladder.OPEN`; a user's interrupt is no error here),
+  counted once per ladder as `status` does, with the highest step among them.
+"""
+
+import os
+import time
+
+import apsw
+
+from . import db
+from .paths import DB_NAME
+from .terminal import escape_controls
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per process; only checkers need it
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+STDIN_CAP_BYTES = 1024 * 1024  # the input is a few hundred bytes; past this it is not ours
+STDIN_DEADLINE_SECONDS = 0.5  # Claude Code writes it at once; a newer run replaces us anyway
+BUSY_TIMEOUT_MS = 200
+WIDTH = 80  # visible characters at most
+PREFIX = "cs:"
+SEPARATOR = " · "
+# `ladder.OPEN` and `errors.USER_AT`, copied: importing those modules (and what they import)
+# would cost every run; tests/test_statusline.py checks they are still the same.
+OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_user'))"
+RESEARCH_AT = 3  # from this step on the ladder, research is required: shown in red
+USER_AT = 4  # the step where the user is asked: the top of the ladder as shown
+
+_AGENTS = (
+    "SELECT CASE WHEN is_main THEN '' ELSE coalesce(agent_type, '') END AS kind, count(*)"
+    " FROM agent_registry WHERE status = 'running' AND is_internal = 0{where}"
+    " GROUP BY kind ORDER BY count(*) DESC, kind"
+)
+# From the running agents (an index on status) to their live claims (an index on session and
+# agent), never a scan of every claim ever made.
+_CONTESTED = (
+    "SELECT c.file_path FROM agent_registry r JOIN file_claims c"
+    " ON c.session_id = r.session_id"
+    " AND c.agent_id = CASE WHEN r.is_main THEN 'main' ELSE r.id END"
+    " AND c.released_at IS NULL"
+    " WHERE r.status = 'running' AND c.expires_at > ?1"
+    " GROUP BY c.file_path HAVING count(*) > 1{having}"
+    " ORDER BY max(c.last_touched_at) DESC"
+)
+_ERRORS = (
+    "SELECT count(DISTINCT session_id || '|' || coalesce(ladder_key, signature)),"
+    " max(attempt_number)"
+    f" FROM error_log WHERE {OPEN} AND interrupted = 0{{where}}"
+)
+_SESSION = " AND session_id = ?1"
+# The project-wide variant names the partial index's condition so SQLite can use it.
+_UNFIXED = " AND (resolution IS NULL OR resolution != 'auto_fixed')"
+
+
+class Status:
+    """What the line says, as numbers and names (`--format json` shows them as they are)."""
+
+    __slots__ = ("agents", "contested", "open_errors", "top_step", "types")
+
+    def __init__(
+        self,
+        agents: int,
+        types: "list[tuple[str, int]]",
+        contested: "list[str]",
+        open_errors: int,
+        top_step: int,
+    ) -> None:
+        self.agents = agents
+        self.types = types  # (subagent type, how many running), most first
+        self.contested = contested  # file paths, most recently touched first
+        self.open_errors = open_errors
+        self.top_step = top_step
+
+
+class Outcome:
+    """One run: where it looked, what it found, the line to print ("" for nothing), and what
+    kept it from saying more."""
+
+    __slots__ = ("database", "line", "problem", "root", "session_id", "status")
+
+    def __init__(self, root: "str | None", session_id: "str | None") -> None:
+        self.root = root
+        self.database = None if root is None else os.path.join(root, DB_NAME)
+        self.session_id = session_id
+        self.status: Status | None = None
+        self.line = ""
+        self.problem: str | None = None
+
+
+def compute(
+    raw: bytes,
+    *,
+    start: "str | None" = None,
+    session_id: "str | None" = None,
+    color: bool = False,
+    environ: "Mapping[str, str] | None" = None,
+) -> Outcome:
+    """The status line for the statusLine JSON in `raw` (empty or invalid: no fields).
+
+    The project: `start` (the CLI's --project), else the input's workspace.project_dir, else
+    its cwd, else $CLAUDE_PROJECT_DIR, else the current directory; then up to the nearest
+    folder holding a database. No database: nothing to say. A database that is busy past the
+    timeout: nothing this time (the next message runs us again). One that cannot be read:
+    `cs: ?`. Our own bug: `cs: ?` and a line in the log beside the database.
+    """
+    env = os.environ if environ is None else environ
+    project_dir, cwd, given_session = parse(raw)
+    session = session_id or given_session
+    root = find_root(start or project_dir or cwd or env.get("CLAUDE_PROJECT_DIR") or _cwd())
+    outcome = Outcome(root, session)
+    if root is None or outcome.database is None:
+        return outcome
+    conn = None
+    try:
+        conn = db.connect(
+            outcome.database,
+            readonly=True,
+            create=False,
+            migrate=False,
+            busy_timeout_ms=BUSY_TIMEOUT_MS,
+        )
+        outcome.status = summarize(conn, session, time.time())
+        outcome.line = render(outcome.status, color)
+    except (db.DatabaseError, apsw.Error) as exc:
+        cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
+        outcome.problem = f"{type(cause).__name__}: {cause}"
+        # Held by a writer past the timeout: blank this time, not a fault (WAL readers are
+        # rarely kept waiting; a rollback-journal database on a network mount can be).
+        busy = isinstance(cause, apsw.BusyError | apsw.LockedError)
+        outcome.line = "" if busy else f"{PREFIX} ?"
+    except Exception as exc:  # our bug: say so quietly, and where to look
+        outcome.problem = f"internal error: {type(exc).__name__}: {exc}"
+        outcome.line = f"{PREFIX} ?"
+        from . import log
+
+        log.write(root, "ERROR", "statusline", outcome.problem)
+    finally:
+        if conn is not None:
+            conn.close()
+    return outcome
+
+
+def parse(raw: bytes) -> "tuple[str | None, str | None, str | None]":
+    """(workspace.project_dir, cwd, session_id) from the input, each None unless a non-empty
+    string; anything that is not a JSON object gives nothing. SQLite's JSON functions read it:
+    the `json` module would cost the run ~5 ms to import."""
+    if not raw.strip():
+        return None, None, None
+    text = raw.decode("utf-8", "replace")
+    try:
+        scratch = apsw.Connection(":memory:")
+        found = scratch.execute(
+            f"SELECT {_text_at('$.workspace.project_dir')}, {_text_at('$.cwd')},"
+            f" {_text_at('$.session_id')} FROM (SELECT ?1 AS j)"
+            " WHERE json_valid(j) AND json_type(j) = 'object'",
+            (text,),
+        ).fetchall()
+    except apsw.Error:  # nested too deep, ...
+        return None, None, None
+    if not found:
+        return None, None, None
+    project_dir, cwd, session = (
+        value if isinstance(value, str) and value.strip() and "\0" not in value else None
+        for value in found[0]
+    )
+    return project_dir, cwd, session
+
+
+def _text_at(path: str) -> str:
+    """The string at `path`, else NULL (json_extract gives an object or array as JSON text)."""
+    return f"CASE WHEN json_type(j, '{path}') = 'text' THEN json_extract(j, '{path}') END"
+
+
+def find_root(start: "str | None") -> "str | None":
+    """The nearest folder at or above `start` holding a database, or None."""
+    if not start:
+        return None
+    folder = os.path.abspath(start)
+    while True:
+        if os.path.lexists(os.path.join(folder, DB_NAME)):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def summarize(conn: apsw.Connection, session_id: "str | None", now: float) -> Status:
+    """The counts, read in one transaction (one consistent snapshot)."""
+    scoped = () if session_id is None else (session_id,)
+    conn.execute("BEGIN")
+    try:
+        kinds = conn.execute(_AGENTS.format(where=_SESSION if scoped else ""), scoped).fetchall()
+        having = " AND max(c.session_id = ?2)" if scoped else ""
+        contested = conn.execute(_CONTESTED.format(having=having), (now, *scoped)).fetchall()
+        errors = conn.execute(
+            _ERRORS.format(where=_SESSION if scoped else _UNFIXED), scoped
+        ).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    agents = sum(db.as_int(n) for _, n in kinds)
+    types = [(db.as_text(kind), db.as_int(n)) for kind, n in kinds if kind]
+    open_errors, top_step = (db.as_int(value) for value in errors[0])
+    paths = [db.as_text(path) for (path,) in contested]
+    return Status(agents, types, paths, open_errors, top_step)
+
+
+def render(status: Status, color: bool = False, width: int = WIDTH) -> str:
+    """One line of at most `width` visible characters; details are dropped before numbers, and
+    every recorded name has its control characters escaped. Colours are plain SGR."""
+    agents = ""
+    if status.agents:
+        agents = f"{_plural(status.agents, 'agent')} running"
+    kinds = ", ".join(
+        _clip(escape_controls(kind), 24) + (f" ×{n}" if n > 1 else "") for kind, n in status.types
+    )
+    contested = ""
+    if status.contested:
+        contested = _plural(len(status.contested), "contested file")
+    only = _clip_left(escape_controls(status.contested[0]), 32) if status.contested else ""
+    errors = ""
+    if status.open_errors:
+        step = status.top_step
+        shown = f"{step}/{USER_AT}" if step <= USER_AT else f"{USER_AT}/{USER_AT}+"
+        errors = f"{_plural(status.open_errors, 'open error')} (ladder {shown})"
+    if not (agents or contested or errors):
+        return f"{PREFIX} idle"
+    error_colour = "31" if status.top_step >= RESEARCH_AT else "33"
+    # The contested file's path says more than the subagents' types: types go first.
+    for with_kinds, with_path in ((True, True), (False, True), (False, False)):
+        parts = []
+        if agents:
+            parts.append((agents + (f" ({kinds})" if with_kinds and kinds else ""), ""))
+        if contested:
+            one = with_path and len(status.contested) == 1
+            parts.append((contested + (f" ({only})" if one else ""), "33"))
+        if errors:
+            parts.append((errors, error_colour))
+        plain = f"{PREFIX} " + SEPARATOR.join(text for text, _ in parts)
+        if len(plain) <= width:
+            break
+    else:
+        return _clip(plain, width)  # numbers alone too long: only when width is tiny
+    if not color:
+        return plain
+    return f"{PREFIX} " + SEPARATOR.join(
+        f"\x1b[{sgr}m{text}\x1b[0m" if sgr else text for text, sgr in parts
+    )
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _clip_left(text: str, limit: int) -> str:
+    """A path keeps its end (the file's name)."""
+    return text if len(text) <= limit else "…" + text[len(text) - limit + 1 :]
+
+
+def _cwd() -> "str | None":
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed under us
+        return None
+
+
+def read_stdin(fd: int = 0) -> bytes:
+    """The input, as Claude Code writes it: one small JSON object, at once.
+
+    At most STDIN_CAP_BYTES (more: nothing), within STDIN_DEADLINE_SECONDS (what came by then);
+    a terminal is not read at all (someone typed the command). hookrt has its own reader with
+    the hooks' longer deadlines; this one must end well before the next message's run.
+    """
+    try:
+        if os.isatty(fd):
+            return b""
+        was_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+    except OSError:
+        return b""
+    chunks: list[bytes] = []
+    size = 0
+    pause = 0.0005
+    deadline = time.monotonic() + STDIN_DEADLINE_SECONDS
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return b"".join(chunks)
+                time.sleep(pause)
+                pause = min(pause * 2, 0.02)
+                continue
+            except OSError:
+                return b"".join(chunks)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > STDIN_CAP_BYTES:
+                return b""
+    finally:
+        if was_blocking:
+            try:
+                os.set_blocking(fd, True)
+            except OSError:
+                pass
+
+
+def main() -> None:
+    """The fast entry's body: print the line, or nothing, and exit 0 whatever happens."""
+    line = ""
+    try:
+        if not os.environ.get("CLAUDE_SESSION_DISABLED"):
+            # https://no-color.org: set and not empty means no colour.
+            line = compute(read_stdin(), color=not os.environ.get("NO_COLOR")).line
+    except BaseException:
+        line = ""
+    if line:
+        try:
+            os.write(1, (line + "\n").encode("utf-8", "replace"))
+        except OSError:
+            pass
+    # Nothing to flush or commit: skip the interpreter's teardown.
+    os._exit(0)
