@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 
 import apsw  # noqa: E402
 
-from bench import timed  # noqa: E402  (bench/bench.py, beside this script)
+from bench import package_dir, timed  # noqa: E402  (bench/bench.py, beside this script)
 from claude_session.core import config, db, event, events  # noqa: E402
 from claude_session.services import installer  # noqa: E402
 
@@ -198,12 +198,13 @@ def time_hooks(project: Path, python: str, runs: int) -> dict[str, Any]:
         "CLAUDE_SESSION_NO_JUDGE": "1",
     }
     bare = [os.path.realpath(python), "-I", "-S", "-c", "pass"]
+    entry = package_dir(python) / "hook.py"  # that install's own hook entry (a wheel's)
     samples: dict[str, list[float]] = {"python3 -I -S -c pass": []}
     for i in range(-1, runs):  # run -1 warms the page cache and the .pyc files
         samples["python3 -I -S -c pass"].append(timed(bare, b"", env))
         for label, payloads in hook_cases(str(project), i):
             event_name = label.split(" ")[0]
-            argv = installer.hook_argv(event_name, python)
+            argv = installer.hook_argv(event_name, python, entry)
             for data in payloads[:-1]:
                 timed(argv, data, env)
             # The snapshot a previous hook asked for is taken first, as the model's thinking

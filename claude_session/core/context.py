@@ -58,6 +58,17 @@ def live_agents(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]
     )
 
 
+def finished_agents(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
+    """The session's subagents that finished: what each was asked and what it reported."""
+    return rows(
+        conn,
+        "SELECT id, agent_type, description, task_description, status, last_message, ended_at"
+        " FROM agent_registry WHERE session_id = ? AND status != 'running' AND is_main = 0"
+        " AND is_internal = 0 ORDER BY ended_at DESC LIMIT 20",
+        (session_id,),
+    )
+
+
 def open_errors(
     conn: apsw.Connection, session_id: str, include_abandoned: bool = False
 ) -> "list[dict[str, Any]]":
@@ -119,6 +130,7 @@ def for_compaction(conn: apsw.Connection, session_id: str, now: float) -> str:
     state = gather(conn, session_id, now)
     # What an ended session abandoned is still unfixed (a live one has none: resume reopens).
     state["errors"] = open_errors(conn, session_id, include_abandoned=True)
+    state["finished"] = finished_agents(conn, session_id)
     snapshot = latest_snapshot(conn, session_id)
     state["git"] = snapshot.get("git") if snapshot else None
     intro = (
@@ -252,6 +264,10 @@ def render(state: "dict[str, Any]", intro: str, cap: int = CONTEXT_CAP) -> str:
             [_failed(f) for f in state.get("failed_paths") or []],
         ),
         ("Open errors (not yet fixed)", [_error(e) for e in state.get("errors") or []]),
+        (
+            "Subagents that finished: what each was asked and what it reported",
+            [_finished(a) for a in state.get("finished") or []],
+        ),
         ("Live subagents", [_agent(a, now) for a in state.get("agents") or []]),
         (
             "Sessions that never ended (crashed?)",
@@ -313,6 +329,16 @@ def _agent(agent: "dict[str, Any]", now: float) -> str:
     if agent.get("task_description"):
         line += f": {_one_line(agent['task_description'])}"
     return line + f"; last seen {_ago(now, agent['last_seen_at'])}, {agent['tool_uses']} tool uses"
+
+
+def _finished(agent: "dict[str, Any]") -> str:
+    line = f"- {agent['id']} ({agent['agent_type'] or 'agent'}, {agent['status']})"
+    if agent.get("description"):
+        line += f' "{_one_line(agent["description"])}"'
+    asked = _one_line(agent.get("task_description"))
+    reported = _one_line(agent.get("last_message"))
+    line += f"; asked: {asked[:200] or 'not recorded'}"
+    return line + f"; reported: {reported[:300] or 'nothing recorded'}"
 
 
 def _claim(claim: "dict[str, Any]", now: float) -> str:
