@@ -432,3 +432,20 @@ def test_a_frame_holds_its_own_events_changes_and_reuses_an_unchanged_state(repo
     assert states[edit][1]["counters"]["file_edits"] == 2
     assert [c["path"] for c in states[edit][1]["claims"]] == ["src/app.py", "src/config.py"]
     assert states[bash][0] == states[edit][0]  # a command that changed no state: same state
+
+
+def test_without_git_the_frames_say_why_and_no_tool_waits(project: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    env = {"PATH": str(empty)}
+    payload = fixture("SessionStart.startup", project) | {"session_id": SESSION}
+    assert run_hook("SessionStart", payload, project, env=env).returncode == 0
+    assert wait_for(lambda: settled(project), 30)
+    write = {"file_path": str(project / "a.txt"), "content": "x"}
+    pre = fixture("PreToolUse.Write", project) | {"session_id": SESSION, "tool_use_id": "w1"}
+    result = run_hook("PreToolUse", pre | {"tool_input": write}, project, env=env)
+    assert result.returncode == 0
+    tags = query(project, "SELECT status, note FROM vcs_tags")
+    assert tags == [("failed", "git is not installed: workspace snapshots need it")]
+    failed = cli(project, "revert", f"{SESSION}:1", "--yes", ok=False)
+    assert "no workspace snapshot: failed (git is not installed" in failed.stderr
