@@ -394,12 +394,15 @@ WHEN NEW.key IN ('prompts', 'file_edits', 'tool_failures', 'subagents', 'compact
     ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
 END;
 
--- Session states, stored once per distinct content: canonical JSON and its SHA-256.
+-- Session states, stored once per distinct content: canonical JSON and its SHA-256. A rowid
+-- table (states are large and their hashes random: rows go at the end, only the index of
+-- hashes takes random inserts).
 CREATE TABLE frame_states (
-    hash       TEXT PRIMARY KEY,
+    id         INTEGER PRIMARY KEY,
+    hash       TEXT NOT NULL UNIQUE,
     state      TEXT NOT NULL,
     first_seen REAL NOT NULL
-) WITHOUT ROWID;
+);
 
 -- The VCS pointer of a frame: the commit of a workspace snapshot (in claude-session's own
 -- snapshot repository, never the user's), the user's HEAD and branch then, and jj's commit
