@@ -171,10 +171,16 @@ def hook_cases(root: str, i: int) -> list[tuple[str, list[bytes]]]:
 
 
 def settle(project: Path, seconds: float = 30.0) -> None:
-    """Wait (untimed) until no workspace snapshot is pending in the project."""
+    """Wait (untimed) until no workspace snapshot is pending in the project and the capture
+    process is gone: in a real session the model's thinking time covers both."""
+    from claude_session.services import capture_control
+
     path = str(project / ".claude-session.db")
     if not os.path.exists(path):
         return
+    deadline = time.monotonic() + seconds
+    while capture_control.is_running(str(project)) and time.monotonic() < deadline:
+        time.sleep(0.01)
     reader = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     reader.setbusytimeout(5000)
     try:

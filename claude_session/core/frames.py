@@ -16,11 +16,6 @@ from .event import Event
 from .ladder import OPEN
 from .paths import relative_to_root
 
-try:  # the builtin module: `hashlib` would load OpenSSL, ~2 ms per hook process
-    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # Python 3.12+
-    from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     from typing import Any
@@ -119,6 +114,12 @@ def state_of(conn: apsw.Connection, session_id: str) -> str:
 
 
 def content_hash(text: str) -> str:
+    """SHA-256, from the small builtin module (`hashlib` would load OpenSSL, ~2 ms), imported
+    only when a state is built: most events commit no frame, or an unchanged state."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # Python 3.12+
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
     return str(sha256(text.encode("utf-8")).hexdigest())
 
 

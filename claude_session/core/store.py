@@ -6,8 +6,7 @@ which event, and `events.apply` runs it inside the event's transaction.
 
 import apsw
 
-from . import facts, ladder, registry
-from . import state as project_state
+from . import ladder, registry
 from .db import as_opt_text, as_text
 from .event import Event
 from .paths import relative_to_root
@@ -68,6 +67,8 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (registry.STALE, "completed"),
     )
     close_out_finished_sessions(conn, ev.session_id, ctx)
+    from . import state as project_state
+
     project_state.set_values(
         conn,
         {"last_session_id": ev.session_id, "last_session_source": source},
@@ -187,6 +188,9 @@ def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
 
 def observe_command(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     """A test or lint command that ran through becomes the project's test or lint command."""
+    from . import facts
+    from . import state as project_state
+
     command = ev.text_of("command")
     kind = facts.classify_command(command) if command else None
     if command and kind:
@@ -419,6 +423,8 @@ def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     reason = f"session ended ({ev.text_of('reason') or 'no reason given'})"
     registry.close_out_session(conn, ev.session_id, ctx.now, reason)
     ladder.abandon_open(conn, ev.session_id, ctx.now)
+    from . import state as project_state
+
     project_state.set_values(
         conn,
         {"last_ended_session_id": ev.session_id, "last_end_reason": ev.text_of("reason")},
