@@ -123,6 +123,7 @@ def hook_costs(
     base_env = {
         "PATH": "/usr/bin:/bin",
         "CLAUDE_SESSION_NO_DAEMON": "1",
+        "CLAUDE_SESSION_NO_SNAPSHOTS": "1",  # recall's cost alone, no capture process around
         "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
         "CLAUDE_SESSION_DATA_DIR": os.environ["CLAUDE_SESSION_DATA_DIR"],
     }

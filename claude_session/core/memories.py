@@ -195,7 +195,9 @@ def listed(
 
 def fts_query(text: str) -> str:
     """A safe FTS5 query from any text: its words, each quoted, OR-ed (ranked by bm25)."""
-    kept = [w for w in dict.fromkeys(_words(text)) if len(w) > 2 and w not in STOPWORDS][:24]
+    # The longest words first (the most telling, and an OR of fewer terms is faster).
+    kept = [w for w in dict.fromkeys(_words(text)) if len(w) > 2 and w not in STOPWORDS]
+    kept = sorted(kept, key=len, reverse=True)[:10]
     return " OR ".join(f'"{w}"' for w in kept)
 
 

@@ -190,10 +190,17 @@ def _write_excludes(root: str, git_dir: str, large: list[str]) -> None:
     info = os.path.join(git_dir, "info")
     os.makedirs(info, mode=0o700, exist_ok=True)
     target = os.path.join(info, "exclude")
+    wanted = "\n".join(lines) + "\n"
+    try:
+        with open(target, encoding="utf-8") as f:
+            if f.read() == wanted:
+                return  # unchanged: rewriting it would throw away git's untracked cache
+    except OSError:
+        pass
     temporary = target + ".tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(wanted)
     os.replace(temporary, target)
 
 
