@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 import pytest
-from conftest import PYTHON, WheelInstall, fixture, hook_env, run_hook
+from conftest import PYTHON, WheelInstall, fixture, hook_env, query, run_hook
 
 from claude_session.core import errors, ladder, statusline
 from claude_session.services import installer, statusline_setup
@@ -149,6 +149,7 @@ def test_agents_contested_files_and_open_errors_of_the_session(busy: Path) -> No
     )
     # what it counted is what the database holds
     conn = apsw.Connection(str(busy / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.setbusytimeout(5000)  # a capture process may be writing its snapshot's row
     running = conn.execute(
         "SELECT count(*) FROM agent_registry WHERE session_id = ? AND status = 'running'",
         (SESSION,),
@@ -322,10 +323,8 @@ def test_hostile_recorded_text_is_never_printed_raw(project: Path) -> None:
     start_agent(project, "h2", "Explore")
     hostile_path = "src/\x1b]8;;https://evil.example\x07a\x1b[2J.py"
     edit(project, "h1", hostile_path, HOSTILE_TYPE)
-    recorded = apsw.Connection(str(project / ".claude-session.db")).execute(
-        "SELECT agent_type FROM agent_registry WHERE id = 'h1'"
-    )
-    assert recorded.fetchall() == [(HOSTILE_TYPE,)]  # it is in the database as it came
+    recorded = query(project, "SELECT agent_type FROM agent_registry WHERE id = 'h1'")
+    assert recorded == [(HOSTILE_TYPE,)]  # it is in the database as it came
     types = show(sample(project))
     assert types.startswith("cs: 3 agents running (\\x1b]0;evil\\x07")  # shown escaped
     edit(project, "h2", hostile_path, "Explore")  # now contested: the path is shown
