@@ -42,31 +42,26 @@ def log_path(root: str) -> str:
 
 def user_state_dir() -> str:
     """Per-user state (spool and log for events whose project directory is missing)."""
-    explicit = os.environ.get("CLAUDE_SESSION_STATE_DIR")
+    return _user_dir("CLAUDE_SESSION_STATE_DIR", "XDG_STATE_HOME", ".local/state", "state")
+
+
+def user_data_dir() -> str:
+    """Per-user data: the global memories' database (`global.db`)."""
+    return _user_dir("CLAUDE_SESSION_DATA_DIR", "XDG_DATA_HOME", ".local/share", "data")
+
+
+def _user_dir(explicit_var: str, xdg_var: str, under_home: str, what: str) -> str:
+    explicit = os.environ.get(explicit_var)
     if explicit:
         return explicit
-    base = os.environ.get("XDG_STATE_HOME")
+    base = os.environ.get(xdg_var)
     if not base:
         # HOME unset (cron, some sandboxes): the account's home from the password database,
         # never a guessable folder in /tmp that another user could have prepared.
         home = os.environ.get("HOME") or _passwd_home()
         if not home:
-            raise OSError("no home directory for per-user state (HOME unset, no passwd entry)")
-        base = os.path.join(home, ".local", "state")
-    return os.path.join(base, "claude-session")
-
-
-def user_data_dir() -> str:
-    """Per-user data: the global memories' database (`global.db`)."""
-    explicit = os.environ.get("CLAUDE_SESSION_DATA_DIR")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_DATA_HOME")
-    if not base:
-        home = os.environ.get("HOME") or _passwd_home()
-        if not home:
-            raise OSError("no home directory for per-user data (HOME unset, no passwd entry)")
-        base = os.path.join(home, ".local", "share")
+            raise OSError(f"no home directory for per-user {what} (HOME unset, no passwd entry)")
+        base = os.path.join(home, under_home)
     return os.path.join(base, "claude-session")
 
 

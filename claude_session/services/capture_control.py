@@ -10,12 +10,12 @@ pending (`wait_for_pending`), so the state before the tool call is always recove
 wait is normally nil: the model takes seconds between tool calls, a capture tens of ms.
 """
 
-import fcntl
 import os
 import sys
 import time
 
 from ..core.paths import db_path
+from .daemon_control import lock_held
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
@@ -32,17 +32,7 @@ def lock_path(root: str) -> str:
 
 def is_running(root: str) -> bool:
     """Whether a capture process holds the project's capture lock."""
-    try:
-        fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops a lock we took
-    return False
+    return lock_held(lock_path(root))
 
 
 def ensure_running(root: str) -> bool:

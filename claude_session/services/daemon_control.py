@@ -61,8 +61,13 @@ def stopped_since(root: str, requested_at: float) -> bool:
 
 def is_running(root: str) -> bool:
     """True while some process holds the project's daemon lock."""
+    return lock_held(lock_path(root))
+
+
+def lock_held(path: str) -> bool:
+    """True while some process holds the flock on `path` (probed without waiting)."""
     try:
-        fd = os.open(lock_path(root), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError:
         return False
     try:
