@@ -449,3 +449,10 @@ def test_without_git_the_frames_say_why_and_no_tool_waits(project: Path, tmp_pat
     assert tags == [("failed", "git is not installed: workspace snapshots need it")]
     failed = cli(project, "revert", f"{SESSION}:1", "--yes", ok=False)
     assert "no workspace snapshot: failed (git is not installed" in failed.stderr
+
+
+def test_the_events_that_commit_frames_are_listed_once() -> None:
+    """`events.apply` imports the frames module only for FRAME_EVENTS: the two lists agree."""
+    from claude_session.core import executions, frames
+
+    assert set(frames.FRAME_KINDS) == executions.FRAME_EVENTS

@@ -10,7 +10,7 @@ import time
 
 import apsw
 
-from . import executions, frames, store
+from . import executions, store
 from .config import DEFAULTS
 from .db import Immediate
 from .event import Event
@@ -202,7 +202,9 @@ def apply(
             executions.track(conn, ev, ctx)
             _add_metrics(conn, ev.session_id, ev.name, ctx.counters, ctx.now)
             # Last: the frame's state holds everything this event changed, its counters too.
-            if ev.name in frames.FRAME_KINDS:
+            if ev.name in executions.FRAME_EVENTS:
+                from . import frames
+
                 turn = executions.turn_of(conn, ev, ctx)
                 frame_no = frames.commit_for_event(conn, ev, ctx, turn)
                 tool_use_id = ev.text_of("tool_use_id")
@@ -291,5 +293,7 @@ def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
         conn.execute(f"DELETE FROM hook_events WHERE session_id IN ({old})", (before,))
         counts["hook_events"] = conn.changes()
         counts["context_snapshots"] = store.prune_snapshots(conn, old, before)
+        from . import frames
+
         counts["workspace_snapshot_pointers"] = frames.drop_pointers(conn, old, (before,))
     return counts

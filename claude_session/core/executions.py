@@ -14,6 +14,54 @@ if TYPE_CHECKING:
     from .events import Context
 
 PROMPT_CAP = 500
+# Events that commit a frame (core/frames.py says which kind); the module that builds frames
+# is imported only for them.
+FRAME_EVENTS = frozenset(
+    {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStart",
+        "SubagentStop",
+        "PreCompact",
+        "TaskCompleted",
+        "SessionEnd",
+    }
+)
+# Tools known not to change files; every other tool (Bash, Write, Edit, MultiEdit,
+# NotebookEdit, MCP tools, tools of future versions) is taken to change them.
+READ_ONLY_TOOLS = frozenset(
+    {
+        "Read",
+        "Glob",
+        "Grep",
+        "LS",
+        "WebFetch",
+        "WebSearch",
+        "TodoWrite",
+        "TodoRead",
+        "Agent",  # its subagent's own tool calls are frames of their own
+        "Task",
+        "TaskCreate",
+        "TaskUpdate",
+        "TaskGet",
+        "TaskList",
+        "TaskOutput",
+        "TaskStop",
+        "ToolSearch",
+        "BashOutput",
+        "KillShell",
+        "ExitPlanMode",
+        "EnterPlanMode",
+        "AskUserQuestion",
+        "ListMcpResourcesTool",
+        "ReadMcpResourceTool",
+        "Skill",
+        "SlashCommand",
+    }
+)
 
 
 def track(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:

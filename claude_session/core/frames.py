@@ -13,6 +13,7 @@ import apsw
 
 from .db import rows
 from .event import Event
+from .executions import READ_ONLY_TOOLS
 from .ladder import OPEN
 from .paths import relative_to_root
 
@@ -21,39 +22,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .events import Context
-
-# Tools known not to change files; every other tool (Bash, Write, Edit, MultiEdit,
-# NotebookEdit, MCP tools, tools of future versions) is taken to change them.
-READ_ONLY_TOOLS = frozenset(
-    {
-        "Read",
-        "Glob",
-        "Grep",
-        "LS",
-        "WebFetch",
-        "WebSearch",
-        "TodoWrite",
-        "TodoRead",
-        "Agent",  # its subagent's own tool calls are frames of their own
-        "Task",
-        "TaskCreate",
-        "TaskUpdate",
-        "TaskGet",
-        "TaskList",
-        "TaskOutput",
-        "TaskStop",
-        "ToolSearch",
-        "BashOutput",
-        "KillShell",
-        "ExitPlanMode",
-        "EnterPlanMode",
-        "AskUserQuestion",
-        "ListMcpResourcesTool",
-        "ReadMcpResourceTool",
-        "Skill",
-        "SlashCommand",
-    }
-)
 
 # Event -> frame kind; None: decided by the tool.
 FRAME_KINDS: "dict[str, str | None]" = {
