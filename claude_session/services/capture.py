@@ -10,7 +10,6 @@ ran between them (its PreToolUse waits for pending snapshots), so they share one
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 import time
@@ -27,7 +26,7 @@ def run(root: str) -> int:
     keep_facts(root)
     done = 0
     while True:
-        fd = _lock(root)
+        fd = capture_control.try_lock(root)
         if fd is None:
             return done  # another capture process runs: it re-reads the pending rows
         try:
@@ -124,16 +123,6 @@ def _keep_bounded(root: str) -> None:
 def _max_bytes(root: str) -> int:
     megabytes = configuration.load_or_defaults(root).values["snapshot_max_file_mb"]
     return int(float(megabytes) * 1024 * 1024)  # type: ignore[arg-type]
-
-
-def _lock(root: str) -> int | None:
-    fd = os.open(capture_control.lock_path(root), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
 
 
 def main(argv: list[str] | None = None) -> int:

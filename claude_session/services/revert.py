@@ -11,7 +11,6 @@ deleted from the history: an undo is one more revert.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
@@ -164,17 +163,14 @@ def execute(conn: apsw.Connection, root: str, todo: Plan, force: bool = False) -
 
 def _lock(root: str) -> int:
     """The project's capture lock: no snapshot is taken while files are being restored."""
-    path = capture_control.lock_path(root)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fd = capture_control.try_lock(root)
+        if fd is not None:
             return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise RevertError(
-                    f"the project is locked by a snapshot in progress ({path}); try again"
-                ) from None
-            time.sleep(0.05)
+        if time.monotonic() > deadline:
+            raise RevertError(
+                f"the project is locked by a snapshot in progress"
+                f" ({capture_control.lock_path(root)}); try again"
+            )
+        time.sleep(0.05)
