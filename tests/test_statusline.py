@@ -285,6 +285,7 @@ def test_a_database_it_cannot_read_is_a_question_mark_and_left_untouched(
 def test_a_writer_holding_the_database_does_not_stop_it(busy: Path) -> None:
     expected = show(sample(busy))
     writer = apsw.Connection(str(busy / ".claude-session.db"))
+    writer.setbusytimeout(5000)  # a capture process may be writing its snapshot's row
     writer.execute("BEGIN IMMEDIATE")
     writer.execute("UPDATE project_state SET value = value")
     try:
@@ -303,6 +304,7 @@ def test_a_rollback_journal_database_locked_exclusively_gives_a_blank_line(
     payload = event(project, "SessionStart.startup")
     run_hook("SessionStart", payload, project, env={"CLAUDE_SESSION_FS_TYPE": "nfs"})
     writer = apsw.Connection(str(project / ".claude-session.db"))
+    writer.setbusytimeout(5000)  # a capture process may be writing its snapshot's row
     assert writer.execute("PRAGMA journal_mode").fetchall() == [("delete",)]
     assert show(sample(project)) == "cs: 1 agent running\n"
     writer.execute("BEGIN EXCLUSIVE")

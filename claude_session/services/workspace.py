@@ -287,6 +287,11 @@ def _scratch_index(git_dir: str, purpose: str, seeded: bool) -> str:
     if seeded and os.path.exists(ours):
         with open(ours, "rb") as src, open(scratch, "wb") as dst:
             dst.write(src.read())
+        # The copy keeps the index's own time: git takes an entry changed in the same instant
+        # as its index was written for "racily clean" and hashes it again, which a new time on
+        # the copy would hide (a same-size edit right after a capture would look unchanged).
+        times = os.stat(ours)
+        os.utime(scratch, ns=(times.st_atime_ns, times.st_mtime_ns))
     return scratch
 
 
