@@ -108,13 +108,12 @@ def add_tap(settings_path: Path, tap: Path) -> None:
     settings_path.write_text(json.dumps(settings, indent=2))
 
 
-def run_claude(
-    binary: Path, project: Path, home: Path, api: FakeAnthropic, *args: str
-) -> dict[str, Any]:
-    env = {
+def claude_env(home: Path, url: str) -> dict[str, str]:
+    """The real CLI's environment: the scripted API, a scratch HOME, our state folders."""
+    return {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
-        "ANTHROPIC_BASE_URL": api.url,
+        "ANTHROPIC_BASE_URL": url,
         "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-real-key",
         "IS_SANDBOX": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -122,6 +121,12 @@ def run_claude(
         "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
         "CLAUDE_SESSION_DATA_DIR": os.environ["CLAUDE_SESSION_DATA_DIR"],
     }
+
+
+def run_claude(
+    binary: Path, project: Path, home: Path, api: FakeAnthropic, *args: str
+) -> dict[str, Any]:
+    env = claude_env(home, api.url)
     done = subprocess.run(
         [str(binary), "-p", *args, "--output-format", "json", "--dangerously-skip-permissions"],
         cwd=project,

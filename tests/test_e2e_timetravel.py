@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import WheelInstall, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
-from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
+from test_e2e_claude import _blocks, _has_prompt, claude_binary, claude_env, run_claude
 
 from claude_session.services import daemon_control
 
@@ -76,21 +76,6 @@ class Forked:
     def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         self.bodies.append(body)
         return [text("Continuing from the forked frame.")]
-
-
-def claude_env(home: Path, url: str) -> dict[str, str]:
-    """What `run_claude` gives the real CLI, for a `claude -p` that `replay` starts."""
-    return {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": url,
-        "ANTHROPIC_API_KEY": "sk-ant-e2e-not-a-real-key",
-        "IS_SANDBOX": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_SESSION_STATE_DIR": os.environ["CLAUDE_SESSION_STATE_DIR"],
-        "CLAUDE_SESSION_DATA_DIR": os.environ["CLAUDE_SESSION_DATA_DIR"],
-    }
 
 
 def files_of(root: Path) -> dict[str, bytes]:

@@ -360,14 +360,14 @@ def prune(root: Path, days: float, vacuum: bool, as_json: bool) -> None:
     from them (agents, errors, failed paths, frames and their states) stays."""
     from ..core import memories, recall
     from ..core import state as project_state
+    from ..core.config import megabytes
     from ..services import configuration, timetravel
 
     with opened(root) as conn:
         counts = event_log.prune(conn, time.time() - days * 86400)
-        megabytes = configuration.load_or_defaults(str(root)).values["snapshot_store_max_mb"]
-        limit = int(float(megabytes) * 1024 * 1024)  # type: ignore[arg-type]
-        snapshots = timetravel.prune_workspace(conn, str(root), limit)
         values = configuration.load_or_defaults(str(root)).values
+        limit = megabytes(values, "snapshot_store_max_mb")
+        snapshots = timetravel.prune_workspace(conn, str(root), limit)
         cap = int(float(values["memory_max_count"]))  # type: ignore[arg-type]
         before = time.time() - days * 86400
         with db.Immediate(conn):

@@ -88,6 +88,14 @@ def validate(found: "dict[str, object]") -> "tuple[dict[str, object], list[str]]
     return values, problems
 
 
+def megabytes(values: "dict[str, object]", key: str) -> int:
+    """A size setting given in megabytes (`snapshot_max_file_mb`...), in bytes."""
+    value = values.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        value = DEFAULTS[key]  # validated values are numbers; never a 0 that would prune all
+    return int(float(value) * 1024 * 1024)  # type: ignore[arg-type]
+
+
 def check(key: str, value: object) -> str | None:
     """Why `value` is not valid for `key`, or None."""
     if key not in DEFAULTS:

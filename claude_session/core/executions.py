@@ -64,6 +64,13 @@ READ_ONLY_TOOLS = frozenset(
 )
 
 
+def snapshot_pending(conn: apsw.Connection) -> bool:
+    """A workspace snapshot is still being taken (frames' `vcs_tags`, by its partial index).
+    Here, not in frames: every PreToolUse of a tool that can change files asks, and that
+    hook does not otherwise import the frames module."""
+    return bool(conn.execute("SELECT 1 FROM vcs_tags WHERE status = 'pending' LIMIT 1").fetchall())
+
+
 def track(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     """Keep the execution tables current for one stored event."""
     name = ev.name

@@ -239,10 +239,6 @@ def latest_commit(conn: apsw.Connection) -> str | None:
     return str(rows[0][0]) if rows and rows[0][0] else None
 
 
-def any_pending(conn: apsw.Connection) -> bool:
-    return bool(conn.execute("SELECT 1 FROM vcs_tags WHERE status = 'pending' LIMIT 1").fetchall())
-
-
 def record_capture(
     conn: apsw.Connection,
     frames: "list[tuple[str, int]]",

@@ -146,11 +146,6 @@ def start_daemon(ctx: Context) -> None:
         daemon_control.ensure_running(ctx.root)
 
 
-def _snapshot_pending(conn: apsw.Connection) -> bool:
-    """A workspace snapshot is still being taken (a read of frames' vcs_tags, by its index)."""
-    return bool(conn.execute("SELECT 1 FROM vcs_tags WHERE status = 'pending' LIMIT 1").fetchall())
-
-
 def answer_pre_tool_use(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
 ) -> "dict[str, Any] | None":
@@ -158,7 +153,7 @@ def answer_pre_tool_use(
     taken first (wait for it). Before a Write/Edit: name any other live agent holding the
     file (warn, or deny)."""
     tool = ev.text_of("tool_name")
-    if tool not in executions.READ_ONLY_TOOLS and _snapshot_pending(conn):
+    if tool not in executions.READ_ONLY_TOOLS and executions.snapshot_pending(conn):
         from ..services import capture_control
 
         capture_control.wait_for_pending(conn, ctx.root, ctx.number("snapshot_wait_seconds"))

@@ -16,7 +16,8 @@ import time
 
 import apsw
 
-from ..core import db, facts, frames, log, state
+from ..core import db, executions, facts, frames, log, state
+from ..core.config import megabytes
 from ..core.paths import db_path
 from . import capture_control, configuration, timetravel, vcs, workspace
 
@@ -47,7 +48,7 @@ def run(root: str) -> int:
         # look once more now that the lock is free.
         conn = db.connect(db_path(root), create=False)
         try:
-            if not frames.any_pending(conn):
+            if not executions.snapshot_pending(conn):
                 return done
         finally:
             conn.close()
@@ -109,8 +110,7 @@ def keep_facts(root: str) -> None:
 
 def _keep_bounded(root: str) -> None:
     """Past the configured size, the oldest ended sessions' snapshots go (see prune)."""
-    values = configuration.load_or_defaults(root).values
-    limit = int(float(values["snapshot_store_max_mb"]) * 1024 * 1024)  # type: ignore[arg-type]
+    limit = megabytes(configuration.load_or_defaults(root).values, "snapshot_store_max_mb")
     if workspace.size_bytes(root) <= limit:
         return
     conn = db.connect(db_path(root), create=False)
@@ -121,8 +121,7 @@ def _keep_bounded(root: str) -> None:
 
 
 def _max_bytes(root: str) -> int:
-    megabytes = configuration.load_or_defaults(root).values["snapshot_max_file_mb"]
-    return int(float(megabytes) * 1024 * 1024)  # type: ignore[arg-type]
+    return megabytes(configuration.load_or_defaults(root).values, "snapshot_max_file_mb")
 
 
 def main(argv: list[str] | None = None) -> int:

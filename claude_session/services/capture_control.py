@@ -91,18 +91,18 @@ def spawn(root: str) -> int:
 def wait_for_pending(conn: "apsw.Connection", root: str, timeout: float) -> float:
     """Block until no workspace snapshot is pending, at most `timeout` seconds; starts the
     capture process if none runs. Returns the seconds waited (0.0 when nothing was pending)."""
-    from ..core.frames import any_pending
+    from ..core.executions import snapshot_pending
 
-    if timeout <= 0 or not any_pending(conn):
+    if timeout <= 0 or not snapshot_pending(conn):
         return 0.0
     started = time.monotonic()
     deadline = started + timeout
     starts = 1 if ensure_running(root) else 0
-    while any_pending(conn):
+    while snapshot_pending(conn):
         if time.monotonic() >= deadline:
             break
         time.sleep(POLL_SECONDS)
         # It exited (or crashed) with work left: start another, a few times at most.
-        if starts < MAX_STARTS and not is_running(root) and any_pending(conn):
+        if starts < MAX_STARTS and not is_running(root) and snapshot_pending(conn):
             starts += 1 if ensure_running(root) else 0
     return time.monotonic() - started
