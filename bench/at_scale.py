@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark at scale: a project database of 1,000,000 events over 2,000 sessions, built
 through the real recording path (`event.load` + `events.apply`, as the hook does), then the
-hook processes timed on it and on an empty database, as ratios to `python -I -S -c pass`.
+hook processes timed on it and on an empty database, as ratios to `python -I -S -c pass`:
+relayed (the project's resident process serves them, as once a session has started) and in
+process (no resident process: the first hooks of a session, or with it turned off).
 
     .venv/bin/python bench/at_scale.py [--events 1000000] [--sessions 2000] [--runs 30]
         [--python /path/to/wheel-venv/bin/python] [--cache DIR] [--json]
@@ -17,6 +19,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -195,14 +198,57 @@ def settle(project: Path, seconds: float = 30.0) -> None:
         reader.close()
 
 
-def time_hooks(project: Path, python: str, runs: int) -> dict[str, Any]:
+def start_resident(project: Path, python: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The project's resident process, started as a hook starts it (the hooks' environment),
+    and waited for until its relay listens."""
+    process = subprocess.Popen(
+        [python, "-m", "claude_session.resident", "--project", str(project)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    status = project / ".claude-session.db.daemon.json"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(status.read_text()).get("relay_socket"):
+                return process
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    process.kill()
+    raise SystemExit("the resident process did not start its relay")
+
+
+def time_hooks(project: Path, python: str, runs: int, relayed: bool) -> dict[str, Any]:
+    """Each hook's wall time: served by the project's resident process (`relayed`, as for a
+    user once a session has started), or doing its work itself (no resident process)."""
     env = {
         "PATH": "/usr/bin:/bin",
+        "HOME": str(project.parent),
         "CLAUDE_PROJECT_DIR": str(project),
         "CLAUDE_SESSION_STATE_DIR": str(project.parent / "state"),
         "CLAUDE_SESSION_NO_DAEMON": "1",
         "CLAUDE_SESSION_NO_JUDGE": "1",
     }
+    if not relayed:
+        env["CLAUDE_SESSION_NO_RELAY"] = "1"
+    resident = None
+    if relayed:
+        timed(
+            installer.hook_argv("SessionStart", python), hook_cases(str(project), -2)[0][1][0], env
+        )
+        resident = start_resident(project, python, env)
+    try:
+        return _time_hooks(project, python, runs, env)
+    finally:
+        if resident is not None:
+            resident.terminate()
+            resident.wait(30)
+
+
+def _time_hooks(project: Path, python: str, runs: int, env: dict[str, str]) -> dict[str, Any]:
     bare = [os.path.realpath(python), "-I", "-S", "-c", "pass"]
     entry = package_dir(python) / "hook.py"  # that install's own hook entry (a wheel's)
     samples: dict[str, list[float]] = {"python3 -I -S -c pass": []}
@@ -252,13 +298,15 @@ def main() -> None:
     results["build"] = json.loads((cached / "build.json").read_text())
     results["bytes_per_event"] = round(big.stat().st_size / results["build"]["events"])
     with tempfile.TemporaryDirectory() as scratch:
-        empty = Path(scratch) / "empty" / "project"
-        empty.mkdir(parents=True)
-        results["hooks_empty_db"] = time_hooks(empty, args.python, args.runs)
-        loaded = Path(scratch) / "big" / "project"
-        loaded.mkdir(parents=True)
-        shutil.copy(big, loaded / ".claude-session.db")
-        results["hooks_1m_db"] = time_hooks(loaded, args.python, args.runs)
+        for relayed in (True, False):
+            how = "relayed" if relayed else "in_process"
+            empty = Path(scratch) / f"empty-{how}" / "project"
+            empty.mkdir(parents=True)
+            results[f"hooks_empty_db_{how}"] = time_hooks(empty, args.python, args.runs, relayed)
+            loaded = Path(scratch) / f"big-{how}" / "project"
+            loaded.mkdir(parents=True)
+            shutil.copy(big, loaded / ".claude-session.db")
+            results[f"hooks_1m_db_{how}"] = time_hooks(loaded, args.python, args.runs, relayed)
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -267,7 +315,7 @@ def main() -> None:
     print(f"recording rate, load + apply (events/s): {results['build']['rate_events_per_s_at']}")
     apply_only = results["build"].get("apply_only_events_per_s_at")
     print(f"recording rate, events.apply alone (events/s): {apply_only}")
-    for key in ("hooks_empty_db", "hooks_1m_db"):
+    for key in [k for k in results if k.startswith("hooks_")]:
         print(key)
         for label, figures in results[key].items():
             print(

@@ -138,7 +138,8 @@ def daemons_of(project: Path) -> list[int]:
             continue
         # also while still in its start delay (`sh -c "sleep ...; exec nice python -m ..."`)
         path = str(project).encode()
-        if b"claude_session.services.daemon" in cmdline and (
+        daemon = b"claude_session.resident" in cmdline
+        if (daemon or b"claude_session.services.daemon" in cmdline) and (
             path + b"\0" in cmdline or path + b"'" in cmdline
         ):
             found.append(int(entry.name))

@@ -168,7 +168,7 @@ def daemon_start(root: Path) -> None:
     """Start it in the background (no-op when it runs)."""
     from ..services import daemon_control
 
-    started = daemon_control.ensure_running(str(root))
+    started = daemon_control.ensure_running(str(root), throttle=False)
     deadline = time.monotonic() + 10
     while daemon_control.running_pid(str(root)) is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -199,9 +199,9 @@ def daemon_status(root: Path, as_json: bool) -> None:
 @click.pass_obj
 def daemon_run(root: Path) -> None:
     """Run it in the foreground (until Ctrl+C, `daemon stop`, or idle exit)."""
-    from ..services import daemon as background
-
-    sys.exit(background.run(str(root)))
+    # The very process `daemon start` runs in the background: the sweeper and the hook relay.
+    argv = [sys.executable, "-m", "claude_session.resident", "--project", str(root)]
+    os.execv(sys.executable, argv)
 
 
 @cli.command(name="errors")

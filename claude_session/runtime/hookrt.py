@@ -1,19 +1,21 @@
-"""The hook runtime: every hook script calls `main(event_name)` and nothing else.
+"""The hook's work: payload -> redact -> parse -> one transaction -> answer.
 
-stdin (capped, with a deadline) -> redact -> parse -> one transaction -> answer. All output
-and the exit code live here: stdout is empty or exactly one JSON object, the exit code is 0,
-or 3 for the one deliberate, configured block (the judge; the installed command makes it 2).
+`process` is that work wherever it runs: in the hook process (`run_here`, when no resident
+process served the hook, see `relay`) or in the project's resident process for a relayed
+hook (`claude_session/resident.py`). Its answer is empty or exactly one JSON object for
+stdout, exit code 0, or 3 for the one deliberate, configured block (the judge; the installed
+command makes it 2).
 Anything that goes wrong inside is logged beside the database; the event goes to the spool
 when the database cannot take it. Imports: the standard library and apsw only.
 """
 
 import gc
 import os
-import sys
 import time
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     import apsw
@@ -22,59 +24,102 @@ if TYPE_CHECKING:
     from ..core.events import Applied, Context, Delivery
     from .handlers import ExitBlock
 
+    Connect = Callable[[str, int], apsw.Connection]  # (root, busy timeout ms) -> connection
+
 BLOCK_EXIT = 3  # not 2: python itself exits 2 when it cannot open the script
-STDIN_CAP_BYTES = 32 * 1024 * 1024  # past this the payload cannot be a real event
-# Claude Code writes the payload at once; the shortest timeout we install is 5 s (SessionEnd).
-STDIN_FIRST_BYTE_SECONDS = 3.0  # nothing at all for this long: nobody is going to write
-STDIN_IDLE_SECONDS = 2.0  # data flowed, then nothing for this long: the writer is gone
 
 
-def main(event_hint: str) -> None:
-    """Run one hook and exit 0 whatever happens (3 only for a deliberate block)."""
+class Outcome:
+    """What one hook run gives back: its exit code and texts, and the side effects left to run
+    once the answer is out (starting the daemon or a capture, ingesting the spool)."""
+
+    __slots__ = ("code", "deferred", "err", "out")
+
+    def __init__(self) -> None:
+        self.code = 0
+        self.out = ""
+        self.err = ""
+        self.deferred: list[Callable[[], None]] = []
+
+    def answer(self, value: "str | ExitBlock | None") -> None:
+        if isinstance(value, str):
+            self.out = value
+        elif value is not None:  # a deliberate, configured block (the judge)
+            self.err = value.reason + "\n"
+            self.code = BLOCK_EXIT  # the installed command turns it into 2 (see installer)
+
+    def finish(self) -> None:
+        """Run the deferred side effects; each one's failure is logged, never raised."""
+        for step in self.deferred:
+            step()
+
+
+def run_here(
+    event_hint: str,
+    raw: bytes,
+    why_short: str | None,
+    received_at: float,
+    started_clock: float,
+    delivery_id: str,
+    relay_missed: bool = False,
+) -> tuple[int, str, str]:
+    """The hook's work in this process (no resident process served it): (code, out, err)."""
     # A hook lives ~15 ms and leaves no cycles worth collecting: without the cyclic GC, the
     # imports below stop paying for collections that scan every object so far (measured).
     gc.disable()
-    started_clock = time.perf_counter()
-    received_at = time.time()
-    output = None
-    if not os.environ.get("CLAUDE_SESSION_DISABLED"):
-        try:
-            output = run(event_hint, received_at, started_clock)
-        except BaseException as exc:  # fail open, always
-            _internal_error(None, event_hint, exc)
-    code = 0
+    outcome = Outcome()
     try:
-        if isinstance(output, str):
-            sys.stdout.write(output)
-            sys.stdout.flush()
-        elif output is not None:  # a deliberate, configured block (the judge)
-            sys.stderr.write(output.reason + "\n")
-            sys.stderr.flush()
-            code = BLOCK_EXIT  # the installed command turns it into 2 (see installer)
-    except Exception:
-        code = 0
-    # Skip interpreter teardown: everything is committed or spooled already.
-    os._exit(code)
+        process(
+            outcome,
+            event_hint,
+            raw,
+            why_short,
+            received_at,
+            started_clock,
+            delivery_id,
+            start_daemon=relay_missed,
+        )
+    except BaseException as exc:  # fail open, always
+        _internal_error(None, event_hint, exc)
+    outcome.finish()
+    return outcome.code, outcome.out, outcome.err
 
 
-def run(event_hint: str, received_at: float, started_clock: float) -> "str | ExitBlock | None":
-    """One hook run; returns the text for stdout (one JSON object), an ExitBlock, or None."""
+def process(
+    outcome: Outcome,
+    event_hint: str,
+    raw: bytes,
+    why_short: str | None,
+    received_at: float,
+    started_clock: float,
+    delivery_id: str,
+    *,
+    root_hint: str | None = None,
+    dispatcher: str | None = None,
+    connect: "Connect | None" = None,
+    start_daemon: bool = False,
+) -> None:
+    """One hook run, wherever it runs (this process, or the resident one for a relayed hook):
+    the answer goes into `outcome`, side effects into `outcome.deferred`.
+
+    `root_hint`: the project the relaying hook named; `connect`: the resident process's own
+    open connections; `start_daemon`: no resident process answered, start one."""
     import apsw
 
     from ..core import config, db, event, events
     from ..core.paths import db_path, intended_root, project_root, spool_dir
     from .handlers import DEFAULT, HANDLERS, ExitBlock
+    from .handlers import start_daemon as restart_daemon
 
-    known_root = project_root()  # from $CLAUDE_PROJECT_DIR: where to log before parsing
-    raw, why_short = read_stdin()
+    known_root = root_hint or project_root()  # from $CLAUDE_PROJECT_DIR: where to log early
     if why_short and not raw:
         _log("ERROR", known_root, event_hint, f"{why_short}; event not stored")
-        return None
+        return
     if why_short:  # whatever arrived is recorded below: a whole payload, or spooled raw text
         _log("WARNING", known_root, event_hint, f"{why_short}: {len(raw)} bytes read")
     if not raw.strip():
         _log("WARNING", known_root, event_hint, "empty stdin: nothing to record")
-        return None
+        return
     scratch = apsw.Connection(":memory:")  # SQLite is the JSON parser and encoder here
     try:
         ev, truncated = event.load(scratch, raw, event_hint)
@@ -84,25 +129,27 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
         )
         if why_short:  # cut off by a writer that went silent: keep what came, for the record
             _spool_partial(known_root, event_hint, raw, received_at, f"{why_short}; {exc}")
-        return None
+        return
+    if dispatcher is None:
+        # Claude Code gives a plugin's hooks CLAUDE_PLUGIN_ROOT; a settings.json hook has none.
+        dispatcher = "plugin" if os.environ.get("CLAUDE_PLUGIN_ROOT") else "settings"
     delivery = events.Delivery(
-        events.new_delivery_id(),
+        delivery_id,
         received_at,
         len(raw),
         _sha256(raw) if truncated else None,
         truncated,
         started_clock=started_clock,
-        # Claude Code gives a plugin's hooks CLAUDE_PLUGIN_ROOT; a settings.json hook has none.
-        dispatcher="plugin" if os.environ.get("CLAUDE_PLUGIN_ROOT") else "settings",
+        dispatcher=dispatcher,
     )
-    root = project_root(ev.get("cwd"))
+    root = root_hint or project_root(ev.get("cwd"))
     if root is None:
         missing = intended_root(ev.get("cwd"))
         reason = f"project directory {missing} missing" if missing else "no project directory"
         from ..core import spool
 
         _spool(spool.user_spool_dir(), ev, delivery, missing, None, reason)
-        return None
+        return
     handler = HANDLERS.get(ev.name, DEFAULT)
     prepared = None
     if handler.prepare is not None:
@@ -111,47 +158,75 @@ def run(event_hint: str, received_at: float, started_clock: float) -> "str | Exi
         except Exception as exc:
             _internal_error(root, ev.name, exc)
     conn = None
+    reader = None
     applied = None
     ctx = events.Context(root, time.time(), prepared, config.for_hooks(root, scratch))
     try:
-        conn = db.connect(db_path(root), busy_timeout_ms=handler.busy_timeout_ms)
+        if connect is not None:
+            conn = connect(root, handler.busy_timeout_ms)
+        else:
+            conn = db.connect(db_path(root), busy_timeout_ms=handler.busy_timeout_ms)
         applied = _apply(conn, ev, delivery, ctx)
     except (db.DatabaseError, apsw.Error, OSError) as exc:  # OSError: cannot even create it
         reason = f"{type(exc).__name__}: {exc}"
         _log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
         _spool(spool_dir(root), ev, delivery, root, prepared, reason)
-        conn = _reader(root)
+        conn = reader = _reader(root)
     else:
         if os.path.isdir(spool_dir(root)):
-            try:
-                from ..core import spool
-
-                if spool.pending(spool_dir(root)):
-                    spool.ingest(conn, root, limit=50)
-            except Exception as exc:
-                _internal_error(root, "spool ingest", exc)
+            outcome.deferred.append(lambda: _ingest_spool(root, connect))
     if handler.after is not None:
-        try:
-            handler.after(ctx)
-        except Exception as exc:
-            _internal_error(root, ev.name, exc)
+        after = handler.after
+        outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: after(ctx)))
+    elif start_daemon and ev.name != "SessionEnd":  # the resident process is gone: restart it
+        outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: restart_daemon(ctx)))
     if ctx.capture_requested and conn is not None:  # a frame asked for a workspace snapshot
-        try:
-            from ..services import capture_control
-
-            capture_control.ensure_running(root)
-        except Exception as exc:
-            _internal_error(root, "workspace snapshot", exc)
-    if handler.answer is None or conn is None:
-        return None
+        outcome.deferred.append(lambda: _guarded(root, "workspace snapshot", _capture(root)))
     try:
-        answer = handler.answer(conn, ev, ctx, applied)
-    except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
-        _internal_error(root, ev.name, exc)
-        return None
-    if answer is None or isinstance(answer, ExitBlock):
-        return answer
-    return encode(scratch, answer)
+        if handler.answer is None or conn is None:
+            return
+        try:
+            answer = handler.answer(conn, ev, ctx, applied)
+        except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
+            _internal_error(root, ev.name, exc)
+            return
+        if answer is None or isinstance(answer, ExitBlock):
+            outcome.answer(answer)
+            return
+        outcome.answer(encode(scratch, answer))
+    finally:
+        if reader is not None:
+            reader.close()
+
+
+def _capture(root: str) -> "Callable[[], None]":
+    def start() -> None:
+        from ..services import capture_control
+
+        capture_control.ensure_running(root)
+
+    return start
+
+
+def _guarded(root: str, what: str, step: "Callable[[], None]") -> None:
+    try:
+        step()
+    except Exception as exc:
+        _internal_error(root, what, exc)
+
+
+def _ingest_spool(root: str, connect: "Connect | None") -> None:
+    """Events that waited in the spool go in after this one (a few per hook run)."""
+    try:
+        from ..core import db, spool
+        from ..core.paths import db_path, spool_dir
+
+        if not spool.pending(spool_dir(root)):
+            return
+        conn = connect(root, 5000) if connect is not None else db.connect(db_path(root))
+        spool.ingest(conn, root, limit=50)
+    except Exception as exc:
+        _internal_error(root, "spool ingest", exc)
 
 
 def _apply(conn: "apsw.Connection", ev: "Event", delivery: "Delivery", ctx: "Context") -> "Applied":
@@ -265,56 +340,6 @@ def _first_time(root: str | None, session_id: str) -> bool:
         return True
     os.close(fd)
     return True
-
-
-def read_stdin() -> tuple[bytes, str | None]:
-    """All of stdin, unless it passes the size cap or stalls; then (what was read, why).
-
-    Non-blocking reads with a short sleep when the pipe is momentarily empty: a deadline
-    without importing `select`, and a slow writer that keeps delivering is never cut off.
-    """
-    try:
-        fd = sys.stdin.fileno()
-    except (AttributeError, ValueError, OSError):
-        return b"", None
-    try:
-        was_blocking = os.get_blocking(fd)
-        os.set_blocking(fd, False)
-    except OSError:
-        was_blocking = None
-    chunks: list[bytes] = []
-    size = 0
-    pause = 0.0005
-    start = last = time.monotonic()
-    try:
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 20)
-            except BlockingIOError:
-                now = time.monotonic()
-                # A pipe still delivering is never cut off (only the size cap bounds it); a
-                # silent one is given up on: before the first byte, or after the last.
-                if chunks and now - last > STDIN_IDLE_SECONDS:
-                    return b"".join(chunks), "stdin left open after the payload"
-                if not chunks and now - start > STDIN_FIRST_BYTE_SECONDS:
-                    return b"", "stdin left open with no data"
-                time.sleep(pause)
-                pause = min(pause * 2, 0.02)  # back off: a waiting hook must not burn a core
-                continue
-            pause = 0.0005
-            if not chunk:
-                return b"".join(chunks), None
-            chunks.append(chunk)
-            size += len(chunk)
-            last = time.monotonic()
-            if size > STDIN_CAP_BYTES:
-                return b"", f"oversized payload (over {STDIN_CAP_BYTES} bytes)"
-    finally:
-        if was_blocking:
-            try:
-                os.set_blocking(fd, True)
-            except OSError:
-                pass
 
 
 def encode(scratch: "apsw.Connection", value: object) -> str:

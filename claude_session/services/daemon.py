@@ -68,6 +68,15 @@ class Daemon:
             "events_ingested": 0,
         }
         self.config: dict[str, object] = configuration.load_or_defaults(root).values
+        self.status_lock = threading.Lock()  # a companion's threads count and publish too
+
+    def count(self, key: str, amount: int = 1, **also: Any) -> None:
+        """Add to a counter of the status file (and set other values), then publish it: what
+        a companion serves shows at once, not at the next sweep."""
+        with self.status_lock:
+            self.stats[key] = self.stats.get(key, 0) + amount
+            self.stats.update(also)
+        self.write_status()
 
     # --- one pass ------------------------------------------------------------------------
 
@@ -155,15 +164,16 @@ class Daemon:
     def write_status(self) -> None:
         """Replace the status file: a new temporary file (never through a planted link), then
         an atomic rename over the old one."""
-        tmp = f"{status_path(self.root)}.{os.getpid()}.tmp"
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(self.stats, f)
-        os.replace(tmp, status_path(self.root))
+        with self.status_lock:
+            tmp = f"{status_path(self.root)}.{os.getpid()}.tmp"
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self.stats, f)
+            os.replace(tmp, status_path(self.root))
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -270,9 +280,21 @@ def _ours(change: watchfiles.Change, path: str) -> bool:
     return name.startswith(DB_NAME) and not name.endswith(excluded) and ".corrupt-" not in name
 
 
-def run(root: str, stop: threading.Event | None = None, requested_at: float | None = None) -> int:
+Companion = Callable[[str, threading.Event, "Daemon"], Callable[[], None]]
+
+
+def run(
+    root: str,
+    stop: threading.Event | None = None,
+    requested_at: float | None = None,
+    companion: Companion | None = None,
+) -> int:
     """Run until stopped or idle; 0 also when another daemon already runs (it wins), or when a
-    stop was asked for after this start was (`daemon stop` during the start delay)."""
+    stop was asked for after this start was (`daemon stop` during the start delay).
+
+    `companion(root, stop, daemon)` starts whatever else the process serves while it holds the
+    lock (the hook relay, from the layer above; it counts with `daemon.count`, which the status
+    file shows) and returns how to close it."""
     root = os.path.abspath(root)
     lock = acquire_lock(root)
     if lock is None:
@@ -285,12 +307,15 @@ def run(root: str, stop: threading.Event | None = None, requested_at: float | No
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
     daemon = Daemon(root)
+    close_companion = companion(root, stop, daemon) if companion is not None else None
     try:
         daemon.run(stop)
     except Exception as exc:
         log.error(root, "daemon", f"stopped by an internal error: {type(exc).__name__}: {exc}")
         return 1
     finally:
+        if close_companion is not None:
+            close_companion()
         daemon.close()
         os.close(lock)
     return 0

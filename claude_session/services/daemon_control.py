@@ -13,7 +13,6 @@ import time
 
 from ..core.paths import db_path
 
-NICE = "/usr/bin/nice"
 SH = "/bin/sh"
 START_DELAY_SECONDS = 0.5
 
@@ -33,6 +32,10 @@ def stop_marker_path(root: str) -> str:
 def request_stop(root: str) -> None:
     """Say when the last stop was asked for: a daemon requested before that (one a SessionStart
     hook is still starting, behind its start delay) gives up instead of running."""
+    try:  # and a start asked for after this stop is not held back by an earlier one
+        os.unlink(lock_path(root) + ".spawned")
+    except OSError:
+        pass
     path = stop_marker_path(root)
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -95,20 +98,47 @@ def running_pid(root: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def ensure_running(root: str) -> bool:
-    """Start the daemon unless one runs; returns True if one was started. Not waited for."""
-    if is_running(root):
+SPAWN_GRACE_SECONDS = 5.0  # a daemon started this recently is still on its way up
+
+
+def ensure_running(root: str, throttle: bool = True) -> bool:
+    """Start the daemon unless one runs, or one was started moments ago and is still on its
+    way (its start delay and imports take ~0.7 s: the hooks of that moment must not each start
+    one; `daemon start` asks with throttle off); returns True if one was started. Not waited
+    for."""
+    if is_running(root) or (throttle and _spawned_recently(root)):
         return False
     spawn(root)
     return True
 
 
+def _spawned_recently(root: str) -> bool:
+    """True within SPAWN_GRACE_SECONDS of the last start; marks this moment when not."""
+    marker = lock_path(root) + ".spawned"
+    try:
+        if time.time() - os.lstat(marker).st_mtime < SPAWN_GRACE_SECONDS:
+            return True
+        os.unlink(marker)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except FileExistsError:
+        return True  # another hook marked it first: that one starts the daemon
+    except OSError:
+        pass
+    return False
+
+
 def spawn(root: str) -> int:
-    """Start `python -m claude_session.services.daemon` detached: its own session, stdio on
+    """Start `python -m claude_session.resident` detached: its own session, stdio on
     /dev/null, so neither Claude Code's process group signals nor its pipes reach it.
     posix_spawn, not subprocess: importing subprocess would cost the SessionStart hook ~5 ms."""
     python = sys.executable
-    argv = [python, "-m", "claude_session.services.daemon", "--project", root]
+    # The resident process: the sweeper and the hook relay.
+    argv = [python, "-m", "claude_session.resident", "--project", root]
     argv += ["--requested-at", f"{time.time():.6f}"]
     env = dict(os.environ)  # started without -I -S: `site` finds watchfiles and pydantic
     actions = [
@@ -118,11 +148,9 @@ def spawn(root: str) -> int:
     ]
     # Its start-up (~150 ms of imports) must not compete with the hook that started it, nor
     # with the burst of hooks that follows a SessionStart: measured here, a daemon starting
-    # alongside made the SessionStart hook 3 ms slower; started half a second later, under
-    # `nice`, it costs nothing measurable. (A scheduler change inside posix_spawn would run
-    # before exec, while this process waits for the vfork child: measured slower still.)
-    if os.path.exists(NICE):
-        argv = [NICE, "-n", "10", *argv]
+    # alongside made the SessionStart hook 3 ms slower; started half a second later it costs
+    # nothing measurable. Not niced: once up, it answers the project's hooks (the relay), and a
+    # niced process on a busy machine would make them wait.
     if os.path.exists(SH):
         quoted = " ".join("'" + arg.replace("'", "'\\''") + "'" for arg in argv)
         argv = [SH, "-c", f"sleep {START_DELAY_SECONDS}; exec {quoted}"]

@@ -1,0 +1,302 @@
+"""The project's resident process: the daemon's sweeps (`services/daemon.py`) and the server
+that answers relayed hooks (`runtime/relay.py`) with the same `hookrt.process` a hook runs by
+itself.
+
+Why a module of its own, above the hook runtime: serving a hook means running the hook's own
+work, and the sweeper below knows nothing of hooks; the hook runtime itself must stay free of
+the sweeper's libraries (watchfiles). `daemon_control.spawn` starts this module.
+
+Each relayed hook gets a thread: it reads the request, checks that it comes from this very
+install (same code) under the same environment (same state folders and switches) for this
+project, acknowledges it, applies it on one of the process's open connections, answers, and
+only then runs the side effects (starting a capture, ingesting the spool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import stat
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+import apsw
+
+from .core import db
+from .core.paths import db_path
+from .runtime import hookrt, relay
+from .services import daemon as sweeper
+
+MAX_REQUEST_BYTES = relay.STDIN_CAP_BYTES + 64 * 1024
+READ_SECONDS = 5.0  # a client that stops sending mid-request is dropped
+MAX_WORKING = 8  # hooks applied at once; the others wait (their acknowledgement is sent)
+
+
+class Declined(Exception):
+    """A request this server must not serve: the hook does the work itself."""
+
+
+class Connections:
+    """Open connections to the project database, one per working thread at a time, reopened
+    when the file at the path is no longer the one they hold (moved aside, deleted, replaced
+    by a link: `db.connect` then creates or refuses exactly as a hook would)."""
+
+    def __init__(self, root: str) -> None:
+        self.path = db_path(root)
+        self.idle: list[tuple[apsw.Connection, tuple[int, int]]] = []
+        self.lock = threading.Lock()
+
+    def take(self, busy_timeout_ms: int) -> tuple[apsw.Connection, tuple[int, int]]:
+        identity = _identity(self.path)
+        with self.lock:
+            while self.idle:
+                conn, held = self.idle.pop()
+                if held == identity:
+                    conn.setbusytimeout(busy_timeout_ms)
+                    return conn, held
+                conn.close()
+        conn = db.connect(self.path, busy_timeout_ms=busy_timeout_ms)
+        return conn, _identity(self.path)
+
+    def give_back(self, conn: apsw.Connection, held: tuple[int, int]) -> None:
+        if conn.in_transaction:  # never: every write is one `with Immediate` block
+            conn.close()
+            return
+        with self.lock:
+            self.idle.append((conn, held))
+
+    def close(self) -> None:
+        with self.lock:
+            for conn, _ in self.idle:
+                conn.close()
+            self.idle.clear()
+
+
+def _identity(path: str) -> tuple[int, int]:
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return (0, 0)
+    if stat.S_ISLNK(found.st_mode):
+        return (0, 0)
+    return (found.st_dev, found.st_ino)
+
+
+class RelayServer:
+    """Listens on the project's relay socket and serves each connection in a thread."""
+
+    def __init__(self, root: str, stop: threading.Event, status: sweeper.Daemon) -> None:
+        self.root = root
+        self.stop = stop
+        self.status = status  # its status file shows what the relay did
+        status.stats.update(relay_served=0, relay_declined=0, relay_socket=None)
+        self.fingerprint = relay.fingerprint()
+        self.environment = relay.environment()
+        self.connections = Connections(root)
+        self.working = threading.BoundedSemaphore(MAX_WORKING)
+        self.path = relay.socket_path(root)
+        self.listener: socket.socket | None = None
+
+    def start(self) -> bool:
+        """Bind and start accepting; False when this project gets no relay (address too long,
+        state folder not ours), which only means hooks work by themselves."""
+        if self.path is None:
+            return False
+        folder = os.path.dirname(self.path)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        found = os.lstat(folder)
+        if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+            hookrt._log("ERROR", self.root, "daemon", f"relay folder {folder} is not ours")
+            return False
+        os.chmod(folder, 0o700)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        staging = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            os.unlink(staging)
+        except FileNotFoundError:
+            pass
+        listener.bind(staging)
+        os.chmod(staging, 0o600)
+        listener.listen(128)
+        os.replace(staging, self.path)  # we hold the project's daemon lock: the name is ours
+        self.listener = listener
+        self.status.stats["relay_socket"] = self.path
+        threading.Thread(target=self._accept, name="relay-accept", daemon=True).start()
+        return True
+
+    def close(self) -> None:
+        """Stop listening and take the socket's name away (before the daemon lock is let go)."""
+        listener, self.listener = self.listener, None
+        if listener is None or self.path is None:
+            return
+        try:  # we still hold the project's daemon lock: no other server has bound this name
+            os.unlink(self.path)
+        except OSError:
+            pass
+        listener.close()
+        self.connections.close()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set() and self.listener is not None:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                if self.listener is None:
+                    return
+                time.sleep(0.01)
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        """One relayed hook; any failure closes the connection unanswered, and the hook does
+        the work itself."""
+        try:
+            with conn:
+                conn.settimeout(READ_SECONDS)
+                try:
+                    fields = self._request(conn)
+                except Declined as exc:
+                    try:
+                        conn.sendall(b"NO " + str(exc).encode("utf-8", "replace")[:200] + b"\n")
+                    except OSError:
+                        pass  # the hook gave up already and does the work itself
+                    self.status.count("relay_declined", relay_last_declined=str(exc))
+                    return
+                conn.sendall(b"ACK\n")
+                with self.working:
+                    if _gone(conn):
+                        return  # it gave up waiting for its turn: it does the work itself
+                    outcome = self._apply(fields)
+                conn.sendall(
+                    b"OK %d %d %d\n"
+                    % (outcome.code, len(outcome.out.encode()), len(outcome.err.encode()))
+                    + outcome.out.encode()
+                    + outcome.err.encode()
+                )
+            outcome.finish()
+            self.status.count("relay_served")
+        except Exception as exc:  # the client falls back; say why here
+            hookrt._internal_error(self.root, "relay", exc)
+
+    def _request(self, conn: socket.socket) -> list[bytes]:
+        _check_peer(conn)
+        head = _read_line(conn)
+        parts = head.split(b" ")
+        if parts[0] != relay.MAGIC or not all(p.isdigit() for p in parts[1:]) or len(parts) != 11:
+            raise Declined("not a relay request")
+        sizes = [int(p) for p in parts[1:]]
+        if sum(sizes) > MAX_REQUEST_BYTES:
+            raise Declined("request too large")
+        body = _read_exactly(conn, sum(sizes))
+        fields, at = [], 0
+        for size in sizes:
+            fields.append(body[at : at + size])
+            at += size
+        fingerprint, environment, root = (f.decode("utf-8", "surrogateescape") for f in fields[:3])
+        if fingerprint != self.fingerprint:
+            if fingerprint.split("|")[1:2] == self.fingerprint.split("|")[1:2]:
+                self.stop.set()  # our own install was replaced: make way for its new code
+            raise Declined("another install of claude-session")
+        if environment != self.environment:
+            raise Declined("another environment")
+        if root != self.root:
+            raise Declined("another project")
+        return fields
+
+    def _apply(self, fields: list[bytes]) -> hookrt.Outcome:
+        text = [f.decode("utf-8", "surrogateescape") for f in fields[3:9]]
+        event_hint, received_at, started_clock, delivery_id, dispatcher, why_short = text
+        outcome = hookrt.Outcome()
+        taken: list[tuple[apsw.Connection, tuple[int, int]]] = []
+
+        def connect(root: str, busy_timeout_ms: int) -> apsw.Connection:
+            taken.append(self.connections.take(busy_timeout_ms))
+            return taken[-1][0]
+
+        try:
+            hookrt.process(
+                outcome,
+                event_hint,
+                fields[9],
+                why_short or None,
+                float(received_at),
+                float(started_clock),
+                delivery_id,
+                root_hint=self.root,
+                dispatcher=dispatcher,
+                connect=connect,
+            )
+        finally:
+            for conn, held in taken:
+                self.connections.give_back(conn, held)
+        return outcome
+
+
+def _gone(conn: socket.socket) -> bool:
+    """The hook closed its end (it stopped waiting): nothing more to read, at once."""
+    timeout = conn.gettimeout()
+    conn.setblocking(False)  # with a timeout set, recv would first wait for data
+    try:
+        return conn.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        conn.settimeout(timeout)
+
+
+def _check_peer(conn: socket.socket) -> None:
+    """Only processes of this user: the folder is 0700 already; this says so again."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    if uid != os.getuid():
+        raise Declined("another user")
+
+
+def _read_line(conn: socket.socket, limit: int = 4096) -> bytes:
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = conn.recv(1)
+        if not chunk or len(line) > limit:
+            raise Declined("incomplete request")
+        line += chunk
+    return line[:-1]
+
+
+def _read_exactly(conn: socket.socket, size: int) -> bytes:
+    chunks, got = [], 0
+    while got < size:
+        chunk = conn.recv(min(1 << 20, size - got))
+        if not chunk:
+            raise Declined("incomplete request")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def serve_hooks(root: str, stop: threading.Event, status: sweeper.Daemon) -> Callable[[], None]:
+    """The daemon's companion: start the relay server; returns how to close it."""
+    server = RelayServer(root, stop, status)
+    try:
+        started = server.start()
+    except OSError as exc:
+        hookrt._log("ERROR", root, "daemon", f"relay not started: {exc}")
+        started = False
+    return server.close if started else (lambda: None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m claude_session.resident")
+    parser.add_argument("--project", required=True)
+    parser.add_argument("--requested-at", type=float, default=None)
+    args = parser.parse_args(argv)
+    os.chdir("/")  # never keep a project directory busy
+    return sweeper.run(args.project, requested_at=args.requested_at, companion=serve_hooks)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

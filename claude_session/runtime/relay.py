@@ -1,0 +1,328 @@
+"""The hook process's first step: read stdin, then hand the event to the project's resident
+process if one serves it; otherwise (or if it fails in any way) do the work here.
+
+Why: a hook is on the agent's critical path, and most of an in-process hook's cost is loading
+apsw and our core and opening the database, which the project's daemon has done already. Over
+a Unix socket in the user's state folder the hook sends what it read and gets back exactly what
+it would have printed (`claude_session/resident.py` serves it). This module imports only
+`os`, `sys`, `time` (loaded with the interpreter) and `_socket`.
+
+Nothing is lost and nothing is done twice: the server acknowledges a request before working on
+it and answers only once the event is committed (or spooled). No acknowledgement in time, no
+answer in time, a refusal (another install, another environment) or a broken connection: the
+hook applies the event itself, under the same delivery id, which the store deduplicates.
+"""
+
+import os
+import sys
+import time
+
+TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
+if TYPE_CHECKING:
+    import _socket
+    from collections.abc import Callable
+
+MAGIC = b"CSR1"
+STDIN_CAP_BYTES = 32 * 1024 * 1024  # past this the payload cannot be a real event
+# Claude Code writes the payload at once; the shortest timeout we install is 5 s (SessionEnd).
+STDIN_FIRST_BYTE_SECONDS = 3.0  # nothing at all for this long: nobody is going to write
+STDIN_IDLE_SECONDS = 2.0  # data flowed, then nothing for this long: the writer is gone
+CONNECT_SECONDS = 0.2
+# A live server acknowledges within a millisecond or two (each request has its own thread),
+# a few hundred on a machine loaded past its cores: one that has not in a second is hung, and
+# the hooks of the next while do without it. A stopped one is seen at once (`_stopped`).
+ACK_SECONDS = 1.0
+HUNG_SKIP_SECONDS = 10.0
+# How long the server may take to answer once it has the request: a little less than the
+# timeout `install` writes for the event, so that a hung server still leaves the hook time.
+ANSWER_SECONDS = {
+    "SessionStart": 12.0,
+    "PreCompact": 17.0,
+    "SessionEnd": 3.0,
+    "TaskCompleted": 170.0,
+    "Stop": 170.0,
+    "SubagentStop": 170.0,
+}
+DEFAULT_ANSWER_SECONDS = 8.0
+SUN_PATH_MAX = 107  # bytes in a Unix socket address (Linux), without the final NUL
+# The environment a hook's work depends on: a server started under another one declines.
+ENV_PREFIX = "CLAUDE_SESSION_"
+ENV_NAMES = ("PATH", "HOME", "XDG_STATE_HOME", "XDG_DATA_HOME")
+
+
+def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
+    """Run one hook and exit 0 whatever happens (3 only for a deliberate block)."""
+    started_clock = time.perf_counter()
+    received_at = time.time()
+    code, out, err = 0, "", ""
+    if not os.environ.get("CLAUDE_SESSION_DISABLED"):
+        try:
+            raw, why_short = read_stdin()
+            delivery_id = os.urandom(12).hex()
+            answered = None
+            missed = False
+            root = _root()
+            if root is not None and raw.strip() and not os.environ.get("CLAUDE_SESSION_NO_RELAY"):
+                answered, missed = deliver(
+                    root, event_hint, raw, why_short, received_at, started_clock, delivery_id
+                )
+            if answered is None:
+                import_apsw()
+                from .hookrt import run_here
+
+                answered = run_here(
+                    event_hint, raw, why_short, received_at, started_clock, delivery_id, missed
+                )
+            code, out, err = answered
+        except BaseException as exc:  # fail open, always
+            code, out, err = 0, "", ""
+            try:
+                from .hookrt import _internal_error
+
+                _internal_error(None, event_hint, exc)
+            except BaseException:
+                pass
+    try:
+        if out:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+        if err:
+            sys.stderr.write(err)
+            sys.stderr.flush()
+    except Exception:
+        code = 0
+    # Skip interpreter teardown: everything is committed or spooled already.
+    os._exit(code)
+
+
+def _root() -> str | None:
+    """$CLAUDE_PROJECT_DIR when it is a directory: only then can the hook name its project
+    before parsing the payload (Claude Code always sets it)."""
+    root = os.environ.get("CLAUDE_PROJECT_DIR")
+    if not root or not root.strip():
+        return None
+    root = os.path.abspath(root)
+    return root if os.path.isdir(root) else None
+
+
+def socket_path(root: str) -> str | None:
+    """Where the project's resident process listens: a name derived from the project root in
+    the user's own state folder (0700, never in the project), or None when the address would
+    be too long for a Unix socket."""
+    from ..core.paths import user_state_dir
+
+    path = os.path.join(
+        user_state_dir(), "relay", f"{_fnv1a64(root.encode('utf-8', 'surrogateescape')):016x}.sock"
+    )
+    return path if len(path.encode("utf-8", "surrogateescape")) <= SUN_PATH_MAX else None
+
+
+def _fnv1a64(data: bytes) -> int:
+    """A stable 64-bit hash with no import (hashlib costs ~1 ms); the server also checks the
+    root itself, so a collision is a refusal, never a mix-up."""
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def fingerprint() -> str:
+    """This install's code: its version, its folder, and when its hook runtime was written.
+    A server whose code differs (an upgrade in place, another install) declines."""
+    from .. import __version__
+
+    package = __file__.rpartition("/runtime/")[0]
+    try:
+        written = os.stat(os.path.join(package, "runtime", "hookrt.py")).st_mtime_ns
+    except OSError:
+        written = 0
+    return f"{__version__}|{package}|{written}"
+
+
+def environment() -> str:
+    """The variables a hook's work depends on, as one comparable string."""
+    pairs = sorted(
+        (name, value)
+        for name, value in os.environ.items()
+        if name.startswith(ENV_PREFIX) or name in ENV_NAMES
+    )
+    return "\n".join(f"{name}={value}" for name, value in pairs)
+
+
+def encode_request(fields: "list[bytes]") -> bytes:
+    """`CSR1 <len> <len> ...\\n` then the fields back to back: no field needs escaping."""
+    head = MAGIC + b" " + b" ".join(str(len(f)).encode() for f in fields) + b"\n"
+    return head + b"".join(fields)
+
+
+def deliver(
+    root: str,
+    event_hint: str,
+    raw: bytes,
+    why_short: str | None,
+    received_at: float,
+    started_clock: float,
+    delivery_id: str,
+) -> "tuple[tuple[int, str, str] | None, bool]":
+    """(exit code, stdout, stderr) from the resident process, or None; and whether no server
+    was there at all (so the hook may start one)."""
+    path = socket_path(root)
+    if path is None:
+        return None, False
+    import _socket
+
+    dispatcher = "plugin" if os.environ.get("CLAUDE_PLUGIN_ROOT") else "settings"
+    fields = [
+        fingerprint().encode("utf-8", "surrogateescape"),
+        environment().encode("utf-8", "surrogateescape"),
+        root.encode("utf-8", "surrogateescape"),
+        event_hint.encode("utf-8", "surrogateescape"),
+        repr(received_at).encode(),
+        repr(started_clock).encode(),
+        delivery_id.encode(),
+        dispatcher.encode(),
+        (why_short or "").encode(),
+        raw,
+    ]
+    if _hung_lately(path):
+        return None, False
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_SECONDS)
+        try:
+            sock.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            return None, True
+        if _stopped(sock):
+            return None, False  # SIGSTOPped or dying: never wait for it
+        sock.sendall(encode_request(fields))
+        sock.settimeout(ACK_SECONDS)
+        try:
+            ack = _read_line(sock)
+        except TimeoutError:
+            _mark_hung(path)
+            return None, False
+        if ack != b"ACK":
+            return None, False  # declined: not this install, or not this environment
+        sock.settimeout(ANSWER_SECONDS.get(event_hint, DEFAULT_ANSWER_SECONDS))
+        return _read_answer(sock), False
+    except OSError:  # timed out, reset, refused midway: do it here
+        return None, False
+    finally:
+        sock.close()
+
+
+def _stopped(sock: "_socket.socket") -> bool:
+    """The listening process is stopped (SIGSTOP, a debugger), a zombie or dead: its pid from
+    the socket's peer credentials, its state from /proc (~30 µs, no waiting)."""
+    import _socket
+
+    try:
+        creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+        pid = int.from_bytes(creds[:4], sys.byteorder)
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    except (OSError, AttributeError):
+        return False  # no /proc or no peer credentials here: the acknowledgement decides
+    try:
+        state = os.read(fd, 512).rpartition(b")")[2][1:2]
+    finally:
+        os.close(fd)
+    return state in (b"T", b"t", b"Z", b"X")
+
+
+def _hung_lately(path: str) -> bool:
+    """A hook found the server hung moments ago: do without it for a while."""
+    try:
+        return time.time() - os.stat(path + ".hung").st_mtime < HUNG_SKIP_SECONDS
+    except OSError:
+        return False
+
+
+def _mark_hung(path: str) -> None:
+    try:
+        fd = os.open(path + ".hung", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        os.utime(fd)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _read_line(sock: "_socket.socket") -> bytes:
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = sock.recv(1)
+        if not chunk or len(line) > 4096:
+            return b""
+        line += chunk
+    return line[:-1]
+
+
+def _read_answer(sock: "_socket.socket") -> "tuple[int, str, str] | None":
+    """`OK <code> <stdout bytes> <stderr bytes>\\n` and the two texts; None for anything else."""
+    head = _read_line(sock).split(b" ")
+    if len(head) != 4 or head[0] != b"OK" or not all(part.isdigit() for part in head[1:]):
+        return None
+    code, out_len, err_len = (int(part) for part in head[1:])
+    wanted = out_len + err_len
+    chunks: list[bytes] = []
+    got = 0
+    while got < wanted:
+        chunk = sock.recv(min(1 << 20, wanted - got))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    body = b"".join(chunks)
+    out = body[:out_len].decode("utf-8", "surrogateescape")
+    err = body[out_len:].decode("utf-8", "surrogateescape")
+    return code, out, err
+
+
+def read_stdin() -> "tuple[bytes, str | None]":
+    """All of stdin, unless it passes the size cap or stalls; then (what was read, why).
+
+    Non-blocking reads with a short sleep when the pipe is momentarily empty: a deadline
+    without importing `select`, and a slow writer that keeps delivering is never cut off.
+    """
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
+        return b"", None
+    try:
+        was_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+    except OSError:
+        was_blocking = None
+    chunks: list[bytes] = []
+    size = 0
+    pause = 0.0005
+    start = last = time.monotonic()
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                now = time.monotonic()
+                # A pipe still delivering is never cut off (only the size cap bounds it); a
+                # silent one is given up on: before the first byte, or after the last.
+                if chunks and now - last > STDIN_IDLE_SECONDS:
+                    return b"".join(chunks), "stdin left open after the payload"
+                if not chunks and now - start > STDIN_FIRST_BYTE_SECONDS:
+                    return b"", "stdin left open with no data"
+                time.sleep(pause)
+                pause = min(pause * 2, 0.02)  # back off: a waiting hook must not burn a core
+                continue
+            pause = 0.0005
+            if not chunk:
+                return b"".join(chunks), None
+            chunks.append(chunk)
+            size += len(chunk)
+            last = time.monotonic()
+            if size > STDIN_CAP_BYTES:
+                return b"", f"oversized payload (over {STDIN_CAP_BYTES} bytes)"
+    finally:
+        if was_blocking:
+            try:
+                os.set_blocking(fd, True)
+            except OSError:
+                pass

@@ -1,0 +1,227 @@
+"""The hook relay: with the project's resident process running, hooks hand it their payload
+and print its answer; whenever it cannot serve (stopped, killed, another install or
+environment, garbage on the socket), the hook does the work itself and nothing is lost or
+recorded twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import (
+    PYTHON,
+    count,
+    daemons_of,
+    fixture,
+    hook_argv,
+    hook_env,
+    query,
+    run_hook,
+    wait_for,
+)
+
+from claude_session.runtime import relay
+from claude_session.services import daemon_control
+
+HOOKRT = Path(relay.__file__).with_name("hookrt.py")
+
+
+def status(project: Path) -> dict[str, Any]:
+    path = Path(daemon_control.status_path(str(project)))
+    try:
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return {}
+
+
+def start_resident(project: Path, **env: str) -> subprocess.Popen[bytes]:
+    """The resident process started exactly as a hook starts it: the hooks' environment."""
+    process = subprocess.Popen(
+        [PYTHON, "-m", "claude_session.resident", "--project", str(project)],
+        env=hook_env(project, **env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert wait_for(lambda: status(project).get("relay_socket")), "relay did not start"
+    return process
+
+
+@pytest.fixture
+def resident(project: Path, reap_daemons: None) -> subprocess.Popen[bytes]:
+    # The hook needs a database to exist first only for the query helpers below.
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    return start_resident(project)
+
+
+def failing(project: Path, tool_use_id: str) -> dict[str, Any]:
+    payload = fixture("PostToolUseFailure.Bash", project)
+    payload["tool_use_id"] = tool_use_id
+    return payload
+
+
+def test_hooks_are_served_by_the_resident_process_with_the_same_answers(
+    project: Path, tmp_path: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    twin = tmp_path / "twin"  # the same events applied by the hooks themselves
+    twin.mkdir()
+    run_hook("SessionStart", fixture("SessionStart.startup", twin), twin)
+    answers = []
+    for target, env in ((project, {}), (twin, {"CLAUDE_SESSION_NO_RELAY": "1"})):
+        got = []
+        for n in range(3):
+            done = run_hook("PostToolUseFailure", failing(target, f"fail-{n}"), target, env=env)
+            got.append(done.json())
+        edit = run_hook("PostToolUse", fixture("PostToolUse.Edit", target), target, env=env)
+        got.append(edit.json())
+        answers.append(json.loads(json.dumps(got).replace(str(target), "ROOT")))
+    assert answers[0] == answers[1]
+    assert answers[0][2]["hookSpecificOutput"]["additionalContext"]  # the ladder's 3rd step
+    assert wait_for(lambda: status(project).get("relay_served") == 4, seconds=20)
+    for target in (project, twin):
+        assert count(target, "events", "hook_event_name = 'PostToolUseFailure'") == 3
+        assert count(target, "error_log") == count(twin, "error_log") > 0
+        assert count(target, "hook_events") == 5  # one audit row per hook run
+
+
+def test_a_relayed_hook_loads_neither_apsw_nor_the_core(
+    project: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    done = subprocess.run(
+        [PYTHON, "-I", "-S", "-X", "importtime", *hook_argv("PreToolUse")[3:]],
+        input=json.dumps(fixture("PreToolUse.Bash", project)).encode(),
+        capture_output=True,
+        env=hook_env(project),
+    )
+    assert done.returncode == 0
+    modules = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.decode().splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "claude_session.runtime.relay" in modules
+    ours = {m for m in modules if m.startswith(("apsw", "claude_session.core"))}
+    assert ours <= {"claude_session.core", "claude_session.core.paths"}  # where the socket is
+    assert "claude_session.runtime.hookrt" not in modules
+    assert wait_for(lambda: status(project).get("relay_served") == 1)
+
+
+def test_another_environment_is_declined_and_recorded_by_the_hook(
+    project: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    env = {"CLAUDE_SESSION_NO_SNAPSHOTS": "1"}  # the server was started without it
+    run_hook("PostToolUse", fixture("PostToolUse.Edit", project), project, env=env)
+    assert count(project, "events", "hook_event_name = 'PostToolUse'") == 1
+    assert wait_for(lambda: status(project).get("relay_declined") == 1)
+    assert status(project)["relay_last_declined"] == "another environment"
+    assert status(project)["relay_served"] == 0
+
+
+def test_a_stopped_resident_process_is_not_waited_for_and_nothing_is_recorded_twice(
+    project: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    os.kill(resident.pid, signal.SIGSTOP)
+    try:
+        done = run_hook("PostToolUseFailure", failing(project, "while-stopped"), project)
+        assert done.seconds < relay.ACK_SECONDS  # seen stopped: never waited for
+        assert done.json() is not None  # the ladder's answer all the same
+        assert count(project, "events", "tool_use_id = 'while-stopped'") == 1
+    finally:
+        os.kill(resident.pid, signal.SIGCONT)
+    # Resumed, it finds the request the hook gave up on: never applied a second time.
+    run_hook("PostToolUse", fixture("PostToolUse.Edit", project), project)
+    assert wait_for(lambda: status(project).get("relay_served", 0) >= 1, seconds=20)
+    time.sleep(0.5)
+    assert count(project, "events", "tool_use_id = 'while-stopped'") == 1
+    assert count(project, "error_log", "tool_use_id = 'while-stopped'") == 1
+
+
+def test_a_killed_resident_process_is_replaced_by_the_next_hook(
+    project: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    os.kill(resident.pid, signal.SIGKILL)
+    resident.wait()
+    assert Path(status(project)["relay_socket"]).exists()  # left behind: nobody listens
+    env = {"CLAUDE_SESSION_NO_DAEMON": ""}  # hooks may start the daemon, as for users
+    done = run_hook("PostToolUse", fixture("PostToolUse.Edit", project), project, env=env)
+    assert done.returncode == 0
+    assert count(project, "events", "hook_event_name = 'PostToolUse'") == 1
+    assert wait_for(lambda: daemon_control.is_running(str(project)), seconds=10)
+    assert wait_for(lambda: status(project).get("pid") not in (None, resident.pid))
+    # the new one serves the hooks of its own environment
+    run_hook("PreToolUse", fixture("PreToolUse.Bash", project), project, env=env)
+    assert wait_for(lambda: status(project).get("relay_served") == 1)
+    assert len(daemons_of(project)) == 1
+
+
+def test_sixty_four_concurrent_relayed_hooks_lose_nothing(
+    project: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    env = hook_env(project)
+    payloads = []
+    for n in range(64):
+        payload = fixture("PostToolUse.Bash", project)
+        payload["tool_use_id"] = f"burst-{n}"
+        payloads.append(json.dumps(payload).encode())
+    processes = [
+        subprocess.Popen(
+            hook_argv("PostToolUse"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for _ in payloads
+    ]
+    threads = [
+        threading.Thread(target=p.communicate, args=(data,))
+        for p, data in zip(processes, payloads, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [p.wait(60) for p in processes] == [0] * 64
+    assert count(project, "events", "tool_use_id LIKE 'burst-%'") == 64
+    assert count(project, "hook_events", "event_type = 'PostToolUse'") == 64
+    assert wait_for(lambda: status(project).get("relay_served") == 64, seconds=20)
+
+
+def test_garbage_on_the_socket_is_declined_and_serving_goes_on(
+    project: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    path = status(project)["relay_socket"]
+    for garbage in (b"GET / HTTP/1.0\r\n\r\n", b"CSR1 99999999999 1\n", b"CSR1 1 2 3\nabc", b""):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(path)
+            sock.sendall(garbage)
+            sock.shutdown(socket.SHUT_WR)
+            answer = sock.recv(100)
+            assert not answer.startswith((b"ACK", b"OK")), (garbage, answer)
+    run_hook("PreToolUse", fixture("PreToolUse.Bash", project), project)
+    assert wait_for(lambda: status(project).get("relay_served") == 1)
+    assert resident.poll() is None
+
+
+def test_new_code_in_place_retires_the_old_resident_process(
+    project: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    """An upgrade in place: the hook runs the new code; the old server declines and goes."""
+    before = HOOKRT.stat()
+    os.utime(HOOKRT, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        run_hook("PreToolUse", fixture("PreToolUse.Bash", project), project)
+        assert count(project, "events", "hook_event_name = 'PreToolUse'") == 1
+        assert resident.wait(30) == 0
+    finally:
+        os.utime(HOOKRT, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert query(project, "SELECT count(*) FROM hook_events")[0][0] == 2
