@@ -1,0 +1,190 @@
+"""`watch` and `serve`: the project's agents, claims and errors as they change.
+
+`watch` redraws a terminal view (rich's `Live`) when the database changes (`PRAGMA
+data_version`, polled) and once a second for the ages; `serve` is a read-only local web page
+(services/web_server.py). Both open the database read-only. Recorded text is hostile: every
+cell is a `rich.text.Text` with its control characters escaped, never markup.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ..core.terminal import escape_controls
+from ..services import live
+from . import cli, output
+
+STATE_STYLES = {
+    "running": "bold green",
+    "completed": "dim",
+    "failed": "bold red",
+    "aborted_stale": "yellow",
+}
+AGES_EVERY_SECONDS = 1.0  # redraw at least this often, for the ages
+
+
+def _text(value: Any, style: str = "") -> Text:
+    return Text("-" if value is None else escape_controls(str(value)), style=style)
+
+
+def _short(agent: str, session: str) -> str:
+    return "main" if agent == session else agent[:10]
+
+
+def render(data: dict[str, Any], width: int) -> RenderableType:
+    """One frame of the view for a terminal `width` columns wide: the least important columns
+    (silent time, files, the session) go first when it is narrow; the rest are cut with `…`."""
+    wide = width >= 110
+    agents = _table("agents", len(data["agents"]))
+    agents.add_column("state", no_wrap=True, max_width=9)
+    agents.add_column("agent", no_wrap=True, max_width=10)
+    agents.add_column("type", no_wrap=True, max_width=24, overflow="ellipsis")
+    agents.add_column("task", no_wrap=True, overflow="ellipsis", ratio=1)
+    agents.add_column("age", no_wrap=True, justify="right", min_width=7)
+    if wide:
+        agents.add_column("silent", no_wrap=True, justify="right")
+        agents.add_column("files", no_wrap=True, justify="right")
+    for row in data["agents"]:
+        style = STATE_STYLES.get(str(row["state"]), "")
+        cells = [
+            _text("live" if row["state"] == "running" else row["state"], style),
+            _text(_short(str(row["agent"]), str(row["session_id"]))),
+            _text(row["type"]),
+            _text(row["task"]),
+            _text(live.ago(row["age_seconds"])),
+        ]
+        if wide:
+            cells += [_text(live.ago(row["silent_seconds"])), _text(row["files"])]
+        agents.add_row(*cells)
+
+    claims = _table("file claims", len(data["claims"]))
+    claims.add_column("file", no_wrap=True, overflow="ellipsis", ratio=1)
+    claims.add_column("agent", no_wrap=True, max_width=10)
+    claims.add_column("lease", no_wrap=True, overflow="ellipsis", max_width=18)
+    claims.add_column("touched", no_wrap=True, justify="right", min_width=7)
+    for row in data["claims"]:
+        mark = "! " if row["contested"] else ""
+        claims.add_row(
+            _text(mark + str(row["file_path"]), "bold red" if row["contested"] else ""),
+            _text(_short(str(row["agent"]), str(row["session_id"]))),
+            _text("CONTESTED" if row["contested"] else row["lease"]),
+            _text(live.ago(row["touched_seconds"])),
+        )
+
+    errors = _table("open errors", len(data["open_errors"]))
+    errors.add_column("step", no_wrap=True, min_width=4)
+    errors.add_column("tries", no_wrap=True, justify="right")
+    errors.add_column("kind", no_wrap=True, max_width=8, overflow="ellipsis")
+    errors.add_column("what", no_wrap=True, overflow="ellipsis", ratio=1)
+    errors.add_column("last", no_wrap=True, justify="right", min_width=7)
+    for row in data["open_errors"]:
+        attempts = int(row["attempts"] or 0)
+        style = "bold red" if attempts >= 3 else "yellow"
+        errors.add_row(
+            _text(row["step"], style),
+            _text(attempts),
+            _text(row["category"]),
+            _text(row["what"]),
+            _text(live.ago(row["last_seconds"])),
+        )
+    scope = f"session {data['session']}*" if data["session"] else "all sessions"
+    header = Text.assemble(
+        ("claude-session watch", "bold"),
+        " · ",
+        escape_controls(f"{scope} · {data['project']}"),
+        overflow="ellipsis",
+        no_wrap=True,
+    )
+    footer = Text(time.strftime("updated %H:%M:%S · Ctrl+C to quit"), style="dim")
+    parts: list[RenderableType] = [header]
+    for table in (agents, claims, errors):
+        parts.append(Text(""))
+        if table.row_count:
+            parts.append(table)
+        else:  # an empty table would only take rows of the screen
+            parts.append(Text.assemble((str(table.title).split(" (")[0], "bold"), ": none"))
+    return Group(*parts, footer)
+
+
+def _table(title: str, rows: int) -> Table:
+    return Table(
+        title=Text(f"{title} ({rows})"),
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        show_edge=False,
+        expand=True,
+    )
+
+
+@cli.command()
+@click.option("--session", help="Only this session (an id prefix is enough).")
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.05, 60),
+    default=0.5,
+    show_default=True,
+    help="Seconds between checks for new events.",
+)
+@click.option("--once", is_flag=True, help="Draw one frame and exit.")
+@click.option("--json", "as_json", is_flag=True, help="With --once: the same data as JSON.")
+@click.pass_obj
+def watch(root: Path, session: str | None, interval: float, once: bool, as_json: bool) -> None:
+    """A live view of the agents, file claims and open errors, redrawn as events arrive."""
+    if as_json and not once:
+        raise click.UsageError("--json needs --once")
+    try:
+        conn = live.open_readonly(str(root))
+    except live.NoDatabase as exc:
+        raise click.ClickException(escape_controls(str(exc))) from exc
+    try:
+        if once:
+            data = live.snapshot(conn, str(root), session)
+            if as_json:
+                output.emit(data, "json")
+            else:
+                console = Console(highlight=False)
+                console.print(render(data, console.width))
+            return
+        _run(conn, str(root), session, interval)
+    finally:
+        conn.close()
+
+
+def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
+    """Redraw on a change, or every second for the ages, until Ctrl+C."""
+    console = Console(highlight=False)
+    changed = live.Changes(conn)
+    changed()
+    data = live.snapshot(conn, root, session)
+    drawn = time.monotonic()
+    try:
+        with Live(
+            render(data, console.width),
+            console=console,
+            auto_refresh=False,
+            screen=console.is_terminal,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        ) as view:
+            while True:
+                time.sleep(interval)
+                if changed() or time.monotonic() - drawn >= AGES_EVERY_SECONDS:
+                    data = live.snapshot(conn, root, session)
+                    view.update(render(data, console.width), refresh=True)
+                    drawn = time.monotonic()
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
