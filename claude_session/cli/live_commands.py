@@ -188,3 +188,45 @@ def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
     except KeyboardInterrupt:
         pass
     sys.exit(0)
+
+
+@cli.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Only 127.0.0.1: the pages are for this machine's user.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Default: a free one.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+@click.pass_obj
+def serve(root: Path, host: str, port: int, open_browser: bool) -> None:
+    """A local, read-only web page: sessions, agent trees, timelines and diffs of frames.
+
+    It listens on 127.0.0.1 only and answers only URLs holding the random token it prints."""
+    from ..services import web_server
+
+    if host != web_server.HOST:
+        raise click.UsageError(f"--host must be {web_server.HOST}: serve never listens beyond it")
+    try:
+        live.open_readonly(str(root)).close()
+    except live.NoDatabase as exc:
+        raise click.ClickException(escape_controls(str(exc))) from exc
+    try:
+        server, thread = web_server.start(str(root), port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+    click.echo(f"claude-session serve: {server.url}  (Ctrl+C to stop)")
+    sys.stdout.flush()
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(server.url)
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()
