@@ -139,10 +139,25 @@ def test_watch_shows_agents_claims_and_errors_as_they_arrive(pane: Any, project:
     assert query(project, "SELECT count(*) FROM error_log") == [(1,)]
     # Ctrl+C ends it cleanly
     view.keys("C-c")
+    assert exit_code(exit_file) == "0"
+
+
+def test_q_quits_and_gives_the_terminal_back(pane: Any) -> None:
+    view, exit_file = pane
+    view.wait_for("agents (1)")
+    view.keys("q")
+    assert exit_code(exit_file) == "0"
+    # the alternate screen is left: the shell's screen is back, without the view
+    assert "agents (1)" not in view.wait_for("")
+
+
+def exit_code(exit_file: Path) -> str:
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not exit_file.exists():
+    while time.monotonic() < deadline:
+        if exit_file.exists() and exit_file.read_text().strip():
+            break
         time.sleep(0.1)
-    assert exit_file.read_text().strip() == "0"
+    return exit_file.read_text().strip() if exit_file.exists() else "still running"
 
 
 def test_once_fits_80_columns_and_json_holds_the_same(project: Path) -> None:

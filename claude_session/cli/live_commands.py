@@ -164,23 +164,26 @@ def watch(root: Path, session: str | None, interval: float, once: bool, as_json:
 
 
 def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
-    """Redraw on a change, or every second for the ages, until Ctrl+C."""
+    """Redraw on a change, or every second for the ages, until Ctrl+C (or `q` on a terminal)."""
     console = Console(highlight=False)
     changed = live.Changes(conn)
     changed()
     data = live.snapshot(conn, root, session)
     drawn = time.monotonic()
+    keys = _Keys()
     try:
-        with Live(
-            render(data, console.width),
-            console=console,
-            auto_refresh=False,
-            screen=console.is_terminal,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        ) as view:
-            while True:
-                time.sleep(interval)
+        with (
+            keys,
+            Live(
+                render(data, console.width),
+                console=console,
+                auto_refresh=False,
+                screen=console.is_terminal,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            ) as view,
+        ):
+            while not keys.quit_pressed(interval):
                 if changed() or time.monotonic() - drawn >= AGES_EVERY_SECONDS:
                     data = live.snapshot(conn, root, session)
                     view.update(render(data, console.width), refresh=True)
@@ -188,6 +191,40 @@ def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
     except KeyboardInterrupt:
         pass
     sys.exit(0)
+
+
+class _Keys:
+    """`q` on the terminal quits: stdin in cbreak mode (Ctrl+C still interrupts), restored
+    on the way out; off a terminal, only a pause."""
+
+    def __init__(self) -> None:
+        self.saved: Any = None
+
+    def __enter__(self) -> _Keys:
+        if sys.stdin.isatty():
+            import termios
+            import tty
+
+            self.saved = termios.tcgetattr(sys.stdin.fileno())
+            tty.setcbreak(sys.stdin.fileno())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            import termios
+
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self.saved)
+
+    def quit_pressed(self, seconds: float) -> bool:
+        """Wait up to `seconds`; True when `q` was pressed."""
+        if self.saved is None:
+            time.sleep(seconds)
+            return False
+        import os
+        import select
+
+        ready, _, _ = select.select([sys.stdin], [], [], seconds)
+        return bool(ready) and b"q" in os.read(sys.stdin.fileno(), 64).lower()
 
 
 @cli.command()
