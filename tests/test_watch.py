@@ -120,7 +120,8 @@ def test_watch_shows_agents_claims_and_errors_as_they_arrive(pane: Any, project:
     first = view.wait_for("agents (1)", "main", "open errors: none")
     assert "greeter.py" not in first
     record_work(project)
-    screen = view.wait_for("agents (2)", "src/greeter.py", "open errors (1)", "1/4")
+    # redrawn on the change (PRAGMA data_version), well before the 5 s re-read
+    screen = view.wait_for("agents (2)", "src/greeter.py", "open errors (1)", "1/4", seconds=4.5)
     lines = screen.splitlines()
     assert lines, screen
     # nothing wider than the terminal (wrapped lines are joined, so they would show here)

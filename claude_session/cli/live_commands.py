@@ -30,7 +30,8 @@ STATE_STYLES = {
     "failed": "bold red",
     "aborted_stale": "yellow",
 }
-AGES_EVERY_SECONDS = 1.0  # redraw at least this often, for the ages
+AGES_EVERY_SECONDS = 1.0  # redraw at least this often, for the ages (from the last read)
+READ_EVERY_SECONDS = 5.0  # read again at least this often: leases expire without a write
 
 
 def _text(value: Any, style: str = "") -> Text:
@@ -41,10 +42,15 @@ def _short(agent: str, session: str) -> str:
     return "main" if agent == session else agent[:10]
 
 
-def render(data: dict[str, Any], width: int) -> RenderableType:
+def render(data: dict[str, Any], width: int, now: float | None = None) -> RenderableType:
     """One frame of the view for a terminal `width` columns wide: the least important columns
     (silent time, files, the session) go first when it is narrow; the rest are cut with `…`."""
     wide = width >= 110
+    later = max(0.0, (now or data["taken_at"]) - data["taken_at"])  # since the read
+
+    def ago(seconds: float | None) -> Text:
+        return _text(live.ago(None if seconds is None else seconds + later))
+
     agents = _table("agents", len(data["agents"]))
     agents.add_column("state", no_wrap=True, max_width=9)
     agents.add_column("agent", no_wrap=True, max_width=10)
@@ -61,10 +67,10 @@ def render(data: dict[str, Any], width: int) -> RenderableType:
             _text(_short(str(row["agent"]), str(row["session_id"]))),
             _text(row["type"]),
             _text(row["task"]),
-            _text(live.ago(row["age_seconds"])),
+            ago(row["age_seconds"]),
         ]
         if wide:
-            cells += [_text(live.ago(row["silent_seconds"])), _text(row["files"])]
+            cells += [ago(row["silent_seconds"]), _text(row["files"])]
         agents.add_row(*cells)
 
     claims = _table("file claims", len(data["claims"]))
@@ -78,7 +84,7 @@ def render(data: dict[str, Any], width: int) -> RenderableType:
             _text(mark + str(row["file_path"]), "bold red" if row["contested"] else ""),
             _text(_short(str(row["agent"]), str(row["session_id"]))),
             _text("CONTESTED" if row["contested"] else row["lease"]),
-            _text(live.ago(row["touched_seconds"])),
+            ago(row["touched_seconds"]),
         )
 
     errors = _table("open errors", len(data["open_errors"]))
@@ -95,7 +101,7 @@ def render(data: dict[str, Any], width: int) -> RenderableType:
             _text(attempts),
             _text(row["category"]),
             _text(row["what"]),
-            _text(live.ago(row["last_seconds"])),
+            ago(row["last_seconds"]),
         )
     scope = f"session {data['session']}*" if data["session"] else "all sessions"
     header = Text.assemble(
@@ -169,7 +175,7 @@ def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
     changed = live.Changes(conn)
     changed()
     data = live.snapshot(conn, root, session)
-    drawn = time.monotonic()
+    read = drawn = time.monotonic()
     keys = _Keys()
     try:
         with (
@@ -184,10 +190,13 @@ def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
             ) as view,
         ):
             while not keys.quit_pressed(interval):
-                if changed() or time.monotonic() - drawn >= AGES_EVERY_SECONDS:
+                if changed() or time.monotonic() - read >= READ_EVERY_SECONDS:
                     data = live.snapshot(conn, root, session)
-                    view.update(render(data, console.width), refresh=True)
-                    drawn = time.monotonic()
+                    read = time.monotonic()
+                elif time.monotonic() - drawn < AGES_EVERY_SECONDS:
+                    continue
+                view.update(render(data, console.width, time.time()), refresh=True)
+                drawn = time.monotonic()
     except KeyboardInterrupt:
         pass
     sys.exit(0)

@@ -140,6 +140,10 @@ class Handler(BaseHTTPRequestHandler):
         except live.NoDatabase as exc:
             self._send(503, web_pages.error_page(base, 503, str(exc)), body, html=True)
             return
+        except Exception as exc:  # a locked or broken database: said, not a traceback
+            message = f"{type(exc).__name__}: {exc}"
+            self._send(500, web_pages.error_page(base, 500, message), body, html=True)
+            return
         self._send(200, text, body, html=True)
 
     def _send(self, status: int, text: str, body: bool, html: bool = False) -> None:
