@@ -57,10 +57,12 @@ class Pane:
 
     def __init__(self, name: str, command: str) -> None:
         self.base = ["tmux", "-L", name, "-f", "/dev/null"]
+        self.env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # not nested
         subprocess.run(
             [*self.base, "new-session", "-d", "-s", "w", "-x", "80", "-y", "24", command],
             check=True,
             timeout=30,
+            env=self.env,
         )
 
     def text(self) -> str:
@@ -70,6 +72,7 @@ class Pane:
             capture_output=True,
             text=True,
             timeout=30,
+            env=self.env,
         )
         return done.stdout if done.returncode == 0 else ""
 
@@ -84,10 +87,12 @@ class Pane:
         raise AssertionError(f"{needles} not on the screen after {seconds}s:\n{screen}")
 
     def keys(self, *keys: str) -> None:
-        subprocess.run([*self.base, "send-keys", "-t", "w", *keys], check=True, timeout=30)
+        subprocess.run(
+            [*self.base, "send-keys", "-t", "w", *keys], check=True, timeout=30, env=self.env
+        )
 
     def close(self) -> None:
-        subprocess.run([*self.base, "kill-server"], capture_output=True, timeout=30)
+        subprocess.run([*self.base, "kill-server"], capture_output=True, timeout=30, env=self.env)
 
 
 @pytest.fixture
@@ -197,6 +202,13 @@ def test_once_fits_80_columns_and_json_holds_the_same(project: Path) -> None:
         timeout=60,
     )
     assert json.loads(other.stdout)["agents"] == []
+    live_json = subprocess.run(
+        [CLI, "--project", str(project), "watch", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert live_json.returncode == 2 and "--json needs --once" in live_json.stderr
 
 
 def test_no_database_is_one_clear_line(tmp_path: Path) -> None:

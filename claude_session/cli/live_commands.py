@@ -111,7 +111,7 @@ def render(data: dict[str, Any], width: int, now: float | None = None) -> Render
         overflow="ellipsis",
         no_wrap=True,
     )
-    footer = Text(time.strftime("updated %H:%M:%S · Ctrl+C to quit"), style="dim")
+    footer = Text(time.strftime("updated %H:%M:%S · q or Ctrl+C to quit"), style="dim")
     parts: list[RenderableType] = [header]
     for table in (agents, claims, errors):
         parts.append(Text(""))
