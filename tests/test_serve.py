@@ -4,6 +4,7 @@ Chromium drawing the session and diff pages (screenshots read back pixel by pixe
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -108,11 +109,7 @@ def server(recorded: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
         env=hook_env(recorded),
     )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        found = re.search(r"http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]+/", line)
-        assert found, line + (process.stderr.read() if process.poll() is not None else "")
-        yield found.group(0), process
+        yield url_of(process), process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -121,6 +118,15 @@ def server(recorded: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def url_of(process: subprocess.Popen[str]) -> str:
+    """The URL `serve` printed: http://127.0.0.1:PORT/TOKEN/."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    found = re.search(r"http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]+/", line)
+    assert found, line + (process.stderr.read() if process.poll() is not None else "")
+    return found.group(0)
 
 
 def get(url: str, method: str = "GET") -> tuple[int, str, dict[str, str]]:
@@ -238,6 +244,7 @@ def test_session_and_diff_pages_in_a_real_browser(
     server: tuple[str, subprocess.Popen[str]], recorded: Path, tmp_path: Path
 ) -> None:
     url, process = server
+    before = database_files(recorded)
     page = f"{url}session/{SESSION[:8]}"
     frames = [r[0] for r in query(recorded, "SELECT frame_no FROM frames ORDER BY frame_no")]
     agents = query(
@@ -278,3 +285,36 @@ def test_session_and_diff_pages_in_a_real_browser(
     assert len(shot.getcolors(1 << 22) or []) > 20
     assert pixels_of(shot, ADDED) > 500 and pixels_of(shot, REMOVED) > 500
     assert process.poll() is None  # still serving after all that
+    assert database_files(recorded) == before  # read-only: not a byte written
+
+
+def database_files(project: Path) -> dict[str, bytes]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).digest()
+        for p in project.glob(".claude-session.db*")
+        if p.is_file() and not p.name.endswith("-shm")  # readers share the WAL index
+    }
+
+
+def test_a_session_recorded_before_frames_still_has_its_page(project: Path) -> None:
+    send(project, "SessionStart.startup")
+    import apsw
+
+    conn = apsw.Connection(str(project / ".claude-session.db"))
+    conn.execute("DELETE FROM frames")  # as a session recorded before schema 8 has none
+    conn.close()
+    process = subprocess.Popen(
+        [CLI, "--project", str(project), "serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=hook_env(project),
+    )
+    try:
+        url = url_of(process)
+        status, html, _ = get(f"{url}session/{SESSION[:8]}")
+        assert status == 200 and "0 frames" in html and 'class="agent"' in html
+        assert get(f"{url}session/ffff")[0] == 404
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(10) == 0

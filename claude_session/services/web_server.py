@@ -51,10 +51,7 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
             return web_pages.sessions_page(base, queries.sessions(conn, limit=200))
         if path.startswith("/session/"):
             prefix = unquote(path[len("/session/") :])
-            try:
-                session_id = timetravel.find_session(conn, prefix)
-            except timetravel.FrameError as exc:
-                raise NotFound(str(exc)) from exc
+            session_id = _session(conn, prefix)
             main = conn.execute(
                 "SELECT status, task_description FROM agent_registry WHERE id = ? AND is_main",
                 (session_id,),
@@ -76,6 +73,20 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
         raise NotFound("no such page")
     finally:
         conn.close()
+
+
+def _session(conn: Any, prefix: str) -> str:
+    """The session a prefix names: one with frames, else one recorded before frames were."""
+    try:
+        return timetravel.find_session(conn, prefix)
+    except timetravel.FrameError as exc:
+        found = conn.execute(
+            "SELECT session_id FROM sessions WHERE substr(session_id, 1, length(?1)) = ?1 LIMIT 2",
+            (prefix,),
+        ).fetchall()
+        if prefix and len(found) == 1:
+            return str(found[0][0])
+        raise NotFound(str(exc)) from exc
 
 
 class Server(ThreadingHTTPServer):
