@@ -26,3 +26,23 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extra}"
 echo "claude-session installed in $(pwd)/.venv ($(.venv/bin/python --version))" >&2
+
+# The live views' tests drive a real terminal (tmux) and a real browser (chromium): with --dev,
+# install those Debian packages when missing (as root), or say what is missing.
+if [ -n "$extra" ]; then
+  missing=""
+  command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
+  [ -x /usr/bin/chromium ] || missing="$missing chromium"
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "install.sh: installing$missing with apt-get (for tests/test_watch.py, test_serve.py)" >&2
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >/dev/null
+      # shellcheck disable=SC2086
+      apt-get install -y -qq $missing >/dev/null
+    else
+      echo "install.sh: the tests need$missing: install them (e.g. sudo apt-get install$missing);" \
+        "tests/test_watch.py and tests/test_serve.py fail without them" >&2
+    fi
+  fi
+fi

@@ -442,6 +442,7 @@ from . import (  # noqa: E402
 
 assert memory_commands and setup_commands and state_commands and timetravel_commands
 assert statusline_command
+from . import live_commands  # noqa: E402, F401  (watch, serve)
 
 
 def main() -> None:

@@ -1,0 +1,278 @@
+"""`watch` and `serve`: the project's agents, claims and errors as they change.
+
+`watch` redraws a terminal view (rich's `Live`) when the database changes (`PRAGMA
+data_version`, polled) and once a second for the ages; `serve` is a read-only local web page
+(services/web_server.py). Both open the database read-only. Recorded text is hostile: every
+cell is a `rich.text.Text` with its control characters escaped, never markup.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from ..core.terminal import escape_controls
+from ..services import live
+from . import cli, output
+
+STATE_STYLES = {
+    "running": "bold green",
+    "completed": "dim",
+    "failed": "bold red",
+    "aborted_stale": "yellow",
+}
+AGES_EVERY_SECONDS = 1.0  # redraw at least this often, for the ages (from the last read)
+READ_EVERY_SECONDS = 5.0  # read again at least this often: leases expire without a write
+
+
+def _text(value: Any, style: str = "") -> Text:
+    return Text("-" if value is None else escape_controls(str(value)), style=style)
+
+
+def _short(agent: str, session: str) -> str:
+    return "main" if agent == session else agent[:10]
+
+
+def render(data: dict[str, Any], width: int, now: float | None = None) -> RenderableType:
+    """One frame of the view for a terminal `width` columns wide: the least important columns
+    (silent time, files, the session) go first when it is narrow; the rest are cut with `…`."""
+    wide = width >= 110
+    later = max(0.0, (now or data["taken_at"]) - data["taken_at"])  # since the read
+
+    def ago(seconds: float | None) -> Text:
+        return _text(live.ago(None if seconds is None else seconds + later))
+
+    agents = _table("agents", len(data["agents"]))
+    agents.add_column("state", no_wrap=True, max_width=9)
+    agents.add_column("agent", no_wrap=True, max_width=10)
+    agents.add_column("type", no_wrap=True, max_width=24, overflow="ellipsis")
+    agents.add_column("task", no_wrap=True, overflow="ellipsis", ratio=1)
+    agents.add_column("age", no_wrap=True, justify="right", min_width=7)
+    if wide:
+        agents.add_column("silent", no_wrap=True, justify="right")
+        agents.add_column("files", no_wrap=True, justify="right")
+    for row in data["agents"]:
+        style = STATE_STYLES.get(str(row["state"]), "")
+        cells = [
+            _text("live" if row["state"] == "running" else row["state"], style),
+            _text(_short(str(row["agent"]), str(row["session_id"]))),
+            _text(row["type"]),
+            _text(row["task"]),
+            ago(row["age_seconds"]),
+        ]
+        if wide:
+            cells += [ago(row["silent_seconds"]), _text(row["files"])]
+        agents.add_row(*cells)
+
+    claims = _table("file claims", len(data["claims"]))
+    claims.add_column("file", no_wrap=True, overflow="ellipsis", ratio=1)
+    claims.add_column("agent", no_wrap=True, max_width=10)
+    claims.add_column("lease", no_wrap=True, overflow="ellipsis", max_width=18)
+    claims.add_column("touched", no_wrap=True, justify="right", min_width=7)
+    for row in data["claims"]:
+        mark = "! " if row["contested"] else ""
+        claims.add_row(
+            _text(mark + str(row["file_path"]), "bold red" if row["contested"] else ""),
+            _text(_short(str(row["agent"]), str(row["session_id"]))),
+            _text("CONTESTED" if row["contested"] else row["lease"]),
+            ago(row["touched_seconds"]),
+        )
+
+    errors = _table("open errors", len(data["open_errors"]))
+    errors.add_column("step", no_wrap=True, min_width=4)
+    errors.add_column("tries", no_wrap=True, justify="right")
+    errors.add_column("kind", no_wrap=True, max_width=8, overflow="ellipsis")
+    errors.add_column("what", no_wrap=True, overflow="ellipsis", ratio=1)
+    errors.add_column("last", no_wrap=True, justify="right", min_width=7)
+    for row in data["open_errors"]:
+        attempts = int(row["attempts"] or 0)
+        style = "bold red" if attempts >= 3 else "yellow"
+        errors.add_row(
+            _text(row["step"], style),
+            _text(attempts),
+            _text(row["category"]),
+            _text(row["what"]),
+            ago(row["last_seconds"]),
+        )
+    scope = f"session {data['session']}*" if data["session"] else "all sessions"
+    header = Text.assemble(
+        ("claude-session watch", "bold"),
+        " · ",
+        escape_controls(f"{scope} · {data['project']}"),
+        overflow="ellipsis",
+        no_wrap=True,
+    )
+    footer = Text(time.strftime("updated %H:%M:%S · q or Ctrl+C to quit"), style="dim")
+    parts: list[RenderableType] = [header]
+    for table in (agents, claims, errors):
+        parts.append(Text(""))
+        if table.row_count:
+            parts.append(table)
+        else:  # an empty table would only take rows of the screen
+            parts.append(Text.assemble((str(table.title).split(" (")[0], "bold"), ": none"))
+    return Group(*parts, footer)
+
+
+def _table(title: str, rows: int) -> Table:
+    return Table(
+        title=Text(f"{title} ({rows})"),
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        show_edge=False,
+        expand=True,
+    )
+
+
+@cli.command()
+@click.option("--session", help="Only this session (an id prefix is enough).")
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.05, 60),
+    default=0.5,
+    show_default=True,
+    help="Seconds between checks for new events.",
+)
+@click.option("--once", is_flag=True, help="Draw one frame and exit.")
+@click.option("--json", "as_json", is_flag=True, help="With --once: the same data as JSON.")
+@click.pass_obj
+def watch(root: Path, session: str | None, interval: float, once: bool, as_json: bool) -> None:
+    """A live view of the agents, file claims and open errors, redrawn as events arrive."""
+    if as_json and not once:
+        raise click.UsageError("--json needs --once")
+    try:
+        conn = live.open_readonly(str(root))
+    except live.NoDatabase as exc:
+        raise click.ClickException(escape_controls(str(exc))) from exc
+    try:
+        if once:
+            data = live.snapshot(conn, str(root), session)
+            if as_json:
+                output.emit(data, "json")
+            else:
+                console = Console(highlight=False)
+                console.print(render(data, console.width))
+            return
+        _run(conn, str(root), session, interval)
+    finally:
+        conn.close()
+
+
+def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
+    """Redraw on a change, or every second for the ages, until Ctrl+C (or `q` on a terminal)."""
+    console = Console(highlight=False)
+    changed = live.Changes(conn)
+    changed()
+    data = live.snapshot(conn, root, session)
+    read = drawn = time.monotonic()
+    keys = _Keys()
+    try:
+        with (
+            keys,
+            Live(
+                render(data, console.width),
+                console=console,
+                auto_refresh=False,
+                screen=console.is_terminal,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            ) as view,
+        ):
+            while not keys.quit_pressed(interval):
+                if changed() or time.monotonic() - read >= READ_EVERY_SECONDS:
+                    data = live.snapshot(conn, root, session)
+                    read = time.monotonic()
+                elif time.monotonic() - drawn < AGES_EVERY_SECONDS:
+                    continue
+                view.update(render(data, console.width, time.time()), refresh=True)
+                drawn = time.monotonic()
+    except KeyboardInterrupt:
+        pass
+    sys.exit(0)
+
+
+class _Keys:
+    """`q` on the terminal quits: stdin in cbreak mode (Ctrl+C still interrupts), restored
+    on the way out; off a terminal, only a pause."""
+
+    def __init__(self) -> None:
+        self.saved: Any = None
+
+    def __enter__(self) -> _Keys:
+        if sys.stdin.isatty():
+            import termios
+            import tty
+
+            self.saved = termios.tcgetattr(sys.stdin.fileno())
+            tty.setcbreak(sys.stdin.fileno())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            import termios
+
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self.saved)
+
+    def quit_pressed(self, seconds: float) -> bool:
+        """Wait up to `seconds`; True when `q` was pressed."""
+        if self.saved is None:
+            time.sleep(seconds)
+            return False
+        import os
+        import select
+
+        ready, _, _ = select.select([sys.stdin], [], [], seconds)
+        return bool(ready) and b"q" in os.read(sys.stdin.fileno(), 64).lower()
+
+
+@cli.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Only 127.0.0.1: the pages are for this machine's user.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Default: a free one.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+@click.pass_obj
+def serve(root: Path, host: str, port: int, open_browser: bool) -> None:
+    """A local, read-only web page: sessions, agent trees, timelines and diffs of frames.
+
+    It listens on 127.0.0.1 only and answers only URLs holding the random token it prints."""
+    from ..services import web_server
+
+    if host != web_server.HOST:
+        raise click.UsageError(f"--host must be {web_server.HOST}: serve never listens beyond it")
+    try:
+        live.open_readonly(str(root)).close()
+    except live.NoDatabase as exc:
+        raise click.ClickException(escape_controls(str(exc))) from exc
+    try:
+        server, thread = web_server.start(str(root), port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+    click.echo(f"claude-session serve: {server.url}  (Ctrl+C to stop)")
+    sys.stdout.flush()
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(server.url)
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()

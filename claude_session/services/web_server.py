@@ -1,0 +1,183 @@
+"""`claude-session serve`: a read-only web page of the project's sessions, on 127.0.0.1 only.
+
+The standard library's `ThreadingHTTPServer`. Every request must carry the random token made
+at start (as the first path segment, or `?token=`): anything else is 403, so another local
+user, or a web page in the browser guessing ports, learns nothing. Only the three pages are
+served (sessions, a session, a diff): no files, no directory listing. Each request opens the
+database read-only and closes it. Responses forbid scripts, framing, referrers and caching.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from . import live, queries, timetravel, web_pages, workspace
+
+HOST = "127.0.0.1"
+
+
+class NotFound(Exception):
+    """A page, session or frame that does not exist: 404 with the reason."""
+
+
+def frame_diff(conn: Any, root: str, a: str, b: str) -> tuple[str, str, dict[str, Any], Any]:
+    """What `claude-session diff A B` shows: the state's diff and the files' diff."""
+    try:
+        ref_a, ref_b = timetravel.resolve(conn, a), timetravel.resolve(conn, b)
+        frame_a, frame_b = timetravel.frame(conn, ref_a), timetravel.frame(conn, ref_b)
+    except timetravel.FrameError as exc:
+        raise NotFound(str(exc)) from exc
+    state = timetravel.state_diff(frame_a["state"], frame_b["state"])
+    files: dict[str, Any] = {}
+    try:
+        commit_a, _ = timetravel.pointer(conn, ref_a)
+        commit_b, _ = timetravel.pointer(conn, ref_b)
+        files["stat"] = workspace.diff_stat(root, commit_a, commit_b)
+        files["diff"] = workspace.unified_diff(root, commit_a, commit_b)
+    except (timetravel.FrameError, workspace.WorkspaceError) as exc:
+        files = {"error": str(exc)}
+    return str(ref_a), str(ref_b), state, files
+
+
+def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
+    """The page at `path` (after the token), as HTML; `NotFound` otherwise."""
+    conn = live.open_readonly(root)
+    try:
+        if path in ("", "/"):
+            return web_pages.sessions_page(base, queries.sessions(conn, limit=200))
+        if path.startswith("/session/"):
+            prefix = unquote(path[len("/session/") :])
+            session_id = _session(conn, prefix)
+            main = conn.execute(
+                "SELECT status, task_description FROM agent_registry WHERE id = ? AND is_main",
+                (session_id,),
+            ).fetchall()
+            return web_pages.session_page(
+                base,
+                session_id,
+                {"status": main[0][0], "task_description": main[0][1]} if main else None,
+                timetravel.subagents(conn, session_id),
+                timetravel.timeline(conn, session_id),
+                timetravel.branches(conn, session_id),
+            )
+        if path == "/diff":
+            a, b = query.get("a", [""])[0], query.get("b", [""])[0]
+            if not a or not b:
+                raise NotFound("give two frames: /diff?a=SESSION:FRAME&b=SESSION:FRAME")
+            ref_a, ref_b, state, files = frame_diff(conn, root, a, b)
+            return web_pages.diff_page(base, ref_a, ref_b, state, files)
+        raise NotFound("no such page")
+    finally:
+        conn.close()
+
+
+def _session(conn: Any, prefix: str) -> str:
+    """The session a prefix names: one with frames, else one recorded before frames were."""
+    try:
+        return timetravel.find_session(conn, prefix)
+    except timetravel.FrameError as exc:
+        found = conn.execute(
+            "SELECT session_id FROM sessions WHERE substr(session_id, 1, length(?1)) = ?1 LIMIT 2",
+            (prefix,),
+        ).fetchall()
+        if prefix and len(found) == 1:
+            return str(found[0][0])
+        raise NotFound(str(exc)) from exc
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, root: str, port: int, token: str | None = None) -> None:
+        self.root = root
+        self.token = token or secrets.token_urlsafe(24)
+        super().__init__((HOST, port), Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.server_address[1]}/{self.token}/"
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: Server
+    server_version = "claude-session"
+    sys_version = ""
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+    def _refuse_method(self) -> None:
+        self._send(403 if self._page() is None else 405, "read-only", True)
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method
+
+    def _page(self) -> str | None:
+        """The path after a valid token, or None: no token, a wrong one, a foreign Host."""
+        parts = urlsplit(self.path)
+        host = self.headers.get("Host", "")
+        port = self.server.server_address[1]
+        if host not in (f"{HOST}:{port}", f"localhost:{port}"):
+            return None  # a DNS-rebinding page names its own host
+        token = self.server.token
+        first, _, rest = parts.path.lstrip("/").partition("/")
+        if secrets.compare_digest(first.encode(), token.encode()):
+            return "/" + rest
+        given = parse_qs(parts.query).get("token", [""])[0]
+        if secrets.compare_digest(given.encode(), token.encode()):
+            return parts.path
+        return None
+
+    def _answer(self, body: bool) -> None:
+        page = self._page()
+        if page is None:
+            self._send(
+                403, "forbidden: this page needs the URL `claude-session serve` printed", body
+            )
+            return
+        base = f"/{self.server.token}"
+        query = parse_qs(urlsplit(self.path).query)
+        try:
+            text = render(self.server.root, base, page, query)
+        except NotFound as exc:
+            self._send(404, web_pages.error_page(base, 404, str(exc)), body, html=True)
+            return
+        except live.NoDatabase as exc:
+            self._send(503, web_pages.error_page(base, 503, str(exc)), body, html=True)
+            return
+        except Exception as exc:  # a locked or broken database: said, not a traceback
+            message = f"{type(exc).__name__}: {exc}"
+            self._send(500, web_pages.error_page(base, 500, message), body, html=True)
+            return
+        self._send(200, text, body, html=True)
+
+    def _send(self, status: int, text: str, body: bool, html: bool = False) -> None:
+        data = text.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", f"text/{'html' if html else 'plain'}; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Security-Policy", web_pages.CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("X-Frame-Options", "DENY")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the paths hold the token, and the terminal is the user's."""
+
+
+def start(root: str, port: int = 0) -> tuple[Server, threading.Thread]:
+    """The server, serving in a thread (for the command to wait on, or a caller to stop)."""
+    server = Server(root, port)
+    thread = threading.Thread(target=server.serve_forever, name="serve", daemon=True)
+    thread.start()
+    return server, thread

@@ -1,0 +1,320 @@
+"""`claude-session serve`, as a person uses it: a session recorded through the real hooks in a
+git project, the installed command serving it, urllib for what it refuses, and a real headless
+Chromium drawing the session and diff pages (screenshots read back pixel by pixel)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PYTHON, fixture, hook_env, query, run_hook, wait_for
+from PIL import Image
+
+CLI = str(Path(PYTHON).parent / "claude-session")
+CHROMIUM = "/usr/bin/chromium"
+SESSION = "5e55e55e-0000-4000-8000-000000000001"
+DONE, BUSY = "a11111111111111aa", "b22222222222222bb"
+HOSTILE_PROMPT = "<script>alert(1)</script> make the value configurable"
+HOSTILE_DESCRIPTION = '<img src=x onerror="alert(2)"> bump the value'
+GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@e", "GIT_COMMITTER_NAME": "u"}
+GIT_ENV |= {"GIT_COMMITTER_EMAIL": "u@e"}
+BLUE, GREEN = (0x25, 0x63, 0xEB), (0x16, 0xA3, 0x4A)  # running, completed (web_pages)
+ADDED, REMOVED = (0xDC, 0xFC, 0xE7), (0xFE, 0xE2, 0xE2)  # diff line backgrounds
+_ids = iter(range(1, 10_000))
+
+
+def send(project: Path, name: str, **changes: Any) -> None:
+    payload = fixture(name, project) | {"session_id": SESSION}
+    if "tool_use_id" in payload:
+        payload["tool_use_id"] = f"toolu_sv{next(_ids)}"
+    for key in ("agent_id", "agent_type"):
+        payload.pop(key, None)
+    payload |= changes
+    if "tool_input" in changes and "tool_input" in fixture(name):
+        payload["tool_input"] = fixture(name, project)["tool_input"] | changes["tool_input"]
+    run_hook(name.split(".")[0], payload, project)
+
+
+def write(project: Path, path: str, content: str, **agent: str) -> None:
+    """A Write tool call: PreToolUse, the file written, PostToolUse (one tool_use_id)."""
+    tool_use_id = f"toolu_sv{next(_ids)}"
+    given = {"file_path": str(project / path), "content": content}
+    send(project, "PreToolUse.Write", tool_use_id=tool_use_id, tool_input=given, **agent)
+    (project / path).write_text(content)
+    send(project, "PostToolUse.Write", tool_use_id=tool_use_id, tool_input=given, **agent)
+
+
+def launch(project: Path, agent: str, kind: str, description: str) -> dict[str, str]:
+    send(
+        project,
+        "PreToolUse.Agent",
+        tool_input={"subagent_type": kind, "description": description},
+    )
+    send(project, "SubagentStart", agent_id=agent, agent_type=kind)
+    return {"agent_id": agent, "agent_type": kind}
+
+
+@pytest.fixture
+def recorded(project: Path) -> Path:
+    """A git project and one session in it: a prompt, a Write by the main thread, a subagent
+    that rewrites a file and stops, one still running, a failing command, the turn's end."""
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("VALUE = 1\nNAME = 'app'\n")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(project), *args], check=True, env=os.environ | GIT_ENV)
+    send(project, "SessionStart.startup")
+    send(project, "UserPromptSubmit", prompt=HOSTILE_PROMPT)
+    write(project, "src/config.py", "LIMIT = 10\n")
+    done = launch(project, DONE, "general-purpose", HOSTILE_DESCRIPTION)
+    write(project, "src/app.py", "VALUE = 2\nNAME = 'app'\n", **done)
+    send(project, "SubagentStop", **done)
+    launch(project, BUSY, "Explore", "look around")
+    send(project, "PostToolUseFailure.Bash")
+    send(project, "Stop")
+    settled = "SELECT 1 FROM vcs_tags WHERE status = 'pending'"
+    assert wait_for(lambda: not query(project, settled), 60)
+    # a fork from the frame of the subagent's Write: a branch of the timeline
+    (frame,) = query(
+        project, "SELECT frame_no FROM frames WHERE agent_id = ? AND kind = 'tool'", (DONE,)
+    )[0]
+    forked = subprocess.run(
+        [CLI, "--project", str(project), "fork", f"{SESSION}:{frame}", "--label", "try-again"],
+        capture_output=True,
+        text=True,
+        env=hook_env(project),
+        timeout=120,
+    )
+    assert forked.returncode == 0, forked.stderr
+    return project
+
+
+@pytest.fixture
+def server(recorded: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`claude-session serve --port 0` on the recorded project, and the URL it printed."""
+    process = subprocess.Popen(
+        [CLI, "--project", str(recorded), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=hook_env(recorded),
+    )
+    try:
+        yield url_of(process), process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def url_of(process: subprocess.Popen[str]) -> str:
+    """The URL `serve` printed: http://127.0.0.1:PORT/TOKEN/."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    found = re.search(r"http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]+/", line)
+    assert found, line + (process.stderr.read() if process.poll() is not None else "")
+    return found.group(0)
+
+
+def get(url: str, method: str = "GET") -> tuple[int, str, dict[str, str]]:
+    request = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode(), dict(response.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), dict(exc.headers)
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses (hex, as /proc/net shows them) listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].rsplit(":", 1)
+            if int(hex_port, 16) == port and fields[3] == "0A":  # LISTEN
+                found.add(address)
+    return found
+
+
+def chromium(url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert os.path.exists(CHROMIUM), "chromium is required (./install.sh --dev installs it)"
+    profile = tmp_path / f"chromium-{next(_ids)}"
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--window-size=1280,900",
+            *args,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def screenshot(url: str, tmp_path: Path, name: str) -> Image.Image:
+    shot = tmp_path / f"{name}.png"
+    done = chromium(url, tmp_path, f"--screenshot={shot}")
+    assert shot.exists(), done.stderr[-3000:]
+    keep = os.environ.get("CLAUDE_SESSION_KEEP_SCREENSHOTS")
+    if keep:  # for a person to look at
+        shutil.copy(shot, Path(keep) / shot.name)
+    image = Image.open(shot)
+    assert image.format == "PNG" and image.size == (1280, 900)
+    return image.convert("RGB")
+
+
+def pixels_of(image: Image.Image, colour: tuple[int, int, int]) -> int:
+    return sum(n for n, c in image.getcolors(1 << 22) or [] if c == colour)
+
+
+def test_the_token_is_required_and_only_127_0_0_1_listens(
+    server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    url, _ = server
+    origin, token = url.rstrip("/").rsplit("/", 1)
+    port = int(origin.rsplit(":", 1)[1])
+    assert listening_addresses(port) == {"0100007F"}  # 127.0.0.1, and nothing else
+    for refused in (
+        origin + "/",
+        origin + "/session/" + SESSION,
+        origin + "/x" + token + "/",
+        origin + "/" + token[:-1] + "/",
+        origin + "/etc/passwd",
+        origin + "/?token=" + token[:-2],
+    ):
+        status, body, _ = get(refused)
+        assert status == 403, refused
+        assert SESSION not in body
+    status, body, headers = get(url)
+    assert status == 200 and SESSION in body
+    csp = headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "script-src 'none'" in csp
+    assert headers["Referrer-Policy"] == "no-referrer"
+    # the token as a query works too; pages that do not exist are 404, never a file
+    assert get(f"{origin}/session/{SESSION[:8]}?token={token}")[0] == 200
+    assert get(url + "../../../etc/passwd")[0] in (403, 404)
+    assert get(url + "static/../../pyproject.toml")[0] == 404
+    assert get(url + "session/nosuch")[0] == 404
+    assert get(url, method="POST")[0] == 405
+    assert get(origin + "/", method="POST")[0] == 403
+
+
+def test_serve_refuses_other_hosts_and_a_missing_database(recorded: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [CLI, "--project", str(recorded), "serve", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "127.0.0.1" in done.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = subprocess.run(
+        [CLI, "--project", str(empty), "serve"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1 and "no claude-session database" in done.stderr
+    assert not (empty / ".claude-session.db").exists()
+
+
+def test_session_and_diff_pages_in_a_real_browser(
+    server: tuple[str, subprocess.Popen[str]], recorded: Path, tmp_path: Path
+) -> None:
+    url, process = server
+    before = database_files(recorded)
+    page = f"{url}session/{SESSION[:8]}"
+    frames = [r[0] for r in query(recorded, "SELECT frame_no FROM frames ORDER BY frame_no")]
+    agents = query(
+        recorded,
+        "SELECT id, status FROM agent_registry WHERE session_id = ? AND is_internal = 0",
+        (SESSION,),
+    )
+    assert {a[1] for a in agents} == {"running", "completed"} and len(agents) == 3
+
+    # recorded text is escaped, never markup
+    html = get(page)[1]
+    assert "<script>" not in html and "&lt;script&gt;alert(1)" in html
+    assert "<img" not in html and "&lt;img src=x" in html
+
+    # the DOM as the browser built it: one box per agent, one mark per frame
+    dom = chromium(page, tmp_path, "--dump-dom").stdout
+    boxes = re.findall(r'<g class="agent" data-status="(\w+)" data-agent="([^"]+)"', dom)
+    assert sorted(boxes) == sorted((status, agent) for agent, status in agents)
+    marks = [int(n) for n in re.findall(r'<g class="frame" data-frame="(\d+)"', dom)]
+    assert marks == frames
+    assert 'class="errors"' in dom and 'class="files"' in dom
+    assert re.search(r'<g class="branch">.*fork try-again</text>', dom)
+
+    # the picture: the right size, not blank, the status colours of the boxes present
+    shot = screenshot(page, tmp_path, "session")
+    colours = shot.getcolors(1 << 22) or []
+    assert len(colours) > 50
+    assert pixels_of(shot, BLUE) > 500 and pixels_of(shot, GREEN) > 500
+
+    # the diff of the whole session: the state's diff and the files', lines coloured
+    diff = f"{url}diff?a={SESSION[:8]}:1&b={SESSION[:8]}:{frames[-1]}"
+    status, text, _ = get(diff)
+    assert status == 200
+    assert "src/config.py" in text and "src/app.py" in text
+    assert '<span class="del">-VALUE = 1</span>' in text
+    assert '<span class="add">+VALUE = 2</span>' in text
+    shot = screenshot(diff, tmp_path, "diff")
+    assert len(shot.getcolors(1 << 22) or []) > 20
+    assert pixels_of(shot, ADDED) > 500 and pixels_of(shot, REMOVED) > 500
+    assert process.poll() is None  # still serving after all that
+    assert database_files(recorded) == before  # read-only: not a byte written
+
+
+def database_files(project: Path) -> dict[str, bytes]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).digest()
+        for p in project.glob(".claude-session.db*")
+        if p.is_file() and not p.name.endswith("-shm")  # readers share the WAL index
+    }
+
+
+def test_a_session_recorded_before_frames_still_has_its_page(project: Path) -> None:
+    send(project, "SessionStart.startup")
+    import apsw
+
+    conn = apsw.Connection(str(project / ".claude-session.db"))
+    conn.execute("DELETE FROM frames")  # as a session recorded before schema 8 has none
+    conn.close()
+    process = subprocess.Popen(
+        [CLI, "--project", str(project), "serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=hook_env(project),
+    )
+    try:
+        url = url_of(process)
+        status, html, _ = get(f"{url}session/{SESSION[:8]}")
+        assert status == 200 and "0 frames" in html and 'class="agent"' in html
+        assert get(f"{url}session/ffff")[0] == 404
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(10) == 0
