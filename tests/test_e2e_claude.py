@@ -164,6 +164,10 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(
             run_claude(binary, project, home, api, "/compact", "--resume", session)
             model.phase = "after"
             run_claude(binary, project, home, api, "what next?", "--resume", session)
+            # Once it runs, that process answers the hooks (the relay): each of them the same
+            # as if the hook had done the work itself (what follows checks that work).
+            relay = json.loads(Path(daemon_control.status_path(str(project))).read_text())
+            assert relay["relay_served"] >= 15 and relay["relay_declined"] == 0, relay
     finally:
         daemon_control.stop(str(project))
     assert not daemon_control.is_running(str(project))
