@@ -195,10 +195,13 @@ def heartbeat(
         transition(
             conn, target, RUNNING, f"spoke again ({what}) after being marked stale", now, (STALE,)
         )
+    # Renewed when a tenth of the lease has passed, not on every event: an unchanged row
+    # costs no page written to the WAL (pages written are most of a commit's cost).
     conn.execute(
-        "UPDATE file_claims SET expires_at = max(coalesce(expires_at, 0), ?3)"
-        " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL",
-        (session_id, claim_owner(agent_id), now + lease_seconds),
+        "UPDATE file_claims SET expires_at = ?3"
+        " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL"
+        " AND coalesce(expires_at, 0) < ?3 - ?4",
+        (session_id, claim_owner(agent_id), now + lease_seconds, lease_seconds / 10),
     )
 
 
