@@ -158,7 +158,9 @@ def test_running_daemon_marks_stale_in_real_time_and_idles_out(
         stale_after_minutes=0.02,
         sweep_interval_seconds=0.2,
         session_idle_minutes=0.05,
-        daemon_idle_exit_minutes=0.02,
+        # The session is closed out once the daemon has watched it idle for 3 s from its first
+        # sweep; the idle exit must come after that even when the daemon starts slowly.
+        daemon_idle_exit_minutes=0.05,
     )
     start_agent(project, "a1", "goes quiet")
     subprocess.run([CLI, "--project", str(project), "daemon", "start"], check=True)

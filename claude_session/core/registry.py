@@ -163,6 +163,11 @@ def _log_transition(
     )
 
 
+# last_seen_at moves in steps of a second or more: within one, the row's index entry stays
+# where it is and writes no page to the WAL (pages written are most of a commit's cost).
+LAST_SEEN_TO_THE_SECOND = "CASE WHEN ?2 >= last_seen_at + 1 THEN ?2 ELSE last_seen_at END"
+
+
 def heartbeat(
     conn: apsw.Connection,
     session_id: str,
@@ -178,7 +183,7 @@ def heartbeat(
     if agent_id:
         register(conn, agent_id, session_id, agent_type, now, f"first seen in {what}")
         found = conn.execute(
-            "UPDATE agent_registry SET last_seen_at = max(last_seen_at, ?2),"
+            f"UPDATE agent_registry SET last_seen_at = {LAST_SEEN_TO_THE_SECOND},"
             " tool_uses = tool_uses + ?3, agent_type = coalesce(nullif(agent_type, ''), ?4)"
             " WHERE id = ?1 RETURNING status",
             (agent_id, now, int(tool_use), agent_type),
@@ -186,7 +191,7 @@ def heartbeat(
         target = agent_id
     else:
         found = conn.execute(
-            "UPDATE agent_registry SET last_seen_at = max(last_seen_at, ?2),"
+            f"UPDATE agent_registry SET last_seen_at = {LAST_SEEN_TO_THE_SECOND},"
             " tool_uses = tool_uses + ?3 WHERE id = ?1 RETURNING status",
             (session_id, now, int(tool_use)),
         ).fetchall()

@@ -34,7 +34,10 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     conn.execute(
         "INSERT INTO sessions (session_id, started_at, last_activity_at, cwd, transcript_path)"
         " VALUES (?1, ?2, ?2, ?3, ?4) ON CONFLICT (session_id) DO UPDATE SET"
-        " last_activity_at = max(last_activity_at, excluded.last_activity_at),"
+        # A second's resolution: within it the row (and its activity index) is left as it is,
+        # and an unchanged page is not written to the WAL (most of a commit's cost).
+        " last_activity_at = CASE WHEN excluded.last_activity_at >= last_activity_at + 1"
+        "  THEN excluded.last_activity_at ELSE last_activity_at END,"
         " cwd = coalesce(excluded.cwd, cwd),"
         " transcript_path = coalesce(excluded.transcript_path, transcript_path)",
         (ev.session_id, ctx.now, ev.text_of("cwd"), ev.text_of("transcript_path")),
