@@ -79,10 +79,18 @@ def _passwd_home() -> str | None:
         return None
 
 
+_REAL_ROOTS: dict[str, str] = {}  # root -> its realpath (a few lstat calls, asked per path)
+
+
 def relative_to_root(root: str, file_path: str) -> str:
     """Canonical claim path: relative to the project root when inside it, else absolute."""
     path = os.path.normpath(os.path.join(root, file_path))
-    for base in (root, os.path.realpath(root)):
+    real = _REAL_ROOTS.get(root)
+    if real is None:
+        if len(_REAL_ROOTS) > 64:  # a long-lived process (the resident one) sees few roots
+            _REAL_ROOTS.clear()
+        real = _REAL_ROOTS[root] = os.path.realpath(root)
+    for base in (root, real):
         if path == base:
             return "."
         if path.startswith(base.rstrip("/") + "/"):
