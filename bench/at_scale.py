@@ -202,7 +202,7 @@ def start_resident(project: Path, python: str, env: dict[str, str]) -> subproces
     """The project's resident process, started as a hook starts it (the hooks' environment),
     and waited for until its relay listens."""
     process = subprocess.Popen(
-        [python, "-m", "claude_session.resident", "--project", str(project)],
+        [python, "-P", "-m", "claude_session.resident", "--project", str(project)],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

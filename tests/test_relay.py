@@ -45,7 +45,7 @@ def status(project: Path) -> dict[str, Any]:
 def start_resident(project: Path, **env: str) -> subprocess.Popen[bytes]:
     """The resident process started exactly as a hook starts it: the hooks' environment."""
     process = subprocess.Popen(
-        [PYTHON, "-m", "claude_session.resident", "--project", str(project)],
+        [PYTHON, "-P", "-m", "claude_session.resident", "--project", str(project)],
         env=hook_env(project, **env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -225,3 +225,26 @@ def test_new_code_in_place_retires_the_old_resident_process(
     finally:
         os.utime(HOOKRT, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert query(project, "SELECT count(*) FROM hook_events")[0][0] == 2
+
+
+def test_a_package_planted_in_the_project_is_never_what_runs(
+    project: Path, reap_daemons: None
+) -> None:
+    """Claude Code runs hooks in the project, which may be a cloned repository: a
+    `claude_session` package planted there must not be what the daemon or the capture process
+    (started by the hook, from that folder) import."""
+    planted = project / "claude_session"
+    (planted / "services").mkdir(parents=True)
+    marker = project.parent / "planted-code-ran"
+    code = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in ("__init__.py", "resident.py", "services/__init__.py", "services/capture.py"):
+        (planted / name).write_text(code)
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    env = {"CLAUDE_SESSION_NO_DAEMON": ""}
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project, env, cwd=project)
+    assert wait_for(lambda: status(project).get("relay_socket"), seconds=20)
+    run_hook("PostToolUse", fixture("PostToolUse.Write", project), project, env, cwd=project)
+    assert wait_for(lambda: status(project).get("relay_served") == 1)
+    assert wait_for(lambda: count(project, "vcs_tags", "status = 'pending'") == 0, seconds=20)
+    assert count(project, "vcs_tags", "status = 'captured'") >= 1  # the real capture ran
+    assert not marker.exists(), marker.read_text()

@@ -200,7 +200,7 @@ def daemon_status(root: Path, as_json: bool) -> None:
 def daemon_run(root: Path) -> None:
     """Run it in the foreground (until Ctrl+C, `daemon stop`, or idle exit)."""
     # The very process `daemon start` runs in the background: the sweeper and the hook relay.
-    argv = [sys.executable, "-m", "claude_session.resident", "--project", str(root)]
+    argv = [sys.executable, "-P", "-m", "claude_session.resident", "--project", str(root)]
     os.execv(sys.executable, argv)
 
 

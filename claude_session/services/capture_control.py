@@ -71,7 +71,9 @@ def ensure_running(root: str) -> bool:
 def spawn(root: str) -> int:
     """`python -m claude_session.services.capture ROOT`, detached (its own session, stdio on
     /dev/null) and niced: it must not compete with the agent's own processes."""
-    argv = [sys.executable, "-m", "claude_session.services.capture", root]
+    # -P: the working directory (a project, perhaps a cloned one) is never put on sys.path, so a
+    # `claude_session` folder planted there is not what runs.
+    argv = [sys.executable, "-P", "-m", "claude_session.services.capture", root]
     if os.path.exists(NICE):
         argv = [NICE, "-n", "5", *argv]
     # Its start-up (~40 ms of imports) must not compete with the hook that started it: a

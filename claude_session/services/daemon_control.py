@@ -138,7 +138,9 @@ def spawn(root: str) -> int:
     posix_spawn, not subprocess: importing subprocess would cost the SessionStart hook ~5 ms."""
     python = sys.executable
     # The resident process: the sweeper and the hook relay.
-    argv = [python, "-m", "claude_session.resident", "--project", root]
+    # -P: the working directory (the hook's: a project, perhaps a cloned one) is never put on
+    # sys.path, so a `claude_session` folder planted there is not what runs.
+    argv = [python, "-P", "-m", "claude_session.resident", "--project", root]
     argv += ["--requested-at", f"{time.time():.6f}"]
     env = dict(os.environ)  # started without -I -S: `site` finds watchfiles and pydantic
     actions = [
