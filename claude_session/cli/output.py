@@ -169,7 +169,6 @@ HEADERS = {
     "still_relevant": "shown",
     "reason_failed": "why it failed",
 }
-MAX_CELL = 60  # no column is wider than this, whatever the console's width
 TEXT_CAP = 400  # characters of one value that a table ever looks at
 
 
@@ -230,8 +229,7 @@ def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
     cells = [[_cell_text(n, row.get(n)) for n in names] for row in rows]
     headers = [header(n) for n in names]
     natural = [
-        min(MAX_CELL, max([len(headers[i])] + [len(c[i]) for c in cells]))
-        for i in range(len(names))
+        min(width, max([len(headers[i])] + [len(c[i]) for c in cells])) for i in range(len(names))
     ]
     kept = fit(names, natural, width)
     widths = shrink({i: natural[i] for i in kept}, names, width)

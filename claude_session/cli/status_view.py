@@ -45,17 +45,18 @@ def headline(found: dict[str, Any]) -> list[str]:
         ident = "" if name == "main" else f" {str(agent['agent'])[:10]}"
         silent = output.duration(agent["silent_seconds"] or 0)
         task = agent["task"] or "(no task recorded)"
-        lines.append(f"  {name}{ident}: {task} (silent {silent}, {agent['files']} files)")
+        lines.append(f"  {name}{ident} (silent {silent}, files {agent['files']}): {task}")
     contested = now["contested_files"]
     lines.append(f"contested files: {len(contested) or 'none'}")
     for item in contested:
-        lines.append(f"  {item['file_path']}: held by {', '.join(item['agents'])}")
+        holders = " and ".join(str(a)[:10] for a in item["agents"])
+        lines.append(f"  held by {holders}: {item['file_path']}")
     errors = now["open_errors"]
     lines.append(f"open errors: {len(errors) or 'none'}")
     for error in errors[:5]:
         tool = f"{error['tool_name']} " if error["tool_name"] else ""
-        state = " (abandoned when its session ended)" if error["state"] == "abandoned" else ""
-        lines.append(f"  {tool}{error['what']}: step {error['step']}{state}")
+        state = ", abandoned when its session ended" if error["state"] == "abandoned" else ""
+        lines.append(f"  step {error['step']}{state}: {tool}{error['what']}")
     if len(errors) > 5:
         lines.append(f"  ... {len(errors) - 5} more (`claude-session errors --open`)")
     lines.append(compaction(now["last_compaction"]))
