@@ -70,11 +70,6 @@ def json_option(shape: str) -> Callable[[F], F]:
     return decorate
 
 
-def format_option(command: F) -> F:
-    """--json on a command whose JSON is the rows its table shows, every field included."""
-    return json_option("the rows of the table, every field included")(command)
-
-
 def hoist_project(args: list[str]) -> list[str]:
     """`--project DIR` / `--project=DIR` anywhere before `--`, moved to the front, where the
     group reads it: `claude-session memory list --project X` works as `--project X memory list`."""

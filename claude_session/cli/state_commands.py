@@ -11,7 +11,7 @@ import click
 
 from ..core import db
 from ..core import state as project_state
-from . import cli, format_option, opened, output
+from . import cli, json_option, opened, output
 
 
 def _who() -> str:
@@ -28,7 +28,7 @@ def state() -> None:
 
 @state.command(name="get")
 @click.argument("key")
-@format_option
+@json_option("an object: key, value")
 @click.pass_obj
 def state_get(root: Path, key: str, as_json: bool) -> None:
     """Print KEY's value (exit 1 when it is not set)."""
@@ -48,7 +48,7 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
 @state.command(name="set")
 @click.argument("key")
 @click.argument("value")
-@format_option
+@json_option("an object: key, value, changed")
 @click.pass_obj
 def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
     """Set KEY to VALUE (recorded in the history as your command)."""
@@ -64,7 +64,7 @@ def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
 
 @state.command(name="unset")
 @click.argument("key")
-@format_option
+@json_option("an object: key, removed")
 @click.pass_obj
 def state_unset(root: Path, key: str, as_json: bool) -> None:
     """Remove KEY (recorded in the history)."""
@@ -81,10 +81,10 @@ def state_unset(root: Path, key: str, as_json: bool) -> None:
 
 
 @state.command(name="list")
-@format_option
+@json_option("a list of keys: key, value, updated_at")
 @click.pass_obj
 def state_list(root: Path, as_json: bool) -> None:
-    """Every key with its value and when it was last written (UTC)."""
+    """Every key with its value and when it was last written."""
     with opened(root) as conn:
         found = project_state.all_values(conn)
     output.emit(found, "json" if as_json else "table", title="state")
@@ -93,7 +93,7 @@ def state_list(root: Path, as_json: bool) -> None:
 @state.command(name="history")
 @click.argument("key", required=False)
 @click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
-@format_option
+@json_option("a list of changes: id, key, old_value, new_value, changed_at, cause")
 @click.pass_obj
 def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> None:
     """Every change (of KEY, or of all keys), newest first: old, new, when, and the cause."""
