@@ -23,12 +23,15 @@ _ids = counter(1)
 
 
 def run(
-    *args: str, columns: str | None = "80", check: bool = True
+    *args: str, columns: str | None = "80", check: bool = True, terminal: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """The installed command as a subprocess, its output piped (never a terminal)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    """The installed command as a subprocess, its output piped; with `terminal`, rich is told
+    it writes to a terminal (colours and styles on, as for a person)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "FORCE_COLOR")}
     if columns is not None:
         env["COLUMNS"] = columns
+    if terminal:
+        env["FORCE_COLOR"] = "1"
     done = subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=120)
     if check:
         assert done.returncode == 0, done.stderr + done.stdout
@@ -111,6 +114,15 @@ def test_every_table_fits_80_columns_piped_with_and_without_columns(busy: Path) 
             too_long = [line for line in lines if len(line) > 80]
             assert not too_long, (args, columns, too_long[:3])
             assert "\x1b" not in done.stdout and "\u202e" not in done.stdout, args
+
+
+def test_every_table_fits_an_80_column_terminal(busy: Path) -> None:
+    for args in [*TABLES, ["doctor"]]:
+        done = run("--project", str(busy), *args, terminal=True, check=args != ["doctor"])
+        assert "Traceback" not in done.stderr
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout).splitlines()
+        assert lines and all(len(line) <= 80 for line in lines), (args, lines)
+        assert "\x1b]8;" not in done.stdout and "\u202e" not in done.stdout, args
 
 
 def test_piped_output_honours_columns(busy: Path) -> None:

@@ -9,7 +9,7 @@ Rows are plain dicts. One format for each kind of value, here and nowhere else:
 
 Tables fit the console's width (a terminal's, else `COLUMNS`, else 80): every column has a
 priority; the least important go first, then the widest are shortened with an ellipsis. No
-cell ever wraps.
+cell wraps, but for the one column some tables exist for (doctor's detail).
 
 Recorded text is hostile input: every cell is a `rich.text.Text` (never parsed as markup, so
 `[/tmp]` or `[link=...]` print as they are) and every control character (ESC, OSC, BEL, C1,
@@ -59,7 +59,6 @@ BOOLEANS = frozenset(
         "changed",
         "removed",
         "forgotten",
-        "trusted",
     }
 )
 # Times where recency matters: shown as an age in tables.
@@ -152,6 +151,8 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "old_value": (3, 8),
     "new_value": (2, 8),
 }
+# Columns that are the point of their table (doctor's detail): wrapped, never cut.
+WRAPPED = frozenset({"detail"})
 HEADERS = {
     "attempt_number": "step",
     "age_seconds": "age",
@@ -226,7 +227,7 @@ def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
     """Rows as a table no wider than `width`: the least important columns dropped first, then
     the widest shortened (with an ellipsis), never below their narrowest readable width."""
     names = list(rows[0])
-    cells = [[_cell_text(n, row.get(n)) for n in names] for row in rows]
+    cells = [[_cell_text(n, row.get(n), cap=n not in WRAPPED) for n in names] for row in rows]
     headers = [header(n) for n in names]
     natural = [
         min(width, max([len(headers[i])] + [len(c[i]) for c in cells])) for i in range(len(names))
@@ -244,8 +245,13 @@ def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
         pad_edge=False,
     )
     for i in kept:
+        wrapped = names[i] in WRAPPED
         grid.add_column(
-            Text(headers[i]), width=widths[i], no_wrap=True, overflow="ellipsis", min_width=1
+            Text(headers[i]),
+            width=widths[i],
+            no_wrap=not wrapped,
+            overflow="fold" if wrapped else "ellipsis",
+            min_width=1,
         )
     for row in cells:
         grid.add_row(*(Text(escape_controls(row[i])) for i in kept))
@@ -322,7 +328,7 @@ def _cell(column: str, value: Any, full_time: bool = False) -> Text:
     return Text(escape_controls(_cell_text(column, value, full_time)))
 
 
-def _cell_text(column: str, value: Any, full_time: bool = False) -> str:
+def _cell_text(column: str, value: Any, full_time: bool = False, cap: bool = True) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool) or (column in BOOLEANS and value in (0, 1)):
@@ -344,7 +350,7 @@ def _cell_text(column: str, value: Any, full_time: bool = False) -> str:
     if isinstance(value, list):
         return ", ".join(_cell_text(column, v, full_time) for v in value) or "none"
     text = str(value)
-    return text if len(text) <= TEXT_CAP else text[: TEXT_CAP - 1] + "…"
+    return text if len(text) <= TEXT_CAP or not cap else text[: TEXT_CAP - 1] + "…"
 
 
 def duration(seconds: float) -> str:

@@ -149,10 +149,14 @@ def problems(
         found.append(f"a corrupt database was moved aside: {copy}")
     if database["wal_unsafe_filesystem"]:
         found.append(f"the database is on {database['filesystem']}, where WAL is not safe")
+    from ..core.config import number
+    from .configuration import load_or_defaults
+
+    idle = number(load_or_defaults(root).values, "session_idle_minutes") * 60
     live = db.rows(
         conn,
         "SELECT count(*) AS n FROM sessions WHERE status = 'active' AND last_activity_at > ?",
-        (now - 3600,),
+        (now - idle,),
     )[0]["n"]
     if live and not daemon.get("running"):
         found.append("the daemon is not running while a session is live (`daemon start`)")
