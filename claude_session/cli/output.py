@@ -86,7 +86,7 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "reason_failed": (2, 14),
     "reason": (6, 10),
     "decision": (1, 6),
-    "event": (1, 10),
+    "event": (1, 18),
     "key": (1, 8),
     "value": (1, 10),
     "state": (1, 7),
@@ -97,8 +97,8 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "type": (2, 8),
     "session_id": (2, 9),
     "id": (1, 3),
-    "frame": (1, 4),
-    "kind": (2, 8),
+    "frame": (1, 5),
+    "kind": (2, 12),
     "resolution": (2, 8),
     "attempt_number": (2, 4),
     "attempts": (2, 4),
@@ -106,9 +106,9 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "error_category": (4, 8),
     "category": (2, 8),
     "source": (3, 6),
-    "last_activity_at": (2, 7),
-    "last_seen_at": (3, 7),
-    "last_at": (3, 7),
+    "last_activity_at": (2, 9),
+    "last_seen_at": (3, 9),
+    "last_at": (3, 9),
     "silent_seconds": (3, 6),
     "age_seconds": (4, 6),
     "received_at": (2, 19),
@@ -126,8 +126,8 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "end_reason": (7, 6),
     "operation": (5, 5),
     "edits": (5, 5),
-    "last_touched_at": (4, 7),
-    "expires_at": (6, 7),
+    "last_touched_at": (4, 9),
+    "expires_at": (6, 9),
     "agent_id": (5, 8),
     "tool_use_id": (8, 8),
     "payload_bytes": (7, 5),
@@ -232,8 +232,11 @@ def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
     natural = [
         min(width, max([len(headers[i])] + [len(c[i]) for c in cells])) for i in range(len(names))
     ]
-    kept = fit(names, natural, width)
-    widths = shrink({i: natural[i] for i in kept}, names, width)
+    floors = [
+        min(natural[i], max(spec(n)[1], min(len(headers[i]), 8))) for i, n in enumerate(names)
+    ]
+    kept = fit(names, floors, width)
+    widths = shrink({i: natural[i] for i in kept}, floors, width)
     times = any(n.endswith("_at") and n not in RECENT for n in (names[i] for i in kept))
     suffix = f" (times in {zone()})" if times else ""
     grid = Table(
@@ -268,24 +271,27 @@ def header(name: str) -> str:
     return name.replace("_", " ")
 
 
-def fit(names: list[str], natural: list[int], width: int) -> list[int]:
+def spec(name: str) -> tuple[int, int]:
+    """A column's priority (1 is kept longest) and narrowest readable width."""
+    if name in COLUMNS:
+        return COLUMNS[name]
+    if name.endswith("_at"):
+        return (5, 9 if name in RECENT else 19)
+    return (5, 8)
+
+
+def fit(names: list[str], floors: list[int], width: int) -> list[int]:
     """Indexes of the columns to show, in order: drop the least important (the last of equal
     priority) until the narrowest widths of the rest, with the gaps between them, fit."""
     kept = list(range(len(names)))
-
-    def floor(i: int) -> int:
-        return min(natural[i], COLUMNS.get(names[i], (5, 8))[1])
-
-    while len(kept) > 1 and sum(floor(i) for i in kept) + 3 * (len(kept) - 1) > width:
-        drop = max(kept, key=lambda i: (COLUMNS.get(names[i], (5, 8))[0], i))
-        kept.remove(drop)
+    while len(kept) > 1 and sum(floors[i] for i in kept) + 3 * (len(kept) - 1) > width:
+        kept.remove(max(kept, key=lambda i: (spec(names[i])[0], i)))
     return kept
 
 
-def shrink(widths: dict[int, int], names: list[str], width: int) -> dict[int, int]:
+def shrink(widths: dict[int, int], floors: list[int], width: int) -> dict[int, int]:
     """Narrow the widest columns, one character at a time, until the table fits `width`."""
     room = width - 3 * (len(widths) - 1)
-    floors = {i: min(w, COLUMNS.get(names[i], (5, 8))[1]) for i, w in widths.items()}
     while sum(widths.values()) > room:
         wide = [i for i in widths if widths[i] > floors[i]]
         if not wide:
