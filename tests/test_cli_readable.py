@@ -98,6 +98,7 @@ TABLES = [
     ["events", "--payload"],
     ["config"],
     ["timeline"],
+    ["timeline", "--tree"],
     ["state", "list"],
     ["state", "history"],
     ["memory", "list"],

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.text import Text
 
 from ..services import fork as forking
 from ..services import revert as reverting
@@ -96,8 +97,9 @@ def _print_tree(
             lines.append(
                 f"{indent}     └─ {branch['kind']} {branch['id']}{label} -> {branch['path']}{child}"
             )
-    for line in lines:
-        click.echo(output.escape_controls(line))
+    out = output.console()
+    for line in lines:  # one line per frame: cut at the console's width, never wrapped
+        out.print(Text(output.escape_controls(line)), no_wrap=True, overflow="ellipsis")
 
 
 @cli.command()
