@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from claude_session.cli import cli, hoist_project
+from claude_session.cli import cli
 from tools.cli_docs import commands
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +72,8 @@ def test_every_command_has_help_and_json_but_the_named_exceptions() -> None:
 
 
 def test_project_is_moved_to_the_front_but_never_past_a_double_dash() -> None:
+    from claude_session.cli import hoist_project
+
     assert hoist_project(["memory", "list", "--project", "/p"]) == [
         "--project",
         "/p",
