@@ -174,13 +174,13 @@ def test_status_opens_with_what_is_happening_now(busy: Path) -> None:
     assert "live agents: 3" in head  # main and the two subagents
     assert "first: refactor the parser" in head and "second: refactor the parser" in head
     assert "contested files: 1" in head and "very_long_directory_name" in head
-    assert "open errors: 1" in head and "step 3: research" in head
+    assert "open errors: 1" in head and "step 3 (research): Bash pytest" in head
     assert "last compaction:" in head and "ago (manual" in head
     assert "no claude-session hooks are installed" in head
     assert "daemon is not running while a session is live" in head
     now = json.loads(run("--project", str(busy), "status", "--json").stdout)["now"]
     assert len(now["live_agents"]) == 3 and len(now["contested_files"]) == 1
-    assert now["open_errors"][0]["step"] == "3: research"
+    assert now["open_errors"][0]["step"] == "3 (research)"
     assert now["last_compaction"]["trigger"] == "manual"
     assert now["last_compaction"]["restored"]["task"] == 1
     assert any("hooks" in p for p in now["problems"])

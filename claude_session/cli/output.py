@@ -106,9 +106,9 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "error_category": (4, 8),
     "category": (2, 8),
     "source": (3, 6),
-    "last_activity_at": (2, 9),
-    "last_seen_at": (3, 9),
-    "last_at": (3, 9),
+    "last_activity_at": (2, 10),
+    "last_seen_at": (3, 10),
+    "last_at": (3, 10),
     "silent_seconds": (3, 6),
     "age_seconds": (4, 6),
     "received_at": (2, 19),
@@ -126,8 +126,8 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "end_reason": (7, 6),
     "operation": (5, 5),
     "edits": (5, 5),
-    "last_touched_at": (4, 9),
-    "expires_at": (6, 9),
+    "last_touched_at": (4, 10),
+    "expires_at": (6, 10),
     "agent_id": (5, 8),
     "tool_use_id": (8, 8),
     "payload_bytes": (7, 5),
@@ -146,7 +146,7 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "turn": (5, 4),
     "errors": (4, 6),
     "snapshot": (6, 8),
-    "step": (2, 4),
+    "step": (2, 12),
     "cause": (3, 10),
     "old_value": (3, 8),
     "new_value": (2, 8),
@@ -276,7 +276,7 @@ def spec(name: str) -> tuple[int, int]:
     if name in COLUMNS:
         return COLUMNS[name]
     if name.endswith("_at"):
-        return (5, 9 if name in RECENT else 19)
+        return (5, 10 if name in RECENT else 19)
     return (5, 8)
 
 

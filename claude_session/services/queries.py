@@ -303,12 +303,12 @@ def ladder_step(attempts: int) -> str:
     from ..core.errors import DENY_FROM, RESEARCH_AT, USER_AT
 
     if attempts >= DENY_FROM:
-        return f"{attempts}: edits may be refused"
+        return f"{attempts} (edits may be refused)"
     if attempts >= USER_AT:
-        return f"{attempts}: ask the user"
+        return f"{attempts} (ask the user)"
     if attempts == RESEARCH_AT:
-        return f"{attempts}: research"
-    return f"{attempts}: retry"
+        return f"{attempts} (research)"
+    return f"{attempts} (retry)"
 
 
 def errors(conn: apsw.Connection, *, open_only: bool = False) -> list[dict[str, Any]]:
