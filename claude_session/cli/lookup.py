@@ -70,9 +70,7 @@ def event(name: str) -> str:
 
 
 def agent(conn: apsw.Connection, value: str) -> str:
-    """A subagent id (a prefix is enough) or `main`."""
-    if value == "main":
-        return value
+    """A subagent id (a prefix is enough)."""
     found = [
         str(r["id"])
         for r in db.rows(
@@ -86,7 +84,7 @@ def agent(conn: apsw.Connection, value: str) -> str:
     if found:
         raise Unknown(f"agent {value!r} is ambiguous: it starts {', '.join(found[:5])}")
     known = [str(r["id"]) for r in db.rows(conn, "SELECT id FROM agent_registry LIMIT 500")]
-    raise unknown("agent", value, [*known, "main"])
+    raise unknown("agent", value, known)
 
 
 def tool(conn: apsw.Connection, name: str) -> None:

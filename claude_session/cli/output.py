@@ -198,17 +198,19 @@ def _section(out: Console, name: str, section: Any) -> None:
         out.print(table(section, label, out.width))
     elif isinstance(section, list):
         shown = ", ".join(_cell_text("", v) for v in section) if section else "none"
-        out.print(Text.assemble((label, "bold"), ": ", Text(escape_controls(shown))))
+        out.print(
+            Text.assemble((escape_controls(label), "bold"), ": ", Text(escape_controls(shown)))
+        )
     elif isinstance(section, dict):
         emit_pairs(out, label, section)
     else:
-        out.print(Text.assemble((label, "bold"), ": ", _cell(name, section, True)))
+        out.print(Text.assemble((escape_controls(label), "bold"), ": ", _cell(name, section, True)))
 
 
 def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
     """A titled key/value list: keys dim, values wrapped (never cut), times in full."""
     grid = Table(
-        title=Text(label) if label else None,
+        title=Text(escape_controls(label)) if label else None,
         title_justify="left",
         title_style="bold",
         show_header=False,
@@ -240,7 +242,7 @@ def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
     times = any(n.endswith("_at") and n not in RECENT for n in (names[i] for i in kept))
     suffix = f" (times in {zone()})" if times else ""
     grid = Table(
-        title=Text(label + suffix) if label else None,
+        title=Text(escape_controls(label) + suffix) if label else None,
         title_justify="left",
         title_style="bold",
         box=box.SIMPLE_HEAD,
