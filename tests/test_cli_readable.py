@@ -239,7 +239,7 @@ def test_unknown_values_are_one_clear_line_and_exit_1(
         assert "did you mean 'Bash'?" in done.stderr
 
 
-def test_commands_that_act_answer_json(project: Path) -> None:
+def test_commands_that_act_answer_json(project: Path, reap_daemons: None) -> None:
     for payload in stream(project):
         run_hook(payload["hook_event_name"], payload, project)
     p = ("--project", str(project))
@@ -253,6 +253,9 @@ def test_commands_that_act_answer_json(project: Path) -> None:
     pruned = json.loads(run(*p, "prune", "--json").stdout)
     assert "events" in pruned["rows_removed"]
     assert json.loads(run(*p, "daemon", "stop", "--json").stdout) == {"stopped": False}
+    started = json.loads(run(*p, "daemon", "start", "--json").stdout)
+    assert started["started"] is True and isinstance(started["pid"], int)
+    assert json.loads(run(*p, "daemon", "stop", "--json").stdout) == {"stopped": True}
     installed = json.loads(run(*p, "install", "--json").stdout)
     assert any("installed" in m for m in installed["messages"])
     dry = json.loads(run(*p, "uninstall", "--dry-run", "--json").stdout)
