@@ -218,6 +218,7 @@ def test_project_is_accepted_after_the_subcommand(project: Path, args: list[str]
         (["fail", "x", "--reason", "y", "--session", "nope"], "unknown session 'nope'"),
         (["timeline", "nonexistent"], "nonexistent"),
         (["memory", "show", "999"], "no memory '999'"),
+        (["state", "history", "last_sesion_id"], "unknown state key 'last_sesion_id'; did you"),
     ],
     ids=lambda v: v if isinstance(v, str) else "-".join(v)[:30],
 )

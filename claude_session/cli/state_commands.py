@@ -11,7 +11,7 @@ import click
 
 from ..core import db
 from ..core import state as project_state
-from . import cli, json_option, opened, output
+from . import cli, json_option, lookup, opened, output
 
 
 def _who() -> str:
@@ -99,4 +99,7 @@ def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> Non
     """Every change (of KEY, or of all keys), newest first: old, new, when, and the cause."""
     with opened(root) as conn:
         found = project_state.history(conn, key, limit)
+        if key and not found and not project_state.exists(conn, key):
+            known = [str(r["key"]) for r in project_state.all_values(conn)]
+            raise lookup.unknown("state key", key, known)
     output.emit(found, "json" if as_json else "table", title="state history")
