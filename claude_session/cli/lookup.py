@@ -39,10 +39,11 @@ def session(conn: apsw.Connection, prefix: str) -> str:
         str(r["session_id"])
         for r in db.rows(
             conn,
-            "SELECT session_id FROM sessions WHERE substr(session_id, 1, length(?1)) = ?1"
-            " ORDER BY last_activity_at DESC LIMIT 6",
+            "SELECT session_id FROM sessions WHERE session_id >= ?1 AND session_id < ?1 || x'ff'"
+            " LIMIT 6",  # a range on the primary key: no scan however many sessions
             (prefix,),
         )
+        if str(r["session_id"]).startswith(prefix)
     ]
     if len(found) == 1:
         return found[0]
@@ -75,9 +76,10 @@ def agent(conn: apsw.Connection, value: str) -> str:
         str(r["id"])
         for r in db.rows(
             conn,
-            "SELECT id FROM agent_registry WHERE substr(id, 1, length(?1)) = ?1 LIMIT 6",
+            "SELECT id FROM agent_registry WHERE id >= ?1 AND id < ?1 || x'ff' LIMIT 6",
             (value,),
         )
+        if str(r["id"]).startswith(value)
     ]
     if len(found) == 1:
         return found[0]
