@@ -70,6 +70,12 @@ def json_option(shape: str) -> Callable[[F], F]:
     return decorate
 
 
+def format_option(command: F) -> F:
+    """--json on a command whose JSON is the rows its table shows (kept for commands that have
+    not said their shape yet; `json_option` says it)."""
+    return json_option("the rows of the table, every field included")(command)
+
+
 def hoist_project(args: list[str]) -> list[str]:
     """`--project DIR` / `--project=DIR` anywhere before `--`, moved to the front, where the
     group reads it: `claude-session memory list --project X` works as `--project X memory list`."""
