@@ -166,6 +166,10 @@ def test_times_are_local_with_their_zone_and_never_epoch_numbers(busy: Path) -> 
     assert re.search(r"\b\d+s\b|\d+m\d\ds", agents)  # durations, one format
     as_json = json.loads(run("--project", str(busy), "events", "--json").stdout)
     assert all(isinstance(e["received_at"], float) for e in as_json)  # JSON keeps the number
+    state = json.loads(run("--project", str(busy), "state", "list", "--json").stdout)
+    assert all(isinstance(row["updated_at"], float) for row in state)  # not UTC text
+    state_table = run("--project", str(busy), "state", "list", columns="200").stdout
+    assert re.search(r"ago\b", state_table)
 
 
 def test_status_opens_with_what_is_happening_now(busy: Path) -> None:

@@ -9,7 +9,7 @@ Rows are plain dicts. One format for each kind of value, here and nowhere else:
 
 Tables fit the console's width (a terminal's, else `COLUMNS`, else 80): every column has a
 priority; the least important go first, then the widest are shortened with an ellipsis. No
-cell wraps, but for the one column some tables exist for (doctor's detail).
+cell wraps, but for the one column some tables exist for (doctor's detail, a setting's value).
 
 Recorded text is hostile input: every cell is a `rich.text.Text` (never parsed as markup, so
 `[/tmp]` or `[link=...]` print as they are) and every control character (ESC, OSC, BEL, C1,
@@ -151,8 +151,9 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "old_value": (3, 8),
     "new_value": (2, 8),
 }
-# Columns that are the point of their table (doctor's detail): wrapped, never cut.
-WRAPPED = frozenset({"detail"})
+# Columns that are the point of their table (doctor's detail, config's and state's value):
+# wrapped rather than cut (up to WRAPPED_CAP characters).
+WRAPPED = frozenset({"detail", "value"})
 HEADERS = {
     "attempt_number": "step",
     "age_seconds": "age",
@@ -171,6 +172,7 @@ HEADERS = {
     "reason_failed": "why it failed",
 }
 TEXT_CAP = 400  # characters of one value that a table ever looks at
+WRAPPED_CAP = 2000
 
 
 def console() -> Console:
@@ -229,7 +231,10 @@ def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
     """Rows as a table no wider than `width`: the least important columns dropped first, then
     the widest shortened (with an ellipsis), never below their narrowest readable width."""
     names = list(rows[0])
-    cells = [[_cell_text(n, row.get(n), cap=n not in WRAPPED) for n in names] for row in rows]
+    cells = [
+        [_cell_text(n, row.get(n), cap=WRAPPED_CAP if n in WRAPPED else TEXT_CAP) for n in names]
+        for row in rows
+    ]
     headers = [header(n) for n in names]
     natural = [
         min(width, max([len(headers[i])] + [len(c[i]) for c in cells])) for i in range(len(names))
@@ -336,7 +341,7 @@ def _cell(column: str, value: Any, full_time: bool = False) -> Text:
     return Text(escape_controls(_cell_text(column, value, full_time)))
 
 
-def _cell_text(column: str, value: Any, full_time: bool = False, cap: bool = True) -> str:
+def _cell_text(column: str, value: Any, full_time: bool = False, cap: int = TEXT_CAP) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool) or (column in BOOLEANS and value in (0, 1)):
@@ -358,7 +363,7 @@ def _cell_text(column: str, value: Any, full_time: bool = False, cap: bool = Tru
     if isinstance(value, list):
         return ", ".join(_cell_text(column, v, full_time) for v in value) or "none"
     text = str(value)
-    return text if len(text) <= TEXT_CAP or not cap else text[: TEXT_CAP - 1] + "…"
+    return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
 def duration(seconds: float) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import difflib
 import getpass
 import time
@@ -81,13 +82,23 @@ def state_unset(root: Path, key: str, as_json: bool) -> None:
 
 
 @state.command(name="list")
-@json_option("a list of keys: key, value, updated_at")
+@json_option("a list of keys: key, value, updated_at (Unix seconds)")
 @click.pass_obj
 def state_list(root: Path, as_json: bool) -> None:
     """Every key with its value and when it was last written."""
     with opened(root) as conn:
         found = project_state.all_values(conn)
+    for row in found:  # SQLite's UTC text, as Unix seconds like every other time we print
+        row["updated_at"] = _unix(row["updated_at"])
     output.emit(found, "json" if as_json else "table", title="state")
+
+
+def _unix(text: object) -> object:
+    """`2026-11-23 17:20:05` (UTC, as `datetime('now')` writes it) as Unix seconds."""
+    try:
+        return float(calendar.timegm(time.strptime(str(text), "%Y-%m-%d %H:%M:%S")))
+    except ValueError:
+        return text
 
 
 @state.command(name="history")
