@@ -102,6 +102,7 @@ TABLES = [
     ["state", "list"],
     ["state", "history"],
     ["memory", "list"],
+    ["memory", "show", "1"],
     ["daemon", "status"],
 ]
 

@@ -193,7 +193,17 @@ def memory_show(root: Path, memory_id: str, as_json: bool) -> None:
     scope, number = _parse_id(memory_id)
     with _holding(root, scope) as conn:
         row = _found(conn, scope, number, memory_id)
-    output.emit(row, "json" if as_json else "table", title=f"memory {row['id']}")
+    _show(row, as_json)
+
+
+def _show(row: dict[str, Any], as_json: bool) -> None:
+    """One memory: JSON, or its fields one per line (the tags joined)."""
+    if as_json:
+        output.emit(row, "json")
+        return
+    output.emit_pairs(
+        output.console(), f"memory {row['id']}", row | {"tags": ", ".join(row["tags"])}
+    )
 
 
 @memory.command(name="edit")
@@ -231,7 +241,7 @@ def memory_edit(
                 tags=list(tags) if tags else None,
             )
         row = _found(conn, scope, number, memory_id)
-    output.emit(row, "json" if as_json else "table", title=f"memory {row['id']}")
+    _show(row, as_json)
 
 
 @memory.command(name="forget")
