@@ -94,6 +94,7 @@ TABLES = [
     ["errors"],
     ["errors", "--open"],
     ["failed-paths", "--all"],
+    ["verdicts"],
     ["events"],
     ["events", "--payload"],
     ["config"],
