@@ -301,3 +301,4 @@ def test_demo_summary_agrees_with_its_restored_context_and_says_where_it_was() -
         "python3 -c 'import nonexistent_mod'"
     ]
     assert "nonexistent_mod" in as_json["context"] and not as_json["hook_failures"]
+    assert as_json["deleted"] is True and not Path(as_json["project"]).exists()

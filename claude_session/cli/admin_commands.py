@@ -256,7 +256,7 @@ def ingest(root: Path, as_json: bool) -> None:
 @click.option("--keep", is_flag=True, help="Keep the scratch project and print its path.")
 @json_option(
     "an object: project, played, hook_failures, status (as `status --json`), session_id,"
-    " context, kept"
+    " context, kept, deleted"
 )
 def demo(keep: bool, as_json: bool) -> None:
     """Play a recorded real Claude Code session through the hooks, then show the result."""
@@ -271,10 +271,7 @@ def demo(keep: bool, as_json: bool) -> None:
         found = queries.status(conn, str(project))
         session = queries.latest_session(conn) or ""
         restored = context.for_compaction(conn, session, time.time())
-    if not keep:
-        import shutil
-
-        shutil.rmtree(scratch, ignore_errors=True)
+    gone = keep or player.remove(scratch, project)
     if as_json:
         result: dict[str, Any] = {
             "project": str(project),
@@ -284,6 +281,7 @@ def demo(keep: bool, as_json: bool) -> None:
             "session_id": session,
             "context": restored,
             "kept": keep,
+            "deleted": not keep and gone,
         }
         output.emit(result, "json")
     else:
@@ -296,7 +294,9 @@ def demo(keep: bool, as_json: bool) -> None:
         output.echo_text(restored)
         if keep:
             click.echo(f"\nscratch project kept: {project}")
-        else:
+        elif gone:
             click.echo(f"\nscratch project deleted: {scratch} (keep it with --keep)")
+        else:
+            click.echo(f"\nscratch project could not be deleted entirely: {scratch}")
     if failed:
         sys.exit(1)
