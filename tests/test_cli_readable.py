@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from itertools import count as counter
 from pathlib import Path
 from typing import Any
@@ -296,6 +297,8 @@ def test_demo_summary_agrees_with_its_restored_context_and_says_where_it_was() -
     assert "open errors: 1" in head and "nonexistent_mod" in head
     deleted = re.search(r"scratch project deleted: (\S+)", done.stdout)
     assert deleted and not Path(deleted.group(1)).exists()
+    time.sleep(1.5)  # nothing started by its hooks (a workspace capture) makes it again
+    assert not Path(deleted.group(1)).exists()
     as_json = json.loads(run("demo", "--json").stdout)
     assert [e["what"] for e in as_json["status"]["open_errors"]] == [
         "python3 -c 'import nonexistent_mod'"

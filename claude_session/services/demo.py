@@ -69,8 +69,12 @@ def remove(scratch: Path, project: Path, timeout: float = 10.0) -> bool:
             conn.close()
     while capture_control.is_running(str(project)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    while True:
+    # A capture spawned by the last hook may still be in its start delay: it would find the
+    # folder gone and log so, making it again. Delete, give it a second, delete again.
+    settled = 0
+    deadline = max(deadline, time.monotonic() + 3)
+    while settled < 2 and time.monotonic() < deadline:
         shutil.rmtree(scratch, ignore_errors=True)
-        if not scratch.exists() or time.monotonic() >= deadline:
-            return not scratch.exists()
-        time.sleep(0.1)  # a process that was starting as we deleted: once more
+        settled = settled + 1 if not scratch.exists() else 0
+        time.sleep(0.5)
+    return not scratch.exists()
