@@ -120,7 +120,10 @@ def test_status_events_and_restore_after_a_recorded_session(project: Path) -> No
     assert [(c["file_path"], c["agent"], c["lease"]) for c in claims] == [
         ("hello.py", "main", "released: session ended (other)")
     ]
-    assert status["open_errors"] == []  # the session ended: abandoned, no longer open
+    # the session ended and abandoned it: still unfixed, as the restored context says
+    assert [(e["what"], e["state"]) for e in status["open_errors"]] == [
+        ("python3 -c 'import nonexistent_mod'", "abandoned")
+    ]
     errors = json.loads(cli("errors", "--json", project=project).stdout)
     assert [(e["command"], e["resolution"]) for e in errors] == [
         ("python3 -c 'import nonexistent_mod'", "abandoned")

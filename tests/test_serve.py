@@ -5,6 +5,7 @@ Chromium drawing the session and diff pages (screenshots read back pixel by pixe
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -318,3 +319,23 @@ def test_a_session_recorded_before_frames_still_has_its_page(project: Path) -> N
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(10) == 0
+
+
+def test_serve_json_says_where_it_listens(recorded: Path) -> None:
+    process = subprocess.Popen(
+        [CLI, "serve", "--json", "--project", str(recorded)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=hook_env(recorded),
+    )
+    try:
+        assert process.stdout is not None
+        where = json.loads(process.stdout.readline())
+        assert where["host"] == "127.0.0.1" and where["project"] == str(recorded)
+        assert where["url"].startswith(f"http://127.0.0.1:{where['port']}/")
+        with urllib.request.urlopen(where["url"], timeout=30) as page:
+            assert page.status == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(10)

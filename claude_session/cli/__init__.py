@@ -1,25 +1,28 @@
-"""The `claude-session` command: thin click commands over queries, installer and output."""
+"""The `claude-session` command: thin click commands over queries, installer and output.
+
+The commands live beside this module, by what they are for: `report_commands` (what was
+recorded), `admin_commands` (doctor, config, daemon, fail, prune, ingest, demo), `setup_commands`,
+`timetravel_commands`, `memory_commands`, `state_commands`, `statusline_command`.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 import click
 
 from .. import __version__
-from ..core import context, db, spool
-from ..core import events as event_log
+from ..core import db, spool
 from ..core.paths import DB_NAME, db_path
-from ..services import doctor, queries
 from . import output
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def find_root(explicit: str | None) -> Path:
@@ -57,389 +60,78 @@ def opened(root: Path, create: bool = False) -> Iterator[apsw.Connection]:
         conn.close()
 
 
-def format_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--json on every command that prints data (the one switch lives in output.emit)."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
-        command
-    )
+def json_option(shape: str) -> Callable[[F], F]:
+    """--json, with the shape of what it prints (the generated command reference shows it)."""
+    text = "Print JSON instead of text" + (f": {shape}." if shape else ".")
+
+    def decorate(command: F) -> F:
+        return click.option("--json", "as_json", is_flag=True, help=text)(command)
+
+    return decorate
 
 
-@click.group()
+def format_option(command: F) -> F:
+    """--json on a command whose JSON is the rows its table shows (kept for commands that have
+    not said their shape yet; `json_option` says it)."""
+    return json_option("the rows of the table, every field included")(command)
+
+
+def hoist_project(args: list[str]) -> list[str]:
+    """`--project DIR` / `--project=DIR` anywhere before `--`, moved to the front, where the
+    group reads it: `claude-session memory list --project X` works as `--project X memory list`."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        if arg == "--project" and i + 1 < len(args):
+            front += args[i : i + 2]
+            i += 2
+            continue
+        if arg.startswith("--project="):
+            front.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
+class Group(click.Group):
+    """The top-level group: `--project` is accepted anywhere on the command line."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_project(args))
+
+
+@click.group(cls=Group)
 @click.version_option(__version__, prog_name="claude-session")
-@click.option("--project", type=click.Path(file_okay=False), help="Project root (default: found).")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    help="Project root (default: $CLAUDE_PROJECT_DIR, else the nearest folder up with a"
+    " database, else the current one); accepted before or after the command.",
+)
 @click.pass_context
 def cli(ctx: click.Context, project: str | None) -> None:
     """Session, agent and failure memory for Claude Code, from its hook events."""
     ctx.obj = find_root(project)
 
 
-@cli.command(name="doctor")
-@format_option
-@click.pass_obj
-def doctor_command(root: Path, as_json: bool) -> None:
-    """Run every installed hook as Claude Code would and check the database."""
-    results = doctor.check(root)
-    output.emit(results, "json" if as_json else "table", title="doctor")
-    if not all(r["ok"] for r in results):
-        sys.exit(1)
-
-
-@cli.command()
-@format_option
-@click.pass_obj
-def status(root: Path, as_json: bool) -> None:
-    """Sessions, agents, claims, errors, failed paths, snapshots, database and spool."""
-    with opened(root) as conn:
-        output.emit(queries.status(conn, str(root)), "json" if as_json else "table")
-
-
-@cli.command()
-@click.option(
-    "--all", "include_all", is_flag=True, help="Finished sessions and internal helpers too."
-)
-@click.option("--session", help="Session id (a prefix is enough).")
-@format_option
-@click.pass_obj
-def agents(root: Path, include_all: bool, session: str | None, as_json: bool) -> None:
-    """The agent registry: agent, type, task, state, age, last seen, files, reason."""
-    with opened(root) as conn:
-        found = queries.agents(conn, include_all=include_all, session=session)
-    if not as_json:
-        for row in found:  # the table keeps to what a person scans for
-            for key in ("session_id", "tool_uses", "is_internal"):
-                row.pop(key, None)
-    output.emit(found, "json" if as_json else "table", title="agents")
-
-
-@cli.command()
-@click.option("--all", "include_all", is_flag=True, help="Released claims too.")
-@format_option
-@click.pass_obj
-def claims(root: Path, include_all: bool, as_json: bool) -> None:
-    """File claims (leases) by agent; files held by two live agents are marked contested."""
-    with opened(root) as conn:
-        found = queries.claims(conn, include_released=include_all)
-    output.emit(found, "json" if as_json else "table", title="claims")
-
-
-@cli.command(name="config")
-@click.option(
-    "--set",
-    "assignments",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Change a value in .claude-session.json (validated).",
-)
-@format_option
-@click.pass_obj
-def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:
-    """Show the project configuration (.claude-session.json, with defaults), or change it."""
-    from ..services import configuration
-
-    try:
-        if assignments:
-            loaded = configuration.set_values(str(root), list(assignments))
-        else:
-            loaded = configuration.load(str(root))
-    except configuration.ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
-    rows = [
-        {"key": key, "value": value, "source": "file" if key in loaded.written else "default"}
-        for key, value in loaded.values.items()
-    ]
-    if as_json:
-        output.emit({"path": loaded.path, "settings": rows, "problems": loaded.problems}, "json")
-    else:
-        output.emit(rows, "table", title=f"configuration ({loaded.path})")
-        for problem in loaded.problems:
-            click.echo(f"invalid, default used: {output.escape_controls(problem)}", err=True)
-    if loaded.problems:
-        sys.exit(1)
-
-
-@cli.group()
-def daemon() -> None:
-    """The project's background process: marks silent agents stale, ingests the spool."""
-
-
-@daemon.command(name="start")
-@click.pass_obj
-def daemon_start(root: Path) -> None:
-    """Start it in the background (no-op when it runs)."""
-    from ..services import daemon_control
-
-    started = daemon_control.ensure_running(str(root), throttle=False)
-    deadline = time.monotonic() + 10
-    while daemon_control.running_pid(str(root)) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    pid = daemon_control.running_pid(str(root))
-    if pid is None:
-        raise click.ClickException(f"the daemon did not start; see {root / (DB_NAME + '.log')}")
-    click.echo(f"daemon {'started' if started else 'already running'} (pid {pid})")
-
-
-@daemon.command(name="stop")
-@click.pass_obj
-def daemon_stop(root: Path) -> None:
-    """Stop it (SIGTERM, then SIGKILL after 10 s)."""
-    from ..services import daemon_control
-
-    click.echo("daemon stopped" if daemon_control.stop(str(root)) else "daemon not running")
-
-
-@daemon.command(name="status")
-@format_option
-@click.pass_obj
-def daemon_status(root: Path, as_json: bool) -> None:
-    """Is it running, and what has it done."""
-    output.emit(queries.daemon_state(str(root)), "json" if as_json else "table", title="daemon")
-
-
-@daemon.command(name="run")
-@click.pass_obj
-def daemon_run(root: Path) -> None:
-    """Run it in the foreground (until Ctrl+C, `daemon stop`, or idle exit)."""
-    # The very process `daemon start` runs in the background: the sweeper and the hook relay.
-    argv = [sys.executable, "-P", "-m", "claude_session.resident", "--project", str(root)]
-    os.execv(sys.executable, argv)
-
-
-@cli.command(name="errors")
-@click.option("--open", "open_only", is_flag=True, help="Only errors not fixed yet.")
-@format_option
-@click.pass_obj
-def errors_command(root: Path, open_only: bool, as_json: bool) -> None:
-    """Failures with their escalation step (attempt) and resolution."""
-    with opened(root) as conn:
-        found = queries.errors(conn, open_only=open_only)
-    if not as_json:
-        for row in found:
-            for key in ("error_message", "command", "file_path", "task_id", "interrupted"):
-                row.pop(key)
-    output.emit(found, "json" if as_json else "table", title="errors")
-
-
-@cli.command()
-@click.argument("approach", required=False)
-@click.option("--reason", help="Why it failed.")
-@click.option("--file", "file_path", help="The file it concerns.")
-@click.option("--session", help="Session id (default: the most recently active).")
-@click.option("--resolve", type=int, metavar="ID", help="Mark failed path ID no longer relevant.")
-@click.pass_obj
-def fail(
-    root: Path,
-    approach: str | None,
-    reason: str | None,
-    file_path: str | None,
-    session: str | None,
-    resolve: int | None,
-) -> None:
-    """Record an approach that failed, so no agent tries it again (agents may run this too)."""
-    from ..core import ladder
-    from ..core.config import number
-    from ..core.redact import redact
-    from ..services import configuration
-
-    with opened(root, create=True) as conn:
-        if resolve is not None:
-            with db.Immediate(conn):
-                found = ladder.resolve_failed_path(conn, resolve)
-            if not found:
-                raise click.ClickException(f"no failed path {resolve}")
-            click.echo(f"failed path {resolve} is no longer shown")
-            return
-        if not approach or not reason:
-            raise click.UsageError('give the approach and --reason "why it failed"')
-        session = session or queries.latest_session(conn)
-        relative = None
-        if file_path:
-            from ..core.paths import relative_to_root
-
-            relative = relative_to_root(str(root), file_path)  # relative: to the project
-        with db.Immediate(conn):
-            new_id = ladder.add_failed_path(
-                conn,
-                session,
-                redact(approach),
-                redact(reason),
-                relative,
-                "recorded by hand",
-                time.time(),
-                number(configuration.load_or_defaults(str(root)).values, "failed_path_ttl_days"),
-            )
-    click.echo(f"failed path {new_id} recorded")
-
-
-@cli.command(name="failed-paths")
-@click.option("--all", "include_all", is_flag=True, help="Resolved and expired ones too.")
-@format_option
-@click.pass_obj
-def failed_paths(root: Path, include_all: bool, as_json: bool) -> None:
-    """Approaches tried and rejected, newest first."""
-    with opened(root) as conn:
-        found = queries.all_failed_paths(conn, include_all=include_all)
-    output.emit(found, "json" if as_json else "table", title="failed paths")
-
-
-@cli.command(name="verdicts")
-@format_option
-@click.pass_obj
-def verdicts_command(root: Path, as_json: bool) -> None:
-    """The judge's verdicts on finished work."""
-    with opened(root) as conn:
-        found = queries.verdicts(conn)
-    if not as_json:
-        for row in found:
-            row.pop("raw")
-            row.pop("verdict_json")
-    output.emit(found, "json" if as_json else "table", title="verdicts")
-
-
-@cli.command()
-@click.option("--session", help="Session id (a prefix is enough).")
-@click.option("--event", help="Hook event name, e.g. PostToolUse.")
-@click.option("--tool", help="Tool name, e.g. Bash.")
-@click.option("--agent", help="Subagent id.")
-@click.option("--limit", default=50, show_default=True, help="How many of the latest events.")
-@click.option("--payload", is_flag=True, help="Include the stored (redacted) payload.")
-@format_option
-@click.pass_obj
-def events(
-    root: Path,
-    session: str | None,
-    event: str | None,
-    tool: str | None,
-    agent: str | None,
-    limit: int,
-    payload: bool,
-    as_json: bool,
-) -> None:
-    """List recorded events, oldest first, filtered."""
-    with opened(root) as conn:
-        found = queries.events(
-            conn,
-            session=session,
-            event=event,
-            tool=tool,
-            agent=agent,
-            limit=limit,
-            payload=payload,
-        )
-    output.emit(found, "json" if as_json else "table", title="events")
-
-
-@cli.command()
-@click.option("--session", help="Session id (default: the most recently active).")
-@click.pass_obj
-def restore(root: Path, session: str | None) -> None:
-    """Print the state SessionStart puts back into the model's context after a compaction."""
-    with opened(root) as conn:
-        session = session or queries.latest_session(conn)
-        if not session:
-            raise click.ClickException("no session recorded yet")
-        output.echo_text(context.for_compaction(conn, session, time.time()))
-
-
-STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
-
-
-@cli.command()
-@click.option(
-    "--older-than",
-    "days",
-    type=float,
-    default=30.0,
-    show_default=True,
-    help="Sessions that ended more than this many days ago.",
-)
-@click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
-@format_option
-@click.pass_obj
-def prune(root: Path, days: float, vacuum: bool, as_json: bool) -> None:
-    """Drop old sessions' raw events, audit rows and workspace snapshots; what was learned
-    from them (agents, errors, failed paths, frames and their states) stays."""
-    from ..core import memories, recall
-    from ..core import state as project_state
-    from ..core.config import megabytes
-    from ..services import configuration, timetravel
-
-    with opened(root) as conn:
-        counts = event_log.prune(conn, time.time() - days * 86400)
-        values = configuration.load_or_defaults(str(root)).values
-        limit = megabytes(values, "snapshot_store_max_mb")
-        snapshots = timetravel.prune_workspace(conn, str(root), limit)
-        cap = int(float(values["memory_max_count"]))  # type: ignore[arg-type]
-        before = time.time() - days * 86400
-        with db.Immediate(conn):
-            counts["memories"] = memories.prune(conn, before, cap)
-            counts["state_history"] = project_state.prune_history(conn, before, STATE_KEEP)
-        global_conn = recall.open_global()
-        if global_conn is not None:
-            try:
-                with db.Immediate(global_conn):
-                    counts["global_memories"] = memories.prune(global_conn, before, cap)
-            finally:
-                global_conn.close()
-        if vacuum:
-            conn.execute("VACUUM")
-    if as_json:
-        output.emit({"rows_removed": counts, "workspace_snapshots": snapshots}, "json")
-        return
-    click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
-    click.echo(
-        f"workspace snapshots: {snapshots['dropped']} dropped,"
-        f" {snapshots['bytes_before'] / 1e6:.1f} MB -> {snapshots['bytes_after'] / 1e6:.1f} MB"
-    )
-
-
-@cli.command()
-@click.pass_obj
-def ingest(root: Path) -> None:
-    """Replay events waiting in the spool into the database."""
-    with opened(root):  # opening ingests
-        click.echo(f"{spool.backlog(str(root))} events still waiting in the spool")
-
-
-@cli.command()
-@click.option("--keep", is_flag=True, help="Keep the scratch project and print its path.")
-def demo(keep: bool) -> None:
-    """Play a recorded real Claude Code session through the hooks, then show the result."""
-    from ..services import demo as player
-
-    scratch = Path(tempfile.mkdtemp(prefix="claude-session-demo-"))
-    project = scratch / "project"
-    project.mkdir()
-    played = player.play(project)
-    failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
-    click.echo(
-        f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks "
-        f"into {project} ({len(failed)} hook failures)\n"
-    )
-    with opened(project) as conn:
-        output.emit(queries.status(conn, str(project)))
-        session = queries.latest_session(conn)
-        click.echo("\nWhat SessionStart puts back into the model's context after a compaction:\n")
-        output.echo_text(context.for_compaction(conn, session or "", time.time()))
-    if keep:
-        click.echo(f"\nscratch project kept: {project}")
-    else:
-        import shutil
-
-        shutil.rmtree(scratch, ignore_errors=True)
-    if failed:
-        sys.exit(1)
-
-
-# install, uninstall; timeline, diff, fork, replay, revert; state; memory; statusline: each
-# registers on `cli`
+# every command registers on `cli`
 from . import (  # noqa: E402
+    admin_commands,
     memory_commands,
+    report_commands,
     setup_commands,
     state_commands,
     statusline_command,
     timetravel_commands,
 )
 
+assert admin_commands and report_commands
 assert memory_commands and setup_commands and state_commands and timetravel_commands
 assert statusline_command
 from . import live_commands  # noqa: E402, F401  (watch, serve)

@@ -245,8 +245,14 @@ class _Keys:
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Default: a free one.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Say where it listens as one JSON line (keys: url, host, port, project), then serve.",
+)
 @click.pass_obj
-def serve(root: Path, host: str, port: int, open_browser: bool) -> None:
+def serve(root: Path, host: str, port: int, open_browser: bool, as_json: bool) -> None:
     """A local, read-only web page: sessions, agent trees, timelines and diffs of frames.
 
     It listens on 127.0.0.1 only and answers only URLs holding the random token it prints."""
@@ -262,7 +268,14 @@ def serve(root: Path, host: str, port: int, open_browser: bool) -> None:
         server, thread = web_server.start(str(root), port)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
-    click.echo(f"claude-session serve: {server.url}  (Ctrl+C to stop)")
+    if as_json:
+        import json
+
+        bound = server.server_address
+        where = {"url": server.url, "host": bound[0], "port": bound[1], "project": str(root)}
+        click.echo(json.dumps(where))
+    else:
+        click.echo(f"claude-session serve: {server.url}  (Ctrl+C to stop)")
     sys.stdout.flush()
     if open_browser:
         import webbrowser

@@ -19,7 +19,7 @@ import apsw
 import click
 
 from ..core import db, memories, recall
-from . import cli, format_option, opened, output
+from . import cli, json_option, opened, output
 
 FIELDS = ("category", "scope", "text", "tags", "source", "strength", "use_count", "created_at")
 
@@ -67,7 +67,7 @@ def memory() -> None:
 @click.option("--scope", type=click.Choice(memories.SCOPES), default="project", show_default=True)
 @click.option("--session", "session_id", help="The session of a session-scope memory.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
-@format_option
+@json_option("an object: id, new (false: an existing memory was strengthened)")
 @click.pass_obj
 def memory_add(
     root: Path,
@@ -107,7 +107,11 @@ def memory_add(
 @click.option("--category", type=click.Choice(memories.CATEGORIES))
 @click.option("--scope", type=click.Choice(memories.SCOPES))
 @click.option("--limit", type=click.IntRange(1, 100_000), default=100, show_default=True)
-@format_option
+@json_option(
+    "a list of memories: id (12 for this project, g12 global), category, scope, text, tags,"
+    " source, session_id, agent_id, tool_use_id, project, strength, created_at, updated_at,"
+    " last_used_at, use_count, supersedes"
+)
 @click.pass_obj
 def memory_list(
     root: Path, category: str | None, scope: str | None, limit: int, as_json: bool
@@ -129,7 +133,7 @@ def memory_list(
 @memory.command(name="search")
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
-@format_option
+@json_option("a list of memories, as `memory list` gives them, with their rank")
 @click.pass_obj
 def memory_search(root: Path, query: str, limit: int, as_json: bool) -> None:
     """Full-text search (best first), in this project and the global memories."""
@@ -182,14 +186,24 @@ def _found(conn: apsw.Connection, scope: str, memory_id: int, text: str) -> dict
 
 @memory.command(name="show")
 @click.argument("memory_id")
-@format_option
+@json_option("an object: the memory, with the fields `memory list` gives")
 @click.pass_obj
 def memory_show(root: Path, memory_id: str, as_json: bool) -> None:
     """One memory with where it came from and how it was used."""
     scope, number = _parse_id(memory_id)
     with _holding(root, scope) as conn:
         row = _found(conn, scope, number, memory_id)
-    output.emit(row, "json" if as_json else "table", title=f"memory {row['id']}")
+    _show(row, as_json)
+
+
+def _show(row: dict[str, Any], as_json: bool) -> None:
+    """One memory: JSON, or its fields one per line (the tags joined)."""
+    if as_json:
+        output.emit(row, "json")
+        return
+    output.emit_pairs(
+        output.console(), f"memory {row['id']}", row | {"tags": ", ".join(row["tags"])}
+    )
 
 
 @memory.command(name="edit")
@@ -197,7 +211,7 @@ def memory_show(root: Path, memory_id: str, as_json: bool) -> None:
 @click.option("--text", help="The new text (default: open $EDITOR).")
 @click.option("--category", type=click.Choice(memories.CATEGORIES))
 @click.option("--tag", "tags", multiple=True, help="Replace the tags (repeatable).")
-@format_option
+@json_option("an object: the memory as changed, with the fields `memory list` gives")
 @click.pass_obj
 def memory_edit(
     root: Path,
@@ -227,12 +241,12 @@ def memory_edit(
                 tags=list(tags) if tags else None,
             )
         row = _found(conn, scope, number, memory_id)
-    output.emit(row, "json" if as_json else "table", title=f"memory {row['id']}")
+    _show(row, as_json)
 
 
 @memory.command(name="forget")
 @click.argument("memory_id")
-@format_option
+@json_option("an object: id, forgotten")
 @click.pass_obj
 def memory_forget(root: Path, memory_id: str, as_json: bool) -> None:
     """Forget a memory: it is never shown or given again."""
@@ -274,7 +288,7 @@ def memory_export(root: Path, fmt: str, scope: str | None) -> None:
 
 @memory.command(name="import")
 @click.argument("source", type=click.File("r", encoding="utf-8"))
-@format_option
+@json_option("an object: added, strengthened")
 @click.pass_obj
 def memory_import(root: Path, source: Any, as_json: bool) -> None:
     """Read memories exported as JSON lines or Markdown (`-` for stdin)."""

@@ -1,7 +1,15 @@
 """The one place that turns query results into terminal output: JSON or rich tables.
 
-Rows are plain dicts. Columns ending in `_at` hold Unix times: JSON keeps the number, tables
-show the UTC time. rich renders the tables (aligned columns, wrapping, no hand-written layout).
+Rows are plain dicts. One format for each kind of value, here and nowhere else:
+- booleans: `yes`/`no` in tables, true/false in JSON (SQLite's 0/1 included, by column name);
+- durations (`*_seconds`): `45s`, `1m05s`, `2h03m`, `3d04h` (`duration`);
+- times (`*_at`, Unix seconds): JSON keeps the number; key/value sections show the local time
+  with its zone (`2026-11-23 17:20:05 UTC+01:00`), tables the local time (the zone is in the
+  table's title) or, where recency matters, an age (`3m ago`, `in 12m`).
+
+Tables fit the console's width (a terminal's, else `COLUMNS`, else 80): every column has a
+priority; the least important go first, then the widest are shortened with an ellipsis. No
+cell wraps, but for the one column some tables exist for (doctor's detail, a setting's value).
 
 Recorded text is hostile input: every cell is a `rich.text.Text` (never parsed as markup, so
 `[/tmp]` or `[link=...]` print as they are) and every control character (ESC, OSC, BEL, C1,
@@ -14,6 +22,7 @@ import json
 import time
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -21,7 +30,155 @@ from rich.text import Text
 from ..core.terminal import escape_controls, is_control
 
 FORMATS = ("table", "json")
-__all__ = ["FORMATS", "echo_text", "emit", "escape_controls", "to_json"]
+__all__ = [
+    "FORMATS",
+    "age",
+    "console",
+    "duration",
+    "echo_text",
+    "emit",
+    "emit_pairs",
+    "escape_controls",
+    "local_time",
+    "to_json",
+]
+
+# Columns whose 0/1 is a yes/no.
+BOOLEANS = frozenset(
+    {
+        "ok",
+        "running",
+        "contested",
+        "is_internal",
+        "is_main",
+        "interrupted",
+        "still_relevant",
+        "wal_unsafe_filesystem",
+        "live",
+        "new",
+        "changed",
+        "removed",
+        "forgotten",
+    }
+)
+# Times where recency matters: shown as an age in tables.
+RECENT = frozenset(
+    {
+        "last_activity_at",
+        "last_seen_at",
+        "last_at",
+        "last_touched_at",
+        "expires_at",
+        "last_run_at",
+        "updated_at",
+    }
+)
+# name: (priority, narrowest width). Priority 1 is kept longest; unknown columns are 5.
+COLUMNS: dict[str, tuple[int, int]] = {
+    "what": (1, 16),
+    "task": (3, 14),
+    "text": (1, 20),
+    "detail": (1, 20),
+    "check": (1, 10),
+    "ok": (1, 3),
+    "file_path": (1, 14),
+    "approach": (1, 16),
+    "reason_failed": (2, 14),
+    "reason": (6, 10),
+    "decision": (1, 6),
+    "event": (1, 18),
+    "key": (1, 8),
+    "value": (1, 10),
+    "state": (1, 7),
+    "status": (1, 7),
+    "lease": (2, 8),
+    "contested": (1, 3),
+    "agent": (2, 8),
+    "type": (2, 8),
+    "session_id": (2, 9),
+    "id": (1, 3),
+    "frame": (1, 5),
+    "kind": (2, 12),
+    "resolution": (2, 8),
+    "attempt_number": (2, 4),
+    "attempts": (2, 4),
+    "tool_name": (3, 5),
+    "error_category": (4, 8),
+    "category": (2, 8),
+    "source": (3, 6),
+    "last_activity_at": (2, 10),
+    "last_seen_at": (3, 10),
+    "last_at": (3, 10),
+    "silent_seconds": (3, 6),
+    "age_seconds": (4, 6),
+    "received_at": (2, 19),
+    "occurred_at": (3, 19),
+    "created_at": (4, 19),
+    "started_at": (5, 19),
+    "files": (4, 8),
+    "events": (3, 6),
+    "prompts": (4, 7),
+    "tool_calls": (4, 5),
+    "tool_failures": (4, 5),
+    "file_edits": (5, 5),
+    "subagents": (6, 5),
+    "compactions": (6, 5),
+    "end_reason": (7, 6),
+    "operation": (5, 5),
+    "edits": (5, 5),
+    "last_touched_at": (4, 10),
+    "expires_at": (6, 10),
+    "agent_id": (5, 8),
+    "tool_use_id": (8, 8),
+    "payload_bytes": (7, 5),
+    "via": (8, 4),
+    "payload": (3, 20),
+    "exit_code": (6, 4),
+    "resolved_at": (7, 19),
+    "still_relevant": (7, 3),
+    "context": (9, 10),
+    "hook_event": (5, 8),
+    "task_id": (7, 6),
+    "judge": (8, 6),
+    "scope": (4, 7),
+    "tags": (5, 6),
+    "used": (6, 4),
+    "turn": (5, 4),
+    "errors": (4, 6),
+    "snapshot": (6, 8),
+    "step": (2, 12),
+    "cause": (3, 10),
+    "old_value": (3, 8),
+    "new_value": (2, 8),
+}
+# Columns that are the point of their table (doctor's detail, config's and state's value):
+# wrapped rather than cut (up to WRAPPED_CAP characters).
+WRAPPED = frozenset({"detail", "value"})
+HEADERS = {
+    "attempt_number": "step",
+    "age_seconds": "age",
+    "silent_seconds": "silent",
+    "last_activity_at": "active",
+    "tool_name": "tool",
+    "error_category": "category",
+    "payload_bytes": "bytes",
+    "last_touched_at": "touched",
+    "tool_failures": "fails",
+    "tool_calls": "tools",
+    "file_edits": "edits",
+    "compactions": "compacts",
+    "subagents": "subs",
+    "still_relevant": "shown",
+    "reason_failed": "why it failed",
+}
+TEXT_CAP = 400  # characters of one value that a table ever looks at
+WRAPPED_CAP = 2000
+
+
+def console() -> Console:
+    """The console the CLI prints through: a terminal's width; piped, `COLUMNS` or 80 columns
+    of plain text (rich reads `COLUMNS` and leaves out colours and styles off a terminal)."""
+    return Console(highlight=False, soft_wrap=False, markup=False)
 
 
 def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
@@ -29,47 +186,148 @@ def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
     if fmt == "json":
         print(to_json(data))
         return
-    console = Console(highlight=False, soft_wrap=False)
-    if not console.is_terminal:
-        console.width = max(console.width, 140)
+    out = console()
     if isinstance(data, dict) and any(isinstance(v, dict | list) for v in data.values()):
         for name, section in data.items():
-            _section(console, name, section)
+            _section(out, name, section)
     else:
-        _section(console, title or "", data)
+        _section(out, title or "", data)
 
 
-def _section(console: Console, name: str, section: Any) -> None:
+def _section(out: Console, name: str, section: Any) -> None:
     label = name.replace("_", " ")
-    if isinstance(section, list):
-        if not section:
-            console.print(Text.assemble((label, "bold"), ": none"))
-            return
-        table = Table(title=Text(label), title_justify="left", title_style="bold")
-        columns = list(section[0])
-        for column in columns:
-            table.add_column(Text(column.replace("_", " ")), overflow="fold")
-        for row in section:
-            table.add_row(*(_cell(column, row.get(column)) for column in columns))
-        console.print(table)
-    elif isinstance(section, dict):
-        table = Table(
-            title=Text(label), title_justify="left", title_style="bold", show_header=False
+    if isinstance(section, list) and section and all(isinstance(r, dict) for r in section):
+        out.print(table(section, label, out.width))
+    elif isinstance(section, list):
+        shown = ", ".join(_cell_text("", v) for v in section) if section else "none"
+        out.print(
+            Text.assemble((escape_controls(label), "bold"), ": ", Text(escape_controls(shown)))
         )
-        table.add_column("key", style="dim")
-        table.add_column("value", overflow="fold")
-        for key, value in section.items():
-            table.add_row(Text(escape_controls(key.replace("_", " "))), _cell(key, value))
-        console.print(table)
+    elif isinstance(section, dict):
+        emit_pairs(out, label, section)
     else:
-        console.print(Text.assemble((label, "bold"), ": ", _cell(name, section)))
+        out.print(Text.assemble((escape_controls(label), "bold"), ": ", _cell(name, section, True)))
+
+
+def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
+    """A titled key/value list: keys dim, values wrapped (never cut), times in full."""
+    grid = Table(
+        title=Text(escape_controls(label)) if label else None,
+        title_justify="left",
+        title_style="bold",
+        show_header=False,
+        box=box.SIMPLE,
+        show_edge=False,
+        pad_edge=False,
+    )
+    grid.add_column("key", style="dim", no_wrap=True)
+    grid.add_column("value", overflow="fold")
+    for key, value in values.items():
+        grid.add_row(Text(escape_controls(key.replace("_", " "))), _cell(key, value, True))
+    out.print(grid)
+
+
+def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
+    """Rows as a table no wider than `width`: the least important columns dropped first, then
+    the widest shortened (with an ellipsis), never below their narrowest readable width."""
+    names = list(rows[0])
+    cells = [
+        [_cell_text(n, row.get(n), cap=WRAPPED_CAP if n in WRAPPED else TEXT_CAP) for n in names]
+        for row in rows
+    ]
+    headers = [header(n) for n in names]
+    natural = [
+        min(width, max([len(headers[i])] + [len(c[i]) for c in cells])) for i in range(len(names))
+    ]
+    floors = [
+        min(natural[i], max(spec(n)[1], min(len(headers[i]), 8))) for i, n in enumerate(names)
+    ]
+    kept = fit(names, floors, width)
+    widths = shrink({i: natural[i] for i in kept}, floors, width)
+    times = any(n.endswith("_at") and n not in RECENT for n in (names[i] for i in kept))
+    suffix = f" (times in {zone()})" if times else ""
+    grid = Table(
+        title=Text(escape_controls(label) + suffix) if label else None,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    for i in kept:
+        wrapped = names[i] in WRAPPED
+        grid.add_column(
+            Text(headers[i]),
+            width=widths[i],
+            no_wrap=not wrapped,
+            overflow="fold" if wrapped else "ellipsis",
+            min_width=1,
+        )
+    for row in cells:
+        grid.add_row(*(Text(escape_controls(row[i])) for i in kept))
+    return grid
+
+
+def header(name: str) -> str:
+    if name in HEADERS:
+        return HEADERS[name]
+    for suffix in ("_at", "_seconds", "_id", "_name"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name.removesuffix(suffix)
+            break
+    return name.replace("_", " ")
+
+
+def spec(name: str) -> tuple[int, int]:
+    """A column's priority (1 is kept longest) and narrowest readable width."""
+    if name in COLUMNS:
+        return COLUMNS[name]
+    if name.endswith("_at"):
+        return (5, 10 if name in RECENT else 19)
+    return (5, 8)
+
+
+def fit(names: list[str], floors: list[int], width: int) -> list[int]:
+    """Indexes of the columns to show, in order: drop the least important (the last of equal
+    priority) until the narrowest widths of the rest, with the gaps between them, fit."""
+    kept = list(range(len(names)))
+    while len(kept) > 1 and sum(floors[i] for i in kept) + 3 * (len(kept) - 1) > width:
+        kept.remove(max(kept, key=lambda i: (spec(names[i])[0], i)))
+    return kept
+
+
+def shrink(widths: dict[int, int], floors: list[int], width: int) -> dict[int, int]:
+    """Narrow the widest columns, one character at a time, until the table fits `width`."""
+    room = width - 3 * (len(widths) - 1)
+    while sum(widths.values()) > room:
+        wide = [i for i in widths if widths[i] > floors[i]]
+        if not wide:
+            widest = max(widths, key=lambda i: widths[i])
+            if widths[widest] <= 1:
+                break
+            widths[widest] -= 1  # one column alone wider than the console
+            continue
+        widest = max(wide, key=lambda i: widths[i] - floors[i])
+        widths[widest] -= 1
+    return widths
 
 
 def to_json(data: Any) -> str:
-    """JSON for a terminal or a pipe: C0 controls are escaped by `json`; C1 and bidi controls,
-    which `ensure_ascii=False` would pass through raw, are escaped here too."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    """JSON for a terminal or a pipe: 0/1 of yes/no columns as false/true; C0 controls are
+    escaped by `json`; C1 and bidi controls, which `ensure_ascii=False` would pass through raw,
+    are escaped here too."""
+    text = json.dumps(_booleans(data), indent=2, ensure_ascii=False, default=str)
     return "".join(f"\\u{ord(c):04x}" if ord(c) >= 0x7F and is_control(c) else c for c in text)
+
+
+def _booleans(data: Any, key: str = "") -> Any:
+    if isinstance(data, dict):
+        return {k: _booleans(v, str(k)) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_booleans(v, key) for v in data]
+    if key in BOOLEANS and not isinstance(data, bool) and data in (0, 1):
+        return bool(data)
+    return data
 
 
 def echo_text(text: str) -> None:
@@ -79,33 +337,67 @@ def echo_text(text: str) -> None:
     )
 
 
-def _cell(column: str, value: Any) -> Text:
-    return Text(escape_controls(_cell_text(column, value)))
+def _cell(column: str, value: Any, full_time: bool = False) -> Text:
+    return Text(escape_controls(_cell_text(column, value, full_time)))
 
 
-def _cell_text(column: str, value: Any) -> str:
+def _cell_text(column: str, value: Any, full_time: bool = False, cap: int = TEXT_CAP) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool) or (column in BOOLEANS and value in (0, 1)):
+        return "yes" if value else "no"
     if column == "session_id" and isinstance(value, str) and len(value) > 13:
         return value[:8] + "…"  # tables show a prefix; --json and `events --session` take it
     if column.endswith("_seconds") and isinstance(value, int | float):
-        return _duration(value)
+        return duration(value)
     if column.endswith("_at") and isinstance(value, int | float):
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(value))
+        if full_time:
+            return local_time(value)
+        if column in RECENT:
+            return age(value)
+        return local_time(value, zone=False)
     if isinstance(value, float):
         return f"{value:.1f}"
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_cell_text(str(k), v, full_time)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_cell_text(column, v, full_time) for v in value) or "none"
     text = str(value)
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 0:
+def duration(seconds: float) -> str:
+    """`45s`, `1m05s`, `2h03m`, `3d04h`: the one format of a span of time."""
+    whole = int(seconds)
+    if whole < 0:
         return "-"
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def age(when: float, now: float | None = None) -> str:
+    """`3m05s ago`, or `in 12m00s` for a time still to come."""
+    delta = (time.time() if now is None else now) - when
+    return f"{duration(delta)} ago" if delta >= 0 else f"in {duration(-delta)}"
+
+
+def local_time(when: float, zone: bool = True) -> str:
+    """`2026-11-23 17:20:05 UTC+01:00`: the local time, with its offset from UTC."""
+    shown = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+    return f"{shown} {_offset(time.localtime(when).tm_gmtoff)}" if zone else shown
+
+
+def zone() -> str:
+    """This machine's offset from UTC now, as tables name it in their title."""
+    return _offset(time.localtime().tm_gmtoff)
+
+
+def _offset(seconds: int) -> str:
+    sign = "+" if seconds >= 0 else "-"
+    seconds = abs(seconds)
+    return f"UTC{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"

@@ -4,14 +4,52 @@ firing a SessionStart through the very command Claude Code will run."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..services import installer, mcp_install, plugin, statusline_setup
-from . import cli, output
+from . import cli, json_option, output
+
+
+def say(text: str) -> None:
+    """One line of what was done: printed, or with --json collected for the JSON answer."""
+    report = click.get_current_context().meta.get(REPORT)
+    if report is None:
+        click.echo(text)
+    else:
+        report["messages"].append(text)
+
+
+def say_settings(settings: dict[str, Any]) -> None:
+    """--dry-run: the settings that would be written (the JSON answer's `settings`)."""
+    report = click.get_current_context().meta.get(REPORT)
+    if report is None:
+        click.echo(json.dumps(settings, indent=2))
+    else:
+        report["settings"] = settings
+
+
+@contextmanager
+def reporting(as_json: bool) -> Iterator[None]:
+    """With --json: collect what `say` says, then print it as one JSON object."""
+    if not as_json:
+        yield
+        return
+    report: dict[str, Any] = {"messages": []}
+    click.get_current_context().meta[REPORT] = report
+    yield
+    output.emit(report, "json")
+
+
+REPORT = "claude_session.report"
+JSON_SHAPE = (
+    "an object: messages (what was done, in order), and with --dry-run: settings (what would"
+    " be written)"
+)
 
 
 def settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,7 +108,7 @@ def report_probe(command: str, where: str) -> None:
         raise click.ClickException(
             f"written to {where}, but its command does not record: {probe.problem}"
         )
-    click.echo(
+    say(
         f"checked: a SessionStart sent through the written command was recorded"
         f" ({probe.milliseconds:.0f} ms)"
     )
@@ -93,13 +131,13 @@ def remove_settings_hooks(root: Path) -> None:
         updated = installer.without_ours(current)
         if updated != current:
             installer.write_settings(path, updated)
-            click.echo(f"removed the settings.json hooks ({scope}) from {path}: the plugin records")
+            say(f"removed the settings.json hooks ({scope}) from {path}: the plugin records")
 
 
 def remove_plugin(claude_path: str | None) -> None:
     claude = plugin.find_claude(claude_path)
     if claude and plugin.unregister(claude):
-        click.echo(f"removed the {plugin.PLUGIN_ID} plugin: settings.json hooks record instead")
+        say(f"removed the {plugin.PLUGIN_ID} plugin: settings.json hooks record instead")
 
 
 @cli.command()
@@ -109,6 +147,7 @@ def remove_plugin(claude_path: str | None) -> None:
 @click.option(
     "--force", is_flag=True, help="With --statusline: replace a status line that is not ours."
 )
+@json_option(JSON_SHAPE)
 @click.pass_obj
 def install(
     root: Path,
@@ -119,9 +158,24 @@ def install(
     with_mcp: bool,
     statusline: bool,
     force: bool,
+    as_json: bool,
 ) -> None:
     """Write claude-session's hooks into Claude Code's settings.json (or install the plugin,
     or the status line); with --mcp, register its MCP server too."""
+    with reporting(as_json):
+        install_any(root, scope, dry_run, as_plugin, claude_path, with_mcp, statusline, force)
+
+
+def install_any(
+    root: Path,
+    scope: str,
+    dry_run: bool,
+    as_plugin: bool,
+    claude_path: str | None,
+    with_mcp: bool,
+    statusline: bool,
+    force: bool,
+) -> None:
     if statusline and as_plugin:
         raise click.UsageError("--statusline and --plugin are separate installs: run each alone")
     if force and not statusline:
@@ -151,7 +205,7 @@ def install_mcp(claude_path: str | None) -> None:
         argv = mcp_install.register(claude)
     except plugin.ClaudeError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(
+    say(
         f"registered the MCP server {mcp_install.NAME} (user scope): {' '.join(argv)};"
         " checked: it answered initialize"
     )
@@ -164,18 +218,18 @@ def install_settings(root: Path, scope: str, dry_run: bool, claude_path: str | N
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     if dry_run:
-        click.echo(json.dumps(updated, indent=2))
+        say_settings(updated)
         return
     refuse_unless_runnable()
     backup = installer.write_settings(path, updated)
-    click.echo(f"installed {len(installer.installed_events())} hooks into {path}")
+    say(f"installed {len(installer.installed_events())} hooks into {path}")
     if backup:
-        click.echo(f"previous settings saved as {backup}")
+        say(f"previous settings saved as {backup}")
     if scope != "user" and installer.ensure_gitignored(root):
-        click.echo(f"added {installer.GITIGNORE_LINE} to {root / '.gitignore'}")
+        say(f"added {installer.GITIGNORE_LINE} to {root / '.gitignore'}")
     remove_plugin(claude_path)
     report_probe(written_command(installer.read_settings(path)), str(path))
-    click.echo("restart Claude Code (or open /hooks) so it loads the new hooks")
+    say("restart Claude Code (or open /hooks) so it loads the new hooks")
 
 
 def install_statusline(path: Path, dry_run: bool, force: bool) -> None:
@@ -196,7 +250,7 @@ def install_statusline(path: Path, dry_run: bool, force: bool) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     if dry_run:
-        click.echo(json.dumps(updated, indent=2))
+        say_settings(updated)
         return
     problem = statusline_setup.cannot_run()
     if problem is None:
@@ -205,33 +259,33 @@ def install_statusline(path: Path, dry_run: bool, force: bool) -> None:
     if problem:
         raise click.ClickException(f"not installed, nothing written: {problem}")
     if updated == current:
-        click.echo(f"the status line in {path} is already this one")
+        say(f"the status line in {path} is already this one")
     else:
         backup = installer.write_settings(path, updated)
         replaced = current.get("statusLine") is not None
-        click.echo(f"{'replaced the' if replaced else 'installed the'} status line in {path}")
+        say(f"{'replaced the' if replaced else 'installed the'} status line in {path}")
         if backup:
-            click.echo(f"previous settings saved as {backup}")
+            say(f"previous settings saved as {backup}")
     written = installer.read_settings(path).get("statusLine", {}).get("command", "")
     check, line = statusline_setup.probe(str(written))
     if not check.ok:
         raise click.ClickException(f"written to {path}, but its command fails: {check.problem}")
     shown = output.escape_controls(line)
-    click.echo(
+    say(
         f"checked: for a scratch project the written command printed {shown!r}"
         f" ({check.milliseconds:.0f} ms)"
     )
-    click.echo("Claude Code shows it from its next message (restart Claude Code if it does not)")
+    say("Claude Code shows it from its next message (restart Claude Code if it does not)")
 
 
 def install_plugin(root: Path, dry_run: bool, claude_path: str | None) -> None:
     folder = plugin.plugin_dir()
     if dry_run:
-        click.echo(json.dumps(plugin.hooks_json(), indent=2))
+        say_settings(plugin.hooks_json())
         return
     refuse_unless_runnable()
     plugin.write(folder)
-    click.echo(f"wrote the {plugin.PLUGIN} plugin to {folder}")
+    say(f"wrote the {plugin.PLUGIN} plugin to {folder}")
     remove_settings_hooks(root)
     hooks = json.loads((folder / "hooks" / "hooks.json").read_text())
     report_probe(written_command(hooks), str(folder / "hooks" / "hooks.json"))
@@ -247,13 +301,14 @@ def install_plugin(root: Path, dry_run: bool, claude_path: str | None) -> None:
         raise click.ClickException(
             f"{exc}\nto register it by hand:\n{plugin.commands_to_run(folder)}"
         ) from exc
-    click.echo(f"registered {plugin.PLUGIN_ID} (user scope); restart Claude Code to load it")
+    say(f"registered {plugin.PLUGIN_ID} (user scope); restart Claude Code to load it")
 
 
 @cli.command()
 @settings_options
 @plugin_options
 @statusline_option
+@json_option(JSON_SHAPE)
 @click.pass_obj
 def uninstall(
     root: Path,
@@ -263,26 +318,40 @@ def uninstall(
     claude_path: str | None,
     with_mcp: bool,
     statusline: bool,
+    as_json: bool,
 ) -> None:
     """Remove exactly claude-session's hooks and status line from settings.json (or the
     plugin; with --statusline, the status line alone; with --mcp, the MCP server too);
     anyone else's stay."""
+    with reporting(as_json):
+        uninstall_any(root, scope, dry_run, as_plugin, claude_path, with_mcp, statusline)
+
+
+def uninstall_any(
+    root: Path,
+    scope: str,
+    dry_run: bool,
+    as_plugin: bool,
+    claude_path: str | None,
+    with_mcp: bool,
+    statusline: bool,
+) -> None:
     if with_mcp and not dry_run:
         claude = plugin.find_claude(claude_path)
         if claude and mcp_install.unregister(claude):
-            click.echo(f"removed the MCP server {mcp_install.NAME} (user scope)")
+            say(f"removed the MCP server {mcp_install.NAME} (user scope)")
     if as_plugin:
         remove_plugin(claude_path)
         return
     path = installer.settings_path(scope, root)
     if not path.exists():
-        click.echo(f"nothing to do: {path} does not exist")
+        say(f"nothing to do: {path} does not exist")
         return
     current = installer.read_settings(path)
     without_hooks = current if statusline else installer.without_ours(current)
     updated = statusline_setup.without_ours(without_hooks)
     if dry_run:
-        click.echo(json.dumps(updated, indent=2))
+        say_settings(updated)
         return
     removed = [
         what
@@ -294,15 +363,15 @@ def uninstall(
     ]
     if not removed:
         what = "status line" if statusline else "hooks or status line"
-        click.echo(f"nothing to do: no claude-session {what} in {path}")
+        say(f"nothing to do: no claude-session {what} in {path}")
         return
     backup = installer.write_settings(path, updated)
-    click.echo(f"removed claude-session {' and '.join(removed)} from {path} (backup: {backup})")
+    say(f"removed claude-session {' and '.join(removed)} from {path} (backup: {backup})")
 
 
 @cli.command(name="trust")
 @click.option("--revoke", is_flag=True, help="Stop trusting them.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@json_option("an object: trusted (paths) or revoked (count), state (database, configuration)")
 @click.pass_obj
 def trust_command(root: Path, revoke: bool, as_json: bool) -> None:
     """Trust this project's database and .claude-session.json as they are now (a clone's are
@@ -319,9 +388,9 @@ def trust_command(root: Path, revoke: bool, as_json: bool) -> None:
         output.emit(result, "json")
         return
     if revoke:
-        click.echo(f"no longer trusted ({result['revoked']} records removed)")
+        say(f"no longer trusted ({result['revoked']} records removed)")
     else:
         for path in result["trusted"]:
-            click.echo(f"trusted: {output.escape_controls(path)}")
+            say(f"trusted: {output.escape_controls(path)}")
         if not result["trusted"]:
-            click.echo("nothing to trust yet: no database and no .claude-session.json")
+            say("nothing to trust yet: no database and no .claude-session.json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import difflib
 import getpass
 import time
@@ -11,7 +12,7 @@ import click
 
 from ..core import db
 from ..core import state as project_state
-from . import cli, format_option, opened, output
+from . import cli, json_option, lookup, opened, output
 
 
 def _who() -> str:
@@ -28,7 +29,7 @@ def state() -> None:
 
 @state.command(name="get")
 @click.argument("key")
-@format_option
+@json_option("an object: key, value")
 @click.pass_obj
 def state_get(root: Path, key: str, as_json: bool) -> None:
     """Print KEY's value (exit 1 when it is not set)."""
@@ -48,7 +49,7 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
 @state.command(name="set")
 @click.argument("key")
 @click.argument("value")
-@format_option
+@json_option("an object: key, value, changed")
 @click.pass_obj
 def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
     """Set KEY to VALUE (recorded in the history as your command)."""
@@ -64,7 +65,7 @@ def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
 
 @state.command(name="unset")
 @click.argument("key")
-@format_option
+@json_option("an object: key, removed")
 @click.pass_obj
 def state_unset(root: Path, key: str, as_json: bool) -> None:
     """Remove KEY (recorded in the history)."""
@@ -81,22 +82,35 @@ def state_unset(root: Path, key: str, as_json: bool) -> None:
 
 
 @state.command(name="list")
-@format_option
+@json_option("a list of keys: key, value, updated_at (Unix seconds)")
 @click.pass_obj
 def state_list(root: Path, as_json: bool) -> None:
-    """Every key with its value and when it was last written (UTC)."""
+    """Every key with its value and when it was last written."""
     with opened(root) as conn:
         found = project_state.all_values(conn)
+    for row in found:  # SQLite's UTC text, as Unix seconds like every other time we print
+        row["updated_at"] = _unix(row["updated_at"])
     output.emit(found, "json" if as_json else "table", title="state")
+
+
+def _unix(text: object) -> object:
+    """`2026-11-23 17:20:05` (UTC, as `datetime('now')` writes it) as Unix seconds."""
+    try:
+        return float(calendar.timegm(time.strptime(str(text), "%Y-%m-%d %H:%M:%S")))
+    except ValueError:
+        return text
 
 
 @state.command(name="history")
 @click.argument("key", required=False)
 @click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
-@format_option
+@json_option("a list of changes: id, key, old_value, new_value, changed_at, cause")
 @click.pass_obj
 def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> None:
     """Every change (of KEY, or of all keys), newest first: old, new, when, and the cause."""
     with opened(root) as conn:
         found = project_state.history(conn, key, limit)
+        if key and not found and not project_state.exists(conn, key):
+            known = [str(r["key"]) for r in project_state.all_values(conn)]
+            raise lookup.unknown("state key", key, known)
     output.emit(found, "json" if as_json else "table", title="state history")

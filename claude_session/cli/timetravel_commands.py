@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.text import Text
 
 from ..services import fork as forking
 from ..services import revert as reverting
 from ..services import timetravel, workspace
-from . import cli, format_option, opened, output
+from . import cli, json_option, opened, output
 
 
 def _fail(exc: Exception) -> click.ClickException:
@@ -26,7 +27,7 @@ def _fail(exc: Exception) -> click.ClickException:
 @cli.command()
 @click.argument("session", required=False, default="")
 @click.option("--tree", is_flag=True, help="Forks, replays and subagents as branches too.")
-@format_option
+@json_option("an object: session_id, frames (and with --tree: subagents, branches)")
 @click.pass_obj
 def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
     """The frames of a session: time, event, agent, tool, files changed, open errors."""
@@ -96,15 +97,16 @@ def _print_tree(
             lines.append(
                 f"{indent}     └─ {branch['kind']} {branch['id']}{label} -> {branch['path']}{child}"
             )
-    for line in lines:
-        click.echo(output.escape_controls(line))
+    out = output.console()
+    for line in lines:  # one line per frame: cut at the console's width, never wrapped
+        out.print(Text(output.escape_controls(line)), no_wrap=True, overflow="ellipsis")
 
 
 @cli.command()
 @click.argument("a")
 @click.argument("b")
 @click.option("--stat", is_flag=True, help="A summary of the files instead of the full diff.")
-@format_option
+@json_option("an object: a, b, state (what changed in the session's state), files (stat, diff)")
 @click.pass_obj
 def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
     """What changed between frames A and B: the session's state, then the files."""
@@ -165,7 +167,7 @@ def _brief(item: dict[str, Any]) -> str:
 @click.argument("frame")
 @click.option("--label", help="A name for the fork.")
 @click.option("--path", "path", type=click.Path(file_okay=False), help="Where (default: beside).")
-@format_option
+@json_option("an object: branch, kind, from, path, made_with, snapshot_commit, label, next")
 @click.pass_obj
 def fork_command(
     root: Path, frame: str, label: str | None, path: str | None, as_json: bool
@@ -193,7 +195,7 @@ def fork_command(
 @click.option("--path", "path", type=click.Path(file_okay=False), help="Where (default: beside).")
 @click.option("--claude", "claude", default="claude", show_default=True, help="The claude command.")
 @click.argument("claude_args", nargs=-1, type=click.UNPROCESSED)
-@format_option
+@json_option("an object: what `fork --json` gives, and output, exit_code")
 @click.pass_obj
 def replay(
     root: Path,
@@ -240,7 +242,10 @@ def replay(
 @click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask (needed when not on a terminal).")
 @click.option("--force", is_flag=True, help="Also overwrite files changed outside the tools.")
-@format_option
+@json_option(
+    "an object: with --dry-run the plan (target, commit, changes,"
+    " changed_outside_recorded_tool_calls), else revert, session_id, frame and what was done"
+)
 @click.pass_obj
 def revert(
     root: Path,

@@ -44,3 +44,37 @@ def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
         )
         played.append((payload, run))
     return played
+
+
+def remove(scratch: Path, project: Path, timeout: float = 10.0) -> bool:
+    """Delete the scratch folder once nothing writes into it any more: the hooks' workspace
+    capture runs as a process of its own, a moment after its hook, and a folder deleted under
+    it would be left half there. True when the folder is gone."""
+    import shutil
+    import time
+
+    from ..core import db
+    from ..core.paths import db_path
+    from . import capture_control
+
+    deadline = time.monotonic() + timeout
+    try:
+        conn = db.connect(db_path(str(project)), create=False)
+    except db.DatabaseError:
+        conn = None
+    if conn is not None:
+        try:
+            capture_control.wait_for_pending(conn, str(project), timeout)
+        finally:
+            conn.close()
+    while capture_control.is_running(str(project)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # A capture spawned by the last hook may still be in its start delay: it would find the
+    # folder gone and log so, making it again. Delete, give it a second, delete again.
+    settled = 0
+    deadline = max(deadline, time.monotonic() + 3)
+    while settled < 2 and time.monotonic() < deadline:
+        shutil.rmtree(scratch, ignore_errors=True)
+        settled = settled + 1 if not scratch.exists() else 0
+        time.sleep(0.5)
+    return not scratch.exists()

@@ -24,7 +24,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "SELECT session_id, snapshot_type, trigger, created_at FROM context_snapshots"
         " ORDER BY id DESC LIMIT 1",
     )
-    return {
+    found: dict[str, Any] = {
         "database": {
             "path": path,
             "size_bytes": size,
@@ -56,6 +56,137 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         ],
         "hooks": hook_runs(conn),
     }
+    return {"now": happening(conn, root, found, now)} | found
+
+
+def happening(
+    conn: apsw.Connection, root: str, found: dict[str, Any], now: float
+) -> dict[str, Any]:
+    """What a person opening `status` wants first: who works on what, which files two agents
+    hold, what is failing, the last compaction, and anything wrong with the installation."""
+    contested: dict[str, list[str]] = {}
+    for claim in found["claims"]:
+        if claim["contested"]:
+            contested.setdefault(str(claim["file_path"]), []).append(str(claim["agent"]))
+    return {
+        "live_agents": [
+            {k: a[k] for k in ("agent", "type", "task", "silent_seconds", "files", "session_id")}
+            for a in found["agents"]
+            if a["state"] == "running"
+        ],
+        "contested_files": [{"file_path": f, "agents": a} for f, a in contested.items()],
+        "open_errors": [
+            {k: e[k] for k in ("what", "tool_name", "step", "state", "last_at", "session_id")}
+            for e in found["open_errors"]
+        ],
+        "last_compaction": last_compaction(conn),
+        "problems": problems(conn, root, found["database"], found["daemon"], now),
+    }
+
+
+def last_compaction(conn: apsw.Connection) -> dict[str, Any] | None:
+    """The latest compaction: when, why, and what the state saved before it held (what
+    SessionStart put back), with the summary Claude Code wrote."""
+    found = db.rows(
+        conn,
+        "SELECT id, session_id, trigger, created_at, content FROM context_snapshots"
+        " WHERE snapshot_type = 'pre_compact' ORDER BY id DESC LIMIT 1",
+    )
+    if not found:
+        return None
+    row = found[0]
+    try:
+        saved = json.loads(str(row["content"]))
+    except ValueError:
+        saved = {}
+    saved = saved if isinstance(saved, dict) else {}
+    summary = db.rows(
+        conn,
+        "SELECT content FROM context_snapshots WHERE session_id = ? AND id > ?"
+        " AND snapshot_type = 'post_compact' ORDER BY id LIMIT 1",
+        (row["session_id"], row["id"]),
+    )
+    text = None
+    if summary:
+        try:
+            text = json.loads(str(summary[0]["content"])).get("compact_summary")
+        except (ValueError, AttributeError):
+            text = None
+    return {
+        "session_id": row["session_id"],
+        "trigger": row["trigger"],
+        "created_at": row["created_at"],
+        "restored": {
+            key: len(saved.get(key) or [])
+            for key in ("task", "agents", "claims", "errors", "failed_paths")
+        },
+        "summary": text,
+    }
+
+
+def problems(
+    conn: apsw.Connection,
+    root: str,
+    database: dict[str, Any],
+    daemon: dict[str, Any],
+    now: float,
+) -> list[str]:
+    """Anything wrong with the installation, one sentence each."""
+    found = [*hooks_problem(root)]
+    if database["spool_backlog"]:
+        found.append(f"{database['spool_backlog']} events wait in the spool")
+    if database["spool_set_aside"]:
+        found.append(
+            f"{database['spool_set_aside']} spool files were set aside (quarantined): "
+            f"{database['spool_last_set_aside_reason'] or 'see doctor'}"
+        )
+    for kind, why in trust_report(root).items():
+        if why != "trusted":
+            found.append(f"the {kind} is not trusted: {why}")
+    if database["internal_errors"]:
+        found.append(f"{database['internal_errors']} internal errors logged")
+    for copy in database["moved_aside"]:
+        found.append(f"a corrupt database was moved aside: {copy}")
+    if database["wal_unsafe_filesystem"]:
+        found.append(f"the database is on {database['filesystem']}, where WAL is not safe")
+    from ..core.config import number
+    from .configuration import load_or_defaults
+
+    idle = number(load_or_defaults(root).values, "session_idle_minutes") * 60
+    live = db.rows(
+        conn,
+        "SELECT count(*) AS n FROM sessions WHERE status = 'active' AND last_activity_at > ?",
+        (now - idle,),
+    )[0]["n"]
+    if live and not daemon.get("running"):
+        found.append("the daemon is not running while a session is live (`daemon start`)")
+    return found
+
+
+def hooks_problem(root: str) -> list[str]:
+    """No claude-session hooks in any settings file nor the plugin, or some events missing."""
+    from pathlib import Path
+
+    from . import installer, plugin
+
+    events: set[str] = set()
+    for _, path in installer.all_settings_files(Path(root)):
+        try:
+            settings = installer.read_settings(path) if path.exists() else {}
+        except (OSError, ValueError):
+            return [f"{path} cannot be read"]
+        hooks = settings.get("hooks")
+        for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
+            for group in groups if isinstance(groups, list) else []:
+                handlers = group.get("hooks") if isinstance(group, dict) else None
+                if any(installer.is_ours(h) for h in handlers or []):
+                    events.add(str(event))
+    if (plugin.plugin_dir() / "hooks" / "hooks.json").exists():
+        return []
+    if not events:
+        return ["no claude-session hooks are installed (`claude-session install`)"]
+    missing = sorted(set(installer.installed_events()) - events)
+    return [f"hooks missing for {', '.join(missing)} (`claude-session install`)"] if missing else []
 
 
 def corrupt_copies(root: str) -> list[str]:
@@ -151,18 +282,39 @@ def claims(conn: apsw.Connection, *, include_released: bool = False) -> list[dic
 
 
 def open_errors(conn: apsw.Connection) -> list[dict[str, Any]]:
-    return db.rows(
+    """Errors not fixed yet, one row per ladder: the same rows the restored context lists
+    (what an ended session abandoned is still unfixed; an interrupted call is no failure)."""
+    found = db.rows(
         conn,
         "SELECT session_id, tool_name, error_category,"
         " coalesce(command, file_path, signature) AS what, max(attempt_number) AS attempts,"
-        f" max(occurred_at) AS last_at FROM error_log WHERE {ladder.OPEN}"
+        " max(occurred_at) AS last_at,"
+        " CASE WHEN max(resolution = 'abandoned') THEN 'abandoned' ELSE 'open' END AS state"
+        f" FROM error_log WHERE {ladder.UNFIXED} AND interrupted = 0"
         " GROUP BY session_id, ladder_key ORDER BY last_at DESC LIMIT 30",
     )
+    for row in found:
+        row["step"] = ladder_step(int(row["attempts"] or 1))
+    return found
+
+
+def ladder_step(attempts: int) -> str:
+    """Where a ladder stands after `attempts` failures, in words."""
+    from ..core.errors import DENY_FROM, RESEARCH_AT, USER_AT
+
+    if attempts >= DENY_FROM:
+        return f"{attempts} (edits may be refused)"
+    if attempts >= USER_AT:
+        return f"{attempts} (ask the user)"
+    if attempts == RESEARCH_AT:
+        return f"{attempts} (research)"
+    return f"{attempts} (retry)"
 
 
 def errors(conn: apsw.Connection, *, open_only: bool = False) -> list[dict[str, Any]]:
-    """Every failure, newest first, with its ladder step and resolution."""
-    where = ladder.OPEN if open_only else "1"
+    """Every failure, newest first, with its ladder step and resolution; `open_only`: the
+    unfixed ones (abandoned by an ended session included), as `status` and the context."""
+    where = f"{ladder.UNFIXED} AND interrupted = 0" if open_only else "1"
     return db.rows(
         conn,
         "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"

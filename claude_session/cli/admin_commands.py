@@ -1,0 +1,308 @@
+"""Looking after the project: `doctor`, `config`, `daemon`, `fail`, `prune`, `ingest`, `demo`.
+Each prints its result as JSON with --json."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..core import context, db, spool
+from ..core import events as event_log
+from ..core.paths import DB_NAME
+from ..services import doctor, queries
+from . import cli, json_option, lookup, opened, output, status_view
+
+
+@cli.command(name="doctor")
+@json_option("a list of checks: check, ok, detail")
+@click.pass_obj
+def doctor_command(root: Path, as_json: bool) -> None:
+    """Run every installed hook as Claude Code would and check the database."""
+    results = doctor.check(root)
+    output.emit(results, "json" if as_json else "table", title="doctor")
+    if not all(r["ok"] for r in results):
+        sys.exit(1)
+
+
+@cli.command(name="config")
+@click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Change a value in .claude-session.json (validated).",
+)
+@json_option("an object: path, settings (key, value, source), problems")
+@click.pass_obj
+def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:
+    """Show the project configuration (.claude-session.json, with defaults), or change it."""
+    from ..services import configuration
+
+    try:
+        if assignments:
+            loaded = configuration.set_values(str(root), list(assignments))
+        else:
+            loaded = configuration.load(str(root))
+    except configuration.ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    rows = [
+        {"key": key, "value": value, "source": "file" if key in loaded.written else "default"}
+        for key, value in loaded.values.items()
+    ]
+    if as_json:
+        output.emit({"path": loaded.path, "settings": rows, "problems": loaded.problems}, "json")
+    else:
+        output.emit(rows, "table", title=f"configuration ({loaded.path})")
+        for problem in loaded.problems:
+            click.echo(f"invalid, default used: {output.escape_controls(problem)}", err=True)
+    if loaded.problems:
+        sys.exit(1)
+
+
+@cli.group()
+def daemon() -> None:
+    """The project's background process: marks silent agents stale, ingests the spool."""
+
+
+@daemon.command(name="start")
+@json_option("an object: started, pid")
+@click.pass_obj
+def daemon_start(root: Path, as_json: bool) -> None:
+    """Start it in the background (no-op when it runs)."""
+    from ..services import daemon_control
+
+    started = daemon_control.ensure_running(str(root), throttle=False)
+    deadline = time.monotonic() + 10
+    while daemon_control.running_pid(str(root)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = daemon_control.running_pid(str(root))
+    if pid is None:
+        raise click.ClickException(f"the daemon did not start; see {root / (DB_NAME + '.log')}")
+    if as_json:
+        output.emit({"started": started, "pid": pid}, "json")
+    else:
+        click.echo(f"daemon {'started' if started else 'already running'} (pid {pid})")
+
+
+@daemon.command(name="stop")
+@json_option("an object: stopped (false: it was not running)")
+@click.pass_obj
+def daemon_stop(root: Path, as_json: bool) -> None:
+    """Stop it (SIGTERM, then SIGKILL after 10 s)."""
+    from ..services import daemon_control
+
+    stopped = daemon_control.stop(str(root))
+    if as_json:
+        output.emit({"stopped": stopped}, "json")
+    else:
+        click.echo("daemon stopped" if stopped else "daemon not running")
+
+
+@daemon.command(name="status")
+@json_option("an object: running, pid, and what the running daemon reports")
+@click.pass_obj
+def daemon_status(root: Path, as_json: bool) -> None:
+    """Is it running, and what has it done."""
+    output.emit(queries.daemon_state(str(root)), "json" if as_json else "table", title="daemon")
+
+
+@daemon.command(name="run")
+@json_option("an object, when it exits: exit_code")
+@click.pass_obj
+def daemon_run(root: Path, as_json: bool) -> None:
+    """Run it in the foreground (until Ctrl+C, `daemon stop`, or idle exit)."""
+    import subprocess
+
+    # The very process `daemon start` runs in the background: the sweeper and the hook relay.
+    argv = [sys.executable, "-P", "-m", "claude_session.resident", "--project", str(root)]
+    with subprocess.Popen(argv) as child:
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:  # Ctrl+C reached it too: it stops by itself
+            code = child.wait()
+    if as_json:
+        output.emit({"exit_code": code}, "json")
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("approach", required=False)
+@click.option("--reason", help="Why it failed.")
+@click.option("--file", "file_path", help="The file it concerns.")
+@click.option("--session", help="Session id (default: the most recently active).")
+@click.option("--resolve", type=int, metavar="ID", help="Mark failed path ID no longer relevant.")
+@json_option("an object: id, and recorded or resolved (true)")
+@click.pass_obj
+def fail(
+    root: Path,
+    approach: str | None,
+    reason: str | None,
+    file_path: str | None,
+    session: str | None,
+    resolve: int | None,
+    as_json: bool,
+) -> None:
+    """Record an approach that failed, so no agent tries it again (agents may run this too)."""
+    from ..core import ladder
+    from ..core.config import number
+    from ..core.redact import redact
+    from ..services import configuration
+
+    with opened(root, create=True) as conn:
+        if resolve is not None:
+            with db.Immediate(conn):
+                found = ladder.resolve_failed_path(conn, resolve)
+            if not found:
+                raise click.ClickException(f"no failed path {resolve}")
+            if as_json:
+                output.emit({"id": resolve, "resolved": True}, "json")
+            else:
+                click.echo(f"failed path {resolve} is no longer shown")
+            return
+        if not approach or not reason:
+            raise click.UsageError('give the approach and --reason "why it failed"')
+        session = lookup.session(conn, session) if session else queries.latest_session(conn)
+        relative = None
+        if file_path:
+            from ..core.paths import relative_to_root
+
+            relative = relative_to_root(str(root), file_path)  # relative: to the project
+        with db.Immediate(conn):
+            new_id = ladder.add_failed_path(
+                conn,
+                session,
+                redact(approach),
+                redact(reason),
+                relative,
+                "recorded by hand",
+                time.time(),
+                number(configuration.load_or_defaults(str(root)).values, "failed_path_ttl_days"),
+            )
+    if as_json:
+        output.emit({"id": new_id, "recorded": True}, "json")
+    else:
+        click.echo(f"failed path {new_id} recorded")
+
+
+STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
+
+
+@cli.command()
+@click.option(
+    "--older-than",
+    "days",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Sessions that ended more than this many days ago.",
+)
+@click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
+@json_option(
+    "an object: rows_removed (rows per table), workspace_snapshots (dropped, bytes_before,"
+    " bytes_after)"
+)
+@click.pass_obj
+def prune(root: Path, days: float, vacuum: bool, as_json: bool) -> None:
+    """Drop old sessions' raw events, audit rows and workspace snapshots; what was learned
+    from them (agents, errors, failed paths, frames and their states) stays."""
+    from ..core import memories, recall
+    from ..core import state as project_state
+    from ..core.config import megabytes
+    from ..services import configuration, timetravel
+
+    with opened(root) as conn:
+        counts = event_log.prune(conn, time.time() - days * 86400)
+        values = configuration.load_or_defaults(str(root)).values
+        limit = megabytes(values, "snapshot_store_max_mb")
+        snapshots = timetravel.prune_workspace(conn, str(root), limit)
+        cap = int(float(values["memory_max_count"]))  # type: ignore[arg-type]
+        before = time.time() - days * 86400
+        with db.Immediate(conn):
+            counts["memories"] = memories.prune(conn, before, cap)
+            counts["state_history"] = project_state.prune_history(conn, before, STATE_KEEP)
+        global_conn = recall.open_global()
+        if global_conn is not None:
+            try:
+                with db.Immediate(global_conn):
+                    counts["global_memories"] = memories.prune(global_conn, before, cap)
+            finally:
+                global_conn.close()
+        if vacuum:
+            conn.execute("VACUUM")
+    if as_json:
+        output.emit({"rows_removed": counts, "workspace_snapshots": snapshots}, "json")
+        return
+    click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
+    click.echo(
+        f"workspace snapshots: {snapshots['dropped']} dropped,"
+        f" {snapshots['bytes_before'] / 1e6:.1f} MB -> {snapshots['bytes_after'] / 1e6:.1f} MB"
+    )
+
+
+@cli.command()
+@json_option("an object: ingested, waiting (events still in the spool)")
+@click.pass_obj
+def ingest(root: Path, as_json: bool) -> None:
+    """Replay events waiting in the spool into the database."""
+    before = spool.backlog(str(root))
+    with opened(root):  # opening ingests
+        waiting = spool.backlog(str(root))
+    if as_json:
+        output.emit({"ingested": max(0, before - waiting), "waiting": waiting}, "json")
+    else:
+        click.echo(f"{waiting} events still waiting in the spool")
+
+
+@cli.command()
+@click.option("--keep", is_flag=True, help="Keep the scratch project and print its path.")
+@json_option(
+    "an object: project, played, hook_failures, status (as `status --json`), session_id,"
+    " context, kept, deleted"
+)
+def demo(keep: bool, as_json: bool) -> None:
+    """Play a recorded real Claude Code session through the hooks, then show the result."""
+    from ..services import demo as player
+
+    scratch = Path(tempfile.mkdtemp(prefix="claude-session-demo-"))
+    project = scratch / "project"
+    project.mkdir()
+    played = player.play(project)
+    failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
+    with opened(project) as conn:
+        found = queries.status(conn, str(project))
+        session = queries.latest_session(conn) or ""
+        restored = context.for_compaction(conn, session, time.time())
+    gone = keep or player.remove(scratch, project)
+    if as_json:
+        result: dict[str, Any] = {
+            "project": str(project),
+            "played": len(played),
+            "hook_failures": failed,
+            "status": found,
+            "session_id": session,
+            "context": restored,
+            "kept": keep,
+            "deleted": not keep and gone,
+        }
+        output.emit(result, "json")
+    else:
+        click.echo(
+            f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks "
+            f"into {project} ({len(failed)} hook failures)\n"
+        )
+        status_view.show(found)
+        click.echo("\nWhat SessionStart puts back into the model's context after a compaction:\n")
+        output.echo_text(restored)
+        if keep:
+            click.echo(f"\nscratch project kept: {project}")
+        elif gone:
+            click.echo(f"\nscratch project deleted: {scratch} (keep it with --keep)")
+        else:
+            click.echo(f"\nscratch project could not be deleted entirely: {scratch}")
+    if failed:
+        sys.exit(1)

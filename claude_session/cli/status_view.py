@@ -1,0 +1,92 @@
+"""`status` for people: a few lines on what is happening now, then compact tables.
+
+Everything shown comes from `queries.status` (which `status --json` prints whole); nothing
+here is an epoch number or raw JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from . import output
+
+
+def show(found: dict[str, Any]) -> None:
+    out = output.console()
+    for line in headline(found):
+        out.print(Text(output.escape_controls(line)), no_wrap=True, overflow="ellipsis")
+    out.print()
+    sections = [
+        ("sessions", found["sessions"], ("end_reason", "source", "started_at")),
+        ("agents", found["agents"], ("session_id", "tool_uses", "is_internal")),
+        ("claims", found["claims"], ("session_id",)),
+        ("open errors", found["open_errors"], ("attempts",)),
+        ("failed paths", found["failed_paths"], ()),
+        ("sessions never ended", found["sessions_never_ended"], ("resume_with",)),
+    ]
+    for label, rows, hidden in sections:
+        if rows:
+            shown = [{k: v for k, v in row.items() if k not in hidden} for row in rows]
+            out.print(output.table(shown, label, out.width))
+    output.emit_pairs(out, "database", database(found["database"]))
+    output.emit_pairs(out, "daemon", found["daemon"])
+    output.emit_pairs(out, "hooks", found["hooks"])
+
+
+def headline(found: dict[str, Any]) -> list[str]:
+    """Who works on what, contested files, open errors, the last compaction, problems."""
+    now = found["now"]
+    lines = []
+    live = now["live_agents"]
+    lines.append(f"live agents: {len(live) or 'none'}")
+    for agent in live:
+        name = agent["type"] or "agent"
+        ident = "" if name == "main" else f" {str(agent['agent'])[:10]}"
+        silent = output.duration(agent["silent_seconds"] or 0)
+        task = agent["task"] or "(no task recorded)"
+        lines.append(f"  {name}{ident} (silent {silent}, files {agent['files']}): {task}")
+    contested = now["contested_files"]
+    lines.append(f"contested files: {len(contested) or 'none'}")
+    for item in contested:
+        holders = " and ".join(str(a)[:10] for a in item["agents"])
+        lines.append(f"  held by {holders}: {item['file_path']}")
+    errors = now["open_errors"]
+    lines.append(f"open errors: {len(errors) or 'none'}")
+    for error in errors[:5]:
+        tool = f"{error['tool_name']} " if error["tool_name"] else ""
+        state = ", abandoned when its session ended" if error["state"] == "abandoned" else ""
+        lines.append(f"  step {error['step']}{state}: {tool}{error['what']}")
+    if len(errors) > 5:
+        lines.append(f"  ... {len(errors) - 5} more (`claude-session errors --open`)")
+    lines.append(compaction(now["last_compaction"]))
+    problems = now["problems"]
+    lines.append(f"problems: {len(problems) or 'none'}")
+    lines += [f"  ! {problem}" for problem in problems]
+    return lines
+
+
+def compaction(last: dict[str, Any] | None) -> str:
+    if last is None:
+        return "last compaction: none"
+    names = {"task": "prompts", "failed_paths": "failed paths"}
+    restored = ", ".join(f"{names.get(k, k)} {n}" for k, n in last["restored"].items() if n)
+    return (
+        f"last compaction: {output.age(last['created_at'])} ({last['trigger'] or 'unknown'},"
+        f" session {str(last['session_id'])[:8]}); restored: {restored or 'nothing'}"
+    )
+
+
+def database(found: dict[str, Any]) -> dict[str, Any]:
+    """The database section in words: sizes, the last snapshot as one phrase."""
+    shown = dict(found)
+    size = shown.pop("size_bytes")
+    shown = {"path": shown.pop("path"), "size": f"{size / 1e6:.1f} MB"} | shown
+    last = shown.get("last_snapshot")
+    if isinstance(last, dict):
+        shown["last_snapshot"] = (
+            f"{last['snapshot_type']} ({last['trigger'] or '-'}) of session"
+            f" {str(last['session_id'])[:8]}, {output.age(last['created_at'])}"
+        )
+    shown["moved_aside"] = ", ".join(found["moved_aside"]) or "none"
+    return shown
