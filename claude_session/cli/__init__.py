@@ -20,6 +20,7 @@ from ..core import events as event_log
 from ..core.paths import DB_NAME, db_path
 from ..services import doctor, queries
 from . import output
+from .listing import emit_page, limit_option, stream_rows
 
 
 def find_root(explicit: str | None) -> Path:
@@ -95,31 +96,41 @@ def status(root: Path, as_json: bool) -> None:
 
 @cli.command()
 @click.option(
-    "--all", "include_all", is_flag=True, help="Finished sessions and internal helpers too."
+    "--all",
+    "include_all",
+    is_flag=True,
+    help="Every agent, finished sessions' and internal helpers too, streamed.",
 )
 @click.option("--session", help="Session id (a prefix is enough).")
+@limit_option
 @format_option
 @click.pass_obj
-def agents(root: Path, include_all: bool, session: str | None, as_json: bool) -> None:
+def agents(root: Path, include_all: bool, session: str | None, limit: int, as_json: bool) -> None:
     """The agent registry: agent, type, task, state, age, last seen, files, reason."""
+    hide = () if as_json else ("session_id", "tool_uses", "is_internal")  # what a person scans
+    query = queries.agents_query(include_all=include_all, session=session)
     with opened(root) as conn:
-        found = queries.agents(conn, include_all=include_all, session=session)
-    if not as_json:
-        for row in found:  # the table keeps to what a person scans for
-            for key in ("session_id", "tool_uses", "is_internal"):
-                row.pop(key, None)
-    output.emit(found, "json" if as_json else "table", title="agents")
+        if include_all:
+            stream_rows(queries.stream(conn, query), as_json, hide)
+            return
+        found = queries.page(conn, query, limit)
+    emit_page(found, as_json, "agents", "agents", hide)
 
 
 @cli.command()
-@click.option("--all", "include_all", is_flag=True, help="Released claims too.")
+@click.option("--all", "include_all", is_flag=True, help="Every claim, released too, streamed.")
+@limit_option
 @format_option
 @click.pass_obj
-def claims(root: Path, include_all: bool, as_json: bool) -> None:
+def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
+    query = queries.claims_query(include_released=include_all)
     with opened(root) as conn:
-        found = queries.claims(conn, include_released=include_all)
-    output.emit(found, "json" if as_json else "table", title="claims")
+        if include_all:
+            stream_rows(queries.stream(conn, query), as_json)
+            return
+        found = queries.page(conn, query, limit)
+    emit_page(found, as_json, "claims", "claims")
 
 
 @cli.command(name="config")
@@ -206,17 +217,20 @@ def daemon_run(root: Path) -> None:
 
 @cli.command(name="errors")
 @click.option("--open", "open_only", is_flag=True, help="Only errors not fixed yet.")
+@click.option("--all", "every", is_flag=True, help="Every one, streamed.")
+@limit_option
 @format_option
 @click.pass_obj
-def errors_command(root: Path, open_only: bool, as_json: bool) -> None:
+def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json: bool) -> None:
     """Failures with their escalation step (attempt) and resolution."""
+    hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
+    query = queries.errors_query(open_only=open_only)
     with opened(root) as conn:
-        found = queries.errors(conn, open_only=open_only)
-    if not as_json:
-        for row in found:
-            for key in ("error_message", "command", "file_path", "task_id", "interrupted"):
-                row.pop(key)
-    output.emit(found, "json" if as_json else "table", title="errors")
+        if every:
+            stream_rows(queries.stream(conn, query), as_json, hide)
+            return
+        found = queries.page(conn, query, limit)
+    emit_page(found, as_json, "errors", "errors", hide)
 
 
 @cli.command()
@@ -271,28 +285,37 @@ def fail(
 
 
 @cli.command(name="failed-paths")
-@click.option("--all", "include_all", is_flag=True, help="Resolved and expired ones too.")
+@click.option(
+    "--all", "include_all", is_flag=True, help="Every one, resolved and expired too, streamed."
+)
+@limit_option
 @format_option
 @click.pass_obj
-def failed_paths(root: Path, include_all: bool, as_json: bool) -> None:
+def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """Approaches tried and rejected, newest first."""
+    query = queries.failed_paths_query(include_all=include_all)
     with opened(root) as conn:
-        found = queries.all_failed_paths(conn, include_all=include_all)
-    output.emit(found, "json" if as_json else "table", title="failed paths")
+        if include_all:
+            stream_rows(queries.stream(conn, query), as_json)
+            return
+        found = queries.page(conn, query, limit)
+    emit_page(found, as_json, "failed paths", "failed-paths")
 
 
 @cli.command(name="verdicts")
+@click.option("--all", "every", is_flag=True, help="Every one, streamed.")
+@limit_option
 @format_option
 @click.pass_obj
-def verdicts_command(root: Path, as_json: bool) -> None:
+def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None:
     """The judge's verdicts on finished work."""
+    hide = () if as_json else ("raw", "verdict_json")
     with opened(root) as conn:
-        found = queries.verdicts(conn)
-    if not as_json:
-        for row in found:
-            row.pop("raw")
-            row.pop("verdict_json")
-    output.emit(found, "json" if as_json else "table", title="verdicts")
+        if every:
+            stream_rows(queries.stream(conn, queries.verdicts_query()), as_json, hide)
+            return
+        found = queries.page(conn, queries.verdicts_query(), limit)
+    emit_page(found, as_json, "verdicts", "verdicts", hide)
 
 
 @cli.command()
@@ -300,8 +323,9 @@ def verdicts_command(root: Path, as_json: bool) -> None:
 @click.option("--event", help="Hook event name, e.g. PostToolUse.")
 @click.option("--tool", help="Tool name, e.g. Bash.")
 @click.option("--agent", help="Subagent id.")
-@click.option("--limit", default=50, show_default=True, help="How many of the latest events.")
 @click.option("--payload", is_flag=True, help="Include the stored (redacted) payload.")
+@click.option("--all", "every", is_flag=True, help="Every matching event, newest first, streamed.")
+@limit_option
 @format_option
 @click.pass_obj
 def events(
@@ -312,20 +336,20 @@ def events(
     agent: str | None,
     limit: int,
     payload: bool,
+    every: bool,
     as_json: bool,
 ) -> None:
-    """List recorded events, oldest first, filtered."""
+    """List recorded events, the newest page oldest first, filtered."""
+    query = queries.events_query(
+        session=session, event=event, tool=tool, agent=agent, payload=payload
+    )
     with opened(root) as conn:
-        found = queries.events(
-            conn,
-            session=session,
-            event=event,
-            tool=tool,
-            agent=agent,
-            limit=limit,
-            payload=payload,
-        )
-    output.emit(found, "json" if as_json else "table", title="events")
+        if every:
+            stream_rows(queries.stream(conn, query), as_json)
+            return
+        found = queries.page(conn, query, limit)
+    found.rows.reverse()
+    emit_page(found, as_json, "events", "events")
 
 
 @cli.command()

@@ -21,7 +21,7 @@ from rich.text import Text
 from ..core.terminal import escape_controls, is_control
 
 FORMATS = ("table", "json")
-__all__ = ["FORMATS", "echo_text", "emit", "escape_controls", "to_json"]
+__all__ = ["FORMATS", "cell_text", "echo_text", "emit", "escape_controls", "to_json"]
 
 
 def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
@@ -80,7 +80,12 @@ def echo_text(text: str) -> None:
 
 
 def _cell(column: str, value: Any) -> Text:
-    return Text(escape_controls(_cell_text(column, value)))
+    return Text(cell_text(column, value))
+
+
+def cell_text(column: str, value: Any) -> str:
+    """One cell as a table shows it (times, durations, prefixes), controls escaped."""
+    return escape_controls(_cell_text(column, value))
 
 
 def _cell_text(column: str, value: Any) -> str:

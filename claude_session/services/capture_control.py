@@ -3,8 +3,8 @@
 A frame that may follow a change of files asks for a workspace snapshot (`vcs_tags` row
 'pending'); the hook that committed it then makes sure a capture process runs
 (`ensure_running`, ~0.5 ms: a lock probe and a posix_spawn). One capture process per project,
-decided by an OS lock (a POSIX record lock) on a lock file in our per-user state folder; it captures until nothing
-is pending.
+decided by an OS lock (a POSIX record lock) on a lock file in our per-user state folder; it
+captures until nothing is pending.
 
 Before a tool that can change files runs, its PreToolUse hook waits until no snapshot is
 pending (`wait_for_pending`), so the state before the tool call is always recoverable. The
