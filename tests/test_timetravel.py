@@ -11,9 +11,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from conftest import PYTHON, fixture, hook_env, query, run_hook, wait_for
 
+from claude_session.core import frames
 from claude_session.services import timetravel
 
 CLI = str(Path(PYTHON).parent / "claude-session")
@@ -419,8 +421,9 @@ def test_timeline_tree_hangs_subagents_and_forks_under_their_frames(repo: Path) 
 def test_a_frame_holds_its_own_events_changes_and_reuses_an_unchanged_state(repo: Path) -> None:
     play_session(repo)
     write, edit, bash = frame_of(repo, "t1"), frame_of(repo, "t2"), frame_of(repo, "t3")
-    states = {
-        frame_no: (state_hash, json.loads(state))
+    reader = apsw.Connection(str(repo / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    states = {  # states may be packed already (by the capture process): read through frames
+        frame_no: (state_hash, json.loads(frames.state_text(reader, state)))
         for frame_no, state_hash, state in query(
             repo,
             "SELECT f.frame_no, f.state_hash, s.state FROM frames f"
