@@ -4,10 +4,13 @@ through the real recording path (`event.load` + `events.apply`, as the hook does
 hook processes timed on it and on an empty database, as ratios to `python -I -S -c pass`.
 
     .venv/bin/python bench/at_scale.py [--events 1000000] [--sessions 2000] [--runs 30]
-        [--python /path/to/wheel-venv/bin/python] [--cache DIR] [--json]
+        [--python /path/to/wheel-venv/bin/python] [--cache DIR] [--json] [--cli] [--no-hooks]
 
 The database is cached (per schema version and size) so later runs skip the build; the hooks
-run with `--python` (default: this interpreter), e.g. a venv with the wheel installed.
+run with `--python` (default: this interpreter), e.g. a venv with the wheel installed. The
+frame states are packed after the build, as the capture process packs them after each
+snapshot. `--cli` times the CLI as whole processes on the database (status, claims --all,
+events --session, doctor; the median of `--cli-runs`), `--no-hooks` skips the hook timings.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -136,9 +140,16 @@ def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
             if done >= total:
                 break
         n += 1
+    from claude_session.core import frames
+
+    packing = time.perf_counter()
+    while frames.pack_states(conn):  # what the capture process does after each snapshot
+        pass
+    packed_seconds = time.perf_counter() - packing
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     conn.close()
     return {
+        "pack_states_seconds": round(packed_seconds, 1),
         "events": done,
         "sessions": n,
         "rate_events_per_s_at": rates,
@@ -228,6 +239,45 @@ def time_hooks(project: Path, python: str, runs: int) -> dict[str, Any]:
     }
 
 
+CLI_CASES: list[tuple[str, list[str]]] = [
+    ("status", ["status"]),
+    ("claims --all", ["claims", "--all"]),
+    ("events --session", ["events", "--session", "bench-001234"]),
+    ("events (a page)", ["events"]),
+    ("doctor", ["doctor"]),
+]
+
+
+def time_cli(project: Path, python: str, runs: int) -> dict[str, Any]:
+    """Each CLI command as a whole process (its output to a file, as through a pipe): the
+    median and best wall time of `runs` runs, after one to warm the page cache."""
+    cli = str(Path(python).parent / "claude-session")
+    env = dict(os.environ, CLAUDE_SESSION_NO_DAEMON="1", CLAUDE_SESSION_NO_JUDGE="1")
+    env["CLAUDE_SESSION_STATE_DIR"] = str(project.parent / "state")
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryFile() as sink:
+        for label, args in CLI_CASES:
+            samples = []
+            for _ in range(runs + 1):
+                sink.seek(0)
+                sink.truncate()
+                started = time.perf_counter()
+                subprocess.run(
+                    [cli, "--project", str(project), *args],
+                    stdout=sink,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                    check=False,
+                )
+                samples.append((time.perf_counter() - started) * 1000)
+            out[label] = {
+                "median_ms": round(statistics.median(samples[1:]), 1),
+                "best_ms": round(min(samples[1:]), 1),
+                "output_bytes": sink.tell(),
+            }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -238,6 +288,9 @@ def main() -> None:
         "--cache", type=Path, default=Path.home() / ".cache" / "claude-session-bench"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cli", action="store_true", help="time the CLI commands too")
+    parser.add_argument("--cli-runs", type=int, default=5)
+    parser.add_argument("--no-hooks", action="store_true", help="skip the hook timings")
     args = parser.parse_args()
     cached = args.cache / f"v{db.SCHEMA_VERSION}-{args.events}-{args.sessions}"
     big = cached / "project" / ".claude-session.db"
@@ -251,14 +304,25 @@ def main() -> None:
         (cached / "build.json").write_text(json.dumps(built))
     results["build"] = json.loads((cached / "build.json").read_text())
     results["bytes_per_event"] = round(big.stat().st_size / results["build"]["events"])
-    with tempfile.TemporaryDirectory() as scratch:
-        empty = Path(scratch) / "empty" / "project"
-        empty.mkdir(parents=True)
-        results["hooks_empty_db"] = time_hooks(empty, args.python, args.runs)
+    with tempfile.TemporaryDirectory(dir=args.cache) as scratch:
+        if not args.no_hooks:
+            empty = Path(scratch) / "empty" / "project"
+            empty.mkdir(parents=True)
+            results["hooks_empty_db"] = time_hooks(empty, args.python, args.runs)
         loaded = Path(scratch) / "big" / "project"
         loaded.mkdir(parents=True)
         shutil.copy(big, loaded / ".claude-session.db")
-        results["hooks_1m_db"] = time_hooks(loaded, args.python, args.runs)
+        if args.cli:
+            cli = str(Path(args.python).parent / "claude-session")
+            subprocess.run(  # the doctor checks an installation: this project's
+                [cli, "--project", str(loaded), "install"],
+                capture_output=True,
+                check=False,
+                env=dict(os.environ, CLAUDE_SESSION_STATE_DIR=str(loaded.parent / "state")),
+            )
+            results["cli_ms"] = time_cli(loaded, args.python, args.cli_runs)
+        if not args.no_hooks:
+            results["hooks_1m_db"] = time_hooks(loaded, args.python, args.runs)
     if args.json:
         print(json.dumps(results, indent=2))
         return
@@ -267,7 +331,14 @@ def main() -> None:
     print(f"recording rate, load + apply (events/s): {results['build']['rate_events_per_s_at']}")
     apply_only = results["build"].get("apply_only_events_per_s_at")
     print(f"recording rate, events.apply alone (events/s): {apply_only}")
+    for label, figures in results.get("cli_ms", {}).items():
+        print(
+            f"  {label:38} {figures['median_ms']:7.1f} ms median, {figures['best_ms']:7.1f} best"
+            f"  ({figures['output_bytes']:,} bytes out)"
+        )
     for key in ("hooks_empty_db", "hooks_1m_db"):
+        if key not in results:
+            continue
         print(key)
         for label, figures in results[key].items():
             print(
