@@ -51,9 +51,7 @@ def test_packed_states_read_back_the_same_and_take_a_fraction_of_the_space(
 
     while frames.pack_states(recorder.conn, batch=50):  # in batches, oldest first
         pass
-    assert recorder.rows("SELECT count(*) FROM frame_states WHERE typeof(state) = 'text'") == [
-        (0,)
-    ]
+    assert recorder.rows("SELECT count(*) FROM frame_states WHERE typeof(state) = 'text'") == [(0,)]
     for row_id, stored in recorder.rows("SELECT id, state FROM frame_states"):
         assert isinstance(stored, bytes)
         assert frames.state_text(recorder.conn, stored) == texts[row_id]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -75,11 +74,12 @@ def cli(ctx: click.Context, project: str | None) -> None:
 
 
 @cli.command(name="doctor")
+@click.option("--full", is_flag=True, help="Also read every page (PRAGMA quick_check): slow.")
 @format_option
 @click.pass_obj
-def doctor_command(root: Path, as_json: bool) -> None:
+def doctor_command(root: Path, full: bool, as_json: bool) -> None:
     """Run every installed hook as Claude Code would and check the database."""
-    results = doctor.check(root)
+    results = doctor.check(root, full)
     output.emit(results, "json" if as_json else "table", title="doctor")
     if not all(r["ok"] for r in results):
         sys.exit(1)
@@ -428,6 +428,8 @@ def ingest(root: Path) -> None:
 @click.option("--keep", is_flag=True, help="Keep the scratch project and print its path.")
 def demo(keep: bool) -> None:
     """Play a recorded real Claude Code session through the hooks, then show the result."""
+    import tempfile  # here: it imports random and hashlib (~30 ms for every other command)
+
     from ..services import demo as player
 
     scratch = Path(tempfile.mkdtemp(prefix="claude-session-demo-"))
