@@ -214,7 +214,7 @@ def test_prune_drops_old_sessions_raw_events_and_keeps_what_was_learned(project:
     conn = apsw.Connection(str(project / ".claude-session.db"))
     conn.execute("UPDATE sessions SET ended_at = ended_at - 90 * 86400 WHERE status = 'ended'")
     conn.close()
-    done = cli("prune", "--older-than", "30", "--vacuum", project=project)
+    done = cli("prune", "--older-than", "30", "--vacuum", "--yes", project=project)
     assert f"{len(stream(project))} events rows" in done.stdout
     assert count(project, "events") == 1 and count(project, "hook_events") == 1  # the live one
     assert count(project, "error_log") == 1 and count(project, "agent_registry") > 0

@@ -375,9 +375,9 @@ def test_prune_lets_go_of_old_sessions_snapshots_and_keeps_the_store_bounded(
 ) -> None:
     play_session(repo)
     send(repo, "SessionEnd")
-    before = json.loads(cli(repo, "prune", "--older-than", "1", "--json").stdout)
+    before = json.loads(cli(repo, "prune", "--older-than", "1", "--yes", "--json").stdout)
     assert before["rows_removed"]["workspace_snapshot_pointers"] == 0  # ended just now
-    done = json.loads(cli(repo, "prune", "--older-than", "0", "--json").stdout)
+    done = json.loads(cli(repo, "prune", "--older-than", "0", "--yes", "--json").stdout)
     assert done["rows_removed"]["workspace_snapshot_pointers"] >= 4
     assert done["workspace_snapshots"]["dropped"] >= 4
     assert query(repo, "SELECT count(*) FROM vcs_tags WHERE status = 'captured'")[0][0] == 0
@@ -391,7 +391,7 @@ def test_the_snapshot_store_is_bounded(repo: Path) -> None:
     send(repo, "SessionEnd")
     (repo / ".claude-session.json").write_text('{"snapshot_store_max_mb": 0.001}')
     cli(repo, "trust")
-    done = json.loads(cli(repo, "prune", "--older-than", "365", "--json").stdout)
+    done = json.loads(cli(repo, "prune", "--older-than", "365", "--yes", "--json").stdout)
     assert done["rows_removed"]["workspace_snapshot_pointers"] == 0  # not old: the bound did it
     assert done["workspace_snapshots"]["sessions_let_go"] == 1
     assert query(repo, "SELECT count(*) FROM vcs_tags WHERE status = 'captured'")[0][0] == 0

@@ -15,7 +15,6 @@ import click
 
 from .. import __version__
 from ..core import context, db, spool
-from ..core import events as event_log
 from ..core.paths import DB_NAME, db_path
 from ..services import doctor, queries
 from . import output
@@ -364,9 +363,6 @@ def restore(root: Path, session: str | None) -> None:
         output.echo_text(context.for_compaction(conn, session, time.time()))
 
 
-STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
-
-
 @cli.command()
 @click.option(
     "--older-than",
@@ -377,39 +373,54 @@ STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
     help="Sessions that ended more than this many days ago.",
 )
 @click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
+@click.option("--dry-run", is_flag=True, help="Show what would be deleted; delete nothing.")
+@click.option("--yes", is_flag=True, help="Delete without asking (needed when not on a terminal).")
 @format_option
 @click.pass_obj
-def prune(root: Path, days: float, vacuum: bool, as_json: bool) -> None:
+def prune(root: Path, days: float, vacuum: bool, dry_run: bool, yes: bool, as_json: bool) -> None:
     """Drop old sessions' raw events, audit rows and workspace snapshots; what was learned
-    from them (agents, errors, failed paths, frames and their states) stays."""
-    from ..core import memories, recall
-    from ..core import state as project_state
-    from ..core.config import megabytes
-    from ..services import configuration, timetravel
+    from them (agents, errors, failed paths, frames and their states) stays. Shows what would
+    go and asks first."""
+    from ..services import prune as pruning
 
     with opened(root) as conn:
-        counts = event_log.prune(conn, time.time() - days * 86400)
-        values = configuration.load_or_defaults(str(root)).values
-        limit = megabytes(values, "snapshot_store_max_mb")
-        snapshots = timetravel.prune_workspace(conn, str(root), limit)
-        cap = int(float(values["memory_max_count"]))  # type: ignore[arg-type]
-        before = time.time() - days * 86400
-        with db.Immediate(conn):
-            counts["memories"] = memories.prune(conn, before, cap)
-            counts["state_history"] = project_state.prune_history(conn, before, STATE_KEEP)
-        global_conn = recall.open_global()
-        if global_conn is not None:
-            try:
-                with db.Immediate(global_conn):
-                    counts["global_memories"] = memories.prune(global_conn, before, cap)
-            finally:
-                global_conn.close()
-        if vacuum:
-            conn.execute("VACUUM")
+        plan = pruning.plan(conn, str(root), days)
+        if as_json and (dry_run or not yes):
+            output.emit({"would_remove": plan}, "json")
+        elif not as_json:
+            click.echo(
+                f"would remove, from {plan['sessions']} sessions that ended more than {days:g}"
+                " days ago: "
+                + ", ".join(f"{n} {table} rows" for table, n in plan["rows"].items())
+                + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
+                f" database: {plan['database_bytes'] / 1e6:.1f} MB"
+            )
+        if dry_run:
+            return
+        if not yes:
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                click.echo("not on a terminal: nothing deleted; pass --yes to delete", err=True)
+                sys.exit(1)
+            if not click.confirm("delete them?", default=False):
+                click.echo("nothing deleted")
+                return
+        done = pruning.run(conn, str(root), days, vacuum)
     if as_json:
-        output.emit({"rows_removed": counts, "workspace_snapshots": snapshots}, "json")
+        output.emit(done, "json")
         return
+    counts, snapshots = done["rows_removed"], done["workspace_snapshots"]
     click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
+    freed = done["database_bytes_before"] - done["database_bytes_after"]
+    click.echo(
+        f"database and WAL: {done['database_bytes_before'] / 1e6:.1f} MB ->"
+        f" {done['database_bytes_after'] / 1e6:.1f} MB ({freed / 1e6:.1f} MB given back)"
+        + (
+            ""
+            if vacuum
+            else f"; {done['free_inside_bytes'] / 1e6:.1f} MB free inside the file for new"
+            " rows (--vacuum gives it back to the disk)"
+        )
+    )
     click.echo(
         f"workspace snapshots: {snapshots['dropped']} dropped,"
         f" {snapshots['bytes_before'] / 1e6:.1f} MB -> {snapshots['bytes_after'] / 1e6:.1f} MB"
