@@ -124,6 +124,7 @@ def install(
     or the status line); with --mcp, register its MCP server too."""
     if statusline and as_plugin:
         raise click.UsageError("--statusline and --plugin are separate installs: run each alone")
+    root = install_root(root)
     if force and not statusline:
         raise click.UsageError("--force only applies to --statusline")
     if statusline:
@@ -137,6 +138,21 @@ def install(
         install_settings(root, scope, dry_run, claude_path)
     if with_mcp and not dry_run:
         install_mcp(claude_path)
+
+
+def install_root(root: Path) -> Path:
+    """Without --project or $CLAUDE_PROJECT_DIR: the project the current folder is inside (its
+    git repository, `.claude` folder or database above), said out loud; else `root`."""
+    import os
+
+    given = click.get_current_context().find_root().params.get("project")
+    if given or os.environ.get("CLAUDE_PROJECT_DIR"):
+        return root
+    here = Path.cwd().resolve()
+    found = installer.project_root_above(here) or here
+    if found != here:
+        click.echo(f"installing for the project at {found} (the current folder is inside it)")
+    return found
 
 
 def install_mcp(claude_path: str | None) -> None:

@@ -339,3 +339,19 @@ def cannot_run(python: str | None = None) -> str | None:
     if not hook_entry().is_file():
         return f"the hook entry {hook_entry()} is missing from this install"
     return None
+
+
+def project_root_above(start: Path) -> Path | None:
+    """The project `start` is inside: the nearest folder at or above it holding a git
+    repository (`.git`, a folder or a worktree's file), a `.claude` folder or a claude-session
+    database. The home folder's `.claude` is the user's own settings, not a project."""
+    from ..core.paths import DB_NAME
+
+    home = Path.home().resolve() if os.environ.get("HOME") else None
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists() or (folder / DB_NAME).exists():
+            return folder
+        if (folder / ".claude").is_dir() and folder != home:
+            return folder
+    return None
