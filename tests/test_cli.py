@@ -174,10 +174,21 @@ def test_demo_plays_the_recorded_session_through_the_hooks() -> None:
 
 
 def test_every_command_has_help() -> None:
+    import click
     from click.testing import CliRunner
 
     from claude_session.cli import cli as group
 
+    listed = group.list_commands(click.Context(group))  # loads every command module
+    assert set(group.commands) == set(listed)
+    from claude_session.cli import LazyGroup
+
+    defined_elsewhere = {n for n, c in group.commands.items() if c.callback is not None}
+    assert {
+        n
+        for n in defined_elsewhere
+        if group.commands[n].callback.__module__ != "claude_session.cli"  # type: ignore[union-attr]
+    } == set(LazyGroup.MODULES)  # every command of another module loads by its name
     for name, command in group.commands.items():
         assert command.help, name
         result = CliRunner().invoke(group, [name, "--help"])
