@@ -82,15 +82,17 @@ def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
         f"sum(CASE WHEN key = '{key}' THEN CAST(value AS INTEGER) ELSE 0 END) AS {key}"
         for key in COUNTERS
     )
-    return db.rows(
+    return db.rows(  # the counters of the sessions shown only, never of every session
         conn,
-        "SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
+        "WITH shown AS (SELECT * FROM sessions ORDER BY last_activity_at DESC LIMIT ?)"
+        " SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
         " s.last_activity_at, s.end_reason, m.events, m.prompts, m.tool_calls,"
-        " m.tool_failures, m.file_edits, m.subagents, m.compactions FROM sessions s"
+        " m.tool_failures, m.file_edits, m.subagents, m.compactions FROM shown s"
         " LEFT JOIN (SELECT session_id,"
         " sum(CASE WHEN key = 'count' THEN CAST(value AS INTEGER) ELSE 0 END) AS events,"
-        f" {pivot} FROM session_metrics GROUP BY session_id) m USING (session_id)"
-        " ORDER BY s.last_activity_at DESC LIMIT ?",
+        f" {pivot} FROM session_metrics WHERE session_id IN (SELECT session_id FROM shown)"
+        " GROUP BY session_id) m USING (session_id)"
+        " ORDER BY s.last_activity_at DESC",
         (limit,),
     )
 
