@@ -138,3 +138,13 @@ def test_every_listing_has_all_and_limit(project: Path) -> None:
     assert [e["id"] for e in events] == sorted((e["id"] for e in events), reverse=True)
     page = json.loads(cli(project, "events", "--limit", "4", "--json").stdout)
     assert [e["id"] for e in page] == sorted(e["id"] for e in events)[-4:]  # oldest first
+
+
+def test_the_fast_path_of_escaping_never_lets_a_control_through() -> None:
+    """`escape_controls` returns printable text as it is (a listing streams thousands of
+    cells): every character it escapes must be one `str.isprintable` refuses."""
+    from claude_session.core.terminal import escape_controls, is_control
+
+    assert not [c for c in map(chr, range(0x110000)) if is_control(c) and c.isprintable()]
+    assert escape_controls("a\x1b[31mb\u202ec") == "a\\x1b[31mb\\u202ec"
+    assert escape_controls("plain é ✓ text") == "plain é ✓ text"
