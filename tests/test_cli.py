@@ -26,7 +26,7 @@ def cli(
 
 
 def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Path) -> None:
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"  # this machine's paths: personal
     settings.parent.mkdir()
     theirs = {"command": "echo theirs", "type": "command"}
     settings.write_text(
@@ -52,7 +52,9 @@ def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Pat
     assert "WorktreeCreate" not in data["hooks"]  # it would replace git worktree creation
     # synchronous: async hooks are killed when `claude -p` exits, and the event is lost
     assert not any(h.get("async") for g in data["hooks"].values() for x in g for h in x["hooks"])
-    assert not list(settings.parent.glob("settings.json.bak*"))  # backups live with our state
+    assert not list(settings.parent.glob("*.bak*"))  # backups live with our state
+    assert not (project / ".claude" / "settings.json").exists()  # the shared file: untouched
+    assert ".claude/settings.local.json" in (project / ".gitignore").read_text().splitlines()
     assert ".claude-session.db*" in (project / ".gitignore").read_text().splitlines()
     cli("install", project=project)
     assert (project / ".gitignore").read_text().count(".claude-session.db*") == 1
@@ -86,8 +88,8 @@ def test_doctor_runs_every_installed_hook_and_finds_duplicates(project: Path) ->
     hooks = [r for r in report if r["check"].startswith("hook ")]
     assert len(hooks) == len(installer.installed_events()) and all(r["ok"] for r in hooks)
     # a second registration with a different interpreter path: events would be recorded twice
-    local = project / ".claude" / "settings.local.json"
-    local.write_text(json.dumps(installer.with_ours({}, python=sys.executable + "3")))
+    shared = project / ".claude" / "settings.json"  # (the install wrote settings.local.json)
+    shared.write_text(json.dumps(installer.with_ours({}, python=sys.executable + "3")))
     done = cli("doctor", "--json", project=project, check=False)
     assert done.returncode == 1
     dup = next(r for r in json.loads(done.stdout) if r["check"] == "duplicate registrations")
