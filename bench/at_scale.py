@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -269,17 +270,19 @@ CLI_CASES: list[tuple[str, list[str]]] = [
 
 def time_cli(project: Path, python: str, runs: int) -> dict[str, Any]:
     """Each CLI command as a whole process (its output to a file, as through a pipe): the
-    median and best wall time of `runs` runs, after one to warm the page cache."""
+    median and best wall time of `runs` runs, after one to warm the page cache, and the median
+    CPU time (user + system, of the command and what it ran: steadier on a busy machine)."""
     cli = str(Path(python).parent / "claude-session")
     env = dict(os.environ, CLAUDE_SESSION_NO_DAEMON="1", CLAUDE_SESSION_NO_JUDGE="1")
     env["CLAUDE_SESSION_STATE_DIR"] = str(project.parent / "state")
     out: dict[str, Any] = {}
     with tempfile.TemporaryFile() as sink:
         for label, args in CLI_CASES:
-            samples = []
+            samples, cpu = [], []
             for _ in range(runs + 1):
                 sink.seek(0)
                 sink.truncate()
+                used = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.perf_counter()
                 subprocess.run(
                     [cli, "--project", str(project), *args],
@@ -289,9 +292,12 @@ def time_cli(project: Path, python: str, runs: int) -> dict[str, Any]:
                     check=False,
                 )
                 samples.append((time.perf_counter() - started) * 1000)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu.append((after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime) * 1000)
             out[label] = {
                 "median_ms": round(statistics.median(samples[1:]), 1),
                 "best_ms": round(min(samples[1:]), 1),
+                "cpu_ms": round(statistics.median(cpu[1:]), 1),
                 "output_bytes": sink.tell(),
             }
     return out
@@ -357,8 +363,8 @@ def main() -> None:
     print(f"recording rate, events.apply alone (events/s): {apply_only}")
     for label, figures in results.get("cli_ms", {}).items():
         print(
-            f"  {label:38} {figures['median_ms']:7.1f} ms median, {figures['best_ms']:7.1f} best"
-            f"  ({figures['output_bytes']:,} bytes out)"
+            f"  {label:22} {figures['median_ms']:7.1f} ms median, {figures['best_ms']:7.1f} best,"
+            f" {figures['cpu_ms']:7.1f} ms CPU ({figures['output_bytes']:,} bytes out)"
         )
     for key in ("hooks_empty_db", "hooks_1m_db"):
         if key not in results:
