@@ -41,9 +41,9 @@ def test_packed_states_read_back_the_same_and_take_a_fraction_of_the_space(
     for n in range(3):
         long_session(recorder, project, f"s{n}", 40)
     # (the capture process the PreToolUse hooks started may have packed some already)
-    texts = {
-        row_id: frames.state_text(recorder.conn, stored)
-        for row_id, stored in recorder.rows("SELECT id, state FROM frame_states")
+    texts = {  # by hash: a packed state is a new row
+        digest: frames.state_text(recorder.conn, stored)
+        for digest, stored in recorder.rows("SELECT hash, state FROM frame_states")
     }
     timeline = timetravel.timeline(recorder.conn, "s1")
     frame = timetravel.frame(recorder.conn, timetravel.FrameRef("s1", timeline[-3]["frame"]))
@@ -52,9 +52,11 @@ def test_packed_states_read_back_the_same_and_take_a_fraction_of_the_space(
     while frames.pack_states(recorder.conn, batch=50):  # in batches, oldest first
         pass
     assert recorder.rows("SELECT count(*) FROM frame_states WHERE typeof(state) = 'text'") == [(0,)]
-    for row_id, stored in recorder.rows("SELECT id, state FROM frame_states"):
+    found = recorder.rows("SELECT hash, state FROM frame_states")
+    assert len(found) == len(texts)
+    for digest, stored in found:
         assert isinstance(stored, bytes)
-        assert frames.state_text(recorder.conn, stored) == texts[row_id]
+        assert frames.state_text(recorder.conn, stored) == texts[digest]
     depths = [s[1] for (s,) in recorder.rows("SELECT state FROM frame_states") if s[0] == 2]
     assert depths and max(depths) < frames.PACK_DEPTH  # chains stay short
     assert recorder.rows("SELECT sum(length(state)) FROM frame_states")[0][0] * 8 < before
@@ -93,3 +95,25 @@ def test_the_hooks_path_never_loads_the_packer(project: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False False"
+
+
+def test_packing_frees_whole_pages_for_new_rows(project: Path) -> None:
+    """Packed states are moved, not shrunk in place: the pages their text filled come free
+    (and are reused), so the database holds the packed size, not the text's."""
+    recorder = Recorder(project)
+    for n in range(4):
+        long_session(recorder, project, f"p{n}", 30)
+    while frames.pack_states(recorder.conn):
+        pass
+
+    def used_pages() -> int:
+        pages = recorder.rows("PRAGMA page_count")[0][0]
+        return int(pages) - int(recorder.rows("PRAGMA freelist_count")[0][0])
+
+    in_states = recorder.rows("SELECT sum(pgsize) FROM dbstat WHERE name = 'frame_states'")[0][0]
+    text = sum(
+        len(frames.state_text(recorder.conn, s))
+        for (s,) in recorder.rows("SELECT state FROM frame_states")
+    )
+    assert in_states * 3 < text, (in_states, text)  # the table's pages hold packed rows
+    assert used_pages() > 0

@@ -117,7 +117,7 @@ PACK_KEY = b"\x01"
 PACK_DELTA = b"\x02"
 PACK_DEPTH = 16
 PACK_WINDOW = 8  # a delta's base: one of the states stored just before it, of the same session
-PACK_BATCH = 500  # states packed per write transaction: a hook waits at most for one batch
+PACK_BATCH = 200  # states packed per write transaction: a hook waits at most for one batch
 PACK_DICTIONARY = (
     b'{"session_id":"","task":"","agents":[{"id":"","type":"main","status":"running",'
     b'"task":"","files_changed":[]}],"claims":[{"agent":"main","path":"","operation":"Edit",'
@@ -162,42 +162,57 @@ def _depth(value: object) -> int:
 
 def pack_states(conn: apsw.Connection, batch: int = PACK_BATCH) -> int:
     """Pack up to `batch` states still stored as text (found through the small partial index
-    of them, oldest first), in one short write transaction; how many were packed."""
-    found = conn.execute(
-        "SELECT id, state FROM frame_states WHERE typeof(state) = 'text' ORDER BY id LIMIT ?",
-        (batch,),
-    ).fetchall()
-    if not found:
-        return 0
-    first = int(found[0][0])  # type: ignore[arg-type]
-    # (id, stored value, text, depth) of the states just before: the candidates for a base
-    recent: list[tuple[int, object, str, int]] = [
-        (int(row_id), value, state_text(conn, value), _depth(value))  # type: ignore[arg-type]
-        for row_id, value in conn.execute(
-            "SELECT id, state FROM frame_states WHERE id < ? ORDER BY id DESC LIMIT ?",
-            (first, PACK_WINDOW),
-        ).fetchall()[::-1]
-    ]
-    packed = []
-    for row_id, value in found:
-        text = str(value)
-        prefix = text[: text.find(",") + 1]  # {"session_id":"...",
-        blob = PACK_KEY + _deflate(text.encode("utf-8"), PACK_DICTIONARY)
-        depth = 0
-        for base_id, _, base_text, base_depth in reversed(recent):
-            if base_depth < PACK_DEPTH - 1 and base_text.startswith(prefix):
-                delta = _deflate(text.encode("utf-8"), base_text.encode("utf-8")[-32768:])
-                if len(delta) + 10 < len(blob):
-                    depth = base_depth + 1
-                    blob = PACK_DELTA + bytes([depth]) + base_id.to_bytes(8, "big") + delta
-                break
-        packed.append((blob, row_id))
-        recent = [*recent[-(PACK_WINDOW - 1) :], (int(row_id), blob, text, depth)]  # type: ignore[arg-type]
+    of them, oldest first), in one short write transaction; how many were packed.
+
+    A packed state is written as a new row (same hash, new id) and the text row deleted: the
+    text rows' pages empty and are reused for new rows. Shrinking rows in place would leave
+    every page they filled mostly empty for good (new rows only ever go at the end)."""
+    packed = 0
     with Immediate(conn):
-        conn.executemany(
-            "UPDATE frame_states SET state = ? WHERE id = ? AND typeof(state) = 'text'", packed
-        )
-    return len(packed)
+        found = conn.execute(
+            "SELECT id, hash, state, first_seen FROM frame_states WHERE typeof(state) = 'text'"
+            " ORDER BY id LIMIT ?",
+            (batch,),
+        ).fetchall()
+        if not found:
+            return 0
+        first = int(found[0][0])  # type: ignore[arg-type]
+        # (id, text, depth) of the states stored just before: the candidates for a base
+        recent: list[tuple[int, str, int]] = [
+            (int(row_id), state_text(conn, value), _depth(value))  # type: ignore[arg-type]
+            for row_id, value in conn.execute(
+                "SELECT id, state FROM frame_states WHERE id < ? ORDER BY id DESC LIMIT ?",
+                (first, PACK_WINDOW),
+            ).fetchall()[::-1]
+        ]
+        for row_id, digest, value, first_seen in found:
+            text = str(value)
+            blob, depth = _pack(text, recent)
+            conn.execute("DELETE FROM frame_states WHERE id = ?", (row_id,))
+            conn.execute(
+                "INSERT INTO frame_states (hash, state, first_seen) VALUES (?, ?, ?)",
+                (digest, blob, first_seen),
+            )
+            recent = [*recent[-(PACK_WINDOW - 1) :], (conn.last_insert_rowid(), text, depth)]
+            packed += 1
+    return packed
+
+
+def _pack(text: str, recent: "list[tuple[int, str, int]]") -> "tuple[bytes, int]":
+    """`text` packed, and its depth: a delta against the latest of `recent` of the same
+    session (if that is smaller and the chain not too deep), else against the dictionary."""
+    data = text.encode("utf-8")
+    blob = PACK_KEY + _deflate(data, PACK_DICTIONARY)
+    prefix = text[: text.find(",") + 1]  # {"session_id":"...",
+    for base_id, base_text, base_depth in reversed(recent):
+        if base_text.startswith(prefix):
+            if base_depth < PACK_DEPTH - 1:
+                delta = _deflate(data, base_text.encode("utf-8")[-32768:])
+                if len(delta) + 10 < len(blob):
+                    header = PACK_DELTA + bytes([base_depth + 1]) + base_id.to_bytes(8, "big")
+                    return header + delta, base_depth + 1
+            break
+    return blob, 0
 
 
 def store_state(conn: apsw.Connection, text: str, now: float) -> str:
