@@ -396,13 +396,16 @@ END;
 
 -- Session states, stored once per distinct content: canonical JSON and its SHA-256. A rowid
 -- table (states are large and their hashes random: rows go at the end, only the index of
--- hashes takes random inserts).
+-- hashes takes random inserts). A state is written as JSON text and packed later, off the
+-- hook's path (core/frames.py: a BLOB, a delta against the session's state before it or
+-- deflate against the state's keys; `frames.state_text` reads either).
 CREATE TABLE frame_states (
     id         INTEGER PRIMARY KEY,
-    hash       TEXT NOT NULL UNIQUE,
-    state      TEXT NOT NULL,
+    hash       TEXT NOT NULL UNIQUE,  -- SHA-256 of the state's JSON text
+    state      TEXT NOT NULL,         -- JSON text, or once packed a BLOB (see above)
     first_seen REAL NOT NULL
 );
+CREATE INDEX frame_states_unpacked ON frame_states (id) WHERE typeof(state) = 'text';
 
 -- The VCS pointer of a frame: the commit of a workspace snapshot (in claude-session's own
 -- snapshot repository, never the user's), the user's HEAD and branch then, and jj's commit
@@ -560,4 +563,4 @@ CREATE TABLE memory_uses (
     PRIMARY KEY (session_id, scope, memory_id)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 9;
+PRAGMA user_version = 10;

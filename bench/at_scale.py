@@ -6,10 +6,13 @@ relayed (the project's resident process serves them, as once a session has start
 process (no resident process: the first hooks of a session, or with it turned off).
 
     .venv/bin/python bench/at_scale.py [--events 1000000] [--sessions 2000] [--runs 30]
-        [--python /path/to/wheel-venv/bin/python] [--cache DIR] [--json]
+        [--python /path/to/wheel-venv/bin/python] [--cache DIR] [--json] [--cli] [--no-hooks]
 
 The database is cached (per schema version and size) so later runs skip the build; the hooks
-run with `--python` (default: this interpreter), e.g. a venv with the wheel installed.
+run with `--python` (default: this interpreter), e.g. a venv with the wheel installed. The
+frame states are packed after the build, as the capture process packs them after each
+snapshot. `--cli` times the CLI as whole processes on the database (status, claims --all,
+events --session, doctor; the median of `--cli-runs`), `--no-hooks` skips the hook timings.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -32,7 +36,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 import apsw  # noqa: E402
 
 from bench import package_dir, timed  # noqa: E402  (bench/bench.py, beside this script)
-from claude_session.core import config, db, event, events  # noqa: E402
+from claude_session.core import config, db, event, events, frames  # noqa: E402
 from claude_session.services import installer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
@@ -43,6 +47,7 @@ _TEXTS: dict[str, str] = {}
 # The history is recorded with its frames and states but without workspace snapshots (as in a
 # database upgraded from a release without them): no capture process runs in this build.
 HISTORY_CONFIG = dict(config.DEFAULTS, workspace_snapshots=False)
+PACK_EVERY = 2_000  # events between two packings of the new frame states (not timed as recording)
 
 
 def fixture(name: str, root: str) -> dict[str, Any]:
@@ -107,6 +112,7 @@ def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
     done = 0
     window_seconds, apply_seconds, window_count = 0.0, 0.0, 0
     per_session = max(20, total // sessions)
+    packed_seconds = 0.0
     now = 1_800_000_000.0
     n = 0
     while done < total:
@@ -123,6 +129,11 @@ def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
             now += 0.5
             done += 1
             window_count += 1
+            if done % PACK_EVERY == 0:  # as the capture process packs after its snapshots
+                packing = time.perf_counter()
+                while frames.pack_states(conn):
+                    pass
+                packed_seconds += time.perf_counter() - packing
             if window_count == 5_000:  # the rate over the last 5,000 events
                 current = window_count / window_seconds
                 applied = window_count / apply_seconds
@@ -139,9 +150,14 @@ def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
             if done >= total:
                 break
         n += 1
+    packing = time.perf_counter()
+    while frames.pack_states(conn):  # the last ones
+        pass
+    packed_seconds += time.perf_counter() - packing
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     conn.close()
     return {
+        "pack_states_seconds": round(packed_seconds, 1),
         "events": done,
         "sessions": n,
         "rate_events_per_s_at": rates,
@@ -274,6 +290,64 @@ def _time_hooks(project: Path, python: str, runs: int, env: dict[str, str]) -> d
     }
 
 
+def stored_bytes(path: Path) -> int:
+    """The pages the database uses (free pages, left by packing and pruning for new rows to
+    reuse, are not counted: `prune --vacuum` gives them back)."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        pages, free, size = (
+            int(conn.execute(f"PRAGMA {name}").fetchall()[0][0])
+            for name in ("page_count", "freelist_count", "page_size")
+        )
+    finally:
+        conn.close()
+    return (pages - free) * size
+
+
+CLI_CASES: list[tuple[str, list[str]]] = [
+    ("status", ["status"]),
+    ("claims --all", ["claims", "--all"]),
+    ("events --session", ["events", "--session", "bench-001234"]),
+    ("events (a page)", ["events"]),
+    ("doctor", ["doctor"]),
+]
+
+
+def time_cli(project: Path, python: str, runs: int) -> dict[str, Any]:
+    """Each CLI command as a whole process (its output to a file, as through a pipe): the
+    median and best wall time of `runs` runs, after one to warm the page cache, and the median
+    CPU time (user + system, of the command and what it ran: steadier on a busy machine)."""
+    cli = str(Path(python).parent / "claude-session")
+    env = dict(os.environ, CLAUDE_SESSION_NO_DAEMON="1", CLAUDE_SESSION_NO_JUDGE="1")
+    env["CLAUDE_SESSION_STATE_DIR"] = str(project.parent / "state")
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryFile() as sink:
+        for label, args in CLI_CASES:
+            samples, cpu = [], []
+            for _ in range(runs + 1):
+                sink.seek(0)
+                sink.truncate()
+                used = resource.getrusage(resource.RUSAGE_CHILDREN)
+                started = time.perf_counter()
+                subprocess.run(
+                    [cli, "--project", str(project), *args],
+                    stdout=sink,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                    check=False,
+                )
+                samples.append((time.perf_counter() - started) * 1000)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu.append((after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime) * 1000)
+            out[label] = {
+                "median_ms": round(statistics.median(samples[1:]), 1),
+                "best_ms": round(min(samples[1:]), 1),
+                "cpu_ms": round(statistics.median(cpu[1:]), 1),
+                "output_bytes": sink.tell(),
+            }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -284,6 +358,9 @@ def main() -> None:
         "--cache", type=Path, default=Path.home() / ".cache" / "claude-session-bench"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cli", action="store_true", help="time the CLI commands too")
+    parser.add_argument("--cli-runs", type=int, default=5)
+    parser.add_argument("--no-hooks", action="store_true", help="skip the hook timings")
     args = parser.parse_args()
     cached = args.cache / f"v{db.SCHEMA_VERSION}-{args.events}-{args.sessions}"
     big = cached / "project" / ".claude-session.db"
@@ -296,9 +373,23 @@ def main() -> None:
         built["seconds"] = round(time.perf_counter() - started)
         (cached / "build.json").write_text(json.dumps(built))
     results["build"] = json.loads((cached / "build.json").read_text())
-    results["bytes_per_event"] = round(big.stat().st_size / results["build"]["events"])
-    with tempfile.TemporaryDirectory() as scratch:
-        for relayed in (True, False):
+    results["bytes_per_event"] = stored_bytes(big) / results["build"]["events"]
+    results["bytes_per_event"] = round(results["bytes_per_event"])
+    results["file_bytes_per_event"] = round(big.stat().st_size / results["build"]["events"])
+    with tempfile.TemporaryDirectory(dir=args.cache) as scratch:
+        if args.cli:
+            loaded = Path(scratch) / "cli" / "project"
+            loaded.mkdir(parents=True)
+            shutil.copy(big, loaded / ".claude-session.db")
+            cli = str(Path(args.python).parent / "claude-session")
+            subprocess.run(  # the doctor checks an installation: this project's
+                [cli, "--project", str(loaded), "install"],
+                capture_output=True,
+                check=False,
+                env=dict(os.environ, CLAUDE_SESSION_STATE_DIR=str(loaded.parent / "state")),
+            )
+            results["cli_ms"] = time_cli(loaded, args.python, args.cli_runs)
+        for relayed in () if args.no_hooks else (True, False):
             how = "relayed" if relayed else "in_process"
             empty = Path(scratch) / f"empty-{how}" / "project"
             empty.mkdir(parents=True)
@@ -311,10 +402,18 @@ def main() -> None:
         print(json.dumps(results, indent=2))
         return
     print(f"hooks run by {args.python}")
-    print(f"database: {results['build']['events']:,} events, {results['bytes_per_event']} B/event")
+    print(
+        f"database: {results['build']['events']:,} events, {results['bytes_per_event']} B/event"
+        f" stored ({results['file_bytes_per_event']} B/event of file)"
+    )
     print(f"recording rate, load + apply (events/s): {results['build']['rate_events_per_s_at']}")
     apply_only = results["build"].get("apply_only_events_per_s_at")
     print(f"recording rate, events.apply alone (events/s): {apply_only}")
+    for label, figures in results.get("cli_ms", {}).items():
+        print(
+            f"  {label:22} {figures['median_ms']:7.1f} ms median, {figures['best_ms']:7.1f} best,"
+            f" {figures['cpu_ms']:7.1f} ms CPU ({figures['output_bytes']:,} bytes out)"
+        )
     for key in [k for k in results if k.startswith("hooks_")]:
         print(key)
         for label, figures in results[key].items():

@@ -26,7 +26,7 @@ def cli(
 
 
 def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Path) -> None:
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"  # this machine's paths: personal
     settings.parent.mkdir()
     theirs = {"command": "echo theirs", "type": "command"}
     settings.write_text(
@@ -52,7 +52,9 @@ def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Pat
     assert "WorktreeCreate" not in data["hooks"]  # it would replace git worktree creation
     # synchronous: async hooks are killed when `claude -p` exits, and the event is lost
     assert not any(h.get("async") for g in data["hooks"].values() for x in g for h in x["hooks"])
-    assert not list(settings.parent.glob("settings.json.bak*"))  # backups live with our state
+    assert not list(settings.parent.glob("*.bak*"))  # backups live with our state
+    assert not (project / ".claude" / "settings.json").exists()  # the shared file: untouched
+    assert ".claude/settings.local.json" in (project / ".gitignore").read_text().splitlines()
     assert ".claude-session.db*" in (project / ".gitignore").read_text().splitlines()
     cli("install", project=project)
     assert (project / ".gitignore").read_text().count(".claude-session.db*") == 1
@@ -86,8 +88,8 @@ def test_doctor_runs_every_installed_hook_and_finds_duplicates(project: Path) ->
     hooks = [r for r in report if r["check"].startswith("hook ")]
     assert len(hooks) == len(installer.installed_events()) and all(r["ok"] for r in hooks)
     # a second registration with a different interpreter path: events would be recorded twice
-    local = project / ".claude" / "settings.local.json"
-    local.write_text(json.dumps(installer.with_ours({}, python=sys.executable + "3")))
+    shared = project / ".claude" / "settings.json"  # (the install wrote settings.local.json)
+    shared.write_text(json.dumps(installer.with_ours({}, python=sys.executable + "3")))
     done = cli("doctor", "--json", project=project, check=False)
     assert done.returncode == 1
     dup = next(r for r in json.loads(done.stdout) if r["check"] == "duplicate registrations")
@@ -177,10 +179,21 @@ def test_demo_plays_the_recorded_session_through_the_hooks() -> None:
 
 
 def test_every_command_has_help() -> None:
+    import click
     from click.testing import CliRunner
 
     from claude_session.cli import cli as group
 
+    listed = group.list_commands(click.Context(group))  # loads every command module
+    assert set(group.commands) == set(listed)
+    from claude_session.cli import LazyGroup
+
+    defined_elsewhere = {n for n, c in group.commands.items() if c.callback is not None}
+    assert {
+        n
+        for n in defined_elsewhere
+        if group.commands[n].callback.__module__ != "claude_session.cli"  # type: ignore[union-attr]
+    } == set(LazyGroup.MODULES)  # every command of another module loads by its name
     for name, command in group.commands.items():
         assert command.help, name
         result = CliRunner().invoke(group, [name, "--help"])
@@ -217,7 +230,7 @@ def test_prune_drops_old_sessions_raw_events_and_keeps_what_was_learned(project:
     conn = apsw.Connection(str(project / ".claude-session.db"))
     conn.execute("UPDATE sessions SET ended_at = ended_at - 90 * 86400 WHERE status = 'ended'")
     conn.close()
-    done = cli("prune", "--older-than", "30", "--vacuum", project=project)
+    done = cli("prune", "--older-than", "30", "--vacuum", "--yes", project=project)
     assert f"{len(stream(project))} events rows" in done.stdout
     assert count(project, "events") == 1 and count(project, "hook_events") == 1  # the live one
     assert count(project, "error_log") == 1 and count(project, "agent_registry") > 0

@@ -151,7 +151,7 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(
     subprocess.run(
         [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
     )
-    add_tap(project / ".claude" / "settings.json", tap)
+    add_tap(project / ".claude" / "settings.local.json", tap)  # where the install wrote
 
     model = Model(project)
     try:

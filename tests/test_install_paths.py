@@ -38,7 +38,7 @@ def install_and_fire(cli: str, project: Path, site_marker: str) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "checked: a SessionStart sent through the written command was recorded" in done.stdout
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
     argv = shlex.split(command.split(";")[0])
     assert os.path.isabs(argv[0]) and argv[1:3] == ["-I", "-S"]

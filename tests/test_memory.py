@@ -314,7 +314,7 @@ def test_prune_bounds_memories_and_keeps_the_users_own(project: Path) -> None:
         )
     conn.close()
     write_config(project, {"memory_max_count": 10})
-    done = as_json(project, "prune", "--older-than", "30")
+    done = as_json(project, "prune", "--older-than", "30", "--yes")
     assert done["rows_removed"]["memories"] == 42  # the old session note, 41 learned over the cap
     left = as_json(project, "memory", "list", "--limit", "1000")
     assert len(left) == 10 and any(m["text"] == "Keep me: I added this" for m in left)

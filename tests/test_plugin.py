@@ -63,7 +63,7 @@ def test_install_plugin_registers_it_and_removes_settings_hooks(
     env = dict(os.environ, HOME=str(home), XDG_DATA_HOME=str(home / "data"))
     run = [CLI, "--project", str(project)]
     subprocess.run([*run, "install"], check=True, env=env, capture_output=True)
-    assert (project / ".claude" / "settings.json").exists()
+    assert (project / ".claude" / "settings.local.json").exists()
     done = subprocess.run(
         [*run, "install", "--plugin", "--claude", str(binary)],
         env=env,
@@ -73,7 +73,7 @@ def test_install_plugin_registers_it_and_removes_settings_hooks(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "checked: a SessionStart sent through the written command was recorded" in done.stdout
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     assert "hooks" not in settings  # ours are gone: the plugin records now
     folder = home / "data" / "claude-session" / "plugin"
     hooks = json.loads((folder / "hooks" / "hooks.json").read_text())
@@ -89,7 +89,7 @@ def test_install_plugin_registers_it_and_removes_settings_hooks(
     )
     assert again.returncode == 0, again.stderr
     assert plugin.PLUGIN_ID not in claude(binary, home, "plugin", "list", "--json").stdout
-    assert "hooks" in json.loads((project / ".claude" / "settings.json").read_text())
+    assert "hooks" in json.loads((project / ".claude" / "settings.local.json").read_text())
 
 
 def test_a_real_session_with_the_plugin_records_each_event_once(

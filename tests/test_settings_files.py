@@ -31,7 +31,7 @@ def test_a_symlinked_settings_file_is_edited_through_the_link(
     real.write_text(json.dumps({"model": "keep-me"}))
     real.chmod(0o640)
     (project / ".claude").mkdir()
-    link = project / ".claude" / "settings.json"
+    link = project / ".claude" / "settings.local.json"  # where a project install writes
     os.symlink(real, link)
     install(project)
     assert link.is_symlink() and os.path.realpath(link) == str(real)
@@ -44,7 +44,7 @@ def test_backups_are_private_unique_and_out_of_the_project(
     project: Path, isolated_state: Path
 ) -> None:
     (project / ".claude").mkdir()
-    (project / ".claude" / "settings.json").write_text("{}")
+    (project / ".claude" / "settings.local.json").write_text("{}")
     install(project)
     install(project)  # twice within a second
     backups = sorted((isolated_state / "backups").iterdir())

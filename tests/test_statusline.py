@@ -505,7 +505,7 @@ def test_install_refuses_a_foreign_status_line_unless_forced(
 def test_install_replaces_our_own_status_line_of_another_install(
     busy: Path, tmp_path: Path
 ) -> None:
-    settings = busy / ".claude" / "settings.json"
+    settings = busy / ".claude" / "settings.local.json"  # a project install's file
     settings.parent.mkdir()
     old = statusline_setup.command(
         "/old/venv/bin/python", Path("/old/claude_session/statusline.py")
@@ -516,7 +516,7 @@ def test_install_replaces_our_own_status_line_of_another_install(
 
 
 def test_uninstall_removes_only_our_status_line(busy: Path, tmp_path: Path) -> None:
-    settings = busy / ".claude" / "settings.json"
+    settings = busy / ".claude" / "settings.local.json"  # a project install's file
     cli("install", home=tmp_path, project=busy)  # the hooks
     cli("install", "--statusline", home=tmp_path, project=busy)
     data = written(settings)
@@ -562,7 +562,7 @@ def test_a_wheel_in_a_fresh_venv_installs_a_working_status_line(
         env=dict(os.environ) | {"HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    command = written(busy / ".claude" / "settings.json")["statusLine"]["command"]
+    command = written(busy / ".claude" / "settings.local.json")["statusLine"]["command"]
     argv = shlex.split(command.rsplit("#", 1)[0])
     assert argv[0].startswith(str(wheel_install.venv)) and argv[1:3] == ["-I", "-S"]
     assert argv[3].startswith(str(wheel_install.venv)) and os.path.isfile(argv[3])

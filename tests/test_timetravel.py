@@ -11,9 +11,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from conftest import PYTHON, fixture, hook_env, query, run_hook, wait_for
 
+from claude_session.core import frames
 from claude_session.services import timetravel
 
 CLI = str(Path(PYTHON).parent / "claude-session")
@@ -373,9 +375,9 @@ def test_prune_lets_go_of_old_sessions_snapshots_and_keeps_the_store_bounded(
 ) -> None:
     play_session(repo)
     send(repo, "SessionEnd")
-    before = json.loads(cli(repo, "prune", "--older-than", "1", "--json").stdout)
+    before = json.loads(cli(repo, "prune", "--older-than", "1", "--yes", "--json").stdout)
     assert before["rows_removed"]["workspace_snapshot_pointers"] == 0  # ended just now
-    done = json.loads(cli(repo, "prune", "--older-than", "0", "--json").stdout)
+    done = json.loads(cli(repo, "prune", "--older-than", "0", "--yes", "--json").stdout)
     assert done["rows_removed"]["workspace_snapshot_pointers"] >= 4
     assert done["workspace_snapshots"]["dropped"] >= 4
     assert query(repo, "SELECT count(*) FROM vcs_tags WHERE status = 'captured'")[0][0] == 0
@@ -389,7 +391,7 @@ def test_the_snapshot_store_is_bounded(repo: Path) -> None:
     send(repo, "SessionEnd")
     (repo / ".claude-session.json").write_text('{"snapshot_store_max_mb": 0.001}')
     cli(repo, "trust")
-    done = json.loads(cli(repo, "prune", "--older-than", "365", "--json").stdout)
+    done = json.loads(cli(repo, "prune", "--older-than", "365", "--yes", "--json").stdout)
     assert done["rows_removed"]["workspace_snapshot_pointers"] == 0  # not old: the bound did it
     assert done["workspace_snapshots"]["sessions_let_go"] == 1
     assert query(repo, "SELECT count(*) FROM vcs_tags WHERE status = 'captured'")[0][0] == 0
@@ -419,8 +421,9 @@ def test_timeline_tree_hangs_subagents_and_forks_under_their_frames(repo: Path) 
 def test_a_frame_holds_its_own_events_changes_and_reuses_an_unchanged_state(repo: Path) -> None:
     play_session(repo)
     write, edit, bash = frame_of(repo, "t1"), frame_of(repo, "t2"), frame_of(repo, "t3")
-    states = {
-        frame_no: (state_hash, json.loads(state))
+    reader = apsw.Connection(str(repo / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    states = {  # states may be packed already (by the capture process): read through frames
+        frame_no: (state_hash, json.loads(frames.state_text(reader, state)))
         for frame_no, state_hash, state in query(
             repo,
             "SELECT f.frame_no, f.state_hash, s.state FROM frames f"

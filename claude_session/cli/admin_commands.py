@@ -4,7 +4,6 @@ Each prints its result as JSON with --json."""
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -12,18 +11,20 @@ from typing import Any
 import click
 
 from ..core import context, db, spool
-from ..core import events as event_log
 from ..core.paths import DB_NAME
-from ..services import doctor, queries
+from ..services import queries
 from . import cli, json_option, lookup, opened, output, status_view
 
 
 @cli.command(name="doctor")
+@click.option("--full", is_flag=True, help="Also read every page (PRAGMA quick_check): slow.")
 @json_option("a list of checks: check, ok, detail")
 @click.pass_obj
-def doctor_command(root: Path, as_json: bool) -> None:
+def doctor_command(root: Path, full: bool, as_json: bool) -> None:
     """Run every installed hook as Claude Code would and check the database."""
-    results = doctor.check(root)
+    from ..services import doctor
+
+    results = doctor.check(root, full)
     output.emit(results, "json" if as_json else "table", title="doctor")
     if not all(r["ok"] for r in results):
         sys.exit(1)
@@ -189,9 +190,6 @@ def fail(
         click.echo(f"failed path {new_id} recorded")
 
 
-STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
-
-
 @cli.command()
 @click.option(
     "--older-than",
@@ -202,42 +200,59 @@ STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
     help="Sessions that ended more than this many days ago.",
 )
 @click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
+@click.option("--dry-run", is_flag=True, help="Show what would be deleted; delete nothing.")
+@click.option("--yes", is_flag=True, help="Delete without asking (needed when not on a terminal).")
 @json_option(
-    "an object: rows_removed (rows per table), workspace_snapshots (dropped, bytes_before,"
-    " bytes_after)"
+    "an object: would_remove (sessions, rows, snapshot_store_bytes, database_bytes) before"
+    " deleting; then rows_removed (rows per table), workspace_snapshots (dropped,"
+    " bytes_before, bytes_after), database_bytes_before, database_bytes_after,"
+    " free_inside_bytes"
 )
 @click.pass_obj
-def prune(root: Path, days: float, vacuum: bool, as_json: bool) -> None:
+def prune(root: Path, days: float, vacuum: bool, dry_run: bool, yes: bool, as_json: bool) -> None:
     """Drop old sessions' raw events, audit rows and workspace snapshots; what was learned
-    from them (agents, errors, failed paths, frames and their states) stays."""
-    from ..core import memories, recall
-    from ..core import state as project_state
-    from ..core.config import megabytes
-    from ..services import configuration, timetravel
+    from them (agents, errors, failed paths, frames and their states) stays. Shows what would
+    go and asks first."""
+    from ..services import prune as pruning
 
     with opened(root) as conn:
-        counts = event_log.prune(conn, time.time() - days * 86400)
-        values = configuration.load_or_defaults(str(root)).values
-        limit = megabytes(values, "snapshot_store_max_mb")
-        snapshots = timetravel.prune_workspace(conn, str(root), limit)
-        cap = int(float(values["memory_max_count"]))  # type: ignore[arg-type]
-        before = time.time() - days * 86400
-        with db.Immediate(conn):
-            counts["memories"] = memories.prune(conn, before, cap)
-            counts["state_history"] = project_state.prune_history(conn, before, STATE_KEEP)
-        global_conn = recall.open_global()
-        if global_conn is not None:
-            try:
-                with db.Immediate(global_conn):
-                    counts["global_memories"] = memories.prune(global_conn, before, cap)
-            finally:
-                global_conn.close()
-        if vacuum:
-            conn.execute("VACUUM")
+        plan = pruning.plan(conn, str(root), days)
+        if as_json and (dry_run or not yes):
+            output.emit({"would_remove": plan}, "json")
+        elif not as_json:
+            click.echo(
+                f"would remove, from {plan['sessions']} sessions that ended more than {days:g}"
+                " days ago: "
+                + ", ".join(f"{n} {table} rows" for table, n in plan["rows"].items())
+                + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
+                f" database: {plan['database_bytes'] / 1e6:.1f} MB"
+            )
+        if dry_run:
+            return
+        if not yes:
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                click.echo("not on a terminal: nothing deleted; pass --yes to delete", err=True)
+                sys.exit(1)
+            if not click.confirm("delete them?", default=False):
+                click.echo("nothing deleted")
+                return
+        done = pruning.run(conn, str(root), days, vacuum)
     if as_json:
-        output.emit({"rows_removed": counts, "workspace_snapshots": snapshots}, "json")
+        output.emit(done, "json")
         return
+    counts, snapshots = done["rows_removed"], done["workspace_snapshots"]
     click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
+    freed = done["database_bytes_before"] - done["database_bytes_after"]
+    click.echo(
+        f"database and WAL: {done['database_bytes_before'] / 1e6:.1f} MB ->"
+        f" {done['database_bytes_after'] / 1e6:.1f} MB ({freed / 1e6:.1f} MB given back)"
+        + (
+            ""
+            if vacuum
+            else f"; {done['free_inside_bytes'] / 1e6:.1f} MB free inside the file for new"
+            " rows (--vacuum gives it back to the disk)"
+        )
+    )
     click.echo(
         f"workspace snapshots: {snapshots['dropped']} dropped,"
         f" {snapshots['bytes_before'] / 1e6:.1f} MB -> {snapshots['bytes_after'] / 1e6:.1f} MB"
@@ -266,6 +281,8 @@ def ingest(root: Path, as_json: bool) -> None:
 )
 def demo(keep: bool, as_json: bool) -> None:
     """Play a recorded real Claude Code session through the hooks, then show the result."""
+    import tempfile  # here: it imports random and hashlib (~30 ms for every other command)
+
     from ..services import demo as player
 
     scratch = Path(tempfile.mkdtemp(prefix="claude-session-demo-"))

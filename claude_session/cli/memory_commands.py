@@ -19,7 +19,9 @@ import apsw
 import click
 
 from ..core import db, memories, recall
+from ..services import queries
 from . import cli, json_option, opened, output
+from .listing import emit_page, limit_option, stream_rows
 
 FIELDS = ("category", "scope", "text", "tags", "source", "strength", "use_count", "created_at")
 
@@ -106,7 +108,8 @@ def memory_add(
 @memory.command(name="list")
 @click.option("--category", type=click.Choice(memories.CATEGORIES))
 @click.option("--scope", type=click.Choice(memories.SCOPES))
-@click.option("--limit", type=click.IntRange(1, 100_000), default=100, show_default=True)
+@click.option("--all", "every", is_flag=True, help="Every memory, streamed.")
+@limit_option
 @json_option(
     "a list of memories: id (12 for this project, g12 global), category, scope, text, tags,"
     " source, session_id, agent_id, tool_use_id, project, strength, created_at, updated_at,"
@@ -114,20 +117,28 @@ def memory_add(
 )
 @click.pass_obj
 def memory_list(
-    root: Path, category: str | None, scope: str | None, limit: int, as_json: bool
+    root: Path, category: str | None, scope: str | None, every: bool, limit: int, as_json: bool
 ) -> None:
     """Memories, most used and strongest first."""
     found: list[dict[str, Any]] = []
+    total = 0
+    cap = 2**62 if every else limit
     if scope != "global":
         with opened(root, create=True) as conn:
             found += _rows(
-                "project", memories.listed(conn, category=category, scope=scope, limit=limit)
+                "project", memories.listed(conn, category=category, scope=scope, limit=cap)
             )
+            total += memories.count_listed(conn, category=category, scope=scope)
     if scope in (None, "global"):
         with global_db(create=False) as conn:
             if conn is not None:
-                found += _rows("global", memories.listed(conn, category=category, limit=limit))
-    _emit(found, as_json)
+                found += _rows("global", memories.listed(conn, category=category, limit=cap))
+                total += memories.count_listed(conn, category=category, scope="global")
+    if every:
+        stream_rows(found if as_json else (_table_row(r) for r in found), as_json)
+        return
+    rows = found if as_json else [_table_row(r) for r in found]
+    emit_page(queries.Page(rows, total), as_json, "memories", "memory list")
 
 
 @memory.command(name="search")
@@ -151,18 +162,18 @@ def _emit(found: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         output.emit(found, "json")
         return
-    table = [
-        {
-            "id": r["id"],
-            "category": r["category"],
-            "scope": r["scope"],
-            "text": r["text"],
-            "tags": ", ".join(r["tags"]),
-            "used": r["use_count"],
-        }
-        for r in found
-    ]
-    output.emit(table, "table", title="memories")
+    output.emit([_table_row(r) for r in found], "table", title="memories")
+
+
+def _table_row(r: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": r["id"],
+        "category": r["category"],
+        "scope": r["scope"],
+        "text": r["text"],
+        "tags": ", ".join(r["tags"]),
+        "used": r["use_count"],
+    }
 
 
 @contextmanager

@@ -33,6 +33,7 @@ FORMATS = ("table", "json")
 __all__ = [
     "FORMATS",
     "age",
+    "cell_text",
     "console",
     "duration",
     "echo_text",
@@ -335,6 +336,11 @@ def echo_text(text: str) -> None:
     Console(highlight=False, soft_wrap=True, markup=False).print(
         Text(escape_controls(text, keep_newlines=True))
     )
+
+
+def cell_text(column: str, value: Any) -> str:
+    """One cell as the tables show it, escaped, for rows streamed as text (`--all`)."""
+    return escape_controls(_cell_text(column, value, full_time=True))
 
 
 def _cell(column: str, value: Any, full_time: bool = False) -> Text:

@@ -11,6 +11,7 @@ import click
 from ..core import context
 from ..services import queries
 from . import cli, json_option, lookup, opened, output, status_view
+from .listing import emit_page, limit_option, stream_rows
 
 
 @cli.command()
@@ -33,89 +34,111 @@ def status(root: Path, as_json: bool) -> None:
 
 @cli.command()
 @click.option(
-    "--all", "include_all", is_flag=True, help="Finished sessions and internal helpers too."
+    "--all",
+    "include_all",
+    is_flag=True,
+    help="Every agent, finished sessions' and internal helpers too, streamed.",
 )
 @click.option("--session", help="Session id (a prefix is enough).")
+@limit_option
 @json_option(
     "a list of agents: agent, type, task, state, age_seconds, silent_seconds, files, reason,"
     " session_id, tool_uses, is_internal"
 )
 @click.pass_obj
-def agents(root: Path, include_all: bool, session: str | None, as_json: bool) -> None:
+def agents(root: Path, include_all: bool, session: str | None, limit: int, as_json: bool) -> None:
     """The agent registry: agent, type, task, state, age, last seen, files, reason."""
+    hide = () if as_json else ("session_id", "tool_uses", "is_internal")  # what a person scans
     with opened(root) as conn:
         if session:
             session = lookup.session(conn, session)
-        found = queries.agents(conn, include_all=include_all, session=session)
-    if not as_json:
-        for row in found:  # the table keeps to what a person scans for
-            for key in ("session_id", "tool_uses", "is_internal"):
-                row.pop(key, None)
-    output.emit(found, "json" if as_json else "table", title="agents")
+        query = queries.agents_query(include_all=include_all, session=session)
+        if include_all:
+            stream_rows(queries.stream(conn, query), as_json, hide)
+            return
+        found = queries.page(conn, query, limit)
+    emit_page(found, as_json, "agents", "agents", hide)
 
 
 @cli.command()
-@click.option("--all", "include_all", is_flag=True, help="Released claims too.")
+@click.option("--all", "include_all", is_flag=True, help="Every claim, released too, streamed.")
+@limit_option
 @json_option(
     "a list of claims: file_path, agent, session_id, operation, edits, last_touched_at,"
     " expires_at, lease, contested"
 )
 @click.pass_obj
-def claims(root: Path, include_all: bool, as_json: bool) -> None:
+def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
+    query = queries.claims_query(include_released=include_all)
     with opened(root) as conn:
-        found = queries.claims(conn, include_released=include_all)
-    output.emit(found, "json" if as_json else "table", title="claims")
+        if include_all:
+            stream_rows(queries.stream(conn, query), as_json)
+            return
+        found = queries.page(conn, query, limit)
+    emit_page(found, as_json, "claims", "claims")
 
 
 @cli.command(name="errors")
 @click.option("--open", "open_only", is_flag=True, help="Only errors not fixed yet.")
+@click.option("--all", "every", is_flag=True, help="Every one, streamed.")
+@limit_option
 @json_option(
     "a list of errors: id, session_id, agent_id, tool_name, error_category, attempt_number,"
     " resolution, interrupted, what, command, file_path, exit_code, task_id, error_message,"
     " occurred_at, resolved_at"
 )
 @click.pass_obj
-def errors_command(root: Path, open_only: bool, as_json: bool) -> None:
+def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json: bool) -> None:
     """Failures with their escalation step (attempt) and resolution."""
+    hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
+    query = queries.errors_query(open_only=open_only)
     with opened(root) as conn:
-        found = queries.errors(conn, open_only=open_only)
-    if not as_json:
-        for row in found:
-            for key in ("error_message", "command", "file_path", "task_id", "interrupted"):
-                row.pop(key)
-    output.emit(found, "json" if as_json else "table", title="errors")
+        if every:
+            stream_rows(queries.stream(conn, query), as_json, hide)
+            return
+        found = queries.page(conn, query, limit)
+    emit_page(found, as_json, "errors", "errors", hide)
 
 
 @cli.command(name="failed-paths")
-@click.option("--all", "include_all", is_flag=True, help="Resolved and expired ones too.")
+@click.option(
+    "--all", "include_all", is_flag=True, help="Every one, resolved and expired too, streamed."
+)
+@limit_option
 @json_option(
     "a list of failed paths: id, approach, reason_failed, file_path, session_id,"
     " still_relevant, created_at, expires_at, context"
 )
 @click.pass_obj
-def failed_paths(root: Path, include_all: bool, as_json: bool) -> None:
+def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """Approaches tried and rejected, newest first."""
+    query = queries.failed_paths_query(include_all=include_all)
     with opened(root) as conn:
-        found = queries.all_failed_paths(conn, include_all=include_all)
-    output.emit(found, "json" if as_json else "table", title="failed paths")
+        if include_all:
+            stream_rows(queries.stream(conn, query), as_json)
+            return
+        found = queries.page(conn, query, limit)
+    emit_page(found, as_json, "failed paths", "failed-paths")
 
 
 @cli.command(name="verdicts")
+@click.option("--all", "every", is_flag=True, help="Every one, streamed.")
+@limit_option
 @json_option(
     "a list of verdicts: id, session_id, hook_event, task_id, decision, reason, task, judge,"
     " created_at, verdict_json, raw"
 )
 @click.pass_obj
-def verdicts_command(root: Path, as_json: bool) -> None:
+def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None:
     """The judge's verdicts on finished work."""
+    hide = () if as_json else ("raw", "verdict_json")
     with opened(root) as conn:
-        found = queries.verdicts(conn)
-    if not as_json:
-        for row in found:
-            row.pop("raw")
-            row.pop("verdict_json")
-    output.emit(found, "json" if as_json else "table", title="verdicts")
+        if every:
+            stream_rows(queries.stream(conn, queries.verdicts_query()), as_json, hide)
+            return
+        found = queries.page(conn, queries.verdicts_query(), limit)
+    emit_page(found, as_json, "verdicts", "verdicts", hide)
 
 
 @cli.command()
@@ -123,8 +146,9 @@ def verdicts_command(root: Path, as_json: bool) -> None:
 @click.option("--event", help="Hook event name, e.g. PostToolUse.")
 @click.option("--tool", help="Tool name, e.g. Bash.")
 @click.option("--agent", help="Subagent id (a prefix is enough).")
-@click.option("--limit", default=50, show_default=True, help="How many of the latest events.")
 @click.option("--payload", is_flag=True, help="Include the stored (redacted) payload.")
+@click.option("--all", "every", is_flag=True, help="Every matching event, newest first, streamed.")
+@limit_option
 @json_option(
     "a list of events, oldest first: id, received_at, session_id, event, tool_name, agent_id,"
     " tool_use_id, payload_bytes, via (and payload with --payload)"
@@ -136,8 +160,9 @@ def events(
     event: str | None,
     tool: str | None,
     agent: str | None,
-    limit: int,
     payload: bool,
+    every: bool,
+    limit: int,
     as_json: bool,
 ) -> None:
     """List recorded events, oldest first, filtered; a filter that names nothing recorded is
@@ -149,18 +174,17 @@ def events(
             event = lookup.event(event)
         if agent:
             agent = lookup.agent(conn, agent)
-        found = queries.events(
-            conn,
-            session=session,
-            event=event,
-            tool=tool,
-            agent=agent,
-            limit=limit,
-            payload=payload,
+        query = queries.events_query(
+            session=session, event=event, tool=tool, agent=agent, payload=payload
         )
-        if tool and not found:
+        if every:
+            stream_rows(queries.stream(conn, query), as_json)
+            return
+        found = queries.page(conn, query, limit)
+        if tool and not found.rows:
             lookup.tool(conn, tool)
-    output.emit(found, "json" if as_json else "table", title="events")
+    found.rows.reverse()  # the newest page, oldest first
+    emit_page(found, as_json, "events", "events")
 
 
 @cli.command()

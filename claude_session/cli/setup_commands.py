@@ -178,10 +178,11 @@ def install_any(
 ) -> None:
     if statusline and as_plugin:
         raise click.UsageError("--statusline and --plugin are separate installs: run each alone")
+    root = install_root(root)
     if force and not statusline:
         raise click.UsageError("--force only applies to --statusline")
     if statusline:
-        install_statusline(installer.settings_path(scope, root), dry_run, force)
+        install_statusline(installer.hooks_settings_path(scope, root), dry_run, force)
         if with_mcp and not dry_run:
             install_mcp(claude_path)
         return
@@ -191,6 +192,21 @@ def install_any(
         install_settings(root, scope, dry_run, claude_path)
     if with_mcp and not dry_run:
         install_mcp(claude_path)
+
+
+def install_root(root: Path) -> Path:
+    """Without --project or $CLAUDE_PROJECT_DIR: the project the current folder is inside (its
+    git repository, `.claude` folder or database above), said out loud; else `root`."""
+    import os
+
+    given = click.get_current_context().find_root().params.get("project")
+    if given or os.environ.get("CLAUDE_PROJECT_DIR"):
+        return root
+    here = Path.cwd().resolve()
+    found = installer.project_root_above(here) or here
+    if found != here:
+        say(f"installing for the project at {found} (the current folder is inside it)")
+    return found
 
 
 def install_mcp(claude_path: str | None) -> None:
@@ -212,7 +228,7 @@ def install_mcp(claude_path: str | None) -> None:
 
 
 def install_settings(root: Path, scope: str, dry_run: bool, claude_path: str | None) -> None:
-    path = installer.settings_path(scope, root)
+    path = installer.hooks_settings_path(scope, root)
     try:
         updated = installer.with_ours(installer.read_settings(path))
     except ValueError as exc:
@@ -227,9 +243,31 @@ def install_settings(root: Path, scope: str, dry_run: bool, claude_path: str | N
         say(f"previous settings saved as {backup}")
     if scope != "user" and installer.ensure_gitignored(root):
         say(f"added {installer.GITIGNORE_LINE} to {root / '.gitignore'}")
+    if scope != "user" and installer.ensure_local_settings_ignored(root):
+        say(f"added {installer.LOCAL_SETTINGS_LINE} to {root / '.gitignore'}")
+    if scope == "project":
+        move_out_of_shared_settings(root)
+        say(
+            "the hooks run this machine's Python by absolute path, so they are in the personal"
+            f" {path.name} (read by Claude Code, not committed), not the shared settings.json:"
+            " each teammate runs `claude-session install` once"
+        )
     remove_plugin(claude_path)
     report_probe(written_command(installer.read_settings(path)), str(path))
     say("restart Claude Code (or open /hooks) so it loads the new hooks")
+
+
+def move_out_of_shared_settings(root: Path) -> None:
+    """Our hooks an older install wrote to the shared settings.json go (they are now in the
+    local file): a teammate's Claude Code would run a path that is not on their machine."""
+    shared = installer.settings_path("project", root)
+    if not shared.exists():
+        return
+    current = installer.read_settings(shared)
+    updated = installer.without_ours(current)
+    if updated != current:
+        installer.write_settings(shared, updated)
+        say(f"removed claude-session's hooks from the shared {shared}")
 
 
 def install_statusline(path: Path, dry_run: bool, force: bool) -> None:
@@ -343,7 +381,14 @@ def uninstall_any(
     if as_plugin:
         remove_plugin(claude_path)
         return
-    path = installer.settings_path(scope, root)
+    paths = [installer.settings_path(scope, root)]
+    if scope == "project":  # where `install` writes them, and where older installs did
+        paths.insert(0, installer.hooks_settings_path(scope, root))
+    for path in paths:
+        uninstall_from(path, statusline, dry_run)
+
+
+def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> None:
     if not path.exists():
         say(f"nothing to do: {path} does not exist")
         return

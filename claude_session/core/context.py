@@ -177,7 +177,9 @@ def for_fork(conn: apsw.Connection, parent_session: str, frame_no: int, state_ha
     import json  # only the first session of a fork pays for it
 
     found = rows(conn, "SELECT state FROM frame_states WHERE hash = ?", (state_hash,))
-    state = json.loads(str(found[0]["state"])) if found else {}
+    from .frames import state_text
+
+    state = json.loads(state_text(conn, found[0]["state"])) if found else {}
     task = state.get("task")
     converted: dict[str, Any] = {
         "task": [{"prompt": task, "submitted_at": None}] if task else [],

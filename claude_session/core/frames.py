@@ -11,7 +11,7 @@ process (services/capture.py) fills in off the agent's path.
 
 import apsw
 
-from .db import rows
+from .db import Immediate, rows
 from .event import Event
 from .executions import READ_ONLY_TOOLS
 from .ladder import OPEN
@@ -103,6 +103,116 @@ def frame_kind(ev: Event) -> str | None:
     if name == "PostToolUseFailure":
         return None if ev.get("is_interrupt") in (True, 1) else "attempt"
     return None if tool in READ_ONLY_TOOLS else "tool"
+
+
+# Stored states are packed off the hook's path (`pack_states`: the capture process, `prune`):
+# the hooks store canonical JSON text, as before version 10. A state is a few KB of JSON that
+# differs from the session's state before it by a counter or a row, so most are packed as raw
+# deflate against that earlier state (a delta of ~60 B), the others against a dictionary of the
+# state's keys (~7x smaller). A chain of deltas is at most PACK_DEPTH long, so reading a state
+# costs at most that many decompressions. Formats, after a version byte:
+#   0x01 deflate(state, dictionary = PACK_DICTIONARY)
+#   0x02 depth (1 byte), base id (8 bytes, frame_states.id), deflate(state, dictionary = base)
+PACK_KEY = b"\x01"
+PACK_DELTA = b"\x02"
+PACK_DEPTH = 16
+PACK_WINDOW = 8  # a delta's base: one of the states stored just before it, of the same session
+PACK_BATCH = 200  # states packed per write transaction: a hook waits at most for one batch
+PACK_DICTIONARY = (
+    b'{"session_id":"","task":"","agents":[{"id":"","type":"main","status":"running",'
+    b'"task":"","files_changed":[]}],"claims":[{"agent":"main","path":"","operation":"Edit",'
+    b'"edits":1}],"errors":[{"ladder":"","step":1,"category":"runtime","file":null,'
+    b'"what":"Bash: ","message":"Exit code 1","resolution":null}],"failed_paths":[{'
+    b'"approach":"","reason":"","file":null}],"counters":{"compactions":0,"file_edits":0,'
+    b'"prompts":1,"subagents":0,"tool_failures":0}}'
+)
+
+
+def _deflate(data: bytes, dictionary: bytes) -> bytes:
+    import zlib  # not on the hook's path: hooks store text, the capture process packs it
+
+    packer = zlib.compressobj(6, zlib.DEFLATED, -15, 4, zlib.Z_DEFAULT_STRATEGY, dictionary)
+    return packer.compress(data) + packer.flush()
+
+
+def _inflate(data: bytes, dictionary: bytes) -> bytes:
+    import zlib
+
+    unpacker = zlib.decompressobj(-15, dictionary[-32768:])
+    return unpacker.decompress(data) + unpacker.flush()
+
+
+def state_text(conn: apsw.Connection, value: object) -> str:
+    """A stored state (frame_states.state) as its canonical JSON text, packed or not."""
+    if not isinstance(value, bytes):
+        return str(value)
+    if value[:1] == PACK_KEY:
+        return _inflate(value[1:], PACK_DICTIONARY).decode("utf-8")
+    if value[:1] == PACK_DELTA:
+        base_id = int.from_bytes(value[2:10], "big")
+        found = conn.execute("SELECT state FROM frame_states WHERE id = ?", (base_id,)).fetchall()
+        base = state_text(conn, found[0][0]).encode("utf-8")
+        return _inflate(value[10:], base[-32768:]).decode("utf-8")
+    return value.decode("utf-8")
+
+
+def _depth(value: object) -> int:
+    return value[1] if isinstance(value, bytes) and value[:1] == PACK_DELTA else 0
+
+
+def pack_states(conn: apsw.Connection, batch: int = PACK_BATCH) -> int:
+    """Pack up to `batch` states still stored as text (found through the small partial index
+    of them, oldest first), in one short write transaction; how many were packed.
+
+    A packed state is written as a new row (same hash, new id) and the text row deleted: the
+    text rows' pages empty and are reused for new rows. Shrinking rows in place would leave
+    every page they filled mostly empty for good (new rows only ever go at the end)."""
+    packed = 0
+    with Immediate(conn):
+        found = conn.execute(
+            "SELECT id, hash, state, first_seen FROM frame_states WHERE typeof(state) = 'text'"
+            " ORDER BY id LIMIT ?",
+            (batch,),
+        ).fetchall()
+        if not found:
+            return 0
+        first = int(found[0][0])  # type: ignore[arg-type]
+        # (id, text, depth) of the states stored just before: the candidates for a base
+        recent: list[tuple[int, str, int]] = [
+            (int(row_id), state_text(conn, value), _depth(value))  # type: ignore[arg-type]
+            for row_id, value in conn.execute(
+                "SELECT id, state FROM frame_states WHERE id < ? ORDER BY id DESC LIMIT ?",
+                (first, PACK_WINDOW),
+            ).fetchall()[::-1]
+        ]
+        for row_id, digest, value, first_seen in found:
+            text = str(value)
+            blob, depth = _pack(text, recent)
+            conn.execute("DELETE FROM frame_states WHERE id = ?", (row_id,))
+            conn.execute(
+                "INSERT INTO frame_states (hash, state, first_seen) VALUES (?, ?, ?)",
+                (digest, blob, first_seen),
+            )
+            recent = [*recent[-(PACK_WINDOW - 1) :], (conn.last_insert_rowid(), text, depth)]
+            packed += 1
+    return packed
+
+
+def _pack(text: str, recent: "list[tuple[int, str, int]]") -> "tuple[bytes, int]":
+    """`text` packed, and its depth: a delta against the latest of `recent` of the same
+    session (if that is smaller and the chain not too deep), else against the dictionary."""
+    data = text.encode("utf-8")
+    blob = PACK_KEY + _deflate(data, PACK_DICTIONARY)
+    prefix = text[: text.find(",") + 1]  # {"session_id":"...",
+    for base_id, base_text, base_depth in reversed(recent):
+        if base_text.startswith(prefix):
+            if base_depth < PACK_DEPTH - 1:
+                delta = _deflate(data, base_text.encode("utf-8")[-32768:])
+                if len(delta) + 10 < len(blob):
+                    header = PACK_DELTA + bytes([base_depth + 1]) + base_id.to_bytes(8, "big")
+                    return header + delta, base_depth + 1
+            break
+    return blob, 0
 
 
 def store_state(conn: apsw.Connection, text: str, now: float) -> str:
@@ -344,7 +454,7 @@ def oldest_sessions_with_snapshots(conn: apsw.Connection, limit: int) -> "list[s
 
 
 def frame_row(conn: apsw.Connection, session_id: str, frame_no: int) -> "dict[str, Any] | None":
-    """One frame with its state and pointer, or None."""
+    """One frame with its state (as JSON text) and pointer, or None."""
     found = rows(
         conn,
         "SELECT f.session_id, f.frame_no, f.kind, f.created_at, f.event_id, f.turn_id,"
@@ -355,4 +465,6 @@ def frame_row(conn: apsw.Connection, session_id: str, frame_no: int) -> "dict[st
         " WHERE f.session_id = ? AND f.frame_no = ?",
         (session_id, frame_no),
     )
+    if found:
+        found[0]["state"] = state_text(conn, found[0]["state"])
     return found[0] if found else None

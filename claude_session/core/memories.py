@@ -165,15 +165,9 @@ def forget(conn: apsw.Connection, memory_id: int, now: float) -> bool:
     return conn.changes() > 0
 
 
-def listed(
-    conn: apsw.Connection,
-    *,
-    category: str | None = None,
-    scope: str | None = None,
-    session_id: str | None = None,
-    limit: int = 200,
-) -> "list[dict[str, Any]]":
-    """Memories, most used and strongest first."""
+def _listing(
+    category: str | None, scope: str | None, session_id: str | None
+) -> "tuple[str, list[object]]":
     where = ["forgotten_at IS NULL"]
     params: list[object] = []
     if category:
@@ -185,12 +179,34 @@ def listed(
     if session_id:
         where.append("(scope != 'session' OR session_id = ?)")
         params.append(session_id)
+    return " AND ".join(where), params
+
+
+def listed(
+    conn: apsw.Connection,
+    *,
+    category: str | None = None,
+    scope: str | None = None,
+    session_id: str | None = None,
+    limit: int = 200,
+) -> "list[dict[str, Any]]":
+    """Memories, most used and strongest first."""
+    where, params = _listing(category, scope, session_id)
     return rows(
         conn,
-        f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(where)}"
+        f"SELECT {COLUMNS} FROM memories WHERE {where}"
         " ORDER BY use_count + strength DESC, updated_at DESC LIMIT ?",
         (*params, limit),
     )
+
+
+def count_listed(
+    conn: apsw.Connection, *, category: str | None = None, scope: str | None = None
+) -> int:
+    """How many memories `listed` would give without a limit (for a listing's "N more")."""
+    where, params = _listing(category, scope, None)
+    found = conn.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchall()
+    return int(found[0][0]) if isinstance(found[0][0], int) else 0
 
 
 def fts_query(text: str) -> str:

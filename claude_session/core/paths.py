@@ -65,6 +65,30 @@ def _user_dir(explicit_var: str, xdg_var: str, under_home: str, what: str) -> st
     return os.path.join(base, "claude-session")
 
 
+def project_state_dir(root: str) -> str:
+    """Our per-user folder for one project's runtime files (daemon lock, status and stop
+    marker, the capture lock): kept out of the user's project, keyed by a hash of the project
+    root. Not created here; `ensure_project_state_dir` makes it when something is written."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # Python 3.12+ (`hashlib` would load OpenSSL, ~10 ms per hook)
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    key = str(sha256(os.path.realpath(root).encode("utf-8", "surrogateescape")).hexdigest())
+    return os.path.join(user_state_dir(), "projects", key[:24])
+
+
+def project_file(root: str, suffix: str) -> str:
+    """A per-project runtime file (`suffix`: ".daemon.lock", ...) in `project_state_dir`, its
+    folder made (0700) on the way; beside the database only where there is no per-user state
+    folder (HOME unset), as before."""
+    try:
+        folder = project_state_dir(root)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return db_path(root) + suffix
+    return os.path.join(folder, DB_NAME.lstrip(".") + suffix)
+
+
 def global_db_path() -> str:
     """The user-level database: global memories (the project schema, in its own file)."""
     return os.path.join(user_data_dir(), "global.db")

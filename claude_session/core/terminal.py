@@ -21,6 +21,8 @@ def is_control(c: str) -> bool:
 
 def escape_controls(text: str, keep_newlines: bool = False) -> str:
     """`text` with every control character shown as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
+    if text.isprintable():  # none of them (each is Cc or Cf, never printable): the usual case
+        return text
     out = []
     for c in text:
         if c == "\n" and keep_newlines:

@@ -38,6 +38,7 @@ def run(root: str) -> int:
                     if not count:
                         break
                     done += count
+                pack_states(conn)
             finally:
                 conn.close()
         finally:
@@ -52,6 +53,17 @@ def run(root: str) -> int:
                 return done
         finally:
             conn.close()
+
+
+def pack_states(conn: apsw.Connection) -> int:
+    """Pack the frame states the hooks stored as text (core/frames.py): here, off the agent's
+    path, once the snapshots it waits for are taken; how many were packed."""
+    packed = 0
+    while True:
+        count = frames.pack_states(conn)
+        packed += count
+        if count < frames.PACK_BATCH or executions.snapshot_pending(conn):
+            return packed  # a new snapshot asked for goes first
 
 
 def capture_pending(conn: apsw.Connection, root: str) -> int:

@@ -3,8 +3,8 @@
 A frame that may follow a change of files asks for a workspace snapshot (`vcs_tags` row
 'pending'); the hook that committed it then makes sure a capture process runs
 (`ensure_running`, ~0.5 ms: a lock probe and a posix_spawn). One capture process per project,
-decided by an OS lock (a POSIX record lock) on `<db>.capture.lock`; it captures until nothing
-is pending.
+decided by an OS lock (a POSIX record lock) on a lock file in our per-user state folder; it
+captures until nothing is pending.
 
 Before a tool that can change files runs, its PreToolUse hook waits until no snapshot is
 pending (`wait_for_pending`), so the state before the tool call is always recoverable. The
@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from ..core.paths import db_path
+from ..core.paths import project_file
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ MAX_STARTS = 3
 
 
 def lock_path(root: str) -> str:
-    return db_path(root) + ".capture.lock"
+    return project_file(root, ".capture.lock")
 
 
 def try_lock(root: str) -> int | None:

@@ -1,9 +1,10 @@
 """Finding, starting and stopping the project's background process (stdlib only: the
 SessionStart hook calls `ensure_running`, so this costs ~0.3 ms when the daemon runs).
 
-One daemon per project, decided by an OS lock (flock) on `<db>.daemon.lock`, never by a pid
+One daemon per project, decided by an OS lock (flock) on its lock file, never by a pid
 check: a pid in a file can be stale or reused. The pid in the lock file is for `stop` and
-`status` only.
+`status` only. The lock, status and stop files live in our per-user state folder
+(`paths.project_file`), never in the user's project.
 """
 
 import fcntl
@@ -11,22 +12,22 @@ import os
 import sys
 import time
 
-from ..core.paths import db_path
+from ..core.paths import project_file
 
 SH = "/bin/sh"
 START_DELAY_SECONDS = 0.5
 
 
 def lock_path(root: str) -> str:
-    return db_path(root) + ".daemon.lock"
+    return project_file(root, ".daemon.lock")
 
 
 def status_path(root: str) -> str:
-    return db_path(root) + ".daemon.json"
+    return project_file(root, ".daemon.json")
 
 
 def stop_marker_path(root: str) -> str:
-    return db_path(root) + ".daemon.stop"
+    return project_file(root, ".daemon.stop")
 
 
 def request_stop(root: str) -> None:
@@ -68,9 +69,10 @@ def is_running(root: str) -> bool:
 
 
 def lock_held(path: str) -> bool:
-    """True while some process holds the flock on `path` (probed without waiting)."""
+    """True while some process holds the flock on `path` (probed without waiting). The probe
+    creates nothing: no lock file, no daemon holding it."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     except OSError:
         return False
     try:

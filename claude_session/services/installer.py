@@ -99,6 +99,34 @@ def settings_path(scope: str, root: Path) -> Path:
     raise ValueError(f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
 
 
+LOCAL_SETTINGS_LINE = ".claude/settings.local.json"
+
+
+def hooks_settings_path(scope: str, root: Path) -> Path:
+    """Where `install --scope SCOPE` writes its hooks and status line. Their commands name
+    this machine's interpreter and install by absolute path, which a teammate's machine does
+    not have: the project scope's go to `.claude/settings.local.json`, which Claude Code reads
+    for the project and teams do not commit, never to the shared `.claude/settings.json`."""
+    return settings_path("local" if scope == "project" else scope, root)
+
+
+def ensure_local_settings_ignored(root: Path) -> bool:
+    """`.claude/settings.local.json` in the project's .gitignore (Claude Code adds it to the
+    global excludes only when it creates the file itself)."""
+    path = root / ".gitignore"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    if any(line.strip() in (LOCAL_SETTINGS_LINE, f"/{LOCAL_SETTINGS_LINE}") for line in lines):
+        return False
+    with path.open("a", encoding="utf-8") as f:
+        if lines and not path.read_text(encoding="utf-8").endswith("\n"):
+            f.write("\n")
+        f.write(
+            "# Claude Code's personal settings: claude-session's hooks (this machine's paths)\n"
+        )
+        f.write(f"{LOCAL_SETTINGS_LINE}\n")
+    return True
+
+
 def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
     """A copy of `settings` with every claude-session handler removed (others untouched)."""
     result: dict[str, Any] = json.loads(json.dumps(settings))
@@ -338,4 +366,20 @@ def cannot_run(python: str | None = None) -> str | None:
         return f"the interpreter {interpreter} is not an executable file"
     if not hook_entry().is_file():
         return f"the hook entry {hook_entry()} is missing from this install"
+    return None
+
+
+def project_root_above(start: Path) -> Path | None:
+    """The project `start` is inside: the nearest folder at or above it holding a git
+    repository (`.git`, a folder or a worktree's file), a `.claude` folder or a claude-session
+    database. The home folder's `.claude` is the user's own settings, not a project."""
+    from ..core.paths import DB_NAME
+
+    home = Path.home().resolve() if os.environ.get("HOME") else None
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists() or (folder / DB_NAME).exists():
+            return folder
+        if (folder / ".claude").is_dir() and folder != home:
+            return folder
     return None

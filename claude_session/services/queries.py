@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import apsw
@@ -47,7 +48,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             for row in context.crashed_sessions(conn, "", now)
         ],
         "agents": agents(conn, limit=15),
-        "claims": claims(conn),
+        "claims": claims(conn, limit=STATUS_CLAIMS),
         "daemon": daemon_state(root),
         "trust": trust_report(root),
         "open_errors": open_errors(conn),
@@ -199,6 +200,8 @@ def corrupt_copies(root: str) -> list[str]:
     )
 
 
+STATUS_CLAIMS = 20  # `status` shows the first claims (live and contested first); `claims` has all
+
 # The counters `sessions` shows, summed over the event types that count them.
 COUNTERS = ("prompts", "tool_calls", "tool_failures", "file_edits", "subagents", "compactions")
 
@@ -210,29 +213,72 @@ def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
         f"sum(CASE WHEN key = '{key}' THEN CAST(value AS INTEGER) ELSE 0 END) AS {key}"
         for key in COUNTERS
     )
-    return db.rows(
+    return db.rows(  # the counters of the sessions shown only, never of every session
         conn,
-        "SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
+        "WITH shown AS (SELECT * FROM sessions ORDER BY last_activity_at DESC LIMIT ?)"
+        " SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
         " s.last_activity_at, s.end_reason, m.events, m.prompts, m.tool_calls,"
-        " m.tool_failures, m.file_edits, m.subagents, m.compactions FROM sessions s"
+        " m.tool_failures, m.file_edits, m.subagents, m.compactions FROM shown s"
         " LEFT JOIN (SELECT session_id,"
         " sum(CASE WHEN key = 'count' THEN CAST(value AS INTEGER) ELSE 0 END) AS events,"
-        f" {pivot} FROM session_metrics GROUP BY session_id) m USING (session_id)"
-        " ORDER BY s.last_activity_at DESC LIMIT ?",
+        f" {pivot} FROM session_metrics WHERE session_id IN (SELECT session_id FROM shown)"
+        " GROUP BY session_id) m USING (session_id)"
+        " ORDER BY s.last_activity_at DESC",
         (limit,),
     )
 
 
-def agents(
-    conn: apsw.Connection,
-    *,
-    include_all: bool = False,
-    session: str | None = None,
-    limit: int = 200,
-) -> list[dict[str, Any]]:
+PAGE = 50  # what a listing shows by default: the newest rows, with a line saying how many more
+
+
+class Page:
+    """The first rows of a listing, and how many matched in all (`more` = total - shown)."""
+
+    def __init__(self, rows: list[dict[str, Any]], total: int) -> None:
+        self.rows = rows
+        self.total = total
+
+    @property
+    def more(self) -> int:
+        return max(0, self.total - len(self.rows))
+
+
+def stream(conn: apsw.Connection, query: Query) -> Iterator[dict[str, Any]]:
+    """Rows as they are read (a listing's `--all`): none held, none waited for."""
+    cursor = conn.execute(query.sql, query.params)
+    try:
+        names = [d[0] for d in cursor.getdescription()]
+    except apsw.ExecutionCompleteError:
+        return
+    for row in cursor:
+        yield dict(zip(names, row, strict=True))
+
+
+def page(conn: apsw.Connection, query: Query, limit: int = PAGE) -> Page:
+    """The first `limit` rows and the count of all that match (counted apart, through the same
+    filter and its index, never by reading every row)."""
+    found = db.rows(conn, f"{query.sql} LIMIT ?", (*query.params, limit))
+    if len(found) < limit:
+        return Page(found, len(found))
+    total = db.rows(conn, f"SELECT count(*) AS n FROM ({query.count_sql})", query.params)
+    return Page(found, int(total[0]["n"]))
+
+
+class Query:
+    """A listing's SQL (ordered, without LIMIT), its parameters, and the SQL that counts it."""
+
+    def __init__(self, sql: str, params: tuple[Any, ...], count_sql: str | None = None) -> None:
+        self.sql = sql
+        self.params = params
+        self.count_sql = count_sql or sql
+
+
+def agents_query(
+    *, include_all: bool = False, session: str | None = None, now: float | None = None
+) -> Query:
     """The registry: by default real agents of active sessions and anything still running;
     `include_all` adds finished sessions' agents and Claude Code's internal helpers."""
-    now = time.time()
+    now = time.time() if now is None else now
     where = (
         "1"
         if include_all
@@ -240,10 +286,9 @@ def agents(
     )
     params: list[Any] = [now, now]
     if session:
-        where += " AND a.session_id LIKE ?"
-        params.append(session + "%")
-    return db.rows(
-        conn,
+        where += " AND a.session_id >= ?3 AND a.session_id < ?3 || x'ff'"
+        params.append(session)
+    return Query(
         "SELECT a.id AS agent, CASE WHEN a.is_main THEN 'main' ELSE a.agent_type END AS type,"
         " coalesce(a.description || ': ', '') || coalesce(a.task_description, '') AS task,"
         " a.status AS state,"
@@ -254,31 +299,58 @@ def agents(
         "  CASE WHEN a.is_main THEN 'main' ELSE a.id END) AS files,"
         " a.status_reason AS reason, a.session_id, a.tool_uses, a.is_internal"
         " FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
-        f" WHERE {where} ORDER BY a.status = 'running' DESC, a.last_seen_at DESC LIMIT ?",
-        (*params, limit),
+        f" WHERE {where} ORDER BY a.status = 'running' DESC, a.last_seen_at DESC",
+        tuple(params),
+        "SELECT 1 FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
+        f" WHERE ?1 = ?1 AND ?2 = ?2 AND {where}",
     )
 
 
-def claims(conn: apsw.Connection, *, include_released: bool = False) -> list[dict[str, Any]]:
-    """Claims with their lease state; a file live-held by more than one agent is contested."""
-    where = "1" if include_released else "released_at IS NULL"
-    return db.rows(
-        conn,
-        "WITH held AS (SELECT c.file_path, c.agent_id, c.session_id, c.operation, c.edits,"
-        " c.last_touched_at, c.expires_at, c.released_at, c.release_reason,"
-        " r.status AS agent_state,"
-        " (c.released_at IS NULL AND c.expires_at > ?1 AND r.status = 'running') AS live"
-        " FROM file_claims c LEFT JOIN agent_registry r ON r.id ="
-        "  CASE WHEN c.agent_id = 'main' THEN c.session_id ELSE c.agent_id END)"
-        " SELECT file_path, agent_id AS agent, session_id, operation, edits, last_touched_at,"
-        " expires_at, CASE WHEN released_at IS NOT NULL THEN 'released: ' || release_reason"
-        "  WHEN expires_at <= ?1 THEN 'expired'"
-        "  WHEN NOT live THEN 'agent ' || coalesce(agent_state, 'unknown') ELSE 'live' END"
-        " AS lease, live AND (SELECT count(*) FROM held h2 WHERE h2.file_path = held.file_path"
-        "  AND h2.live) > 1 AS contested"
-        f" FROM held WHERE {where} ORDER BY contested DESC, last_touched_at DESC",
-        (time.time(),),
+def agents(
+    conn: apsw.Connection,
+    *,
+    include_all: bool = False,
+    session: str | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """The registry's first `limit` rows (see `agents_query`)."""
+    return page(conn, agents_query(include_all=include_all, session=session), limit).rows
+
+
+def claims_query(*, include_released: bool = False, now: float | None = None) -> Query:
+    """Claims with their lease state; a file live-held by more than one agent is contested.
+    Whether another agent holds the file live is looked up (by path, through its index) for
+    live claims only: never a pass over every claim for every claim."""
+    now = time.time() if now is None else now
+    where = "1" if include_released else "c.released_at IS NULL"
+    holder = "CASE WHEN {c}.agent_id = 'main' THEN {c}.session_id ELSE {c}.agent_id END"
+    live = (
+        "({c}.released_at IS NULL AND {c}.expires_at > ?1 AND (SELECT status FROM"
+        " agent_registry WHERE id = " + holder + ") = 'running')"
     )
+    return Query(
+        "SELECT c.file_path, c.agent_id AS agent, c.session_id, c.operation, c.edits,"
+        " c.last_touched_at, c.expires_at,"
+        " CASE WHEN c.released_at IS NOT NULL THEN 'released: ' || c.release_reason"
+        "  WHEN c.expires_at <= ?1 THEN 'expired'"
+        f"  WHEN NOT {live.format(c='c')} THEN 'agent ' || coalesce(r.status, 'unknown')"
+        "  ELSE 'live' END AS lease,"
+        f" CASE WHEN {live.format(c='c')} THEN EXISTS (SELECT 1 FROM file_claims c2"
+        f"  WHERE c2.file_path = c.file_path AND c2.id != c.id AND {live.format(c='c2')})"
+        "  ELSE 0 END AS contested"
+        f" FROM file_claims c LEFT JOIN agent_registry r ON r.id = {holder.format(c='c')}"
+        f" WHERE {where} ORDER BY c.released_at IS NULL DESC, contested DESC,"
+        " c.last_touched_at DESC",
+        (now,),
+        f"SELECT 1 FROM file_claims c WHERE ?1 = ?1 AND {where}",
+    )
+
+
+def claims(
+    conn: apsw.Connection, *, include_released: bool = False, limit: int = 1_000_000
+) -> list[dict[str, Any]]:
+    """The first `limit` claims (see `claims_query`)."""
+    return page(conn, claims_query(include_released=include_released), limit).rows
 
 
 def open_errors(conn: apsw.Connection) -> list[dict[str, Any]]:
@@ -311,46 +383,100 @@ def ladder_step(attempts: int) -> str:
     return f"{attempts} (retry)"
 
 
-def errors(conn: apsw.Connection, *, open_only: bool = False) -> list[dict[str, Any]]:
+def errors_query(*, open_only: bool = False) -> Query:
     """Every failure, newest first, with its ladder step and resolution; `open_only`: the
     unfixed ones (abandoned by an ended session included), as `status` and the context."""
     where = f"{ladder.UNFIXED} AND interrupted = 0" if open_only else "1"
-    return db.rows(
-        conn,
+    return Query(
         "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
         " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
         " file_path, exit_code, task_id, error_message, occurred_at, resolved_at FROM error_log"
-        f" WHERE {where} ORDER BY id DESC LIMIT 200",
+        f" WHERE {where} ORDER BY id DESC",
+        (),
+        f"SELECT 1 FROM error_log WHERE {where}",
     )
 
 
-def all_failed_paths(conn: apsw.Connection, *, include_all: bool = False) -> list[dict[str, Any]]:
+def errors(
+    conn: apsw.Connection, *, open_only: bool = False, limit: int = 200
+) -> list[dict[str, Any]]:
+    return page(conn, errors_query(open_only=open_only), limit).rows
+
+
+def failed_paths_query(*, include_all: bool = False) -> Query:
     """Failed paths, newest first: by default the ones still shown to agents."""
     where = "1" if include_all else "still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?)"
-    return db.rows(
-        conn,
+    params: tuple[Any, ...] = () if include_all else (time.time(),)
+    return Query(
         "SELECT id, approach, reason_failed, file_path, session_id, still_relevant, created_at,"
-        f" expires_at, context FROM failed_paths WHERE {where} ORDER BY id DESC LIMIT 200",
-        () if include_all else (time.time(),),
+        f" expires_at, context FROM failed_paths WHERE {where} ORDER BY id DESC",
+        params,
+        f"SELECT 1 FROM failed_paths WHERE {where}",
     )
 
 
-def verdicts(conn: apsw.Connection) -> list[dict[str, Any]]:
-    return db.rows(
-        conn,
+def all_failed_paths(
+    conn: apsw.Connection, *, include_all: bool = False, limit: int = 200
+) -> list[dict[str, Any]]:
+    return page(conn, failed_paths_query(include_all=include_all), limit).rows
+
+
+def verdicts_query() -> Query:
+    return Query(
         "SELECT id, session_id, hook_event, task_id, decision, reason, task, judge, created_at,"
-        " verdict_json, raw FROM llm_verdicts ORDER BY id DESC LIMIT 200",
+        " verdict_json, raw FROM llm_verdicts ORDER BY id DESC",
+        (),
+        "SELECT 1 FROM llm_verdicts",
     )
+
+
+def verdicts(conn: apsw.Connection, limit: int = 200) -> list[dict[str, Any]]:
+    return page(conn, verdicts_query(), limit).rows
+
+
+HOOK_RUNS_WINDOW = 1000  # the run summary covers the latest runs: no pass over the whole audit
 
 
 def hook_runs(conn: apsw.Connection) -> dict[str, Any]:
+    """The latest hook runs (at most HOOK_RUNS_WINDOW, by id through the primary key): how
+    many were duplicates or replayed, their mean time, the last one."""
     summary = db.rows(
         conn,
         "SELECT count(*) AS runs, sum(outcome = 'duplicate') AS duplicates,"
         " sum(outcome = 'spooled') AS replayed_from_spool, round(avg(duration_ms), 1)"
-        " AS mean_duration_ms, max(started_at) AS last_run_at FROM hook_events",
+        " AS mean_duration_ms, max(started_at) AS last_run_at"
+        " FROM (SELECT * FROM hook_events ORDER BY id DESC LIMIT ?)",
+        (HOOK_RUNS_WINDOW,),
     )[0]
-    return summary
+    return {"latest_runs": summary.pop("runs")} | summary
+
+
+def events_query(
+    *,
+    session: str | None = None,
+    event: str | None = None,
+    tool: str | None = None,
+    agent: str | None = None,
+    payload: bool = False,
+) -> Query:
+    """Matching events, newest first. A session prefix is a range of the session index
+    (`>= prefix AND < prefix || x'ff'`), never a LIKE over the table."""
+    where, params = [], []
+    if session:
+        where.append("session_id >= ? AND session_id < ? || x'ff'")
+        params += [session, session]
+    for column, value in (("hook_event_name", event), ("tool_name", tool), ("agent_id", agent)):
+        if value:
+            where.append(f"{column} = ?")
+            params.append(value)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    extra = ", payload" if payload else ""
+    return Query(
+        f"SELECT id, received_at, session_id, hook_event_name AS event, tool_name, agent_id,"
+        f" tool_use_id, payload_bytes, via{extra} FROM events {clause} ORDER BY id DESC",
+        tuple(params),
+        f"SELECT 1 FROM events {clause}",
+    )
 
 
 def events(
@@ -364,26 +490,8 @@ def events(
     payload: bool = False,
 ) -> list[dict[str, Any]]:
     """The most recent matching events, oldest first."""
-    where, params = [], []
-    for column, value in (
-        ("session_id", session),
-        ("hook_event_name", event),
-        ("tool_name", tool),
-        ("agent_id", agent),
-    ):
-        if value:
-            where.append(f"{column} = ?" if column != "session_id" else "session_id LIKE ?")
-            params.append(value + "%" if column == "session_id" else value)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    extra = ", payload" if payload else ""
-    found = db.rows(
-        conn,
-        f"SELECT id, received_at, session_id, hook_event_name AS event, tool_name, agent_id,"
-        f" tool_use_id, payload_bytes, via{extra} FROM events {clause}"
-        f" ORDER BY id DESC LIMIT ?",
-        (*params, limit),
-    )
-    return list(reversed(found))
+    query = events_query(session=session, event=event, tool=tool, agent=agent, payload=payload)
+    return list(reversed(page(conn, query, limit).rows))
 
 
 def daemon_state(root: str) -> dict[str, Any]:

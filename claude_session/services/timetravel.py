@@ -151,8 +151,7 @@ def timeline(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
         "SELECT f.frame_no AS frame, f.created_at, f.kind, f.agent_id, f.tool_name, f.summary,"
         " f.files, f.state_hash, t.turn_no AS turn, v.status AS snapshot, v.snapshot_commit,"
         " c.status AS tool_status, c.duration_ms,"
-        " (SELECT json_array_length(s.state, '$.errors') FROM frame_states s"
-        "  WHERE s.hash = f.state_hash) AS open_errors"
+        " (SELECT s.state FROM frame_states s WHERE s.hash = f.state_hash) AS open_errors"
         " FROM frames f LEFT JOIN turns t ON t.id = f.turn_id"
         " LEFT JOIN vcs_tags v ON v.session_id = f.session_id AND v.frame_no = f.frame_no"
         " LEFT JOIN tool_calls c ON c.tool_use_id = f.tool_use_id"
@@ -160,7 +159,11 @@ def timeline(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
         (session_id,),
     )
     out = []
+    counted: dict[str, int | None] = {}  # consecutive frames often share a state
     for item in found:
+        if item["state_hash"] not in counted:
+            counted[item["state_hash"]] = _open_errors(conn, item["open_errors"])
+        item["open_errors"] = counted[item["state_hash"]]
         item["files"] = json.loads(str(item["files"])) if item["files"] else []
         agent = item.pop("agent_id")
         # The session's main thread is "main"; a frame of claude-session's own (a revert, made
@@ -168,6 +171,16 @@ def timeline(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
         item["agent"] = "main" if agent == session_id else (agent or "user")
         out.append(item)
     return out
+
+
+def _open_errors(conn: apsw.Connection, stored: object) -> int | None:
+    """How many open errors a stored state (packed or not) lists."""
+    if stored is None:
+        return None
+    errors = json.loads(frames.state_text(conn, stored)).get("errors")
+    if isinstance(errors, str):  # stored as text by an early version 8
+        errors = json.loads(errors)
+    return len(errors) if isinstance(errors, list) else None
 
 
 def branches(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:

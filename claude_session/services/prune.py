@@ -1,0 +1,145 @@
+"""`prune`: what it would delete (asked before anything goes), then the deletion and the space
+it gave back. The rows themselves are deleted by each table's own writer (core/events.py,
+memories, state, frames); this module counts, orders and measures."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import apsw
+
+from ..core import db
+from ..core.paths import db_path
+
+STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
+
+# The sessions whose raw records go: ended before ?1.
+OLD_SESSIONS = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
+
+
+def plan(conn: apsw.Connection, root: str, days: float) -> dict[str, Any]:
+    """What `run` would delete, counted without deleting: rows per table, the sessions they
+    belong to, and the workspace snapshot store's size (what is freed there depends on what
+    other frames still point at)."""
+    from ..core import memories
+    from ..core import state as project_state
+
+    before = time.time() - days * 86400
+    counts = {
+        table: _count(
+            conn, f"SELECT count(*) FROM {table} WHERE session_id IN ({OLD_SESSIONS})", before
+        )
+        for table in ("events", "hook_events")
+    }
+    counts["context_snapshots"] = _count(
+        conn,
+        f"SELECT count(*) FROM context_snapshots WHERE session_id IN ({OLD_SESSIONS}) AND id NOT"
+        " IN (SELECT max(id) FROM context_snapshots GROUP BY session_id)",
+        before,
+    )
+    counts["workspace_snapshot_pointers"] = _count(
+        conn,
+        "SELECT count(*) FROM vcs_tags WHERE status = 'captured'"
+        f" AND session_id IN ({OLD_SESSIONS})",
+        before,
+    )
+    cap = _memory_cap(root)
+    # Their own rules decide which memories and state changes go: run them, then roll back.
+    counts["memories"] = _rolled_back(conn, lambda: memories.prune(conn, before, cap))
+    counts["state_history"] = _rolled_back(
+        conn, lambda: project_state.prune_history(conn, before, STATE_KEEP)
+    )
+    from ..core import recall
+
+    global_conn = recall.open_global()
+    if global_conn is not None:
+        try:
+            counts["global_memories"] = _rolled_back(
+                global_conn, lambda: memories.prune(global_conn, before, cap)
+            )
+        finally:
+            global_conn.close()
+    from . import workspace
+
+    return {
+        "older_than_days": days,
+        "sessions": _count(conn, f"SELECT count(*) FROM ({OLD_SESSIONS})", before),
+        "rows": counts,
+        "database_bytes": database_bytes(root),
+        "snapshot_store_bytes": workspace.size_bytes(root),
+    }
+
+
+def run(conn: apsw.Connection, root: str, days: float, vacuum: bool) -> dict[str, Any]:
+    """Delete what `plan` counted; the rows removed and the space before and after: the
+    database file with its WAL, and the snapshot store. Without `vacuum` the freed pages stay
+    inside the file for new rows (`free_inside_bytes`); with it they go back to the disk."""
+    from ..core import events as event_log
+    from ..core import frames, memories, recall
+    from ..core import state as project_state
+    from ..core.config import megabytes
+    from . import configuration, timetravel
+
+    size_before = database_bytes(root)
+    before = time.time() - days * 86400
+    counts = event_log.prune(conn, before)
+    values = configuration.load_or_defaults(root).values
+    snapshots = timetravel.prune_workspace(conn, root, megabytes(values, "snapshot_store_max_mb"))
+    cap = _memory_cap(root)
+    with db.Immediate(conn):
+        counts["memories"] = memories.prune(conn, before, cap)
+        counts["state_history"] = project_state.prune_history(conn, before, STATE_KEEP)
+    global_conn = recall.open_global()
+    if global_conn is not None:
+        try:
+            with db.Immediate(global_conn):
+                counts["global_memories"] = memories.prune(global_conn, before, cap)
+        finally:
+            global_conn.close()
+    while frames.pack_states(conn):  # states the capture process has not packed yet
+        pass
+    if vacuum:
+        conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    page = _count(conn, "PRAGMA page_size")
+    return {
+        "rows_removed": counts,
+        "database_bytes_before": size_before,
+        "database_bytes_after": database_bytes(root),
+        "free_inside_bytes": _count(conn, "PRAGMA freelist_count") * page,
+        "vacuumed": vacuum,
+        "workspace_snapshots": snapshots,
+    }
+
+
+def database_bytes(root: str) -> int:
+    """The database file and its WAL, as they take space on the disk now."""
+    path = db_path(root)
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+def _count(conn: apsw.Connection, sql: str, *params: Any) -> int:
+    found = conn.execute(sql, params).fetchall()
+    return db.as_int(found[0][0]) if found else 0
+
+
+class _DryRun(Exception):
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
+def _rolled_back(conn: apsw.Connection, delete: Any) -> int:
+    """How many rows `delete` removes, in a transaction rolled back: none are removed."""
+    try:
+        with db.Immediate(conn):
+            raise _DryRun(int(delete()))
+    except _DryRun as done:
+        return done.count
+
+
+def _memory_cap(root: str) -> int:
+    from . import configuration
+
+    return int(float(configuration.load_or_defaults(root).values["memory_max_count"]))  # type: ignore[arg-type]
