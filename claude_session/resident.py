@@ -113,7 +113,9 @@ class RelayServer:
             return False
         os.chmod(folder, 0o700)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        staging = f"{self.path}.{os.getpid()}.tmp"
+        # Bound under a name no longer than the final one (a socket address is short), then
+        # renamed into place: we hold the project's daemon lock, so no other server binds now.
+        staging = os.path.join(folder, "relay.new")
         try:
             os.unlink(staging)
         except FileNotFoundError:
@@ -121,7 +123,7 @@ class RelayServer:
         listener.bind(staging)
         os.chmod(staging, 0o600)
         listener.listen(128)
-        os.replace(staging, self.path)  # we hold the project's daemon lock: the name is ours
+        os.replace(staging, self.path)
         self.listener = listener
         self.status.stats["relay_socket"] = self.path
         threading.Thread(target=self._accept, name="relay-accept", daemon=True).start()

@@ -106,24 +106,13 @@ def _root() -> str | None:
 
 
 def socket_path(root: str) -> str | None:
-    """Where the project's resident process listens: a name derived from the project root in
-    the user's own state folder (0700, never in the project), or None when the address would
-    be too long for a Unix socket."""
-    from ..core.paths import user_state_dir
+    """Where the project's resident process listens: in the project's own folder of the user's
+    state folder (0700, never in the project), or None when the address would be too long for
+    a Unix socket."""
+    from ..core.paths import project_state_dir
 
-    path = os.path.join(
-        user_state_dir(), "relay", f"{_fnv1a64(root.encode('utf-8', 'surrogateescape')):016x}.sock"
-    )
+    path = os.path.join(project_state_dir(root), "relay.sock")
     return path if len(path.encode("utf-8", "surrogateescape")) <= SUN_PATH_MAX else None
-
-
-def _fnv1a64(data: bytes) -> int:
-    """A stable 64-bit hash with no import (hashlib costs ~1 ms); the server also checks the
-    root itself, so a collision is a refusal, never a mix-up."""
-    value = 0xCBF29CE484222325
-    for byte in data:
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return value
 
 
 def fingerprint() -> str:
