@@ -258,7 +258,7 @@ def test_commands_that_act_answer_json(project: Path, reap_daemons: None) -> Non
     resolved = json.loads(run(*p, "fail", "--resolve", str(failed["id"]), "--json").stdout)
     assert resolved == {"id": failed["id"], "resolved": True}
     assert json.loads(run(*p, "ingest", "--json").stdout) == {"ingested": 0, "waiting": 0}
-    pruned = json.loads(run(*p, "prune", "--json").stdout)
+    pruned = json.loads(run(*p, "prune", "--yes", "--json").stdout)
     assert "events" in pruned["rows_removed"]
     assert json.loads(run(*p, "daemon", "stop", "--json").stdout) == {"stopped": False}
     started = json.loads(run(*p, "daemon", "start", "--json").stdout)

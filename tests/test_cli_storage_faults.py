@@ -7,6 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import apsw
 from conftest import PYTHON, fixture, query, run_hook, wait_for
 from test_faults import hold_write_lock
 
@@ -52,6 +53,12 @@ def test_a_write_on_a_full_disk(project: Path) -> None:
     # with EFBIG, which SQLite reports as an I/O error, not as a full disk).
     # The prompt's workspace snapshot is recorded by a process of its own: let it finish.
     assert wait_for(lambda: not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"))
+    # An empty WAL: the next write appends to it (a WAL that a checkpoint has let go would be
+    # written again from its start, under any limit set past its end).
+    checkpoint = apsw.Connection(str(project / ".claude-session.db"))
+    checkpoint.setbusytimeout(5000)
+    checkpoint.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    checkpoint.close()
     wal = project / ".claude-session.db-wal"
     limit = max(4096, wal.stat().st_size + 100 if wal.exists() else 0)
 

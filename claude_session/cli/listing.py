@@ -47,7 +47,8 @@ def emit_page(
 
 def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, ...] = ()) -> None:
     """Every row as it is read: a JSON array written element by element, or tab-separated
-    lines under a header (cells escaped and formatted as in the tables)."""
+    lines under a header (cells escaped and formatted as in the tables, each line within the
+    width like a table's)."""
     out = sys.stdout
     first = True
     if as_json:
@@ -59,17 +60,24 @@ def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, 
         out.flush()
         return
     columns: list[str] = []
+    width = output.console().width  # like a table: within the terminal, COLUMNS or 80
     for row in rows:
         row = _without(row, hide)
         if first:
             columns = list(row)
-            out.write("\t".join(c.replace("_", " ") for c in columns) + "\n")
+            out.write(_fit("\t".join(c.replace("_", " ") for c in columns), width) + "\n")
             first = False
         cells = (output.cell_text(c, row.get(c)) for c in columns)
-        out.write("\t".join(cell.replace("\t", " ") for cell in cells) + "\n")
+        out.write(_fit("\t".join(cell.replace("\t", " ") for cell in cells), width) + "\n")
     if first:
         out.write("none\n")
     out.flush()
+
+
+def _fit(line: str, width: int) -> str:
+    """A streamed line within the width (tabs count as one column here): the full rows are
+    in --json."""
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _without(row: dict[str, Any], hide: tuple[str, ...]) -> dict[str, Any]:
