@@ -191,23 +191,26 @@ def hook_cases(root: str, i: int) -> list[tuple[str, list[bytes]]]:
 
 def settle(project: Path, seconds: float = 30.0) -> None:
     """Wait (untimed) until no workspace snapshot is pending in the project and the capture
-    process is gone: in a real session the model's thinking time covers both."""
+    process is gone, whatever it does after the snapshot (packing states), and whoever started
+    it (the hook, or the resident process just after its answer): in a real session the
+    model's thinking time covers both."""
     from claude_session.services import capture_control
 
     path = str(project / ".claude-session.db")
     if not os.path.exists(path):
         return
-    deadline = time.monotonic() + seconds
-    while capture_control.is_running(str(project)) and time.monotonic() < deadline:
-        time.sleep(0.01)
     reader = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
     reader.setbusytimeout(5000)
+    quiet_since = None
     try:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            if not reader.execute(
-                "SELECT 1 FROM vcs_tags WHERE status = 'pending' LIMIT 1"
-            ).fetchall():
+            pending = reader.execute("SELECT 1 FROM vcs_tags WHERE status = 'pending' LIMIT 1")
+            if pending.fetchall() or capture_control.is_running(str(project)):
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since > 0.3:  # past a capture's start delay
                 return
             time.sleep(0.01)
     finally:
@@ -224,7 +227,9 @@ def start_resident(project: Path, python: str, env: dict[str, str]) -> subproces
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    status = project / ".claude-session.db.daemon.json"
+    from claude_session.services import daemon_control
+
+    status = Path(daemon_control.status_path(str(project)))  # in the hooks' state folder
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -250,6 +255,9 @@ def time_hooks(project: Path, python: str, runs: int, relayed: bool) -> dict[str
     }
     if not relayed:
         env["CLAUDE_SESSION_NO_RELAY"] = "1"
+    # This process finds the project's runtime files (capture lock, daemon status) where the
+    # hooks keep them: in their state folder.
+    os.environ["CLAUDE_SESSION_STATE_DIR"] = env["CLAUDE_SESSION_STATE_DIR"]
     resident = None
     if relayed:
         timed(
