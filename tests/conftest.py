@@ -138,8 +138,7 @@ def daemons_of(project: Path) -> list[int]:
             continue
         # also while still in its start delay (`sh -c "sleep ...; exec nice python -m ..."`)
         path = str(project).encode()
-        daemon = b"claude_session.resident" in cmdline
-        if (daemon or b"claude_session.services.daemon" in cmdline) and (
+        if b"claude_session.resident" in cmdline and (
             path + b"\0" in cmdline or path + b"'" in cmdline
         ):
             found.append(int(entry.name))

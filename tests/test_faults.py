@@ -67,6 +67,8 @@ def hold_write_lock(project: Path, seconds: float) -> subprocess.Popen[bytes]:
     code = (
         "import apsw, sys, time\n"
         f"c = apsw.Connection({str(project / '.claude-session.db')!r})\n"
+        # a capture process (it packs frame states) may be writing: take the lock after it
+        "c.setbusytimeout(20000)\n"
         "c.execute('BEGIN IMMEDIATE')\n"
         "print('locked', flush=True)\n"
         f"time.sleep({seconds})\n"
@@ -379,6 +381,8 @@ def test_28_kill_9_mid_transaction_leaves_no_partial_rows(project: Path) -> None
     code = (
         "import apsw, os, sys\n"
         f"c = apsw.Connection({str(project / '.claude-session.db')!r})\n"
+        # a capture process (it packs frame states) may be writing: take the lock after it
+        "c.setbusytimeout(20000)\n"
         "c.execute('BEGIN IMMEDIATE')\n"
         'c.execute("INSERT INTO events (dedup_key, received_at, session_id, hook_event_name,'
         " payload, payload_bytes) VALUES ('partial', 0, 's', 'X', '{}', 2)\")\n"

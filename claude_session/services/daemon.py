@@ -2,13 +2,13 @@
 closes out sessions that are over, releases expired claims and keeps the WAL bounded.
 
 It watches the database files and the spool with watchfiles and sweeps on a timer too. Hooks
-never depend on it: if it is down, nothing is lost, only stale marking waits. Run it with
-`claude-session daemon start|run`, or let the SessionStart hook start it.
+never depend on it: if it is down, nothing is lost, only stale marking waits. Its process is
+`claude_session/resident.py` (which also answers relayed hooks): `claude-session daemon
+start|run`, or the SessionStart hook, starts it.
 """
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
@@ -319,16 +319,3 @@ def run(
         daemon.close()
         os.close(lock)
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m claude_session.services.daemon")
-    parser.add_argument("--project", required=True)
-    parser.add_argument("--requested-at", type=float, default=None)
-    args = parser.parse_args(argv)
-    os.chdir("/")  # never keep a project directory busy
-    return run(args.project, requested_at=args.requested_at)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
