@@ -17,6 +17,8 @@ from pathlib import Path
 
 import click
 
+from tools.readme_block import updated, write_or_check
+
 ROOT = Path(__file__).resolve().parent.parent
 START = "<!-- cli:start -->"
 END = "<!-- cli:end -->"
@@ -54,14 +56,6 @@ def render() -> str:
     return "\n".join([*out, "", END])
 
 
-def updated(readme: str, block: str) -> str:
-    if START not in readme or END not in readme:
-        raise SystemExit(f"README has no {START} ... {END} block")
-    head, _, rest = readme.partition(START)
-    _, _, tail = rest.partition(END)
-    return head + block + tail
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
@@ -70,19 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     args = parser.parse_args(argv)
     readme = args.readme.read_text(encoding="utf-8")
-    wanted = updated(readme, render())
-    if args.write:
-        if wanted != readme:
-            args.readme.write_text(wanted, encoding="utf-8")
-        return 0
-    if wanted != readme:
-        print(
-            f"{args.readme} does not match the commands' --help:"
-            " run python -m tools.cli_docs --write",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    wanted = updated(readme, START, END, render())
+    return write_or_check(
+        args.readme,
+        readme,
+        wanted,
+        args.write,
+        f"{args.readme} does not match the commands' --help: run python -m tools.cli_docs --write",
+    )
 
 
 if __name__ == "__main__":

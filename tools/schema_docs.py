@@ -14,6 +14,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from tools.readme_block import updated, write_or_check
+
 ROOT = Path(__file__).resolve().parent.parent
 START = "<!-- schema:start -->"
 END = "<!-- schema:end -->"
@@ -117,14 +119,6 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def updated(readme: str, block: str) -> str:
-    if START not in readme or END not in readme:
-        raise SystemExit(f"README has no {START} ... {END} block")
-    head, _, rest = readme.partition(START)
-    _, _, tail = rest.partition(END)
-    return head + block + tail
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
@@ -134,18 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     args = parser.parse_args(argv)
     readme = args.readme.read_text(encoding="utf-8")
-    wanted = updated(readme, render(args.schema.read_text(encoding="utf-8")))
-    if args.write:
-        if wanted != readme:
-            args.readme.write_text(wanted, encoding="utf-8")
-        return 0
-    if wanted != readme:
-        print(
-            f"{args.readme} does not match {args.schema}: run python -m tools.schema_docs --write",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    wanted = updated(readme, START, END, render(args.schema.read_text(encoding="utf-8")))
+    return write_or_check(
+        args.readme,
+        readme,
+        wanted,
+        args.write,
+        f"{args.readme} does not match {args.schema}: run python -m tools.schema_docs --write",
+    )
 
 
 if __name__ == "__main__":
