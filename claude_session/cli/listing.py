@@ -7,12 +7,13 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import apsw
 import click
 
 from ..services import queries
 from . import output
 
-__all__ = ["emit_page", "limit_option", "stream_rows"]
+__all__ = ["emit_page", "limit_option", "show", "stream_rows"]
 
 
 def limit_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -43,6 +44,23 @@ def emit_page(
             " --all` lists every one, `--limit N` more of the newest",
             err=True,
         )
+
+
+def show(
+    conn: apsw.Connection,
+    query: queries.Query,
+    every: bool,
+    limit: int,
+    as_json: bool,
+    title: str,
+    command: str,
+    hide: tuple[str, ...] = (),
+) -> None:
+    """A listing: every row streamed (`--all`), or the newest page with what more there is."""
+    if every:
+        stream_rows(queries.stream(conn, query), as_json, hide)
+        return
+    emit_page(queries.page(conn, query, limit), as_json, title, command, hide)
 
 
 def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, ...] = ()) -> None:

@@ -11,7 +11,7 @@ import click
 from ..core import context
 from ..services import queries
 from . import cli, json_option, lookup, opened, output, status_view
-from .listing import emit_page, limit_option, stream_rows
+from .listing import emit_page, limit_option, show, stream_rows
 
 
 @cli.command()
@@ -53,11 +53,7 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
         if session:
             session = lookup.session(conn, session)
         query = queries.agents_query(include_all=include_all, session=session)
-        if include_all:
-            stream_rows(queries.stream(conn, query), as_json, hide)
-            return
-        found = queries.page(conn, query, limit)
-    emit_page(found, as_json, "agents", "agents", hide)
+        show(conn, query, include_all, limit, as_json, "agents", "agents", hide)
 
 
 @cli.command()
@@ -72,11 +68,7 @@ def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
     query = queries.claims_query(include_released=include_all)
     with opened(root) as conn:
-        if include_all:
-            stream_rows(queries.stream(conn, query), as_json)
-            return
-        found = queries.page(conn, query, limit)
-    emit_page(found, as_json, "claims", "claims")
+        show(conn, query, include_all, limit, as_json, "claims", "claims")
 
 
 @cli.command(name="errors")
@@ -94,11 +86,7 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
     hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
     query = queries.errors_query(open_only=open_only)
     with opened(root) as conn:
-        if every:
-            stream_rows(queries.stream(conn, query), as_json, hide)
-            return
-        found = queries.page(conn, query, limit)
-    emit_page(found, as_json, "errors", "errors", hide)
+        show(conn, query, every, limit, as_json, "errors", "errors", hide)
 
 
 @cli.command(name="failed-paths")
@@ -115,11 +103,7 @@ def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> No
     """Approaches tried and rejected, newest first."""
     query = queries.failed_paths_query(include_all=include_all)
     with opened(root) as conn:
-        if include_all:
-            stream_rows(queries.stream(conn, query), as_json)
-            return
-        found = queries.page(conn, query, limit)
-    emit_page(found, as_json, "failed paths", "failed-paths")
+        show(conn, query, include_all, limit, as_json, "failed paths", "failed-paths")
 
 
 @cli.command(name="verdicts")
@@ -134,11 +118,7 @@ def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None
     """The judge's verdicts on finished work."""
     hide = () if as_json else ("raw", "verdict_json")
     with opened(root) as conn:
-        if every:
-            stream_rows(queries.stream(conn, queries.verdicts_query()), as_json, hide)
-            return
-        found = queries.page(conn, queries.verdicts_query(), limit)
-    emit_page(found, as_json, "verdicts", "verdicts", hide)
+        show(conn, queries.verdicts_query(), every, limit, as_json, "verdicts", "verdicts", hide)
 
 
 @cli.command()
