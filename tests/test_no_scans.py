@@ -118,3 +118,29 @@ def _nulls(sql: str) -> dict[str, None] | tuple[None, ...]:
     if numbered:
         return tuple(None for _ in range(max(numbered)))
     return tuple(None for _ in range(sql.count("?")))
+
+
+def test_hook_statements_are_compiled_once_not_per_binding(project: Path) -> None:
+    """SQLite 3.54 re-plans a statement on every new binding of `column = ?` unless the
+    planner's stability guarantee is on: a full compile per execute. The authorizer is called
+    only while compiling, so a second session of the same events must call it (almost) never."""
+    recorder = Recorder(project)
+    compiled = []
+
+    def authorizer(*args: Any) -> int:
+        compiled.append(args)
+        return apsw.SQLITE_OK
+
+    recorder.conn.authorizer = authorizer  # expires the cache: everything compiles anew
+    for n in (1, 2):
+        for payload in session_events(project, n):
+            recorder.send(payload)
+            recorder.advance(0.5)
+    warm = len(compiled)
+    compiled.clear()
+    for payload in session_events(project, 3):
+        recorder.send(payload)
+        recorder.advance(0.5)
+    recorder.conn.authorizer = None
+    assert warm > 100  # the first sessions compiled their statements
+    assert len(compiled) < 20, len(compiled)

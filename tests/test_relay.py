@@ -248,3 +248,37 @@ def test_a_package_planted_in_the_project_is_never_what_runs(
     assert wait_for(lambda: count(project, "vcs_tags", "status = 'pending'") == 0, seconds=20)
     assert count(project, "vcs_tags", "status = 'captured'") >= 1  # the real capture ran
     assert not marker.exists(), marker.read_text()
+
+
+def test_relayed_hooks_keep_the_write_ahead_log_bounded(
+    project: Path, resident: subprocess.Popen[bytes]
+) -> None:
+    """The resident process's connections leave SQLite's auto-checkpoint (inside the commit a
+    hook waits for) to checkpoints run after answering and by the sweeps: the WAL still never
+    grows far past SQLite's usual 1,000 pages."""
+    env = hook_env(project)
+
+    def burst(worker: int) -> None:
+        for n in range(40):
+            payload = fixture("PostToolUse.Edit", project)
+            payload["tool_use_id"] = f"wal-{worker}-{n}"
+            payload["tool_input"]["file_path"] = str(project / f"src/m{worker}_{n}.py")
+            done = subprocess.run(
+                hook_argv("PostToolUse"),
+                input=json.dumps(payload).encode(),
+                env=env,
+                capture_output=True,
+                timeout=60,
+            )
+            assert done.returncode == 0
+
+    threads = [threading.Thread(target=burst, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert count(project, "events", "tool_use_id LIKE 'wal-%'") == 320
+    assert status(project).get("relay_served", 0) >= 300  # relayed, not done by the hooks
+    frames = os.path.getsize(project / ".claude-session.db-wal") // (4096 + 24)
+    written = query(project, "SELECT count(*) FROM frames")[0][0]
+    assert written >= 320 and frames < 2500, frames
