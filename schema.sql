@@ -394,6 +394,16 @@ WHEN NEW.key IN ('prompts', 'file_edits', 'tool_failures', 'subagents', 'compact
     ON CONFLICT (session_id) DO UPDATE SET version = version + 1;
 END;
 
+-- Running counts of large tables, so `status` need not count a million rows. A tally holds
+-- the count up to a row id; a reader adds the rows past it (a short range of the primary key).
+-- The daemon moves it forward on its sweeps; `prune`, the only path that deletes events, drops
+-- it (the next sweep counts anew). Written off the hook's path only.
+CREATE TABLE tallies (
+    name       TEXT PRIMARY KEY,     -- the table counted ('events')
+    counted_to INTEGER NOT NULL,     -- its rows with id <= this one are in n
+    n          INTEGER NOT NULL
+);
+
 -- Session states, stored once per distinct content: canonical JSON and its SHA-256. A rowid
 -- table (states are large and their hashes random: rows go at the end, only the index of
 -- hashes takes random inserts). A state is written as JSON text and packed later, off the
@@ -563,4 +573,4 @@ CREATE TABLE memory_uses (
     PRIMARY KEY (session_id, scope, memory_id)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;

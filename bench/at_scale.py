@@ -396,6 +396,9 @@ def main() -> None:
                 check=False,
                 env=dict(os.environ, CLAUDE_SESSION_STATE_DIR=str(loaded.parent / "state")),
             )
+            tally = db.connect(str(loaded / ".claude-session.db"))
+            events.update_tally(tally)  # as the daemon's sweeps keep it (untimed)
+            tally.close()
             results["cli_ms"] = time_cli(loaded, args.python, args.cli_runs)
         for relayed in () if args.no_hooks else (True, False):
             how = "relayed" if relayed else "in_process"

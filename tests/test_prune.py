@@ -121,3 +121,36 @@ def test_on_a_terminal_it_asks_and_no_keeps_everything(project: Path) -> None:
     code, text = on_terminal(project, b"y")
     assert code == 0 and "rows removed" in text and "MB given back" in text
     assert count(project, "events") == 0
+
+
+def test_status_counts_events_from_the_daemons_tally_and_prune_resets_it(project: Path) -> None:
+    """`status` adds the rows past the daemon's tally to it instead of counting a million rows;
+    a prune drops the tally, so the count stays exact through deletions."""
+    from claude_session.services import daemon
+
+    history(project, sessions=2)
+
+    def shown() -> int:
+        done = cli(project, "status", "--json")
+        assert done.returncode == 0, done.stderr
+        return int(json.loads(done.stdout)["database"]["events"])
+
+    total = count(project, "events")
+    assert shown() == total  # no tally yet: every row counted
+    worker = daemon.Daemon(str(project))
+    worker.pass_once()
+    tally = apsw.Connection(str(project / ".claude-session.db"))
+    assert tally.execute("SELECT n FROM tallies WHERE name = 'events'").fetchall() == [(total,)]
+    # A tally that claims more than its rows hold shows through: `status` reads it.
+    tally.execute("UPDATE tallies SET n = n + 1000 WHERE name = 'events'")
+    assert shown() == total + 1000
+    tally.execute("UPDATE tallies SET n = n - 1000 WHERE name = 'events'")
+    history(project, sessions=1)  # new rows past the tally are added to it
+    assert shown() == count(project, "events") > total
+    worker.pass_once()
+    assert tally.execute("SELECT n FROM tallies").fetchall() == [(count(project, "events"),)]
+    assert cli(project, "prune", "--older-than", "30", "--yes").returncode == 0
+    assert tally.execute("SELECT count(*) FROM tallies").fetchall() == [(0,)]
+    assert shown() == count(project, "events") == 0
+    worker.close()
+    tally.close()

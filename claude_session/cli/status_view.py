@@ -9,7 +9,10 @@ from typing import Any
 
 from rich.text import Text
 
+from ..services import queries
 from . import output
+
+TABLE_ROWS = 10  # rows of a table in `status`; the section's own command lists them all
 
 
 def show(found: dict[str, Any]) -> None:
@@ -18,17 +21,20 @@ def show(found: dict[str, Any]) -> None:
         out.print(Text(output.escape_controls(line)), no_wrap=True, overflow="ellipsis")
     out.print()
     sections = [
-        ("sessions", found["sessions"], ("end_reason", "source", "started_at")),
-        ("agents", found["agents"], ("session_id", "tool_uses", "is_internal")),
-        ("claims", found["claims"], ("session_id",)),
-        ("open errors", found["open_errors"], ("attempts",)),
-        ("failed paths", found["failed_paths"], ()),
-        ("sessions never ended", found["sessions_never_ended"], ("resume_with",)),
+        ("sessions", found["sessions"], ("end_reason", "source", "started_at"), None),
+        ("agents", found["agents"], ("session_id", "tool_uses", "is_internal"), "agents"),
+        ("claims", found["claims"], ("session_id",), "claims"),
+        ("open errors", found["open_errors"], ("attempts",), "errors --open"),
+        ("failed paths", found["failed_paths"], (), "failed-paths"),
+        ("sessions never ended", found["sessions_never_ended"], ("resume_with",), None),
     ]
-    for label, rows, hidden in sections:
+    for label, rows, hidden, command in sections:
         if rows:
             shown = [{k: v for k, v in row.items() if k not in hidden} for row in rows]
-            out.print(output.table(shown, label, out.width))
+            out.print(output.table(shown[:TABLE_ROWS], label, out.width))
+            if len(shown) > TABLE_ROWS:
+                where = f" (`claude-session {command}`)" if command else ""
+                out.print(f"  ... {len(shown) - TABLE_ROWS} more{where}", highlight=False)
     output.emit_pairs(out, "database", database(found["database"]))
     output.emit_pairs(out, "daemon", found["daemon"])
     output.emit_pairs(out, "hooks", found["hooks"])
@@ -52,7 +58,8 @@ def headline(found: dict[str, Any]) -> list[str]:
         holders = " and ".join(str(a)[:10] for a in item["agents"])
         lines.append(f"  held by {holders}: {item['file_path']}")
     errors = now["open_errors"]
-    lines.append(f"open errors: {len(errors) or 'none'}")
+    more = " or more" if len(errors) >= queries.OPEN_ERRORS_SHOWN else ""
+    lines.append(f"open errors: {len(errors) or 'none'}{more}")
     for error in errors[:5]:
         tool = f"{error['tool_name']} " if error["tool_name"] else ""
         state = ", abandoned when its session ended" if error["state"] == "abandoned" else ""

@@ -290,6 +290,8 @@ def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
     with Immediate(conn):
         conn.execute(f"DELETE FROM events WHERE session_id IN ({old})", (before,))
         counts["events"] = conn.changes()
+        if counts["events"]:
+            conn.execute("DELETE FROM tallies WHERE name = 'events'")  # counted anew
         conn.execute(f"DELETE FROM hook_events WHERE session_id IN ({old})", (before,))
         counts["hook_events"] = conn.changes()
         counts["context_snapshots"] = store.prune_snapshots(conn, old, before)
@@ -297,3 +299,32 @@ def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
 
         counts["workspace_snapshot_pointers"] = frames.drop_pointers(conn, old, (before,))
     return counts
+
+
+def count(conn: apsw.Connection) -> int:
+    """How many events are stored: the tally (if a sweep made one) plus the rows past it, or
+    else every row counted."""
+    found = conn.execute(
+        "SELECT n + (SELECT count(*) FROM events WHERE id > counted_to) FROM tallies"
+        " WHERE name = 'events'"
+    ).fetchall()
+    if found:
+        return int(found[0][0])  # type: ignore[arg-type]
+    return int(conn.execute("SELECT count(*) FROM events").fetchall()[0][0])  # type: ignore[arg-type]
+
+
+def update_tally(conn: apsw.Connection) -> None:
+    """Move the events tally forward to the newest row (the daemon's sweeps, off the hook's
+    path): counts only the rows added since, except the first time."""
+    with Immediate(conn):
+        if not conn.execute("SELECT 1 FROM tallies WHERE name = 'events'").fetchall():
+            conn.execute(
+                "INSERT INTO tallies (name, counted_to, n)"
+                " SELECT 'events', coalesce(max(id), 0), count(*) FROM events"
+            )
+            return
+        conn.execute(
+            "UPDATE tallies SET n = n + (SELECT count(*) FROM events WHERE id > counted_to),"
+            " counted_to = (SELECT max(id) FROM events)"
+            " WHERE name = 'events' AND (SELECT max(id) FROM events) > counted_to"
+        )

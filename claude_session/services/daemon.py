@@ -22,7 +22,7 @@ from typing import Any
 import apsw
 import watchfiles
 
-from ..core import db, log, registry, spool, staleness, store
+from ..core import db, events, log, registry, spool, staleness, store
 from ..core.config import number
 from ..core.paths import DB_NAME, SPOOL_SUFFIX, db_path, spool_dir
 from . import configuration
@@ -217,6 +217,7 @@ class Daemon:
         try:
             self.ingest()
             self.sweep()
+            events.update_tally(self.connection())  # `status` counts from it
             self.checkpoint()
         except (db.DatabaseError, apsw.Error) as exc:
             log.error(self.root, "daemon", f"sweep failed: {type(exc).__name__}: {exc}")

@@ -11,6 +11,7 @@ from typing import Any
 import apsw
 
 from ..core import context, db, ladder, log, spool
+from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
 
 
@@ -30,7 +31,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             "path": path,
             "size_bytes": size,
             "schema_version": db.schema_version(conn),
-            "events": db.rows(conn, "SELECT count(*) AS n FROM events")[0]["n"],
+            "events": count_events(conn),
             "spool_backlog": spool.backlog(root),
             "spool_set_aside": set_aside,
             "spool_last_set_aside_reason": set_aside_reason,
@@ -353,17 +354,39 @@ def claims(
     return page(conn, claims_query(include_released=include_released), limit).rows
 
 
-def open_errors(conn: apsw.Connection) -> list[dict[str, Any]]:
-    """Errors not fixed yet, one row per ladder: the same rows the restored context lists
-    (what an ended session abandoned is still unfixed; an interrupted call is no failure)."""
+OPEN_ERRORS_SHOWN = 30  # ladders `status` lists; `errors --open` has them all
+
+
+def open_errors(conn: apsw.Connection, limit: int = OPEN_ERRORS_SHOWN) -> list[dict[str, Any]]:
+    """The newest `limit` ladders not fixed yet: the same rows the restored context lists
+    (what an ended session abandoned is still unfixed; an interrupted call is no failure).
+
+    Found by walking the unfixed rows newest first (their partial index) until `limit`
+    ladders are seen, then summing up just those: a project with years of abandoned ladders
+    is never aggregated whole."""
+    ladders: dict[tuple[Any, Any], None] = {}
+    for session_id, ladder_key in conn.execute(
+        "SELECT session_id, ladder_key FROM error_log INDEXED BY error_log_unfixed"
+        f" WHERE {ladder.UNFIXED} AND interrupted = 0 ORDER BY id DESC"
+    ):
+        ladders.setdefault((session_id, ladder_key), None)
+        if len(ladders) >= limit:
+            break
+    if not ladders:
+        return []
+    wanted = ", ".join("(?, ?)" for _ in ladders)
     found = db.rows(
         conn,
-        "SELECT session_id, tool_name, error_category,"
-        " coalesce(command, file_path, signature) AS what, max(attempt_number) AS attempts,"
-        " max(occurred_at) AS last_at,"
-        " CASE WHEN max(resolution = 'abandoned') THEN 'abandoned' ELSE 'open' END AS state"
-        f" FROM error_log WHERE {ladder.UNFIXED} AND interrupted = 0"
-        " GROUP BY session_id, ladder_key ORDER BY last_at DESC LIMIT 30",
+        f"WITH wanted (session_id, ladder_key) AS (VALUES {wanted})"
+        " SELECT e.session_id, e.tool_name, e.error_category,"
+        " coalesce(e.command, e.file_path, e.signature) AS what,"
+        " max(e.attempt_number) AS attempts, max(e.occurred_at) AS last_at,"
+        " CASE WHEN max(e.resolution = 'abandoned') THEN 'abandoned' ELSE 'open' END AS state"
+        " FROM wanted w JOIN error_log e INDEXED BY error_log_ladder"
+        " ON e.session_id = w.session_id AND e.ladder_key IS w.ladder_key"
+        f" WHERE {ladder.UNFIXED.replace('resolution', 'e.resolution')} AND e.interrupted = 0"
+        " GROUP BY e.session_id, e.ladder_key ORDER BY last_at DESC",
+        [value for pair in ladders for value in pair],
     )
     for row in found:
         row["step"] = ladder_step(int(row["attempts"] or 1))
