@@ -305,3 +305,26 @@ def test_demo_summary_agrees_with_its_restored_context_and_says_where_it_was() -
     ]
     assert "nonexistent_mod" in as_json["context"] and not as_json["hook_failures"]
     assert as_json["deleted"] is True and not Path(as_json["project"]).exists()
+
+
+def test_status_shows_the_newest_open_errors_and_where_to_see_the_rest(project: Path) -> None:
+    """35 ladders open: `status` says 30 or more, lists the newest 10 in its table and names
+    the command that lists them all; `status --json` holds the newest 30, newest first."""
+    from inproc import Recorder
+
+    recorder = Recorder(project)
+    for n in range(35):
+        failure = fixture("PostToolUseFailure.Bash", project) | {"session_id": SESSION}
+        failure["tool_use_id"] = f"fail-{n}"
+        failure["tool_input"] = {"command": f"make target_{n:02d}"}
+        recorder.send(failure)
+        recorder.advance(1)
+    recorder.close()
+    out = run("--project", str(project), "status", columns="120").stdout
+    assert "open errors: 30 or more" in out
+    table = out[out.index("\nopen errors ") :]
+    assert "make target_34" in table and "make target_25" in table
+    assert "make target_24" not in table
+    assert "... 20 more (`claude-session errors --open`)" in table
+    shown = json.loads(run("--project", str(project), "status", "--json").stdout)["open_errors"]
+    assert [e["what"] for e in shown] == [f"make target_{n:02d}" for n in range(34, 4, -1)]
