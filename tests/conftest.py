@@ -111,6 +111,13 @@ def count(project: Path, table: str, where: str = "1", params: Any = ()) -> int:
     return int(query(project, f"SELECT count(*) FROM {table} WHERE {where}", params)[0][0])
 
 
+def log_file(project: Path) -> Path:
+    """The project's log of internal errors (in our per-user state folder)."""
+    from claude_session.core.paths import log_path
+
+    return Path(log_path(str(project)))
+
+
 def spooled(project: Path) -> list[Path]:
     folder = project / ".claude-session.db.spool"
     return sorted(folder.glob("*.json")) if folder.exists() else []

@@ -11,7 +11,17 @@ import time
 from pathlib import Path
 
 import apsw
-from conftest import PYTHON, count, daemons_of, fixture, query, run_hook, spooled, wait_for
+from conftest import (
+    PYTHON,
+    count,
+    daemons_of,
+    fixture,
+    log_file,
+    query,
+    run_hook,
+    spooled,
+    wait_for,
+)
 from test_coordination import SESSION, agent_status, edit, set_config, start_agent
 from test_faults import hold_write_lock
 
@@ -169,7 +179,7 @@ def test_running_daemon_marks_stale_in_real_time_and_idles_out(
     # the session goes quiet too: closed out, then nothing live, then the daemon exits itself
     assert wait_for(lambda: not daemon_control.is_running(str(project)), seconds=30)
     assert query(project, "SELECT status FROM sessions") == [("ended",)]
-    assert "idle exit" in (project / ".claude-session.db.log").read_text()
+    assert "idle exit" in log_file(project).read_text()
 
 
 def test_session_start_hook_starts_the_daemon_without_waiting(
@@ -255,7 +265,7 @@ def test_daemon_moves_a_corrupt_database_aside_and_replays_the_spool(project: Pa
         ).stdout
     )
     assert status["database"]["moved_aside"] == [str(moved[0])]
-    assert "moved aside" in (project / ".claude-session.db.log").read_text()
+    assert "moved aside" in log_file(project).read_text()
 
 
 def test_daemon_never_moves_a_busy_database(project: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import PYTHON, count, fixture, hook_argv, hook_env, query, run_hook, spooled
+from conftest import PYTHON, count, fixture, hook_argv, hook_env, log_file, query, run_hook, spooled
 
 from claude_session.core import db, spool
 from claude_session.services import installer
@@ -93,7 +93,7 @@ def test_01_empty_stdin(project: Path) -> None:
         result = run_hook(event, b"", project)
         assert result.stdout == ""
     assert not (project / ".claude-session.db").exists()
-    assert "empty stdin" in (project / ".claude-session.db.log").read_text()
+    assert "empty stdin" in log_file(project).read_text()
 
 
 def test_03_slow_but_valid_stdin_is_read_whole(project: Path) -> None:
@@ -124,7 +124,7 @@ def test_04_05_08_malformed_or_not_an_object(project: Path, data: bytes) -> None
     result = run_hook("PreToolUse", data, project)
     assert result.stdout == ""
     assert not (project / ".claude-session.db").exists()  # no partial row
-    log = (project / ".claude-session.db.log").read_text()
+    log = log_file(project).read_text()
     assert "ERROR" in log and ("invalid JSON" in log or "not an object" in log)
 
 
@@ -173,7 +173,7 @@ def test_10_unbounded_stream_stops_at_the_cap(project: Path) -> None:
     yes.kill()
     assert done.returncode == 0 and done.stdout == b""
     assert time.perf_counter() - started < 5
-    assert "oversized payload" in (project / ".claude-session.db.log").read_text()
+    assert "oversized payload" in log_file(project).read_text()
 
 
 def test_11_missing_fields(project: Path) -> None:

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import FIXTURES, RECORDED_PROJECT, hook_argv, hook_env
+from conftest import FIXTURES, RECORDED_PROJECT, hook_argv, hook_env, log_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -102,7 +102,7 @@ def test_the_hook_survives_whatever_it_is_sent(
     if is_object:
         assert stored >= 1 or _user_spooled(), "a JSON object was neither stored nor spooled"
     elif stored == 0:
-        log = project / ".claude-session.db.log"
+        log = log_file(project)
         assert not data.strip() or log.exists(), "a rejected input left no log line"
     shutil.rmtree(project, ignore_errors=True)
 

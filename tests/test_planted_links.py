@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import fixture, run_hook, spooled
+from conftest import fixture, log_file, run_hook, spooled
 
 VICTIM_TEXT = b"precious data the user can write\n"
 
@@ -32,7 +32,7 @@ def test_a_link_at_the_database_files_is_refused(project: Path, victim: Path, su
     run_hook("PostToolUse", payload, project)
     assert victim.read_bytes() == VICTIM_TEXT
     assert len(spooled(project)) == 1  # the event is kept
-    log = (project / ".claude-session.db.log").read_text()
+    log = log_file(project).read_text()
     assert "symbolic link" in log
 
 
@@ -57,7 +57,7 @@ def test_a_link_at_git_info_exclude_is_not_written_through(project: Path, victim
 
 
 def test_a_link_at_the_log_is_not_written_through(project: Path, victim: Path) -> None:
-    os.symlink(victim, project / ".claude-session.db.log")
+    os.symlink(victim, log_file(project))
     run_hook("PreToolUse", b"{not json", project)  # something to log
     assert victim.read_bytes() == VICTIM_TEXT
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import PYTHON, fixture, run_hook
+from conftest import PYTHON, fixture, log_file, run_hook
 
 from claude_session.services import capture_control, daemon_control
 
@@ -38,6 +38,7 @@ def test_runtime_files_live_in_the_per_user_state_keyed_by_the_root(
         daemon_control.status_path(str(one)),
         daemon_control.stop_marker_path(str(one)),
         capture_control.lock_path(str(one)),
+        log_file(one),
     ):
         assert Path(path).is_relative_to(isolated_state), path
     assert daemon_control.lock_path(str(one)) != daemon_control.lock_path(str(two))
@@ -60,5 +61,7 @@ def test_a_recorded_session_leaves_only_the_database_in_the_project(project: Pat
     deadline = time.monotonic() + 20
     while capture_control.is_running(str(project)) and time.monotonic() < deadline:
         time.sleep(0.05)
+    run_hook("PreToolUse", b"{not json", project)  # an internal error: written to the log
+    assert "invalid" in log_file(project).read_text().lower()
     left = {p.name for p in project.iterdir()} - {"src", "hello.py"}
     assert left <= ALLOWED | {".claude-session.db.spool"}, left

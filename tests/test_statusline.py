@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 import pytest
-from conftest import PYTHON, WheelInstall, fixture, hook_env, query, run_hook
+from conftest import PYTHON, WheelInstall, fixture, hook_env, log_file, query, run_hook
 
 from claude_session.core import errors, ladder, statusline
 from claude_session.services import installer, statusline_setup
@@ -314,7 +314,7 @@ def test_a_rollback_journal_database_locked_exclusively_gives_a_blank_line(
     finally:
         writer.execute("ROLLBACK")
         writer.close()
-    log = project / ".claude-session.db.log"
+    log = log_file(project)
     assert not log.exists() or " ERROR [" not in log.read_text()
     assert show(sample(project)) == "cs: 1 agent running\n"
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..core import context, db, spool
-from ..core.paths import DB_NAME
+from ..core.paths import log_path
 from ..services import queries
 from . import cli, json_option, lookup, opened, output, status_view
 
@@ -83,7 +83,7 @@ def daemon_start(root: Path, as_json: bool) -> None:
         time.sleep(0.05)
     pid = daemon_control.running_pid(str(root))
     if pid is None:
-        raise click.ClickException(f"the daemon did not start; see {root / (DB_NAME + '.log')}")
+        raise click.ClickException(f"the daemon did not start; see {log_path(str(root))}")
     if as_json:
         output.emit({"started": started, "pid": pid}, "json")
     else:

@@ -37,7 +37,8 @@ def spool_dir(root: str) -> str:
 
 
 def log_path(root: str) -> str:
-    return db_path(root) + LOG_SUFFIX
+    """The project's log of internal errors: with our per-user state, out of the project."""
+    return project_file(root, LOG_SUFFIX)
 
 
 def user_state_dir() -> str:
