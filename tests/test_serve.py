@@ -339,3 +339,30 @@ def test_serve_json_says_where_it_listens(recorded: Path) -> None:
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(10)
+
+
+def test_serve_open_hands_the_tokened_url_to_the_browser(recorded: Path, tmp_path: Path) -> None:
+    """`--open` starts the user's browser ($BROWSER, as Python's webbrowser reads it) on the
+    very URL it prints, token included; a stand-in browser writes down what it was given."""
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
+    browser.chmod(0o755)
+    process = subprocess.Popen(
+        [CLI, "serve", "--open", "--json", "--project", str(recorded)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=hook_env(recorded, BROWSER=str(browser)),
+    )
+    try:
+        assert process.stdout is not None
+        where = json.loads(process.stdout.readline())
+        assert wait_for(lambda: opened.exists() and opened.read_text())
+        token = where["url"].removeprefix(f"http://127.0.0.1:{where['port']}/").strip("/")
+        assert opened.read_text() == where["url"] and len(token) >= 24
+        with urllib.request.urlopen(opened.read_text(), timeout=30) as page:
+            assert page.status == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(10)

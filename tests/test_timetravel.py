@@ -167,6 +167,9 @@ def test_the_state_before_each_tool_call_is_recoverable_byte_for_byte(repo: Path
     diff = json.loads(cli(repo, "diff", f"{SESSION}:{edit}", f"{SESSION}:{bash}", "--json").stdout)
     assert {(s["path"]) for s in diff["files"]["stat"]} == {"src/app.py", "old.txt", "made.txt"}
     assert "-VALUE = 2" in diff["files"]["diff"] and "+VALUE = 3" in diff["files"]["diff"]
+    text = cli(repo, "diff", f"{SESSION}:{write}", f"{SESSION}:{bash}", "--stat").stdout
+    assert "claims added" in text and "src/app.py (+1 -1)" in text
+    assert max(len(line) for line in text.splitlines()) <= 80, text  # folded, piped: 80 columns
     # Back to before the Bash command (the frame after the Edit): byte for byte.
     plan = json.loads(cli(repo, "revert", f"{SESSION}:{edit}", "--dry-run", "--json").stdout)
     assert sorted((c["action"], c["path"]) for c in plan["changes"]) == [

@@ -331,6 +331,23 @@ def _booleans(data: Any, key: str = "") -> Any:
     return data
 
 
+def echo_wrapped(line: str, indent: int = 4) -> None:
+    """One line of recorded text, escaped and folded at the console's width (80 when piped,
+    or `COLUMNS`), its continuation lines indented under it: nothing is cut."""
+    import textwrap
+
+    text = escape_controls(line)
+    lead = len(text) - len(text.lstrip(" "))
+    for part in textwrap.wrap(
+        text,
+        width=max(console().width, 40),
+        subsequent_indent=" " * (lead + indent),
+        break_on_hyphens=False,
+        drop_whitespace=True,
+    ) or [""]:
+        print(part)
+
+
 def echo_text(text: str) -> None:
     """Print multi-line recorded text (the restored context) with its controls escaped."""
     Console(highlight=False, soft_wrap=True, markup=False).print(

@@ -134,24 +134,25 @@ def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
     if as_json:
         output.emit(result, "json")
         return
-    click.echo(f"state {ref_a} -> {ref_b}:")
+    say = output.echo_wrapped
+    say(f"state {ref_a} -> {ref_b}:")
     if timetravel.is_empty(state):
-        click.echo("  no change")
+        say("  no change")
     for section in ("agents", "claims", "errors", "failed_paths"):
         for how in ("added", "removed", "changed"):
             for item in state[section][how]:
-                click.echo(output.escape_controls(f"  {section} {how}: {_brief(item)}"))
+                say(f"  {section} {how}: {_brief(item)}")
     if state["task"]:
-        click.echo(output.escape_controls(f"  task: {state['task'][0]!r} -> {state['task'][1]!r}"))
+        say(f"  task: {state['task'][0]!r} -> {state['task'][1]!r}")
     for key, (before, after) in state["counters"].items():
-        click.echo(f"  {key}: {before} -> {after}")
+        say(f"  {key}: {before} -> {after}")
     if "error" in files:
-        click.echo(output.escape_controls(f"files: {files['error']}"))
+        say(f"files: {files['error']}")
         return
-    click.echo(f"files {ref_a} -> {ref_b}: {len(files['stat'])} changed")
+    say(f"files {ref_a} -> {ref_b}: {len(files['stat'])} changed")
     for item in files["stat"]:
         counts = "binary" if item["added"] is None else f"+{item['added']} -{item['deleted']}"
-        click.echo(output.escape_controls(f"  {item['path']} ({counts})"))
+        say(f"  {item['path']} ({counts})")
     if not stat and files.get("diff"):
         output.echo_text(files["diff"])
 
