@@ -84,8 +84,9 @@ def connect(
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     flags |= apsw.SQLITE_OPEN_NOFOLLOW
     try:
-        # Every event runs ~13 distinct statements and the event types differ: apsw's default
-        # cache of 16 prepared statements thrashed across a session's mix.
+        # Every event runs ~18 distinct statements and the event types differ: apsw's default
+        # cache of 16 prepared statements thrashed across a session's mix, and 128 still let a
+        # long-lived process (the resident one) drop the rarer events' statements.
         conn = apsw.Connection(path, flags=flags, statementcachesize=512)
         conn.setbusytimeout(busy_timeout_ms)
         # SQLite 3.54 re-plans a statement on every new binding of `col = ?` (the planner
