@@ -84,10 +84,11 @@ def daemon_start(root: Path, as_json: bool) -> None:
     pid = daemon_control.running_pid(str(root))
     if pid is None:
         raise click.ClickException(f"the daemon did not start; see {log_path(str(root))}")
-    if as_json:
-        output.emit({"started": started, "pid": pid}, "json")
-    else:
-        click.echo(f"daemon {'started' if started else 'already running'} (pid {pid})")
+    output.reply(
+        {"started": started, "pid": pid},
+        f"daemon {'started' if started else 'already running'} (pid {pid})",
+        as_json,
+    )
 
 
 @daemon.command(name="stop")
@@ -98,10 +99,9 @@ def daemon_stop(root: Path, as_json: bool) -> None:
     from ..services import daemon_control
 
     stopped = daemon_control.stop(str(root))
-    if as_json:
-        output.emit({"stopped": stopped}, "json")
-    else:
-        click.echo("daemon stopped" if stopped else "daemon not running")
+    output.reply(
+        {"stopped": stopped}, "daemon stopped" if stopped else "daemon not running", as_json
+    )
 
 
 @daemon.command(name="status")
@@ -160,10 +160,11 @@ def fail(
                 found = ladder.resolve_failed_path(conn, resolve)
             if not found:
                 raise click.ClickException(f"no failed path {resolve}")
-            if as_json:
-                output.emit({"id": resolve, "resolved": True}, "json")
-            else:
-                click.echo(f"failed path {resolve} is no longer shown")
+            output.reply(
+                {"id": resolve, "resolved": True},
+                f"failed path {resolve} is no longer shown",
+                as_json,
+            )
             return
         if not approach or not reason:
             raise click.UsageError('give the approach and --reason "why it failed"')
@@ -184,10 +185,7 @@ def fail(
                 time.time(),
                 number(configuration.load_or_defaults(str(root)).values, "failed_path_ttl_days"),
             )
-    if as_json:
-        output.emit({"id": new_id, "recorded": True}, "json")
-    else:
-        click.echo(f"failed path {new_id} recorded")
+    output.reply({"id": new_id, "recorded": True}, f"failed path {new_id} recorded", as_json)
 
 
 @cli.command()
@@ -267,10 +265,11 @@ def ingest(root: Path, as_json: bool) -> None:
     before = spool.backlog(str(root))
     with opened(root):  # opening ingests
         waiting = spool.backlog(str(root))
-    if as_json:
-        output.emit({"ingested": max(0, before - waiting), "waiting": waiting}, "json")
-    else:
-        click.echo(f"{waiting} events still waiting in the spool")
+    output.reply(
+        {"ingested": max(0, before - waiting), "waiting": waiting},
+        f"{waiting} events still waiting in the spool",
+        as_json,
+    )
 
 
 @cli.command()

@@ -99,10 +99,11 @@ def memory_add(
     except memories.MemoryProblem as exc:
         raise click.ClickException(str(exc)) from exc
     label = f"g{memory_id}" if scope == "global" else str(memory_id)
-    if as_json:
-        output.emit({"id": label, "new": new}, "json")
-    else:
-        click.echo(f"memory {label} {'added' if new else 'strengthened (already known)'}")
+    output.reply(
+        {"id": label, "new": new},
+        f"memory {label} {'added' if new else 'strengthened (already known)'}",
+        as_json,
+    )
 
 
 @memory.command(name="list")
@@ -265,10 +266,7 @@ def memory_forget(root: Path, memory_id: str, as_json: bool) -> None:
     with _holding(root, scope) as conn, db.Immediate(conn):
         if not memories.forget(conn, number, time.time()):
             raise click.ClickException(f"no memory {memory_id!r}")
-    if as_json:
-        output.emit({"id": memory_id, "forgotten": True}, "json")
-    else:
-        click.echo(f"memory {memory_id} forgotten")
+    output.reply({"id": memory_id, "forgotten": True}, f"memory {memory_id} forgotten", as_json)
 
 
 @memory.command(name="export")
@@ -327,10 +325,9 @@ def memory_import(root: Path, source: Any, as_json: bool) -> None:
             except memories.MemoryProblem as exc:
                 raise click.ClickException(f"cannot import {item['text'][:60]!r}: {exc}") from exc
             counts["added" if new else "strengthened"] += 1
-    if as_json:
-        output.emit(counts, "json")
-    else:
-        click.echo(f"{counts['added']} added, {counts['strengthened']} already known")
+    output.reply(
+        counts, f"{counts['added']} added, {counts['strengthened']} already known", as_json
+    )
 
 
 def _parse_line(line: str) -> dict[str, Any] | None:

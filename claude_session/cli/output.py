@@ -22,6 +22,7 @@ import json
 import time
 from typing import Any
 
+import click
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -193,6 +194,14 @@ def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
             _section(out, name, section)
     else:
         _section(out, title or "", data)
+
+
+def reply(data: Any, text: str, as_json: bool) -> None:
+    """A command's outcome: `data` as JSON with --json, else one line of text for people."""
+    if as_json:
+        emit(data, "json")
+    else:
+        click.echo(text)
 
 
 def _section(out: Console, name: str, section: Any) -> None:

@@ -40,10 +40,7 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise click.ClickException(output.escape_controls(f"no state key {key!r}{hint}"))
         value = project_state.get(conn, key)
-    if as_json:
-        output.emit({"key": key, "value": value}, "json")
-    else:
-        click.echo(output.escape_controls(value or ""))
+    output.reply({"key": key, "value": value}, output.escape_controls(value or ""), as_json)
 
 
 @state.command(name="set")
@@ -57,10 +54,11 @@ def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
         changed = project_state.set_values(
             conn, {key: value}, time.time(), f"claude-session state set (by {_who()})"
         )
-    if as_json:
-        output.emit({"key": key, "value": value, "changed": bool(changed)}, "json")
-    else:
-        click.echo(f"{key} {'set' if changed else 'unchanged'}")
+    output.reply(
+        {"key": key, "value": value, "changed": bool(changed)},
+        f"{key} {'set' if changed else 'unchanged'}",
+        as_json,
+    )
 
 
 @state.command(name="unset")
@@ -75,10 +73,7 @@ def state_unset(root: Path, key: str, as_json: bool) -> None:
         )
     if not gone:
         raise click.ClickException(output.escape_controls(f"no state key {key!r}"))
-    if as_json:
-        output.emit({"key": key, "removed": True}, "json")
-    else:
-        click.echo(f"{key} removed")
+    output.reply({"key": key, "removed": True}, f"{key} removed", as_json)
 
 
 @state.command(name="list")

@@ -384,7 +384,7 @@ def open_errors(conn: apsw.Connection, limit: int = OPEN_ERRORS_SHOWN) -> list[d
         " CASE WHEN max(e.resolution = 'abandoned') THEN 'abandoned' ELSE 'open' END AS state"
         " FROM wanted w JOIN error_log e INDEXED BY error_log_ladder"
         " ON e.session_id = w.session_id AND e.ladder_key IS w.ladder_key"
-        f" WHERE {ladder.UNFIXED.replace('resolution', 'e.resolution')} AND e.interrupted = 0"
+        f" WHERE {ladder.UNFIXED} AND interrupted = 0"  # error_log's: `wanted` has neither
         " GROUP BY e.session_id, e.ladder_key ORDER BY last_at DESC",
         [value for pair in ladders for value in pair],
     )
