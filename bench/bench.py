@@ -141,6 +141,9 @@ def main() -> None:
         (Path(scratch) / "none").mkdir()  # a folder with no database, for the status line
         # the daemon is measured on its own below
         env = hook_env(project, Path(scratch), CLAUDE_SESSION_NO_DAEMON="1")
+        # The hooks' state folder is this process's too: the daemon control and the log path
+        # below must find what the hooks made.
+        os.environ["CLAUDE_SESSION_STATE_DIR"] = env["CLAUDE_SESSION_STATE_DIR"]
         site = (
             Path(os.path.abspath(venv_python)).parent.parent
             / "lib"
@@ -227,6 +230,9 @@ def main() -> None:
 def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
     import apsw
 
+    from claude_session.core import paths
+    from claude_session.services import daemon_control
+
     project = scratch / "storm"
     project.mkdir()
     env = hook_env(project, scratch)
@@ -243,11 +249,12 @@ def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
         out, _ = proc.communicate(data, timeout=120)
         errors += proc.returncode != 0 or out.strip() != b""
     wall = (time.perf_counter() - started) * 1000
+    daemon_control.stop(str(project))  # the hooks started one, as in a real session
     conn = apsw.Connection(str(project / ".claude-session.db"))
     stored = conn.execute("SELECT count(*) FROM events").fetchall()[0][0]
     spool = project / ".claude-session.db.spool"
     spooled = len(list(spool.glob("*.json"))) if spool.exists() else 0
-    log = project / ".claude-session.db.log"
+    log = Path(paths.log_path(str(project)))
     errors += log.read_text().count(" ERROR [") if log.exists() else 0
     return {
         "processes": n,
