@@ -495,7 +495,9 @@ def test_34_older_schema_is_migrated_keeping_rows(project: Path) -> None:
 # --- environment --------------------------------------------------------------------------
 
 
-def test_38_broken_environment(project: Path, tmp_path: Path) -> None:
+def test_38_broken_environment(project: Path, tmp_path: Path, reap_daemons: None) -> None:
+    # No HOME and no CLAUDE_SESSION_NO_DAEMON: the hook starts the project's resident process,
+    # which `reap_daemons` stops afterwards.
     gone = tmp_path / "cwd-that-vanished"
     gone.mkdir()
     proc = subprocess.Popen(
