@@ -30,11 +30,11 @@ def show(found: dict[str, Any]) -> None:
     ]
     for label, rows, hidden, command in sections:
         if rows:
-            shown = [{k: v for k, v in row.items() if k not in hidden} for row in rows]
-            out.print(output.table(shown[:TABLE_ROWS], label, out.width))
-            if len(shown) > TABLE_ROWS:
+            shown = [{k: v for k, v in row.items() if k not in hidden} for row in rows[:TABLE_ROWS]]
+            out.print(output.table(shown, label, out.width))
+            if len(rows) > TABLE_ROWS:
                 where = f" (`claude-session {command}`)" if command else ""
-                out.print(f"  ... {len(shown) - TABLE_ROWS} more{where}", highlight=False)
+                out.print(f"  ... {len(rows) - TABLE_ROWS} more{where}", highlight=False)
     output.emit_pairs(out, "database", database(found["database"]))
     output.emit_pairs(out, "daemon", found["daemon"])
     output.emit_pairs(out, "hooks", found["hooks"])
