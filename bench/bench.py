@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Hook benchmark: wall time of real hook processes and of the status line next to the bare
-interpreter, and a 64-process concurrency storm. Figures, not pass/fail: the README quotes them.
+interpreter, a 64-process concurrency storm, and 8 agents' events relayed at once to the resident
+process. Figures, not pass/fail: the README quotes them.
 
     .venv/bin/python bench/bench.py [--runs 60] [--concurrency 64] [--json]
+        [--senders 8] [--relayed-events 200]
         [--python /path/to/wheel-venv/bin/python] [--wall-only]
 
 `--python` times another install (e.g. a wheel in a fresh venv): its interpreter, and the hook
@@ -116,6 +118,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--senders", type=int, default=8, help="for the relayed storm")
+    parser.add_argument(
+        "--relayed-events", type=int, default=200, help="each sender's, in the relayed storm"
+    )
     parser.add_argument("--agents", type=int, default=10_000, help="for the sweep benchmark")
     parser.add_argument("--events", type=int, default=1_000_000, help="for the sweep benchmark")
     parser.add_argument("--python", default=sys.executable, help="the install's interpreter")
@@ -185,6 +191,9 @@ def main() -> None:
         ).stdout.decode()
         if not args.wall_only:
             results["concurrency"] = storm(args.concurrency, venv_python, hook_entry, Path(scratch))
+            results["relayed"] = relayed(
+                args.senders, args.relayed_events, venv_python, hook_entry, Path(scratch)
+            )
             results["session_start_with_daemon"] = daemon_start_cost(
                 args.runs, venv_python, hook_entry, Path(scratch)
             )
@@ -225,6 +234,13 @@ def main() -> None:
         f"\n{c['processes']} concurrent PostToolUse hooks: sent {c['sent']}, stored {c['stored']},"
         f" spooled {c['spooled']}, errors {c['errors']}, wall {c['wall_ms']:.0f} ms"
     )
+    r = results["relayed"]
+    print(
+        f"{r['senders']} agents handing {r['events']} PostToolUse events to the resident process:"
+        f" stored {r['stored']} ({r['not_relayed']} done by the hook itself),"
+        f" {r['events_per_s']} events/s; each hand-over median {r['median_ms']} ms,"
+        f" p90 {r['p90_ms']} ms, max {r['max_ms']} ms"
+    )
 
 
 def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
@@ -263,6 +279,102 @@ def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
         "spooled": spooled,
         "errors": errors,
         "wall_ms": round(wall, 1),
+    }
+
+
+EXTRA_ENV: dict[str, str] = {}
+RELAY_SENDER = """
+import json, os, sys, time
+from claude_session.runtime import relay
+root = os.environ["CLAUDE_PROJECT_DIR"]
+took, missed = [], 0
+with open(sys.argv[1], encoding="utf-8") as f:
+    batch = json.load(f)
+for raw in batch:
+    started = time.perf_counter()
+    answered, _ = relay.deliver(
+        root, "PostToolUse", raw.encode(), None, time.time(), started, os.urandom(12).hex()
+    )
+    took.append((time.perf_counter() - started) * 1000)
+    missed += answered is None
+print(json.dumps({"took": took, "missed": missed}))
+"""
+
+
+def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
+    """Recording under many agents at once: `senders` processes each hand the project's
+    resident process `each` PostToolUse(Edit) events, one after another, through the hooks'
+    own client (no process start per event, so the figure is the resident process's). Workspace
+    snapshots on, as for a user. Rate between the first and the last event stored; each
+    hand-over's wall time, acknowledgement to answer."""
+    import apsw
+
+    from claude_session.services import daemon_control
+
+    project = scratch / "relayed"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    env = hook_env(project, scratch, CLAUDE_SESSION_NO_DAEMON="1", **EXTRA_ENV)
+    timed(
+        installer.hook_argv("SessionStart", python, entry),
+        payload("SessionStart.startup", project, 0),
+        env,
+    )
+    resident = subprocess.Popen(
+        [python, "-P", "-m", "claude_session.resident", "--project", str(project)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    status = Path(daemon_control.status_path(str(project)))
+    wait_until(lambda: status.exists() and json.loads(status.read_text()).get("relay_socket"))
+    procs = []
+    for worker in range(senders):
+        batch = []
+        for n in range(each):
+            data = json.loads(payload("PostToolUse.Edit", project, worker * each + n))
+            data["tool_input"]["file_path"] = str(project / f"src/agent{worker}/m{n % 20}.py")
+            batch.append(json.dumps(data))
+        batch_file = scratch / f"relayed-{worker}.json"
+        batch_file.write_text(json.dumps(batch))
+        procs.append(  # not run from a checkout, whose package `-c` would import
+            subprocess.Popen(
+                [python, "-c", RELAY_SENDER, str(batch_file)],
+                env=env,
+                stdout=subprocess.PIPE,
+                cwd=scratch,
+            )
+        )
+    took: list[float] = []
+    missed = 0
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        found = json.loads(out)
+        took += found["took"]
+        missed += found["missed"]
+    fields = Path(f"/proc/{resident.pid}/stat").read_text().rpartition(")")[2].split()
+    resident_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime+stime
+    resident.terminate()
+    resident.wait(30)
+    daemon_control.stop(str(project))
+    conn = apsw.Connection(str(project / ".claude-session.db"))
+    stored, first, last = conn.execute(
+        "SELECT count(*), min(received_at), max(received_at) FROM events"
+        " WHERE hook_event_name = 'PostToolUse'"
+    ).fetchall()[0]
+    conn.close()
+    ordered = sorted(took)
+    return {
+        "senders": senders,
+        "events": senders * each,
+        "stored": stored,
+        "not_relayed": missed,
+        "events_per_s": round(stored / (last - first)),
+        "resident_cpu_ms_per_event": round(resident_cpu * 1000 / stored, 2),
+        "median_ms": round(statistics.median(ordered), 2),
+        "p90_ms": round(ordered[int(len(ordered) * 0.9)], 2),
+        "max_ms": round(ordered[-1], 1),
     }
 
 

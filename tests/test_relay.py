@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from conftest import (
     PYTHON,
@@ -28,6 +29,7 @@ from conftest import (
     wait_for,
 )
 
+from claude_session.core import db
 from claude_session.runtime import relay
 from claude_session.services import daemon_control
 
@@ -299,3 +301,54 @@ def test_relayed_hooks_keep_the_write_ahead_log_bounded(
     assert [sender.wait(240) for sender in senders] == [0] * 8  # every event relayed
     assert count(project, "events", "tool_use_id LIKE 'wal-%'") == 2400
     assert 0 < largest < 12_000, largest  # 3,300 idle, 5,200 with both cores busy
+
+
+def test_threads_of_one_process_take_turns_on_its_writer_lock(tmp_path: Path) -> None:
+    """With no busy timeout, a second writer thread fails at once while the first holds the
+    write lock; with the process's writer lock (as the resident process sets it) it waits its
+    turn and commits right after the first."""
+    path = str(tmp_path / "turns.db")
+    setup = apsw.Connection(path)
+    setup.execute("PRAGMA journal_mode = WAL").fetchall()
+    setup.execute("CREATE TABLE t (writer TEXT)")
+    first, second = apsw.Connection(path), apsw.Connection(path)
+    for conn in (first, second):
+        conn.setbusytimeout(0)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with db.Immediate(first):
+            first.execute("INSERT INTO t VALUES ('first')")
+            holding.set()
+            release.wait(10)
+
+    def second_writer() -> None:
+        with db.Immediate(second):
+            second.execute("INSERT INTO t VALUES ('second')")
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    with pytest.raises(apsw.BusyError):  # SQLite alone: busy at once
+        second_writer()
+    release.set()
+    holder.join(10)
+
+    db.serialize_writers(threading.RLock())
+    try:
+        holding.clear()
+        release.clear()
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(10)
+        waiter = threading.Thread(target=second_writer)
+        waiter.start()
+        time.sleep(0.2)
+        assert waiter.is_alive()  # waiting for its turn, not failed
+        release.set()
+        waiter.join(10)
+        holder.join(10)
+    finally:
+        db.serialize_writers(None)
+    order = [row[0] for row in setup.execute("SELECT writer FROM t ORDER BY rowid")]
+    assert order == ["first", "first", "second"]

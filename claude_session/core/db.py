@@ -38,20 +38,55 @@ class Immediate:
 
     apsw's own `with conn:` is a deferred savepoint: a read followed by a write in it fails
     with SQLITE_BUSY_SNAPSHOT at once under concurrency, whatever the busy timeout.
+
+    In a process whose threads write at once (the resident one), they first queue on the
+    process's writer lock (`serialize_writers`): a thread waiting there wakes the moment the
+    writer before it commits, where SQLite's busy handler sleeps 1, 2, 5 ... 100 ms between
+    tries (measured: 8 relayed writers had a p90 of 70 ms and a worst case past a second).
     """
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
+        self.held: Any = None
 
     def __enter__(self) -> apsw.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        lock = _writers
+        if lock is not None:
+            if not lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+                raise apsw.BusyError("another thread of this process holds the write lock")
+            self.held = lock
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._release()
+            raise
         return self.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.conn.execute("COMMIT")
-        elif not self.conn.getautocommit():
-            self.conn.execute("ROLLBACK")
+        try:
+            if exc_type is None:
+                self.conn.execute("COMMIT")
+            elif not self.conn.getautocommit():
+                self.conn.execute("ROLLBACK")
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.held is not None:
+            self.held.release()
+            self.held = None
+
+
+# The process's writer lock, when its threads write at once; hooks (one thread) have none and
+# never import `threading` (~1 ms).
+_writers: "Any" = None
+
+
+def serialize_writers(lock: "Any") -> None:
+    """From now on every `Immediate` of this process holds `lock` (a threading.RLock) for the
+    length of its transaction."""
+    global _writers
+    _writers = lock
 
 
 def connect(

@@ -98,12 +98,14 @@ def process(
     dispatcher: str | None = None,
     connect: "Connect | None" = None,
     start_daemon: bool = False,
+    scratch: "apsw.Connection | None" = None,
 ) -> None:
     """One hook run, wherever it runs (this process, or the resident one for a relayed hook):
     the answer goes into `outcome`, side effects into `outcome.deferred`.
 
     `root_hint`: the project the relaying hook named; `connect`: the resident process's own
-    open connections; `start_daemon`: no resident process answered, start one."""
+    open connections; `start_daemon`: no resident process answered, start one; `scratch`: an
+    in-memory connection to use for JSON (the resident process reuses its own)."""
     import apsw
 
     from ..core import config, db, event, events
@@ -120,7 +122,8 @@ def process(
     if not raw.strip():
         _log("WARNING", known_root, event_hint, "empty stdin: nothing to record")
         return
-    scratch = apsw.Connection(":memory:")  # SQLite is the JSON parser and encoder here
+    if scratch is None:
+        scratch = apsw.Connection(":memory:")  # SQLite is the JSON parser and encoder here
     try:
         ev, truncated = event.load(scratch, raw, event_hint)
     except event.BadPayload as exc:
@@ -173,7 +176,8 @@ def process(
         _spool(spool_dir(root), ev, delivery, root, prepared, reason)
         conn = reader = _reader(root)
     else:
-        if os.path.isdir(spool_dir(root)):
+        # The resident process's own watch ingests the spool; a hook on its own does it here.
+        if connect is None and os.path.isdir(spool_dir(root)):
             outcome.deferred.append(lambda: _ingest_spool(root, connect))
     if handler.after is not None:
         after = handler.after

@@ -29,6 +29,7 @@ from . import configuration
 from .daemon_control import lock_path, status_path, stopped_since
 
 Clock = Callable[[], float]
+PUBLISH_SECONDS = 0.05  # a counter's change reaches the status file within this
 
 
 def acquire_lock(root: str, attempts: int = 25) -> int | None:
@@ -69,13 +70,26 @@ class Daemon:
         }
         self.config: dict[str, object] = configuration.load_or_defaults(root).values
         self.status_lock = threading.Lock()  # a companion's threads count and publish too
+        self.publishing = False  # a write of the status file is due (see `count`)
 
     def count(self, key: str, amount: int = 1, **also: Any) -> None:
-        """Add to a counter of the status file (and set other values), then publish it: what
-        a companion serves shows at once, not at the next sweep."""
+        """Add to a counter of the status file (and set other values), then publish it within
+        PUBLISH_SECONDS: what a companion serves shows at once, not at the next sweep. One
+        write for a burst: a file written and renamed per relayed hook was a fifth of the
+        resident process's time under 8 hooks at once (measured)."""
         with self.status_lock:
             self.stats[key] = self.stats.get(key, 0) + amount
             self.stats.update(also)
+            if self.publishing:
+                return
+            self.publishing = True
+        timer = threading.Timer(PUBLISH_SECONDS, self._publish)
+        timer.daemon = True
+        timer.start()
+
+    def _publish(self) -> None:
+        with self.status_lock:
+            self.publishing = False
         self.write_status()
 
     # --- one pass ------------------------------------------------------------------------
