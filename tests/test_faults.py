@@ -600,3 +600,45 @@ def test_24_the_cli_on_a_read_only_database_is_one_clear_line(project: Path) -> 
         )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1
+
+
+@pytest.mark.parametrize("where", ["PostToolUse's writer", "executions.track", "frames.commit"])
+def test_a_bug_in_our_derivation_still_keeps_the_event(
+    project: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Wherever our own derivation fails (a stand-in raises there: the bug), the hook keeps
+    the event and its audit row, says why in the log and the audit note, and answers as if
+    we were not there. Before, a bug outside the event type's own writer (the tool call, the
+    frame) failed again in the fallback, and the event was lost."""
+    import time
+
+    from claude_session.core import events, executions, frames
+    from claude_session.runtime import hookrt
+
+    def bug(*args: object, **kwargs: object) -> None:
+        raise KeyError("a bug of ours")
+
+    if where == "PostToolUse's writer":
+        monkeypatch.setitem(events.DERIVE, "PostToolUse", bug)
+    else:
+        module, name = where.split(".")
+        monkeypatch.setattr({"executions": executions, "frames": frames}[module], name, bug)
+    outcome = hookrt.Outcome()
+    payload = fixture("PostToolUse.Edit", project)
+    hookrt.process(
+        outcome,
+        "PostToolUse",
+        json.dumps(payload).encode(),
+        None,
+        time.time(),
+        time.perf_counter(),
+        "d" * 24,
+        root_hint=str(project),
+    )
+    assert (outcome.code, outcome.out, outcome.err) == (0, "", "")
+    assert query(project, "SELECT tool_use_id FROM events") == [(payload["tool_use_id"],)]
+    notes = query(project, "SELECT outcome, note FROM hook_events")
+    assert len(notes) == 1 and notes[0][0] == "stored"
+    assert "derived state failed" in notes[0][1] and "a bug of ours" in notes[0][1]
+    assert "event kept alone" in log_file(project).read_text()
+    assert count(project, "tool_calls") == 0 and count(project, "frames") == 0  # nothing derived

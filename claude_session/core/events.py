@@ -159,9 +159,9 @@ def apply(
     """Store the event, its derived rows and its audit row in one BEGIN IMMEDIATE
     transaction, or nothing at all. A duplicate delivery only adds an audit row.
 
-    `derive=False` stores the event alone (used when our own derivation has a bug)."""
+    `derive=False` stores the event and its audit row alone, nothing derived from it: the
+    hook's way to keep an event whose derivation hit a bug of ours, wherever that bug is."""
     key = ev.dedup_key(delivery.delivery_id)
-    writer = DERIVE.get(ev.name) if derive else None
     with Immediate(conn):
         conn.execute(
             "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, tool_name,"
@@ -191,27 +191,34 @@ def apply(
             event_id = found[0][0] if isinstance(found[0][0], int) else 0
         else:
             event_id = conn.last_insert_rowid()
-            ctx.counters = {"count": 1}
-            duration = ev.get("duration_ms")
-            if isinstance(duration, int | float):  # PostToolUse(Failure): the tool's time
-                ctx.count("duration_ms", duration)
-            ctx.event_id = event_id
-            store.touch_session(conn, ev, ctx)
-            if writer is not None:
-                writer(conn, ev, ctx)
-            executions.track(conn, ev, ctx)
-            _add_metrics(conn, ev.session_id, ev.name, ctx.counters, ctx.now)
-            # Last: the frame's state holds everything this event changed, its counters too.
-            if ev.name in executions.FRAME_EVENTS:
-                from . import frames
-
-                turn = executions.turn_of(conn, ev, ctx)
-                frame_no = frames.commit_for_event(conn, ev, ctx, turn)
-                tool_use_id = ev.text_of("tool_use_id")
-                if frame_no and tool_use_id:
-                    executions.set_tool_frame(conn, tool_use_id, frame_no)
+            if derive:
+                _derive(conn, ev, ctx, event_id)
         audit_id = _audit(conn, ev, delivery, event_id, duplicate, ctx.root)
     return Applied(event_id, audit_id, duplicate)
+
+
+def _derive(conn: apsw.Connection, ev: Event, ctx: Context, event_id: int) -> None:
+    """Everything a new event changes beyond its own row, in its transaction."""
+    ctx.counters = {"count": 1}
+    duration = ev.get("duration_ms")
+    if isinstance(duration, int | float):  # PostToolUse(Failure): the tool's time
+        ctx.count("duration_ms", duration)
+    ctx.event_id = event_id
+    store.touch_session(conn, ev, ctx)
+    writer = DERIVE.get(ev.name)
+    if writer is not None:
+        writer(conn, ev, ctx)
+    executions.track(conn, ev, ctx)
+    _add_metrics(conn, ev.session_id, ev.name, ctx.counters, ctx.now)
+    # Last: the frame's state holds everything this event changed, its counters too.
+    if ev.name in executions.FRAME_EVENTS:
+        from . import frames
+
+        turn = executions.turn_of(conn, ev, ctx)
+        frame_no = frames.commit_for_event(conn, ev, ctx, turn)
+        tool_use_id = ev.text_of("tool_use_id")
+        if frame_no and tool_use_id:
+            executions.set_tool_frame(conn, tool_use_id, frame_no)
 
 
 def _add_metrics(
