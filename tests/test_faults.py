@@ -642,3 +642,43 @@ def test_a_bug_in_our_derivation_still_keeps_the_event(
     assert "derived state failed" in notes[0][1] and "a bug of ours" in notes[0][1]
     assert "event kept alone" in log_file(project).read_text()
     assert count(project, "tool_calls") == 0 and count(project, "frames") == 0  # nothing derived
+
+
+def test_a_bug_even_in_storing_the_event_alone_spools_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug of ours in what every event runs (the audit row's summary; a stand-in raises
+    there) fails the fallback too: the event then goes to the spool with the reason, and is
+    stored once the bug is gone (the next ingest). Before, it was lost."""
+    import time
+
+    from claude_session.core import event as event_module
+    from claude_session.runtime import hookrt
+
+    def bug(*args: object, **kwargs: object) -> str:
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(event_module.Event, "summary", bug)
+    outcome = hookrt.Outcome()
+    payload = fixture("PostToolUse.Edit", project)
+    hookrt.process(
+        outcome,
+        "PostToolUse",
+        json.dumps(payload).encode(),
+        None,
+        time.time(),
+        time.perf_counter(),
+        "e" * 24,
+        root_hint=str(project),
+    )
+    assert (outcome.code, outcome.out, outcome.err) == (0, "", "")
+    assert count(project, "events") == 0
+    files = spooled(project)
+    assert len(files) == 1
+    envelope = json.loads(files[0].read_text())
+    assert "a bug of ours" in envelope["reason"]
+    assert json.loads(envelope["payload"])["tool_use_id"] == payload["tool_use_id"]
+    monkeypatch.undo()  # the bug is fixed: the next ingest stores it
+    ingest(project)
+    assert query(project, "SELECT tool_use_id FROM events") == [(payload["tool_use_id"],)]
+    assert spooled(project) == []

@@ -175,6 +175,9 @@ def process(
         _log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
         _spool(spool_dir(root), ev, delivery, root, prepared, reason)
         conn = reader = _reader(root)
+    except Exception as exc:  # a bug of ours even in storing the event alone: keep it on disk
+        _internal_error(root, ev.name, exc)
+        _spool(spool_dir(root), ev, delivery, root, prepared, f"not stored: {exc!r}"[:500])
     else:
         # The resident process's own watch ingests the spool; a hook on its own does it here.
         if connect is None and os.path.isdir(spool_dir(root)):
