@@ -7,12 +7,15 @@ process (no resident process: the first hooks of a session, or with it turned of
 
     .venv/bin/python bench/at_scale.py [--events 1000000] [--sessions 2000] [--runs 30]
         [--python /path/to/wheel-venv/bin/python] [--cache DIR] [--json] [--cli] [--no-hooks]
+        [--floor EVENTS]
 
 The database is cached (per schema version and size) so later runs skip the build; the hooks
 run with `--python` (default: this interpreter), e.g. a venv with the wheel installed. The
 frame states are packed after the build, as the capture process packs them after each
 snapshot. `--cli` times the CLI as whole processes on the database (status, claims --all,
 events --session, doctor; the median of `--cli-runs`), `--no-hooks` skips the hook timings.
+`--floor N` times, on N new events, how fast the recording path is without any derived state
+(the event and its audit row alone) next to the full one, and does nothing else.
 """
 
 from __future__ import annotations
@@ -163,6 +166,45 @@ def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
         "rate_events_per_s_at": rates,
         "apply_only_events_per_s_at": apply_rates,
     }
+
+
+def floor(folder: Path, total: int) -> dict[str, Any]:
+    """What the recording path costs without deriving anything: `total` events of the build's
+    mix into a new database, one transaction each, three times over (interleaved per event, so
+    drift in machine load hits each alike): `event.load` alone (decode, redact, cap, parse), the
+    event stored alone (`events.apply(derive=False)`: its row and its audit row), and applied
+    in full, each into its own database. The gap between the last two is the derived state."""
+    root = str(folder)
+    scratch = apsw.Connection(":memory:")
+    plain = db.connect(str(folder / "alone.db"))
+    full = db.connect(str(folder / "full.db"))
+    seconds = {"load": 0.0, "store_alone": 0.0, "apply": 0.0}
+    now = 1_800_000_000.0
+    done, n = 0, 0
+    while done < total:
+        for payload in session_events(root, n, 500):
+            raw = json.dumps(payload).encode()
+            name = str(payload["hook_event_name"])
+            started = time.perf_counter()
+            ev, truncated = event.load(scratch, raw, name)
+            seconds["load"] += time.perf_counter() - started
+            for conn, key, derive in ((plain, "store_alone", False), (full, "apply", True)):
+                delivery = events.Delivery(events.new_delivery_id(), now, len(raw), None, truncated)
+                context = events.Context(root, now, config=HISTORY_CONFIG)
+                started = time.perf_counter()
+                events.apply(conn, ev, delivery, context, derive=derive)
+                seconds[key] += time.perf_counter() - started
+            now += 0.5
+            done += 1
+            if done >= total:
+                break
+        n += 1
+    plain.close()
+    full.close()
+    rates = {key: round(done / value) for key, value in seconds.items()}
+    rates["load_and_store_alone"] = round(done / (seconds["load"] + seconds["store_alone"]))
+    rates["load_and_apply"] = round(done / (seconds["load"] + seconds["apply"]))
+    return {"events": done, "events_per_s": rates}
 
 
 def hook_cases(root: str, i: int) -> list[tuple[str, list[bytes]]]:
@@ -369,7 +411,20 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="time the CLI commands too")
     parser.add_argument("--cli-runs", type=int, default=5)
     parser.add_argument("--no-hooks", action="store_true", help="skip the hook timings")
+    parser.add_argument(
+        "--floor",
+        type=int,
+        default=0,
+        metavar="EVENTS",
+        help="time the recording path without derived state on this many events, and stop",
+    )
     args = parser.parse_args()
+    if args.floor:
+        args.cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=args.cache) as scratch:
+            found = floor(Path(scratch), args.floor)
+        print(json.dumps(found, indent=2) if args.json else f"recording floor: {found}")
+        return
     cached = args.cache / f"v{db.SCHEMA_VERSION}-{args.events}-{args.sessions}"
     big = cached / "project" / ".claude-session.db"
     results: dict[str, Any] = {"python": args.python}
