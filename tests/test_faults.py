@@ -546,6 +546,12 @@ class ReadOnly:
         subprocess.run(["mount", "-o", "remount,ro,bind", self.folder], check=True)
 
     def __exit__(self, *exc: object) -> None:
+        # A process that mapped the database's -shm file there has exited, but the kernel lets
+        # go of the mapping a moment later: "target is busy" until then.
+        for _ in range(50):
+            if subprocess.run(["umount", self.folder], capture_output=True).returncode == 0:
+                return
+            time.sleep(0.1)
         subprocess.run(["umount", self.folder], check=True)
 
 

@@ -77,3 +77,28 @@ def test_hot_path_avoids_costly_stdlib_modules(project: Path, reap_daemons: None
     for script, name in cases:
         modules = imported_modules(script, fixture(name, project), project)
         assert not modules & costly, (script, sorted(modules & costly))
+
+
+def test_a_hook_on_its_own_leaves_the_wal_and_keeps_it_short(project: Path) -> None:
+    """A hook with no resident process leaves the WAL in place when it ends (closing the last
+    connection used to checkpoint it, fsync twice and delete it, ~3 ms, for the next hook to
+    make it anew), and empties it once it passes TRIM_WAL_FRAMES, so the next hook's
+    rebuilding of the WAL index stays short. Every event is stored."""
+    from conftest import count, run_hook
+
+    from claude_session.runtime.hookrt import TRIM_WAL_FRAMES
+
+    wal = project / ".claude-session.db-wal"
+    frames_after = []
+    for n in range(30):
+        payload = fixture("PostToolUse.Edit", project)
+        payload["tool_use_id"] = f"wal-{n}"
+        payload["tool_input"]["file_path"] = str(project / f"src/m{n}.py")
+        result = run_hook("PostToolUse", payload, project, hook_env(project))
+        assert result.returncode == 0 and result.stdout == ""
+        assert wal.exists(), f"hook {n} deleted the WAL"
+        frames_after.append(wal.stat().st_size // (4096 + 24))
+    assert count(project, "events") == 30
+    assert max(frames_after) < TRIM_WAL_FRAMES + 100, frames_after
+    trims = [n for n in range(1, 30) if frames_after[n] < frames_after[n - 1]]
+    assert trims, frames_after  # emptied at least once on the way
