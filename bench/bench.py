@@ -4,7 +4,7 @@ interpreter, a 64-process concurrency storm, and 8 agents' events relayed at onc
 process. Figures, not pass/fail: the README quotes them.
 
     .venv/bin/python bench/bench.py [--runs 60] [--concurrency 64] [--json]
-        [--senders 8] [--relayed-events 200]
+        [--senders 8] [--relayed-events 200] [--relayed-only]
         [--python /path/to/wheel-venv/bin/python] [--wall-only]
 
 `--python` times another install (e.g. a wheel in a fresh venv): its interpreter, and the hook
@@ -130,7 +130,22 @@ def main() -> None:
         action="store_true",
         help="the wall-time table alone (no storm, daemon, sweep)",
     )
+    parser.add_argument(
+        "--relayed-only", action="store_true", help="the relayed storm alone, then stop"
+    )
     args = parser.parse_args()
+    if args.relayed_only:
+        with tempfile.TemporaryDirectory() as scratch:
+            os.environ["CLAUDE_SESSION_STATE_DIR"] = str(Path(scratch) / "state")
+            found = relayed(
+                args.senders,
+                args.relayed_events,
+                args.python,
+                package_dir(args.python) / "hook.py",
+                Path(scratch),
+            )
+        print(json.dumps(found, indent=2 if args.json else None))
+        return
 
     venv_python = args.python
     base_python = os.path.realpath(venv_python)  # the interpreter the venv was made from
@@ -282,7 +297,6 @@ def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
     }
 
 
-EXTRA_ENV: dict[str, str] = {}
 RELAY_SENDER = """
 import json, os, sys, time
 from claude_session.runtime import relay
@@ -311,10 +325,11 @@ def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) ->
 
     from claude_session.services import daemon_control
 
+    python = os.path.abspath(python)  # the senders run in the scratch folder
     project = scratch / "relayed"
     project.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    env = hook_env(project, scratch, CLAUDE_SESSION_NO_DAEMON="1", **EXTRA_ENV)
+    env = hook_env(project, scratch, CLAUDE_SESSION_NO_DAEMON="1")
     timed(
         installer.hook_argv("SessionStart", python, entry),
         payload("SessionStart.startup", project, 0),

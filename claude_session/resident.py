@@ -57,12 +57,13 @@ class Connections:
             while self.idle:
                 conn, held = self.idle.pop()
                 if held == identity:
-                    conn.setbusytimeout(busy_timeout_ms)
+                    db.poll_when_busy(conn, busy_timeout_ms)
                     return conn, held
                 conn.close()
         # SQLite's own auto-checkpoint stays on: under 8 writers at once a checkpoint run after
         # each answer instead let the WAL grow past 100 MB (tests/test_relay.py).
         conn = db.connect(self.path, busy_timeout_ms=busy_timeout_ms)
+        db.poll_when_busy(conn, busy_timeout_ms)
         return conn, _identity(self.path)
 
     def give_back(self, conn: apsw.Connection, held: tuple[int, int]) -> None:
