@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 
 import apsw  # noqa: E402
 
-from bench import package_dir, timed  # noqa: E402  (bench/bench.py, beside this script)
+from bench import package_dir, start_resident, timed  # noqa: E402  (bench/bench.py, beside this script)
 from claude_session.core import config, db, event, events, frames  # noqa: E402
 from claude_session.services import installer  # noqa: E402
 
@@ -257,31 +257,6 @@ def settle(project: Path, seconds: float = 30.0) -> None:
             time.sleep(0.01)
     finally:
         reader.close()
-
-
-def start_resident(project: Path, python: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """The project's resident process, started as a hook starts it (the hooks' environment),
-    and waited for until its relay listens."""
-    process = subprocess.Popen(
-        [python, "-P", "-m", "claude_session.resident", "--project", str(project)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    from claude_session.services import daemon_control
-
-    status = Path(daemon_control.status_path(str(project)))  # in the hooks' state folder
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if json.loads(status.read_text()).get("relay_socket"):
-                return process
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.05)
-    process.kill()
-    raise SystemExit("the resident process did not start its relay")
 
 
 def time_hooks(project: Path, python: str, runs: int, relayed: bool) -> dict[str, Any]:

@@ -297,6 +297,31 @@ def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
     }
 
 
+def start_resident(project: Path, python: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The project's resident process, started as a hook starts it (the hooks' environment),
+    and waited for until its relay listens."""
+    from claude_session.services import daemon_control
+
+    process = subprocess.Popen(
+        [python, "-P", "-m", "claude_session.resident", "--project", str(project)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    status = Path(daemon_control.status_path(str(project)))  # in the hooks' state folder
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(status.read_text()).get("relay_socket"):
+                return process
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    process.kill()
+    raise SystemExit("the resident process did not start its relay")
+
+
 RELAY_SENDER = """
 import json, os, sys, time
 from claude_session.runtime import relay
@@ -335,15 +360,7 @@ def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) ->
         payload("SessionStart.startup", project, 0),
         env,
     )
-    resident = subprocess.Popen(
-        [python, "-P", "-m", "claude_session.resident", "--project", str(project)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    status = Path(daemon_control.status_path(str(project)))
-    wait_until(lambda: status.exists() and json.loads(status.read_text()).get("relay_socket"))
+    resident = start_resident(project, python, env)
     procs = []
     for worker in range(senders):
         batch = []

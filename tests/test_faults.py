@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -608,6 +609,25 @@ def test_24_the_cli_on_a_read_only_database_is_one_clear_line(project: Path) -> 
     assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1
 
 
+def edit_in_process(project: Path, payload: dict[str, Any]) -> tuple[int, str, str]:
+    """A PostToolUse hook run through the runtime in this process (where a test can plant a
+    stand-in bug): its exit code, stdout and stderr."""
+    from claude_session.runtime import hookrt
+
+    outcome = hookrt.Outcome()
+    hookrt.process(
+        outcome,
+        "PostToolUse",
+        json.dumps(payload).encode(),
+        None,
+        time.time(),
+        time.perf_counter(),
+        os.urandom(12).hex(),
+        root_hint=str(project),
+    )
+    return outcome.code, outcome.out, outcome.err
+
+
 @pytest.mark.parametrize("where", ["PostToolUse's writer", "executions.track", "frames.commit"])
 def test_a_bug_in_our_derivation_still_keeps_the_event(
     project: Path, monkeypatch: pytest.MonkeyPatch, where: str
@@ -616,10 +636,7 @@ def test_a_bug_in_our_derivation_still_keeps_the_event(
     the event and its audit row, says why in the log and the audit note, and answers as if
     we were not there. Before, a bug outside the event type's own writer (the tool call, the
     frame) failed again in the fallback, and the event was lost."""
-    import time
-
     from claude_session.core import events, executions, frames
-    from claude_session.runtime import hookrt
 
     def bug(*args: object, **kwargs: object) -> None:
         raise KeyError("a bug of ours")
@@ -629,19 +646,8 @@ def test_a_bug_in_our_derivation_still_keeps_the_event(
     else:
         module, name = where.split(".")
         monkeypatch.setattr({"executions": executions, "frames": frames}[module], name, bug)
-    outcome = hookrt.Outcome()
     payload = fixture("PostToolUse.Edit", project)
-    hookrt.process(
-        outcome,
-        "PostToolUse",
-        json.dumps(payload).encode(),
-        None,
-        time.time(),
-        time.perf_counter(),
-        "d" * 24,
-        root_hint=str(project),
-    )
-    assert (outcome.code, outcome.out, outcome.err) == (0, "", "")
+    assert edit_in_process(project, payload) == (0, "", "")
     assert query(project, "SELECT tool_use_id FROM events") == [(payload["tool_use_id"],)]
     notes = query(project, "SELECT outcome, note FROM hook_events")
     assert len(notes) == 1 and notes[0][0] == "stored"
@@ -656,28 +662,14 @@ def test_a_bug_even_in_storing_the_event_alone_spools_it(
     """A bug of ours in what every event runs (the audit row's summary; a stand-in raises
     there) fails the fallback too: the event then goes to the spool with the reason, and is
     stored once the bug is gone (the next ingest). Before, it was lost."""
-    import time
-
     from claude_session.core import event as event_module
-    from claude_session.runtime import hookrt
 
     def bug(*args: object, **kwargs: object) -> str:
         raise KeyError("a bug of ours")
 
     monkeypatch.setattr(event_module.Event, "summary", bug)
-    outcome = hookrt.Outcome()
     payload = fixture("PostToolUse.Edit", project)
-    hookrt.process(
-        outcome,
-        "PostToolUse",
-        json.dumps(payload).encode(),
-        None,
-        time.time(),
-        time.perf_counter(),
-        "e" * 24,
-        root_hint=str(project),
-    )
-    assert (outcome.code, outcome.out, outcome.err) == (0, "", "")
+    assert edit_in_process(project, payload) == (0, "", "")
     assert count(project, "events") == 0
     files = spooled(project)
     assert len(files) == 1
