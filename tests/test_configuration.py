@@ -67,3 +67,17 @@ def test_a_file_that_is_not_json_is_one_clear_line(project: Path) -> None:
     assert lease_seconds_used_by_a_hook(project) == 15 * 60  # hooks go on with the defaults
     doctor = json.loads(cli(project, "doctor", "--json").stdout)
     assert not next(r for r in doctor if r["check"] == "configuration")["ok"]
+
+
+def test_a_directory_where_the_configuration_goes_never_costs_an_event(project: Path) -> None:
+    """`.claude-session.json` as a directory: reading it failed inside every hook before the
+    event was stored, so each hook exited 0 having recorded nothing. The hooks now use the
+    defaults and record; `doctor` and `config` say the file is not readable."""
+    (project / ".claude-session.json").mkdir()
+    result = run_hook("PostToolUse", fixture("PostToolUse.Edit", project), project)
+    assert result.returncode == 0 and result.stdout == ""
+    assert query(project, "SELECT hook_event_name FROM events") == [("PostToolUse",)]
+    doctor = json.loads(cli(project, "doctor", "--json").stdout)
+    row = next(r for r in doctor if r["check"] == "configuration")
+    assert not row["ok"] and "not a readable file" in row["detail"], row
+    one_line_error(cli(project, "config"), "not a readable file")

@@ -93,3 +93,19 @@ def test_recorded_text_is_printed_escaped_never_raw(
             assert raw not in out, f"{args} {fmt}: raw {raw!r} reached the terminal"
         if not fmt and args[0] in ("agents", "errors", "failed-paths", "verdicts", "restore"):
             assert "[/tmp]" in out or "[link=" in out, f"{args}: markup was interpreted"
+
+
+def test_the_hooks_own_messages_never_carry_a_payloads_controls_raw(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """A hook's error message quotes the payload (here a cwd that does not exist): on stderr,
+    which Claude Code shows, and in the log, which `cat` shows, its controls are escaped."""
+    payload = fixture("PostToolUse.Edit") | {"cwd": f"{tmp_path}/{HOSTILE}"}
+    result = run_hook("PostToolUse", payload, None, hook_env(None))
+    assert result.returncode == 0 and result.stdout == ""
+    assert "missing" in result.stderr  # the message is there, quoting the path
+    log = (isolated_state / "claude-session.log").read_text()
+    assert "missing" in log
+    for text in (result.stderr, log):
+        found = [raw for raw in RAW if raw in text]
+        assert not found, found

@@ -168,6 +168,8 @@ def read_text(root: str) -> str | None:
         return None
     try:
         return os.read(fd, CONFIG_CAP_BYTES).decode("utf-8", "replace")
+    except OSError:  # a directory, an unreadable device: no configuration (doctor says why)
+        return None
     finally:
         os.close(fd)
 

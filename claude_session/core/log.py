@@ -13,6 +13,7 @@ import time
 
 from .paths import log_path, user_state_dir
 from .redact import redact
+from .terminal import escape_controls
 
 LOG_CAP_BYTES = 1024 * 1024
 
@@ -24,7 +25,9 @@ def where(root: str | None) -> str:
 
 def write(root: str | None, level: str, hook: str, message: str) -> None:
     """Append one line; never raises (a logger that crashes the hook would defeat its purpose)."""
-    line = redact(" ".join(message.split()))[:2000]
+    # Messages quote payloads (a cwd, a tool's error): their controls (ESC, BEL, bidi marks)
+    # are shown escaped, never written raw to a terminal reading stderr or the log.
+    line = escape_controls(redact(" ".join(message.split())))[:2000]
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     text = f"{stamp} {level} [{hook} pid={os.getpid()}] {line}\n"
     try:

@@ -166,7 +166,12 @@ def process(
     conn = None
     reader = None
     applied = None
-    ctx = events.Context(root, time.time(), prepared, config.for_hooks(root, scratch))
+    try:
+        settings = config.for_hooks(root, scratch)
+    except Exception as exc:  # a bug of ours reading it: the defaults, and the event is kept
+        _internal_error(root, ev.name, exc)
+        settings = dict(config.DEFAULTS)
+    ctx = events.Context(root, time.time(), prepared, settings)
     try:
         if connect is not None:
             conn = connect(root, handler.busy_timeout_ms)

@@ -35,6 +35,8 @@ def load(root: str) -> Loaded:
     if text is None:
         if os.path.islink(path):
             raise ConfigError(f"{path} is a symbolic link; refusing to read it")
+        if os.path.lexists(path):
+            raise ConfigError(f"{path} is not a readable file")
         return Loaded(path, validate({})[0], [], {})
     try:
         written = json.loads(text)
