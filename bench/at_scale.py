@@ -170,10 +170,11 @@ def build(path: Path, total: int, sessions: int) -> dict[str, Any]:
 
 def floor(folder: Path, total: int) -> dict[str, Any]:
     """What the recording path costs without deriving anything: `total` events of the build's
-    mix into a new database, one transaction each, three times over (interleaved per event, so
-    drift in machine load hits each alike): `event.load` alone (decode, redact, cap, parse), the
-    event stored alone (`events.apply(derive=False)`: its row and its audit row), and applied
-    in full, each into its own database. The gap between the last two is the derived state."""
+    mix, each loaded once (`event.load`: decode, redact, cap, parse) and then applied twice,
+    one transaction each, into two new databases: stored alone (`events.apply(derive=False)`:
+    its row and its audit row) and applied in full. The three are timed apart and interleaved
+    per event, so drift in machine load hits each alike; the gap between the two applies is
+    the derived state."""
     root = str(folder)
     scratch = apsw.Connection(":memory:")
     plain = db.connect(str(folder / "alone.db"))
