@@ -18,13 +18,15 @@ from . import cli, json_option, lookup, opened, output, status_view
 
 @cli.command(name="doctor")
 @click.option("--full", is_flag=True, help="Also read every page (PRAGMA quick_check): slow.")
+@click.option("--fsck", is_flag=True, help="Also run git fsck on the snapshot store.")
 @json_option("a list of checks: check, ok, detail")
 @click.pass_obj
-def doctor_command(root: Path, full: bool, as_json: bool) -> None:
-    """Run every installed hook as Claude Code would and check the database."""
+def doctor_command(root: Path, full: bool, fsck: bool, as_json: bool) -> None:
+    """Run every installed hook as Claude Code would, check the database and the snapshot
+    store (stale locks of killed captures are removed)."""
     from ..services import doctor
 
-    results = doctor.check(root, full)
+    results = doctor.check(root, full, fsck)
     output.emit(results, "json" if as_json else "table", title="doctor")
     if not all(r["ok"] for r in results):
         sys.exit(1)

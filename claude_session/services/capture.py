@@ -79,7 +79,12 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
         )
         commit, files = captured.commit, captured.files
         if captured.skipped_large:
-            note = "skipped (too large): " + ", ".join(captured.skipped_large[:10])
+            # A name that is not UTF-8 is kept as its bytes' escapes: SQLite takes only UTF-8.
+            names = [
+                p.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                for p in captured.skipped_large[:10]
+            ]
+            note = "skipped (too large): " + ", ".join(names)
     except workspace.WorkspaceError as exc:
         status, note = "failed", str(exc)[:500]
     except Exception as exc:  # our bug: the frames say so, and the log has it

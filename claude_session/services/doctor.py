@@ -16,9 +16,10 @@ from ..core.paths import db_path, spool_dir, unsafe_filesystem
 from . import installer
 
 
-def check(root: Path, full: bool = False) -> list[dict[str, Any]]:
+def check(root: Path, full: bool = False, fsck: bool = False) -> list[dict[str, Any]]:
     """Every check; `full` adds SQLite's quick_check, which reads the whole database (seconds
-    on a large one): by default its header, schema and newest rows are read instead."""
+    on a large one): by default its header, schema and newest rows are read instead. `fsck`
+    adds `git fsck --connectivity-only` of the snapshot store."""
     results: list[dict[str, Any]] = []
     found = _registered(root, results)
     results += _duplicates(found)
@@ -26,7 +27,16 @@ def check(root: Path, full: bool = False) -> list[dict[str, Any]]:
     results += _database(root, full)
     results += _configuration(root)
     results += _trust(root)
+    results += _snapshot_store(root, fsck)
     return results
+
+
+def _snapshot_store(root: Path, fsck: bool) -> list[dict[str, Any]]:
+    """Its size; stale locks and quarantines of killed captures removed (never while a capture
+    runs: the store's lock is only taken if free at once); with `fsck`, git's fsck."""
+    from . import snapshot_store
+
+    return [_row(*row) for row in snapshot_store.check(str(root), fsck=fsck)]
 
 
 def _trust(root: Path) -> list[dict[str, Any]]:

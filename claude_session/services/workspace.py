@@ -22,9 +22,11 @@ import os
 import stat
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..core.paths import DB_NAME, user_state_dir
+from . import snapshot_store
 
 GIT_TIMEOUT_SECONDS = 120.0
 LOCK_WAIT_SECONDS = 60.0
@@ -32,6 +34,7 @@ DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
 ALWAYS_EXCLUDED = (f"/{DB_NAME}*", ".git", ".jj/", ".claude-session-fork-*")
 AUTHOR = ("claude-session", "claude-session@localhost")
 REF_PREFIX = "refs/snapshots/"
+FROM_STDIN = ("--pathspec-from-file=-", "--pathspec-file-nul")  # paths as NUL-ended bytes
 
 
 class WorkspaceError(Exception):
@@ -66,6 +69,7 @@ def _ensure_repo(root: str) -> str:
     if not os.path.isfile(os.path.join(git_dir, "claude-session-ready")):
         with _Lock(git_dir):  # two first captures at once: one creates, the other waits
             if not os.path.isfile(os.path.join(git_dir, "claude-session-ready")):
+                snapshot_store.heal(git_dir, root)  # a config.lock of a killed first capture
                 _create_repo(root, git_dir)
     if os.path.islink(os.path.join(git_dir, "info")):
         raise WorkspaceError(f"refusing {git_dir}/info: it is a symbolic link we did not make")
@@ -100,7 +104,13 @@ def _create_repo(root: str, git_dir: str) -> None:
     os.close(fd)
 
 
-def _env(git_dir: str, root: str | None, index: str | None = None) -> dict[str, str]:
+def _env(
+    git_dir: str,
+    root: str | None,
+    index: str | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """`extra`: a quarantine's object directories (snapshot_store.Quarantine.env)."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -121,7 +131,7 @@ def _env(git_dir: str, root: str | None, index: str | None = None) -> dict[str, 
     if root is not None:
         env["GIT_WORK_TREE"] = root
     env["GIT_INDEX_FILE"] = index or os.path.join(git_dir, "index")
-    return env
+    return env | dict(extra or {})
 
 
 def _git(
@@ -133,13 +143,14 @@ def _git(
     index: str | None = None,
     stdin: bytes | None = None,
     check: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     try:
         done = subprocess.run(
             ["git", *args],
             input=stdin,
             capture_output=True,
-            env=_env(git_dir, root if work_tree else None, index),
+            env=_env(git_dir, root if work_tree else None, index, env),
             cwd=root if work_tree and root else git_dir if os.path.isdir(git_dir) else None,
             timeout=GIT_TIMEOUT_SECONDS,
             check=False,
@@ -156,23 +167,27 @@ def _git(
 
 class _Lock:
     """Captures and restores of one project, one at a time (flock on a file beside our
-    directory, so that creating the directory is serialised too)."""
+    directory, so that creating the directory is serialised too). Every git command of ours
+    that writes to the store runs under it: a git lock file found there while we hold it is
+    stale (snapshot_store.heal). `wait=0`: fail at once if it is held (doctor)."""
 
-    def __init__(self, git_dir: str) -> None:
+    def __init__(self, git_dir: str, wait: float = LOCK_WAIT_SECONDS) -> None:
         self.path = git_dir + ".lock"
         self.fd = -1
+        self.wait = wait
 
     def __enter__(self) -> _Lock:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        deadline = time.monotonic() + self.wait
         while True:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return self
             except BlockingIOError:
-                if time.monotonic() > deadline:
+                if time.monotonic() >= deadline:
                     os.close(self.fd)
-                    raise WorkspaceError("another snapshot of this project is stuck") from None
+                    state = "stuck" if self.wait else "running"
+                    raise WorkspaceError(f"another snapshot of this project is {state}") from None
                 time.sleep(0.02)
 
     def __exit__(self, *exc: object) -> None:
@@ -186,29 +201,49 @@ def _write_excludes(root: str, git_dir: str, large: list[str]) -> None:
     if os.path.isfile(own) and not os.path.islink(own):
         with open(own, encoding="utf-8", errors="replace") as f:
             lines += [line.rstrip("\n") for line in f]
-    lines += ["/" + _escape_pattern(path) for path in large]
+    # A name with a line break cannot be a pattern: `_drop_large` takes it out after the add.
+    lines += ["/" + _escape_pattern(path) for path in large if "\n" not in path]
     info = os.path.join(git_dir, "info")
     os.makedirs(info, mode=0o700, exist_ok=True)
     target = os.path.join(info, "exclude")
     wanted = "\n".join(lines) + "\n"
     try:
-        with open(target, encoding="utf-8") as f:
+        with open(target, encoding="utf-8", errors="surrogateescape") as f:
             if f.read() == wanted:
                 return  # unchanged: rewriting it would throw away git's untracked cache
     except OSError:
         pass
     temporary = target + ".tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(wanted)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write(wanted)  # a name that is not UTF-8 is written back as the bytes it was
     os.replace(temporary, target)
+
+
+def _drop_large(
+    root: str,
+    git_dir: str,
+    index: str | None,
+    large: list[str],
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Take files over the cap out of an index, each name taken literally (any byte)."""
+    if large:
+        _git(
+            root,
+            git_dir,
+            ["--literal-pathspecs", "rm", "-q", "-f", "--cached", "--ignore-unmatch", *FROM_STDIN],
+            index=index,
+            env=env,
+            stdin=b"\0".join(os.fsencode(p) for p in large) + b"\0",
+        )
 
 
 def _escape_pattern(path: str) -> str:
     return "".join("\\" + c if c in "*?[]\\!# " else c for c in path)
 
 
-def _large_files(root: str, git_dir: str, max_bytes: int) -> list[str]:
+def _large_files(root: str, git_dir: str, max_bytes: int, index: str | None = None) -> list[str]:
     """Files (not ignored) over the cap among the new and modified ones, found by git's own
     walk, so ignored trees such as node_modules are never walked by us, and files unchanged
     since the last capture are not looked at again."""
@@ -216,6 +251,7 @@ def _large_files(root: str, git_dir: str, max_bytes: int) -> list[str]:
         root,
         git_dir,
         ["ls-files", "-z", "--others", "--modified", "--exclude-standard"],
+        index=index,
     ).stdout.split(b"\0")
     large = []
     for raw in listed:
@@ -235,36 +271,106 @@ def capture(root: str, *, label: str, max_file_bytes: int = DEFAULT_MAX_FILE_BYT
     """Snapshot the project's files now; the commit is kept under a ref named after `label`.
 
     Each snapshot is a root commit (no parent): objects are shared by content anyway, and a
-    dropped snapshot's files can then really be freed by `prune`."""
+    dropped snapshot's files can then really be freed by `prune`. One that fails (a full disk)
+    or is killed leaves the store as it was, and the next one starts clean (snapshot_store)."""
     started = time.perf_counter()
-    git_dir = _ensure_repo(root)
-    with _Lock(git_dir):
-        _write_excludes(root, git_dir, [])
-        large = _large_files(root, git_dir, max_file_bytes)
-        if large:
-            _write_excludes(root, git_dir, large)
-            # An exclude does not apply to a file already in our index (one that grew).
-            _git(root, git_dir, ["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", *large])
-        _add_all(root, git_dir)
-        tree = _git(root, git_dir, ["write-tree"]).stdout.decode().strip()
-        args = ["commit-tree", tree, "-m", f"claude-session snapshot {label}"]
-        commit = _git(root, git_dir, args).stdout.decode().strip()
-        _git(root, git_dir, ["update-ref", REF_PREFIX + _ref_name(label), commit])
-        files = _index_entries(os.path.join(git_dir, "index"))
-    return Capture(commit, tree, files, time.perf_counter() - started, large)
+    try:
+        git_dir = _ensure_repo(root)
+        with _Lock(git_dir):
+            made = _capture_locked(root, git_dir, label=label, max_file_bytes=max_file_bytes)
+    except OSError as exc:
+        raise _store_error(exc) from exc
+    return Capture(
+        made.commit, made.tree, made.files, time.perf_counter() - started, made.skipped_large
+    )
+
+
+def _capture_locked(
+    root: str,
+    git_dir: str,
+    *,
+    label: str,
+    max_file_bytes: int,
+    index: str | None = None,
+    include: list[str] | None = None,
+) -> Capture:
+    """A capture, `_Lock` held, through `index` (default: ours; a scratch index works too):
+    what killed captures left is removed first, and the objects and the index are written in
+    a quarantine, published only once the commit exists. `seconds` is left at 0."""
+    try:
+        snapshot_store.heal(git_dir, root)
+        with snapshot_store.Quarantine(git_dir, index) as q:
+            _write_excludes(root, git_dir, [])
+            large = _large_files(root, git_dir, max_file_bytes, index=q.index)
+            if large:
+                _write_excludes(root, git_dir, large)
+                # An exclude does not apply to a file already in our index (one that grew).
+                _drop_large(root, git_dir, q.index, large, q.env)
+            _add_all(root, git_dir, q.index, env=q.env)
+            _drop_large(root, git_dir, q.index, [p for p in large if "\n" in p], q.env)
+            if include:  # a revert's safety snapshot: what it will touch, whatever its size
+                _git(
+                    root,
+                    git_dir,
+                    ["--literal-pathspecs", "add", "-f", "--ignore-errors", *FROM_STDIN],
+                    index=q.index,
+                    env=q.env,
+                    stdin=b"\0".join(os.fsencode(p) for p in include) + b"\0",
+                    check=False,
+                )
+            tree = _git(root, git_dir, ["write-tree"], index=q.index, env=q.env).stdout.decode()
+            args = ["commit-tree", tree.strip(), "-m", f"claude-session snapshot {label}"]
+            commit = _git(root, git_dir, args, env=q.env).stdout.decode().strip()
+            files = _index_entries(q.index)
+            q.publish(lambda: _update_ref(root, git_dir, REF_PREFIX + _ref_name(label), commit))
+    except OSError as exc:
+        raise _store_error(exc) from exc
+    return Capture(commit, tree.strip(), files, 0.0, large)
+
+
+def _store_error(exc: OSError) -> WorkspaceError:
+    """An error of ours, not git's (the quarantine, the index copy, the exclude file), with
+    its reason: "No space left on device" is what the frame's note must say."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return WorkspaceError(f"snapshot failed: {exc.strerror or exc}{where}")
+
+
+def _update_ref(root: str, git_dir: str, ref: str, commit: str) -> None:
+    """`update-ref`; should git fail (or time out) after the ref was written after all, that is
+    success: the quarantine must not take back objects a ref reaches."""
+    try:
+        _git(root, git_dir, ["update-ref", ref, commit])
+    except WorkspaceError:
+        now = _git(root, git_dir, ["rev-parse", "-q", "--verify", ref], check=False).stdout
+        if now.decode().strip() != commit:
+            raise
 
 
 def _index_entries(index: str) -> int:
     """The number of files in a git index, from its header ("DIRC", version, count)."""
-    with open(index, "rb") as f:
-        header = f.read(12)
+    try:
+        with open(index, "rb") as f:
+            header = f.read(12)
+    except FileNotFoundError:
+        return 0
     return int.from_bytes(header[8:12], "big") if header[:4] == b"DIRC" else 0
 
 
-def _add_all(root: str, git_dir: str, index: str | None = None) -> None:
-    """`git add -A`: a file that cannot be read (permissions) is left out, not fatal."""
-    done = _git(root, git_dir, ["add", "-A", "--ignore-errors", "."], index=index, check=False)
-    if done.returncode != 0 and b"fatal:" in done.stderr:
+# Git leaves a file out and goes on (`--ignore-errors`) when it cannot write its object either:
+# that is a snapshot missing a file, not an unreadable file.
+STORE_WRITE_ERRORS = (b"No space left", b"Disk quota", b"Read-only file system", b"unable to write")
+
+
+def _add_all(
+    root: str, git_dir: str, index: str | None = None, *, env: Mapping[str, str] | None = None
+) -> None:
+    """`git add -A`: a file that cannot be read (permissions) is left out, not fatal; a store
+    that cannot be written is."""
+    args = ["add", "-A", "--ignore-errors", "."]
+    done = _git(root, git_dir, args, index=index, check=False, env=env)
+    if done.returncode != 0 and (
+        b"fatal:" in done.stderr or any(e in done.stderr for e in STORE_WRITE_ERRORS)
+    ):
         message = done.stderr.decode("utf-8", "replace").strip()
         raise WorkspaceError(f"git add failed: {message[:400]}")
 
@@ -475,6 +581,7 @@ def prune(root: str, keep: set[str]) -> dict[str, int]:
     before = size_bytes(root)
     dropped = 0
     with _Lock(git_dir):
+        snapshot_store.heal(git_dir, root, thorough=True, who="prune")
         for label, commit in refs(root).items():
             if commit not in keep:
                 _git(root, git_dir, ["update-ref", "-d", REF_PREFIX + label])
