@@ -7,12 +7,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+from inproc import Recorder
 
 from claude_session.services import installer
 
@@ -178,6 +179,16 @@ def isolated_state(
     monkeypatch.setenv("CLAUDE_SESSION_NO_DAEMON", "1")
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
     return state
+
+
+@pytest.fixture
+def recorder(project: Path) -> Iterator[Recorder]:
+    """The fast layer (tests/inproc.py) on the `project` fixture, the judge off."""
+    os.environ["CLAUDE_SESSION_NO_JUDGE"] = "1"
+    rec = Recorder(project)
+    yield rec
+    rec.close()
+    del os.environ["CLAUDE_SESSION_NO_JUDGE"]
 
 
 @pytest.fixture

@@ -3,25 +3,13 @@ and proof that it is the same path the hook takes (a replay and a live run agree
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import fixture, query, run_hook, stream
 from inproc import Recorder
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
-
-
-@pytest.fixture
-def recorder(project: Path) -> Iterator[Recorder]:
-    os.environ["CLAUDE_SESSION_NO_JUDGE"] = "1"
-    rec = Recorder(project)
-    yield rec
-    rec.close()
-    del os.environ["CLAUDE_SESSION_NO_JUDGE"]
 
 
 def derived_state(rows: Any) -> dict[str, list[tuple[Any, ...]]]:

@@ -1,8 +1,8 @@
 """`timeline`, `diff`, `fork`, `replay` and `revert`: time travel over recorded frames.
 
-Frames are addressed as SESSION:FRAME (a session id prefix is enough; SESSION alone is its
-latest frame; an empty SESSION the project's latest session; SESSION@attempt:N and
-SESSION@turn:N are shortcuts). Every command has --json.
+Frames are addressed as `timeline` prints them: a bare N is frame N of the latest session;
+SESSION:N, :N, SESSION (its latest frame), SESSION@attempt:N and SESSION@turn:N name others
+(timetravel.ADDRESS_SYNTAX, shown in each command's --help). Every command has --json.
 """
 
 from __future__ import annotations
@@ -19,18 +19,23 @@ from ..services import revert as reverting
 from ..services import timetravel, workspace
 from . import cli, json_option, opened, output
 
+# The --help epilog of every command that takes a frame.
+ADDRESSES = f"Frames are addressed as {timetravel.ADDRESS_SYNTAX}."
+
 
 def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(output.escape_controls(str(exc)))
 
 
-@cli.command()
+@cli.command(epilog=ADDRESSES)
 @click.argument("session", required=False, default="")
 @click.option("--tree", is_flag=True, help="Forks, replays and subagents as branches too.")
 @json_option("an object: session_id, frames (and with --tree: subagents, branches)")
 @click.pass_obj
 def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
-    """The frames of a session: time, event, agent, tool, files changed, open errors."""
+    """The frames of a session: time, event, agent, tool, files changed, open errors.
+
+    SESSION is the latest session by default, else the session of any frame address."""
     with opened(root) as conn:
         try:
             session_id = timetravel.find_session(conn, session)
@@ -76,13 +81,20 @@ def _print_tree(
     forks: dict[int, list[dict[str, Any]]] = {}
     for branch in branches:
         forks.setdefault(int(branch["frame"]), []).append(branch)
-    lines = [f"session {session_id}"]
+    lines = [
+        f"session {session_id}",
+        "  (undo one agent's files: claude-session revert --agent main|ID)",
+    ]
     current_agent = "main"
+    offered: set[object] = set()
     for row in rows:
         agent = row["agent"] if row["agent"] != "user" else "main"
         if agent != "main" and agent != current_agent:
             full = next((a for a in names if str(a).startswith(str(agent))), agent)
             lines.append(f"  ├─ subagent {names.get(full, agent)}")
+            if full not in offered:
+                offered.add(full)
+                lines.append(f"  │    (undo its files: claude-session revert --agent {full})")
         current_agent = agent
         indent = "  │    " if agent != "main" else "  "
         snapshot = f" @{row['snapshot']}" if row["snapshot"] not in ("-", None) else ""
@@ -102,7 +114,7 @@ def _print_tree(
         out.print(Text(output.escape_controls(line)), no_wrap=True, overflow="ellipsis")
 
 
-@cli.command()
+@cli.command(epilog=ADDRESSES)
 @click.argument("a")
 @click.argument("b")
 @click.option("--stat", is_flag=True, help="A summary of the files instead of the full diff.")
@@ -164,7 +176,7 @@ def _brief(item: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in item.items() if v not in (None, "", []))[:300]
 
 
-@cli.command(name="fork")
+@cli.command(name="fork", epilog=ADDRESSES)
 @click.argument("frame")
 @click.option("--label", help="A name for the fork.")
 @click.option("--path", "path", type=click.Path(file_okay=False), help="Where (default: beside).")
@@ -188,7 +200,7 @@ def fork_command(
     click.echo(output.escape_controls(f"next: {made['next']}"))
 
 
-@cli.command()
+@cli.command(epilog=ADDRESSES)
 @click.argument("frame")
 @click.option("--prompt", help="Run with this prompt instead of the frame's turn's prompt.")
 @click.option("--reset-failures", is_flag=True, help="Start without the errors and failed paths.")
@@ -236,16 +248,27 @@ def replay(
         sys.exit(1)
 
 
-@cli.command()
+@cli.command(epilog=ADDRESSES)
 @click.argument("frame", required=False)
 @click.option("--files", "paths", multiple=True, help="Only these paths (repeatable).")
 @click.option("--undo", is_flag=True, help="Undo the latest revert.")
 @click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask (needed when not on a terminal).")
-@click.option("--force", is_flag=True, help="Also overwrite files changed outside the tools.")
+@click.option(
+    "--agent",
+    help="Undo only the files this agent (`main` or a subagent id) changed since FRAME"
+    " (default: since it started); files others changed too are conflicts, left unless --force.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Also overwrite files changed outside the recorded tool calls (and, with --agent,"
+    " conflicts); the revert's safety snapshot keeps them for --undo.",
+)
 @json_option(
-    "an object: with --dry-run the plan (target, commit, changes,"
-    " changed_outside_recorded_tool_calls), else revert, session_id, frame and what was done"
+    "an object: with --dry-run the plan (target, commit, agent, changes,"
+    " changed_outside_recorded_tool_calls, conflicts, left_as_is), else revert, session_id,"
+    " frame and what was done"
 )
 @click.pass_obj
 def revert(
@@ -255,16 +278,21 @@ def revert(
     undo: bool,
     dry_run: bool,
     yes: bool,
+    agent: str | None,
     force: bool,
     as_json: bool,
 ) -> None:
     """Restore the workspace to FRAME (safely: `revert --undo` brings the state back)."""
-    if bool(frame) == undo:
-        raise click.UsageError("give a FRAME, or --undo")
+    if undo and (frame or agent):
+        raise click.UsageError("--undo takes no FRAME and no --agent")
+    if not (frame or undo or agent):
+        raise click.UsageError("give a FRAME, --agent AGENT, or --undo")
     with opened(root) as conn:
         try:
             if undo:
                 todo = reverting.plan_undo(conn, str(root))
+            elif agent:
+                todo = reverting.plan_agent(conn, str(root), agent, frame, list(paths) or None)
             else:
                 todo = reverting.plan(conn, str(root), str(frame), list(paths) or None)
         except (timetravel.FrameError, reverting.RevertError, workspace.WorkspaceError) as exc:
@@ -273,7 +301,11 @@ def revert(
             _show_plan(todo, as_json)
         if dry_run or not todo.changes:
             if not todo.changes and not as_json:
-                click.echo("nothing to do: the files are already as at that frame")
+                click.echo("nothing to do: no file would change")
+            return
+        if todo.conflicts and not force and len(todo.conflicts) == len(todo.changes):
+            if not as_json:
+                click.echo("nothing to do without --force: every file is a conflict")
             return
         if not yes:
             if not sys.stdin.isatty():
@@ -296,7 +328,15 @@ def _show_plan(todo: reverting.Plan, as_json: bool) -> None:
     if as_json:
         output.emit(todo.as_dict(), "json")
         return
-    click.echo(output.escape_controls(f"revert to {todo.target}:"))
-    for action, path in todo.changes:
-        mark = " (changed outside the recorded tool calls)" if path in todo.outside else ""
-        click.echo(output.escape_controls(f"  {action:8} {path}{mark}"))
+    say = output.echo_wrapped
+    say(f"revert to {todo.target}:")
+    for change in todo.changes:
+        marks = [
+            "changed outside the recorded tool calls" if change.path in todo.outside else "",
+            "conflict: someone else changed it too; left unless --force" if change.conflict else "",
+            "over the snapshot size limit; the safety snapshot keeps it" if change.large else "",
+        ]
+        mark = "".join(f" ({m})" for m in marks if m)
+        say(f"  {change.action:8} {change.path}{mark}")
+    for path, why in todo.left:
+        say(f"  {'leave':8} {path} ({why})")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -36,8 +37,13 @@ class ForkError(Exception):
 
 
 def default_path(root: str, ref: timetravel.FrameRef, kind: str = "fork") -> str:
-    """Beside the project: `<project>-fork-<session>-<frame>`, `-2`, `-3`... when taken."""
-    base = f"{os.path.abspath(root).rstrip('/')}-{kind}-{ref.session_id[:8]}-{ref.frame_no}"
+    """Beside the project: `<project>-fork-<session>-<frame>`, `-2`, `-3`... when taken.
+
+    The session id comes from a Claude Code payload: only its safe characters make the name,
+    so no `/` or `..` in it can move the fork out of the project's parent folder."""
+    parent, name = os.path.split(os.path.abspath(root))  # name is '' for '/' alone
+    session = re.sub(r"[^A-Za-z0-9_-]+", "_", ref.session_id).strip("_")[:8] or "session"
+    base = os.path.join(parent, f"{name or 'root'}-{kind}-{session}-{ref.frame_no}")
     candidate, n = base, 1
     while os.path.lexists(candidate):
         n += 1

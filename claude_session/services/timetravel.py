@@ -1,8 +1,10 @@
 """Time travel over recorded frames: addressing, timelines and the diff of two frames.
 
-A frame is addressed as `SESSION:FRAME`: a session id prefix is enough, `SESSION` alone means
-its latest frame, and an empty session the project's latest session. `SESSION@attempt:N` is
-the frame after the Nth failed attempt, `SESSION@turn:N` the start of turn N.
+A frame is addressed the way `timeline` prints it (ADDRESS_SYNTAX): a bare `N` is frame N of
+the latest session, `SESSION:N` frame N of a session (an id prefix is enough, an exact id
+always wins; `:-1` counts from the end), `:N` the latest session's, `SESSION` alone its latest
+frame; `SESSION@attempt:N` is the frame after the Nth failed attempt, `SESSION@turn:N` the
+start of turn N. An all-digit session prefix is written `PREFIX:` or `PREFIX:N`.
 
 The diff of two states (`state_diff`) is a pure function of two snapshots. Reverts and forks,
 which change files, live in services/revert.py and services/fork.py.
@@ -11,6 +13,7 @@ which change files, live in services/revert.py and services/fork.py.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +22,22 @@ import apsw
 from ..core import frames
 from ..core.db import rows
 
+# Said by every command that takes a frame, in its --help and in every addressing error.
+ADDRESS_SYNTAX = (
+    "N (frame N of the latest session), :N (the same), SESSION:N, SESSION (its latest frame),"
+    " SESSION@attempt:N, SESSION@turn:N; SESSION is an id or a prefix of one (a prefix of"
+    " digits only takes a colon: PREFIX: or PREFIX:N) and :-1 counts from the end"
+)
+_NUMBER = re.compile(r"-?[0-9]+")  # ASCII only: str.isdigit also takes '²', which int() refuses
+
 
 class FrameError(Exception):
     """An address that names no frame, or a frame that cannot be used for what was asked."""
+
+
+def _bad(message: str) -> FrameError:
+    """An addressing error that teaches the syntax, so the next try can be right."""
+    return FrameError(f"{message}; frames are addressed as {ADDRESS_SYNTAX}")
 
 
 @dataclass(frozen=True)
@@ -40,13 +56,20 @@ def latest_session(conn: apsw.Connection) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
-def find_session(conn: apsw.Connection, prefix: str) -> str:
-    """The one session whose id starts with `prefix`; a clear error otherwise."""
+def find_session(conn: apsw.Connection, address: str) -> str:
+    """The session an address names (any form `resolve` takes; empty: the latest session)."""
+    return resolve(conn, address).session_id
+
+
+def _match_session(conn: apsw.Connection, prefix: str) -> str:
+    """The session with this exact id, else the one whose id starts with `prefix`."""
     if not prefix:
         found = latest_session(conn)
         if found is None:
-            raise FrameError("no frames recorded yet in this project")
+            raise _bad("no frames recorded yet in this project")
         return found
+    if conn.execute("SELECT 1 FROM frames WHERE session_id = ? LIMIT 1", (prefix,)).fetchall():
+        return prefix  # an id that is also a prefix of another id is still addressable
     rows = conn.execute(
         "SELECT DISTINCT session_id FROM frames WHERE session_id >= ?1 AND session_id < ?1 || x'ff'"
         " ORDER BY session_id LIMIT 6",
@@ -62,50 +85,54 @@ def find_session(conn: apsw.Connection, prefix: str) -> str:
         ).fetchall()
         hint = ", ".join(str(r[0])[:12] for r in known)
         latest = f" (latest: {hint})" if hint else ""
-        raise FrameError(f"no session with frames starts with {prefix!r}{latest}")
-    raise FrameError(
-        f"{prefix!r} matches several sessions ({', '.join(i[:12] for i in ids[:5])}): say more"
-    )
+        raise _bad(f"no session with frames starts with {prefix!r}{latest}")
+    several = ", ".join(i[:12] for i in ids[:5])
+    raise _bad(f"{prefix!r} matches several sessions ({several}): give more of the id")
 
 
 def resolve(conn: apsw.Connection, address: str) -> FrameRef:
-    """`SESSION[:FRAME|@attempt:N|@turn:N]` -> the frame it names."""
+    """An address (ADDRESS_SYNTAX) -> the frame it names."""
     text = address.strip()
+    bare = text.isascii() and text.isdigit()  # `N`: a frame number as `timeline` prints it
     shortcut = None
     if "@" in text:
         text, shortcut = text.split("@", 1)
-    session_part, _, frame_part = text.partition(":")
-    session_id = find_session(conn, session_part)
+    if bare:
+        session_part, frame_part = "", text
+    else:
+        session_part, _, frame_part = text.partition(":")
+    session_id = _match_session(conn, session_part)
     if shortcut is not None:
         return _shortcut(conn, session_id, shortcut)
     last = conn.execute(
         "SELECT max(frame_no) FROM frames WHERE session_id = ?", (session_id,)
     ).fetchall()[0][0]
     if not isinstance(last, int):
-        raise FrameError(f"session {session_id} has no frames")
+        raise _bad(f"session {session_id} has no frames")
     if not frame_part:
         return FrameRef(session_id, last)
-    if not frame_part.lstrip("-").isdigit():
-        raise FrameError(f"frame {frame_part!r} is not a number (SESSION:FRAME)")
+    if not _NUMBER.fullmatch(frame_part):
+        raise _bad(f"frame {frame_part!r} is not a number")
     number = int(frame_part)
     if number < 0:  # from the end: -1 is the frame before the latest
         number = last + number
     if not 1 <= number <= last:
-        raise FrameError(f"session {session_id[:12]} has frames 1 to {last}, not {frame_part}")
+        hint = f" (the session whose id starts with {frame_part} is {frame_part}:)" if bare else ""
+        raise _bad(f"session {session_id[:12]} has frames 1 to {last}, not {frame_part}{hint}")
     return FrameRef(session_id, number)
 
 
 def _shortcut(conn: apsw.Connection, session_id: str, shortcut: str) -> FrameRef:
     kind, _, value = shortcut.partition(":")
     kinds = {"attempt": ("attempt",), "turn": ("turn_start",)}
-    if kind not in kinds or not value.isdigit() or int(value) < 1:
-        raise FrameError(f"unknown shortcut @{shortcut}: use @attempt:N or @turn:N")
+    if kind not in kinds or not _NUMBER.fullmatch(value) or int(value) < 1:
+        raise _bad(f"unknown shortcut @{shortcut}: use @attempt:N or @turn:N")
     rows = conn.execute(
         "SELECT frame_no FROM frames WHERE session_id = ? AND kind = ? ORDER BY frame_no",
         (session_id, kinds[kind][0]),
     ).fetchall()
     if int(value) > len(rows):
-        raise FrameError(f"session {session_id[:12]} has {len(rows)} {kind} frames, not {value}")
+        raise _bad(f"session {session_id[:12]} has {len(rows)} {kind} frames, not {value}")
     return FrameRef(session_id, int(rows[int(value) - 1][0]))  # type: ignore[arg-type]
 
 

@@ -160,8 +160,31 @@ def session_page(
         " errors after it. Click a mark for its diff with the frame before.</p>",
         "<h2>Frames</h2>",
         _frames_table(base, quoted, frames),
+        "<h2>Undo one agent's work</h2>",
+        _agent_reverts(session_id, subagents),
     ]
     return page(base, f"session {session_id[:8]}", "".join(body))
+
+
+def _agent_reverts(session_id: str, subagents: list[dict[str, Any]]) -> str:
+    """Per agent, the command that undoes only its files (the page itself changes nothing:
+    a revert asks in the terminal, where its plan and --undo are)."""
+    rows = [("main", "main thread", f"{session_id}:1")]
+    rows += [
+        (str(a["id"]), str(a["agent_type"] or "agent"), f"{session_id}:{a['first_frame']}")
+        for a in subagents
+        if a.get("first_frame") is not None
+    ]
+    cells = "".join(
+        f"<tr><td>{esc(cut(kind, 24))}</td><td>{esc(cut(agent, 28))}</td>"
+        f"<td><code>claude-session revert --agent {esc(agent)} --dry-run</code></td></tr>"
+        for agent, kind, _ in rows
+    )
+    return (
+        "<p class=muted>Reverts only the files that agent changed since it started; files"
+        " others changed too are listed as conflicts and left alone.</p>"
+        f"<table><tr><th>agent</th><th>id</th><th>command</th></tr>{cells}</table>"
+    )
 
 
 def _legend(colours: dict[str, str]) -> str:

@@ -517,18 +517,35 @@ def restore(
                     to_write.append(path)
                     done.append(("created" if status.startswith("D") else "restored", path))
             if to_write:
-                _git(target, git_dir, ["read-tree", commit + "^{tree}"], index=scratch)
-                _git(
-                    target,
-                    git_dir,
-                    ["checkout-index", "-f", "-z", "--stdin"],
-                    index=scratch,
-                    stdin=b"\0".join(os.fsencode(p) for p in to_write) + b"\0",
-                )
+                _checkout(target, git_dir, commit, to_write, scratch)
         finally:
             if os.path.exists(scratch):
                 os.unlink(scratch)
     return done
+
+
+def write_paths(root: str, commit: str, paths: list[str]) -> None:
+    """Write `paths` as snapshot `commit` has them (files, executables, links as links),
+    through a throwaway index; nothing else is touched (what a revert writes)."""
+    git_dir = _ensure_repo(root)
+    with _Lock(git_dir):
+        scratch = _scratch_index(git_dir, "write", seeded=False)
+        try:
+            _checkout(root, git_dir, commit, paths, scratch)
+        finally:
+            if os.path.exists(scratch):
+                os.unlink(scratch)
+
+
+def _checkout(target: str, git_dir: str, commit: str, paths: list[str], index: str) -> None:
+    _git(target, git_dir, ["read-tree", commit + "^{tree}"], index=index)
+    _git(
+        target,
+        git_dir,
+        ["checkout-index", "-f", "-z", "--stdin"],
+        index=index,
+        stdin=b"\0".join(os.fsencode(p) for p in paths) + b"\0",
+    )
 
 
 def _inside(root: str, path: str) -> str:
