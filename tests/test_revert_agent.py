@@ -101,6 +101,7 @@ def test_main_and_since_a_frame(bench: Workbench) -> None:
     bench.undo()
     later = next(n for n, kind, _ in bench.frames() if kind == "subagent_start")
     todo = revert.plan_agent(bench.rec.conn, str(root), "main", f"{bench.session}:{later}")
+    assert todo.agent == bench.session and todo.target.startswith("the work of agent main since")
     revert.execute(bench.rec.conn, str(root), todo)
     assert (root / "a.py").read_text() == "A1\n"
 

@@ -170,7 +170,8 @@ def _find_agent(conn: apsw.Connection, agent: str, address: str | None) -> tuple
     """(session, agent id) for `main` or an agent id (prefix)."""
     if agent == "main":
         if address:
-            return timetravel.resolve(conn, address).session_id, ""
+            session_id = timetravel.resolve(conn, address).session_id
+            return session_id, session_id  # the main thread's frames carry the session's id
         session = timetravel.latest_session(conn)
         if session is None:
             raise RevertError("no frames recorded yet in this project")
@@ -201,8 +202,6 @@ def _fill(
     max_bytes = _max_bytes(root)
     now = now_tree or revert_store.current_tree(root, max_bytes)
     if todo.agent is not None:
-        if todo.agent == "":
-            todo.agent = todo.session_id
         todo.wants, conflicted = _agent_wants(conn, root, todo, now)
     else:
         conflicted = set()
