@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import apsw
@@ -279,7 +279,13 @@ def execute(conn: apsw.Connection, root: str, todo: Plan, force: bool = False) -
             root, label=f"revert-safety/{now:.6f}", max_file_bytes=_max_bytes(root), include=large
         )
         approved = {(c.action, c.path) for c in todo.changes}
-        again = _fill(conn, root, _copy(todo), safety.tree, frozenset(large))
+        again = _fill(
+            conn,
+            root,
+            replace(todo, changes=[], left=[], outside=[]),
+            safety.tree,
+            frozenset(large),
+        )
         moved = sorted(c.path for c in again.changes if (c.action, c.path) not in approved)
         if moved or set(again.outside) - set(todo.outside):
             raise RevertError(
@@ -332,19 +338,6 @@ def _refuse_outside(todo: Plan, force: bool) -> None:
             f" {', '.join(todo.outside[:10])}; revert with --force to overwrite them (undo"
             " brings them back), or --files to leave them out"
         )
-
-
-def _copy(todo: Plan) -> Plan:
-    return Plan(
-        todo.target,
-        todo.commit,
-        todo.session_id,
-        wants=list(todo.wants),
-        since=todo.since,
-        modes=todo.modes,
-        agent=todo.agent,
-        only=todo.only,
-    )
 
 
 def _finish(

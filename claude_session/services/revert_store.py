@@ -50,23 +50,7 @@ def current_tree(root: str, max_file_bytes: int) -> str:
     capture leaves them), through a throwaway index: ours stays as it was."""
     git_dir = workspace._ensure_repo(root)
     with workspace._Lock(git_dir):
-        return _tree_now(root, git_dir, max_file_bytes)
-
-
-def _tree_now(root: str, git_dir: str, max_file_bytes: int, index: str | None = None) -> str:
-    scratch = index or workspace._scratch_index(git_dir, "scratch", seeded=True)
-    try:
-        workspace._write_excludes(root, git_dir, [])
-        large = workspace._large_files(root, git_dir, max_file_bytes, index=scratch)
-        if large:
-            workspace._write_excludes(root, git_dir, large)
-            workspace._drop_large(root, git_dir, scratch, large)
-        workspace._add_all(root, git_dir, scratch)
-        workspace._drop_large(root, git_dir, scratch, [p for p in large if "\n" in p])
-        return workspace._git(root, git_dir, ["write-tree"], index=scratch).stdout.decode().strip()
-    finally:
-        if index is None and os.path.exists(scratch):
-            os.unlink(scratch)
+        return workspace._current_tree(root, git_dir, max_file_bytes)
 
 
 def raw_changes(root: str, a: str, b: str, paths: list[str] | None = None) -> list[RawChange]:

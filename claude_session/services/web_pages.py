@@ -161,24 +161,24 @@ def session_page(
         "<h2>Frames</h2>",
         _frames_table(base, quoted, frames),
         "<h2>Undo one agent's work</h2>",
-        _agent_reverts(session_id, subagents),
+        _agent_reverts(subagents),
     ]
     return page(base, f"session {session_id[:8]}", "".join(body))
 
 
-def _agent_reverts(session_id: str, subagents: list[dict[str, Any]]) -> str:
+def _agent_reverts(subagents: list[dict[str, Any]]) -> str:
     """Per agent, the command that undoes only its files (the page itself changes nothing:
     a revert asks in the terminal, where its plan and --undo are)."""
-    rows = [("main", "main thread", f"{session_id}:1")]
+    rows = [("main", "main thread")]
     rows += [
-        (str(a["id"]), str(a["agent_type"] or "agent"), f"{session_id}:{a['first_frame']}")
+        (str(a["id"]), str(a["agent_type"] or "agent"))
         for a in subagents
-        if a.get("first_frame") is not None
+        if a.get("first_frame") is not None  # an agent with no frames changed no file
     ]
     cells = "".join(
         f"<tr><td>{esc(cut(kind, 24))}</td><td>{esc(cut(agent, 28))}</td>"
         f"<td><code>claude-session revert --agent {esc(agent)} --dry-run</code></td></tr>"
-        for agent, kind, _ in rows
+        for agent, kind in rows
     )
     return (
         "<p class=muted>Reverts only the files that agent changed since it started; files"

@@ -300,14 +300,7 @@ def _capture_locked(
     try:
         snapshot_store.heal(git_dir, root)
         with snapshot_store.Quarantine(git_dir, index) as q:
-            _write_excludes(root, git_dir, [])
-            large = _large_files(root, git_dir, max_file_bytes, index=q.index)
-            if large:
-                _write_excludes(root, git_dir, large)
-                # An exclude does not apply to a file already in our index (one that grew).
-                _drop_large(root, git_dir, q.index, large, q.env)
-            _add_all(root, git_dir, q.index, env=q.env)
-            _drop_large(root, git_dir, q.index, [p for p in large if "\n" in p], q.env)
+            large = _stage(root, git_dir, q.index, max_file_bytes, q.env)
             if include:  # a revert's safety snapshot: what it will touch, whatever its size
                 _git(
                     root,
@@ -326,6 +319,26 @@ def _capture_locked(
     except OSError as exc:
         raise _store_error(exc) from exc
     return Capture(commit, tree.strip(), files, 0.0, large)
+
+
+def _stage(
+    root: str,
+    git_dir: str,
+    index: str | None,
+    max_file_bytes: int | None,
+    env: Mapping[str, str] | None = None,
+) -> list[str]:
+    """`index` made to hold the work tree as a capture takes it: every file not ignored, but
+    those over `max_file_bytes` (None: no cap), which it returns."""
+    _write_excludes(root, git_dir, [])
+    large = [] if max_file_bytes is None else _large_files(root, git_dir, max_file_bytes, index)
+    if large:
+        _write_excludes(root, git_dir, large)
+        # An exclude does not apply to a file already in the index (one that grew).
+        _drop_large(root, git_dir, index, large, env)
+    _add_all(root, git_dir, index, env=env)
+    _drop_large(root, git_dir, index, [p for p in large if "\n" in p], env)
+    return large
 
 
 def _store_error(exc: OSError) -> WorkspaceError:
@@ -401,12 +414,12 @@ def _scratch_index(git_dir: str, purpose: str, seeded: bool) -> str:
     return scratch
 
 
-def _current_tree(root: str, git_dir: str) -> str:
-    """The tree of the work tree now, through a throwaway index (ours stays as it was)."""
+def _current_tree(root: str, git_dir: str, max_file_bytes: int | None = None) -> str:
+    """The tree of the work tree now (files over `max_file_bytes` left out, as a capture
+    leaves them; None: no cap), through a throwaway index (ours stays as it was)."""
     scratch = _scratch_index(git_dir, "scratch", seeded=True)
     try:
-        _write_excludes(root, git_dir, [])
-        _add_all(root, git_dir, scratch)
+        _stage(root, git_dir, scratch, max_file_bytes)
         return _git(root, git_dir, ["write-tree"], index=scratch).stdout.decode().strip()
     finally:
         if os.path.exists(scratch):
