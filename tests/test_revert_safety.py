@@ -266,3 +266,24 @@ def test_a_file_no_one_can_read_is_never_overwritten(bench: Workbench, tmp_path:
     assert "app.py" not in [c.path for c in plan.changes]
     (root / "app.py").chmod(0o644)
     assert (root / "app.py").read_text() == "VALUE = 'the user's, never captured'\n"
+
+
+def test_snapshots_and_reverts_never_rewrite_a_nested_repositorys_index(
+    bench: Workbench,
+) -> None:
+    """git refreshes an index whose stat data is stale (a file touched, its bytes the same)
+    whenever it asks that repository for its status, as `git add` does for a nested one: our
+    git must not take that optional write."""
+    root = bench.root
+    frame = bench.last_frame()
+    bench.write("app.py", b"VALUE = 2\n")
+    lib = root / "vendor" / "lib"
+    nested_repo(lib)  # by hand, just now: no git of ours has looked at it yet
+    index = lib / ".git" / "index"
+    stamp = index.stat().st_mtime_ns + 10**9
+    os.utime(lib / "lib.py", ns=(stamp, stamp))  # touched, same bytes: its stat data is stale
+    before = index.read_bytes()
+    bench.revert(f"{bench.session}:{frame}", paths=["app.py"])
+    bench.undo()
+    bench.prompt()  # a capture
+    assert index.read_bytes() == before

@@ -127,6 +127,9 @@ def _env(
         "GIT_COMMITTER_EMAIL": AUTHOR[1],
         "HOME": git_dir,  # no ~/.gitconfig, no credential helpers
         "LC_ALL": "C",
+        # No optional writes: `git add` asks a nested repository for its status, which would
+        # otherwise refresh (rewrite) that repository's own index.
+        "GIT_OPTIONAL_LOCKS": "0",
     }
     if root is not None:
         env["GIT_WORK_TREE"] = root
