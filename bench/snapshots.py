@@ -9,9 +9,11 @@ For each tree: the first capture (everything hashed; `--first-runs` times, each 
 store), captures after a few files changed (what follows a tool call), captures of an
 unchanged tree, and a restore of 10 changed files; p50 and p95 in milliseconds. `--hooks`
 also times what the agent's path pays, with the real hook processes (no resident process):
-a PostToolUse (it only starts the capture process), then at once the next Edit's PreToolUse
-(it waits for that snapshot, at most `snapshot_wait_seconds`), and the same PreToolUse once
-the snapshot is taken. The snapshots go to a scratch state directory, never the user's.
+a PostToolUse (it only starts the capture process), then at once the next Edit's or Bash's
+PreToolUse (neither waits for that snapshot: they keep what they will change, see
+services/before_images.py), and the same PreToolUse once the snapshot is taken; then how
+many frames ended up exact (no note "may hold changes of ..."). The snapshots go to a
+scratch state directory, never the user's.
 """
 
 from __future__ import annotations
@@ -169,7 +171,9 @@ def agent_path(root: Path, paths: list[Path], runs: int, scratch: Path) -> dict[
     def hook(event: str, name: str, tool_use_id: str = "") -> float:
         text = (FIXTURES / f"{name}.json").read_text().replace("/home/dev/project", str(root))
         payload = json.loads(text) | {"session_id": session}
-        if tool_use_id:
+        if tool_use_id and name.endswith("Bash"):
+            payload |= {"tool_use_id": tool_use_id, "tool_input": {"command": "make"}}
+        elif tool_use_id:
             target = {"file_path": str(paths[0]), "old_string": "a", "new_string": "b"}
             payload |= {"tool_use_id": tool_use_id, "tool_input": target}
         started = time.perf_counter()
@@ -192,22 +196,29 @@ def agent_path(root: Path, paths: list[Path], runs: int, scratch: Path) -> dict[
     hook("SessionStart", "SessionStart.startup")
     first_pre = hook("PreToolUse", "PreToolUse.Edit", "toolu_0")
     _settle(root)
-    post, pre_at_once, pre_settled = [], [], []
-    for run in range(1, 2 * runs + 1):
+    post, pre_at_once, bash_at_once, pre_settled = [], [], [], []
+    tool = "Edit"
+    for run in range(1, 3 * runs + 1):
         change(run)  # what the tool did
-        post.append(hook("PostToolUse", "PostToolUse.Edit", f"toolu_{run - 1}"))
-        if run > runs:  # the model took long enough: the snapshot is taken already
+        post.append(hook("PostToolUse", f"PostToolUse.{tool}", f"toolu_{run - 1}"))
+        tool = "Bash" if runs < run <= 2 * runs and run % 2 == 0 else "Edit"
+        if run > 2 * runs:  # the model took long enough: the snapshot is taken already
             _settle(root)
             pre_settled.append(hook("PreToolUse", "PreToolUse.Edit", f"toolu_{run}"))
-        else:  # the next tool call comes at once: its PreToolUse waits for the snapshot
-            pre_at_once.append(hook("PreToolUse", "PreToolUse.Edit", f"toolu_{run}"))
+        else:  # the next tool call comes at once, before the snapshot is taken
+            took = hook("PreToolUse", f"PreToolUse.{tool}", f"toolu_{run}")
+            (bash_at_once if tool == "Bash" else pre_at_once).append(took)
     _settle(root)
     return {
         "first_pre_tool_use_ms": round(first_pre * 1000, 1),
         "post_tool_use": percentiles(post),
         "pre_tool_use_edit_at_once": percentiles(pre_at_once),
+        "pre_tool_use_bash_at_once": percentiles(bash_at_once),
         "pre_tool_use_edit_after_snapshot": percentiles(pre_settled),
         "snapshots": dict(_query(root, "SELECT status, count(*) FROM vcs_tags GROUP BY 1")),
+        "frames_marked_inexact": _query(
+            root, "SELECT count(*) FROM vcs_tags WHERE note LIKE '%may hold changes%'"
+        )[0][0],
     }
 
 
@@ -263,9 +274,10 @@ def main() -> None:
             print(
                 f"    hooks: first PreToolUse {h['first_pre_tool_use_ms']:.0f} ms;"
                 f" PostToolUse {_p(h['post_tool_use'])};"
-                f" next Edit's PreToolUse at once {_p(h['pre_tool_use_edit_at_once'])};"
+                f" next Edit's PreToolUse at once {_p(h['pre_tool_use_edit_at_once'])},"
+                f" Bash's {_p(h['pre_tool_use_bash_at_once'])};"
                 f" after the snapshot {_p(h['pre_tool_use_edit_after_snapshot'])};"
-                f" {h['snapshots']}"
+                f" {h['snapshots']}, {h['frames_marked_inexact']} marked inexact"
             )
 
 

@@ -7,7 +7,9 @@ edits, the user's own edits, reverts and undos over real files in a real project
   nothing no snapshot captured (files over the size limit it did not keep, fifos, ignored
   files).
 
-The project is a git repository or a plain folder; names include newlines, non-UTF-8 bytes
+Snapshots are taken at once, or (lazy) only now and then and at a revert, as when the next
+tool starts before the background capture ran. The project is a git repository or a plain
+folder; names include newlines, non-UTF-8 bytes
 and spaces; there are links in and out of the project, nested repositories (committed or
 not), files over the size limit, fifos (what a capture cannot read: the tests run as root,
 for whom no permission makes a file unreadable), ignored files and empty folders.
@@ -80,8 +82,8 @@ class RevertMachine(RuleBasedStateMachine):
 
     # --- set-up --------------------------------------------------------------------------------
 
-    @initialize(as_git=st.booleans(), ignore=st.booleans())
-    def start(self, as_git: bool, ignore: bool) -> None:
+    @initialize(as_git=st.booleans(), ignore=st.booleans(), lazy=st.booleans())
+    def start(self, as_git: bool, ignore: bool, lazy: bool) -> None:
         self.root.mkdir()
         self.outside.mkdir()
         (self.outside / "theirs.txt").write_text("outside the project\n")
@@ -96,6 +98,7 @@ class RevertMachine(RuleBasedStateMachine):
         self.bench = Workbench(self.root)
         self.bench.start()
         self.bench.prompt()
+        self.bench.eager = not lazy  # lazy: tools start before the snapshots are taken
 
     def teardown(self) -> None:
         if self.bench is not None:
@@ -222,6 +225,13 @@ class RevertMachine(RuleBasedStateMachine):
         if next_turn:
             self.wb.prompt()
         self.before_revert = None
+
+    @precondition(lambda self: self.bench is not None and not self.bench.eager)
+    @rule()
+    def background_capture(self) -> None:
+        """The capture process catches up (lazy runs): every frame pending gets its snapshot,
+        the files later tools changed as they were before them."""
+        self.wb.capture()
 
     # --- reverts -------------------------------------------------------------------------------
 

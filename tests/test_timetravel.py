@@ -99,13 +99,16 @@ def play_session(project: Path) -> dict[str, dict[str, bytes]]:
     seen = {}
     send(project, "SessionStart.startup")
     send(project, "UserPromptSubmit", prompt="make the value configurable")
+    # The model's first answer takes longer than the first snapshot. From here on no pause:
+    # each tool starts before the last one's snapshot is taken, and no hook waits for it.
+    assert wait_for(lambda: settled(project), 30)
     new = {"file_path": str(project / "src" / "config.py"), "content": "LIMIT = 10\n"}
     tool(project, "Write", "t1", new)
     (project / "src" / "config.py").write_text("LIMIT = 10\n")
     done_tool(project, "Write", "t1", new)
     seen["after_write"] = files_of(project)
     edit = {"file_path": str(project / "src" / "app.py"), "old_string": "1", "new_string": "2"}
-    # No pause: the Edit's PreToolUse must wait for the Write's snapshot before the tool runs.
+    # No pause: the Edit's PreToolUse keeps app.py as it is for the Write's snapshot.
     tool(project, "Edit", "t2", edit)
     (project / "src" / "app.py").write_text("VALUE = 2\n")
     done_tool(project, "Edit", "t2", edit)

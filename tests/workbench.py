@@ -39,6 +39,9 @@ class Workbench:
         self.rec = Recorder(root, now=time.time())  # reverts are recorded at the real time
         self.calls = 0
         self.started = False
+        # False: snapshots are taken only by `capture()` (or a revert), later, as when the
+        # next tool starts before the background capture has run.
+        self.eager = True
 
     def send(self, name: str, agent: str | None = None, **changes: Any) -> None:
         payload = fixture(name, self.root) | {"session_id": self.session, "cwd": str(self.root)}
@@ -49,6 +52,11 @@ class Workbench:
         payload |= changes
         self.rec.now = max(self.rec.now + 0.001, time.time())
         self.rec.send(payload)
+        if self.eager:
+            self.capture()
+
+    def capture(self) -> None:
+        """What the background capture process does once it runs."""
         capture.capture_pending(self.rec.conn, str(self.root))
 
     def start(self) -> None:

@@ -59,14 +59,21 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
             "what": f["summary"],
             "files": ", ".join(f["files"]),
             "errors": f["open_errors"] or 0,
-            "snapshot": (f["snapshot_commit"] or "")[:8] or (f["snapshot"] or "-"),
+            "snapshot": ((f["snapshot_commit"] or "")[:8] or (f["snapshot"] or "-"))
+            + ("~" if _inexact(f) else ""),
         }
         for f in frames
     ]
     if not tree:
-        output.emit(rows, "table", title=f"timeline of {session_id}")
+        marked = any(_inexact(f) for f in frames)
+        legend = " (~: the snapshot may hold changes of a tool that started before it)"
+        output.emit(rows, "table", title=f"timeline of {session_id}{legend if marked else ''}")
         return
     _print_tree(session_id, rows, found["subagents"], found["branches"])
+
+
+def _inexact(frame: dict[str, Any]) -> bool:
+    return str(frame.get("snapshot_note") or "").startswith("may hold changes")
 
 
 def _print_tree(

@@ -50,9 +50,10 @@ DEFAULTS: dict[str, object] = {
     # user's) after each tool call that can change files and at each turn: what `revert`,
     # `diff` and `fork` go back to.
     "workspace_snapshots": True,
-    # A tool that can change files waits at most this long for the snapshot of the state
-    # before it (normally taken long before, while the model was thinking).
-    "snapshot_wait_seconds": 6.0,
+    # No hook waits for a snapshot: a Write/Edit keeps its file as it was for the snapshot
+    # still pending. Above 0, a tool that names no file (Bash) waits at most this long for it,
+    # so the frame before it is exact rather than perhaps holding part of its changes.
+    "snapshot_wait_seconds": 0.0,
     # Files larger than this are left out of workspace snapshots.
     "snapshot_max_file_mb": 5.0,
     # Memories are put before the model: at SessionStart the preferences, facts and skills

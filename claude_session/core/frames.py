@@ -341,10 +341,10 @@ def pending_captures(conn: apsw.Connection) -> "list[tuple[str, int, float]]":
 
 
 def latest_commit(conn: apsw.Connection) -> str | None:
-    """The project's newest snapshot commit: the parent of the next one."""
+    """The project's newest snapshot commit (of one capture's several, the latest frame's)."""
     rows = conn.execute(
         "SELECT snapshot_commit FROM vcs_tags WHERE status = 'captured'"
-        " ORDER BY captured_at DESC LIMIT 1"
+        " ORDER BY captured_at DESC, requested_at DESC LIMIT 1"
     ).fetchall()
     return str(rows[0][0]) if rows and rows[0][0] else None
 

@@ -149,14 +149,12 @@ def start_daemon(ctx: Context) -> None:
 def answer_pre_tool_use(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
 ) -> "dict[str, Any] | None":
-    """Before a tool that can change files: the snapshot of the files as they are now must be
-    taken first (wait for it). Before a Write/Edit: name any other live agent holding the
-    file (warn, or deny)."""
+    """Before a tool that can change files while a snapshot is still pending: keep what it will
+    change, never wait (services/before_images.py). Before a Write/Edit: name any other live
+    agent holding the file (warn, or deny)."""
     tool = ev.text_of("tool_name")
     if tool not in executions.READ_ONLY_TOOLS and executions.snapshot_pending(conn):
-        from ..services import capture_control
-
-        capture_control.wait_for_pending(conn, ctx.root, ctx.number("snapshot_wait_seconds"))
+        _before_tool(conn, ev, ctx, tool or "tool")
     if tool not in store.EDIT_TOOLS:
         return None
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
@@ -199,6 +197,50 @@ def answer_pre_tool_use(
     if ctx.config["conflict_policy"] == "deny":
         return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": text})
     return _pre_tool_use({"additionalContext": text})
+
+
+def _before_tool(conn: apsw.Connection, ev: Event, ctx: Context, tool: str) -> None:
+    """The state of the files before this tool, for the snapshots still pending: the file a
+    Write/Edit names; for a tool that names none, the files the pending frames named, or a
+    marker that it may blur them; or (only where `snapshot_wait_seconds` is above 0) a wait."""
+    from ..services import before_images
+
+    wait = ctx.number("snapshot_wait_seconds")
+    if tool not in store.EDIT_TOOLS and wait > 0:
+        from ..services import capture_control
+
+        capture_control.wait_for_pending(conn, ctx.root, wait)
+        return
+    cap = int(ctx.number("snapshot_max_file_mb") * 1024 * 1024)
+    try:
+        if tool in store.EDIT_TOOLS:
+            target = ev.text_of("file_path") or ev.text_of("notebook_path")
+            if target:
+                before_images.keep(ctx.root, target, tool, ctx.now, cap)
+        else:
+            before_images.keep_all(ctx.root, _pending_files(conn), tool, ctx.now, cap)
+    except OSError as exc:  # the tool still runs; the frame's snapshot may then hold its change
+        from ..core import log
+
+        log.write(ctx.root, "WARNING", "PreToolUse", f"the files before {tool} not kept: {exc}")
+
+
+def _pending_files(conn: apsw.Connection) -> "list[str] | None":
+    """The files the frames still waiting for a snapshot named, if each is a Write/Edit's:
+    then nothing else changed since the last snapshot (but the user). Else None."""
+    naming = ",".join(f"'{t}'" for t in store.EDIT_TOOLS)
+    rows = conn.execute(
+        "SELECT f.kind IN ('tool', 'attempt') AND f.tool_name IN (" + naming + ")"
+        " AND json_valid(f.files), f.files FROM vcs_tags v JOIN frames f"
+        " ON f.session_id = v.session_id AND f.frame_no = v.frame_no WHERE v.status = 'pending'"
+    ).fetchall()
+    if not all(row[0] for row in rows):
+        return None
+    paths = conn.execute(
+        "SELECT DISTINCT j.value FROM json_each(?1) AS s, json_each(s.value) AS j",
+        ("[" + ",".join(str(row[1]) for row in rows) + "]",),
+    ).fetchall()
+    return [str(p[0]) for p in paths]
 
 
 def _pre_tool_use(output: "Answer") -> "Answer":

@@ -4,8 +4,9 @@ Started by a hook whose frame asked for a workspace snapshot (see capture_contro
 project's capture lock, it snapshots the work tree into claude-session's own snapshot
 repository (services/workspace.py) and fills in the pointer of every frame that was pending
 when the capture started, with the user's HEAD, branch and jj ids (services/vcs.py); then
-again while anything is pending. Frames are pending together only when no file-changing tool
-ran between them (its PreToolUse waits for pending snapshots), so they share one snapshot.
+again while anything is pending. No hook waits for it: a tool that started after a frame was
+committed kept what it was about to change (services/before_images.py), and the frame's
+snapshot is built from the capture with those files put back as they were.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import apsw
 from ..core import db, executions, facts, frames, log, state
 from ..core.config import megabytes
 from ..core.paths import db_path
-from . import capture_control, configuration, timetravel, vcs, workspace
+from . import before_images, capture_control, configuration, timetravel, vcs, workspace
 
 
 def run(root: str) -> int:
@@ -31,7 +32,7 @@ def run(root: str) -> int:
         if fd is None:
             return done  # another capture process runs: it re-reads the pending rows
         try:
-            conn = db.connect(db_path(root), create=False)
+            conn = _connect(root)
             try:
                 while True:
                     count = capture_pending(conn, root)
@@ -47,7 +48,7 @@ def run(root: str) -> int:
             _keep_bounded(root)
         # A hook may have committed a frame after our last read and seen our lock held:
         # look once more now that the lock is free.
-        conn = db.connect(db_path(root), create=False)
+        conn = _connect(root)
         try:
             if not executions.snapshot_pending(conn):
                 return done
@@ -67,54 +68,128 @@ def pack_states(conn: apsw.Connection) -> int:
 
 
 def capture_pending(conn: apsw.Connection, root: str) -> int:
+    """Snapshot the work tree for every frame pending. A frame committed before a later tool
+    started gets the files that tool changed as they were before it (before_images): on the
+    snapshot taken now, or, where a tool that names no file ran since, on the last snapshot."""
     pending = frames.pending_captures(conn)
     if not pending:
         return 0
     session_id, frame_no, _ = pending[-1]
+    last = frames.latest_commit(conn)
     started = time.time()
-    status, note, commit, files = "captured", None, None, None
+    snapshots: dict[tuple[str, ...], Snapshot] = {}
     try:
         captured = workspace.capture(
             root, label=f"{session_id}/{frame_no}", max_file_bytes=_max_bytes(root)
         )
-        commit, files = captured.commit, captured.files
+        note = None
         if captured.skipped_large:
             # A name that is not UTF-8 is kept as its bytes' escapes: SQLite takes only UTF-8.
-            names = [
-                p.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                for p in captured.skipped_large[:10]
-            ]
-            note = "skipped (too large): " + ", ".join(names)
+            note = "skipped (too large): " + ", ".join(_printable(captured.skipped_large[:10]))
+        snapshots[("now",)] = ("captured", note, captured.commit, captured.files)
+        # Read after the capture: a tool that wrote while it ran has its entry by now.
+        entries = before_images.read_all(root)
     except workspace.WorkspaceError as exc:
-        status, note = "failed", str(exc)[:500]
+        snapshots[("now",)] = ("failed", str(exc)[:500], None, None)
+        entries = []
     except Exception as exc:  # our bug: the frames say so, and the log has it
-        status, note = "failed", f"{type(exc).__name__}: {exc}"[:500]
-        log.write(root, "ERROR", "capture", note)
-    where = vcs.pointer(root) if status == "captured" else vcs.Pointer()
-    if len(pending) > 1 and note is None:
-        note = f"one snapshot for {len(pending)} frames (no tool changed files between them)"
+        snapshots[("now",)] = ("failed", f"{type(exc).__name__}: {exc}"[:500], None, None)
+        log.write(root, "ERROR", "capture", str(snapshots[("now",)][1]))
+        entries = []
+    now = snapshots[("now",)]
+    if last is not None and now[0] == "captured":
+        snapshots[("last",)] = ("captured", None, last, None)
+    where = vcs.pointer(root) if now[0] == "captured" else vcs.Pointer()
+    groups: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+    notes: dict[tuple[str, int], str] = {}
+    for s, f, requested in pending:
+        put, blurred, covered = _before(entries, requested)
+        base = ("last",) if covered and not blurred and ("last",) in snapshots else ("now",)
+        if covered and base == ("now",):
+            blurred.add("a tool")
+        key = base + tuple(sorted(e.name for e in put.values()))
+        groups.setdefault(key, []).append((s, f))
+        if blurred:
+            notes[(s, f)] = f"may hold changes of {', '.join(sorted(blurred))}, started before it"
+        if key not in snapshots:
+            snapshots[key] = _earlier(root, snapshots[base], list(put.values()), f"{s}/{f}")
     with db.Immediate(conn):
-        frames.record_capture(
-            conn,
-            [(s, f) for s, f, _ in pending],
-            started,
-            status=status,
-            commit=commit,
-            head=where.git_head,
-            branch=where.git_branch,
-            jj_commit=where.jj_commit_id,
-            jj_operation=where.jj_operation_id,
-            files=files,
-            note=note,
-        )
+        for key, members in groups.items():
+            status, note, commit, files = snapshots[key]
+            shared = len(members) > 1 and f"one snapshot for {len(members)} frames"
+            for member in members:
+                said = [n for n in (notes.get(member), note, shared) if n]
+                frames.record_capture(
+                    conn,
+                    [member],
+                    started,
+                    status=status,
+                    commit=commit,
+                    head=where.git_head,
+                    branch=where.git_branch,
+                    jj_commit=where.jj_commit_id,
+                    jj_operation=where.jj_operation_id,
+                    files=files,
+                    note="; ".join(said)[:500] or None,
+                )
+    still = frames.pending_captures(conn)
+    before_images.discard(root, time.time(), still[0][2] if still else None)
     return len(pending)
+
+
+Snapshot = tuple[str, "str | None", "str | None", "int | None"]  # status, note, commit, files
+
+
+def _before(
+    entries: list[before_images.Entry], requested: float
+) -> tuple[dict[str, before_images.Entry], set[str], bool]:
+    """For a frame committed at `requested`: per path, the first state kept after it (what
+    the file was until a tool changed it); the tools that changed what was not kept; and
+    whether the first tool after it that names no file kept every file changed since the
+    last snapshot (then the frame is that snapshot plus what was kept until that tool)."""
+    later = [e for e in entries if e.at > requested]  # oldest first
+    markers = [e for e in later if e.kind in (before_images.BLUR, before_images.COVER)]
+    covered = bool(markers) and markers[0].kind == before_images.COVER
+    until = markers[0].at if covered else float("inf")
+    put: dict[str, before_images.Entry] = {}
+    seen: set[str] = set()
+    blurred: set[str] = set()
+    for entry in later:
+        if entry.at > until or entry.kind == before_images.COVER:
+            continue
+        if entry.path is None or entry.kind == before_images.UNKNOWN:
+            blurred.add(entry.tool)
+            seen.add(entry.path or "")
+        elif entry.path not in seen:
+            seen.add(entry.path)
+            put[entry.path] = entry
+    return put, blurred, covered
+
+
+def _earlier(root: str, base: Snapshot, put: list[before_images.Entry], label: str) -> Snapshot:
+    """The snapshot `base` with the files of `put` as they were before their tools ran."""
+    status, note, commit, files = base
+    if status != "captured" or not commit or not put:
+        return base
+    keep = [(e.path or "", e.mode, e.content) for e in put if e.kind in ("file", "link")]
+    drop = [e.path or "" for e in put if e.kind in ("absent", "large")]
+    try:
+        made = workspace.capture_over(root, commit, keep, drop, label=label)
+    except workspace.WorkspaceError as exc:  # the frame still has the later snapshot, said so
+        tools = ", ".join(sorted({e.tool for e in put}))
+        return status, f"may hold changes of {tools} ({exc})"[:500], commit, files
+    return status, note, made.commit, made.files
+
+
+def _printable(paths: list[str]) -> list[str]:
+    return [p.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") for p in paths]
 
 
 def keep_facts(root: str) -> None:
     """The project facts its files tell (language, tools, test and lint commands) into
     project_state; a command an agent ran is not overwritten by a guess."""
     found = facts.detect(root)
-    conn = db.connect(db_path(root), create=False)
+    conn = _connect(root)
     try:
         with db.Immediate(conn):
             for key in ("test_command", "lint_command"):
@@ -130,11 +205,20 @@ def _keep_bounded(root: str) -> None:
     limit = megabytes(configuration.load_or_defaults(root).values, "snapshot_store_max_mb")
     if workspace.size_bytes(root) <= limit:
         return
-    conn = db.connect(db_path(root), create=False)
+    conn = _connect(root)
     try:
         timetravel.prune_workspace(conn, root, limit)
     finally:
         conn.close()
+
+
+def _connect(root: str) -> apsw.Connection:
+    """The project's database, closed without a checkpoint as hooks close it: as the last
+    connection, a close would checkpoint and delete the WAL that the next hook then makes
+    anew (see runtime/hookrt.py: the hooks keep it short themselves)."""
+    conn = db.connect(db_path(root), create=False)
+    conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+    return conn
 
 
 def _max_bytes(root: str) -> int:

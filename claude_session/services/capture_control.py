@@ -6,9 +6,9 @@ A frame that may follow a change of files asks for a workspace snapshot (`vcs_ta
 decided by an OS lock (a POSIX record lock) on a lock file in our per-user state folder; it
 captures until nothing is pending.
 
-Before a tool that can change files runs, its PreToolUse hook waits until no snapshot is
-pending (`wait_for_pending`), so the state before the tool call is always recoverable. The
-wait is normally nil: the model takes seconds between tool calls, a capture tens of ms.
+No hook waits for a capture: a tool that starts while a snapshot is pending keeps what it
+will change instead (services/before_images.py). `wait_for_pending` serves the demo, and a
+tool that names no file where `snapshot_wait_seconds` is set above 0.
 """
 
 import os
@@ -78,7 +78,7 @@ def spawn(root: str) -> int:
         argv = [NICE, "-n", "5", *argv]
     # Its start-up (~40 ms of imports) must not compete with the hook that started it: a
     # moment's delay (measured: started at once, it made PostToolUse ~2.5 ms slower). A tool
-    # that changes files waits for the snapshot anyway, so the state before it stays safe.
+    # that starts meanwhile keeps what it changes for the snapshot (before_images).
     if os.path.exists(SH):
         quoted = " ".join("'" + arg.replace("'", "'\\''") + "'" for arg in argv)
         argv = [SH, "-c", f"sleep {START_DELAY_SECONDS}; exec {quoted}"]

@@ -31,6 +31,7 @@ import apsw
 from ..core import db, frames
 from ..core.config import megabytes
 from . import (
+    capture,
     capture_control,
     configuration,
     history,
@@ -83,7 +84,20 @@ def _max_bytes(root: str) -> int:
     return megabytes(configuration.load_or_defaults(root).values, "snapshot_max_file_mb")
 
 
+def settle(conn: apsw.Connection, root: str) -> None:
+    """Take the snapshots still pending first, so every frame and the plan's view of who
+    changed what are as they were (frames committed just before are otherwise taken later)."""
+    if frames.pending_captures(conn):
+        fd = _lock(root)
+        try:
+            while capture.capture_pending(conn, root):
+                pass
+        finally:
+            os.close(fd)
+
+
 def plan(conn: apsw.Connection, root: str, address: str, paths: list[str] | None = None) -> Plan:
+    settle(conn, root)
     ref = timetravel.resolve(conn, address)
     try:
         commit, own = timetravel.pointer(conn, ref)
@@ -103,6 +117,7 @@ def plan(conn: apsw.Connection, root: str, address: str, paths: list[str] | None
 def plan_undo(conn: apsw.Connection, root: str) -> Plan:
     """Back to the state before the latest revert (its safety snapshot), for the paths it
     touched, with the modes and folders it recorded."""
+    settle(conn, root)
     rows = conn.execute(
         "SELECT id, session_id, detail FROM timeline_events WHERE name = 'RevertStarted'"
         " ORDER BY id DESC LIMIT 1"
@@ -144,6 +159,7 @@ def plan_agent(
     """Undo only what `agent` (a subagent's id or prefix, or `main`) changed since the frame
     at `address` (default: since it started): each file goes back to its version before the
     agent's first change to it; a file someone else changed too is a conflict."""
+    settle(conn, root)
     session_id, agent_id = _find_agent(conn, agent, address)
     if address:
         start = timetravel.resolve(conn, address)
@@ -273,6 +289,8 @@ def execute(conn: apsw.Connection, root: str, todo: Plan, force: bool = False) -
     _refuse_outside(todo, force)
     fd = _lock(root)
     try:
+        while capture.capture_pending(conn, root):  # a frame committed since the plan
+            pass
         now = time.time()
         large = [c.path for c in todo.changes if c.large]
         safety = revert_store.safety_capture(

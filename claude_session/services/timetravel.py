@@ -177,6 +177,7 @@ def timeline(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
         conn,
         "SELECT f.frame_no AS frame, f.created_at, f.kind, f.agent_id, f.tool_name, f.summary,"
         " f.files, f.state_hash, t.turn_no AS turn, v.status AS snapshot, v.snapshot_commit,"
+        " v.note AS snapshot_note,"
         " c.status AS tool_status, c.duration_ms,"
         " (SELECT s.state FROM frame_states s WHERE s.hash = f.state_hash) AS open_errors"
         " FROM frames f LEFT JOIN turns t ON t.id = f.turn_id"

@@ -324,6 +324,85 @@ def _capture_locked(
     return Capture(commit, tree.strip(), files, 0.0, large)
 
 
+def capture_over(
+    root: str, base: str, put: list[tuple[str, int, bytes]], drop: list[str], *, label: str
+) -> Capture:
+    """A snapshot that is snapshot `base` with some files as they were before later tool
+    calls changed them (services/before_images.py): `put` (path, git mode, bytes: a file's
+    content, a link's target) and `drop` (paths the earlier tree did not hold). A path that
+    is ignored, or in a nested repository, stays as `base` has it: a capture never takes it."""
+    started = time.perf_counter()
+    try:
+        git_dir = _ensure_repo(root)
+        with _Lock(git_dir):
+            snapshot_store.heal(git_dir, root)
+            keep = _capturable(root, git_dir, [p for p, _, _ in put] + drop)
+            scratch = _scratch_index(git_dir, "over", seeded=False)
+            try:
+                with snapshot_store.Quarantine(git_dir, scratch) as q:
+                    _git(root, git_dir, ["read-tree", base + "^{tree}"], index=q.index, env=q.env)
+                    lines = [b"0 " + b"0" * 40 + b"\t" + os.fsencode(p) for p in drop if p in keep]
+                    for path, mode, content in put:
+                        if path not in keep:
+                            continue
+                        args = ["hash-object", "-w", "--no-filters", "--stdin"]
+                        blob = _git(root, git_dir, args, stdin=content, env=q.env).stdout.strip()
+                        lines.append(b"%o %s\t%s" % (mode, blob, os.fsencode(path)))
+                    if lines:
+                        _git(
+                            root,
+                            git_dir,
+                            ["update-index", "-z", "--index-info"],
+                            index=q.index,
+                            env=q.env,
+                            stdin=b"\0".join(lines) + b"\0",
+                        )
+                    tree = _git(root, git_dir, ["write-tree"], index=q.index, env=q.env)
+                    args = [
+                        "commit-tree",
+                        tree.stdout.decode().strip(),
+                        "-m",
+                        f"claude-session snapshot {label}",
+                    ]
+                    commit = _git(root, git_dir, args, env=q.env).stdout.decode().strip()
+                    files = _index_entries(q.index)
+                    ref = REF_PREFIX + _ref_name(label)
+                    q.publish(lambda: _update_ref(root, git_dir, ref, commit))
+            finally:
+                if os.path.exists(scratch):
+                    os.unlink(scratch)
+    except OSError as exc:
+        raise _store_error(exc) from exc
+    return Capture(commit, tree.stdout.decode().strip(), files, time.perf_counter() - started)
+
+
+def _capturable(root: str, git_dir: str, paths: list[str]) -> set[str]:
+    """Those of `paths` a capture would take: not ignored (the project's rules and ours), not
+    in or at a nested repository, not under a link."""
+    out = set()
+    for path in paths:
+        parts = path.split("/")
+        if ".git" in parts or any(p in ("", ".", "..") for p in parts):
+            continue
+        prefixes = ["/".join(parts[:n]) for n in range(1, len(parts))]
+        if any(os.path.islink(os.path.join(root, p)) for p in prefixes):
+            continue
+        if any(os.path.lexists(os.path.join(root, p, ".git")) for p in [*prefixes, path]):
+            continue
+        out.add(path)
+    if not out:
+        return out
+    _write_excludes(root, git_dir, [])  # the rules alone, not the large files of the last capture
+    done = _git(
+        root,
+        git_dir,
+        ["check-ignore", "--no-index", "-z", "--stdin"],
+        stdin=b"\0".join(os.fsencode(p) for p in sorted(out)) + b"\0",
+        check=False,
+    )
+    return out - {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
+
+
 def _stage(
     root: str,
     git_dir: str,
