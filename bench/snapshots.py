@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 
 import apsw  # noqa: E402
 
-from claude_session.services import installer, workspace  # noqa: E402
+from claude_session.services import installer, snapshot_files, workspace  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 MB = 1024 * 1024
@@ -148,7 +148,7 @@ def measure(
             for k in range(10):
                 paths[(run * 11 + k * 17) % len(paths)].write_text(f"to restore {run} {k}\n")
             started = time.perf_counter()
-            workspace.restore(str(root), first.commit)
+            snapshot_files.restore(str(root), first.commit)
             restores.append(time.perf_counter() - started)
         result["restore_10_files"] = percentiles(restores)
         return result

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from claude_session.services import snapshot_files as files_of_snapshots
 from claude_session.services import workspace
 
 GIT_ENV = {
@@ -95,9 +96,11 @@ def test_capture_takes_tracked_and_untracked_files_and_leaves_the_repository_alo
     first = workspace.capture(str(repo), label="s/1")
     (repo / "src" / "b.py").write_text("print('b2')\n")
     second = workspace.capture(str(repo), label="s/2")
-    workspace.restore(str(repo), first.commit)  # b.py back as it was: the state of `before`
-    workspace.changed_paths(str(repo), second.commit, None)
-    workspace.unified_diff(str(repo), first.commit, second.commit)
+    files_of_snapshots.restore(
+        str(repo), first.commit
+    )  # b.py back as it was: the state of `before`
+    files_of_snapshots.changed_paths(str(repo), second.commit, None)
+    files_of_snapshots.unified_diff(str(repo), first.commit, second.commit)
     assert snapshot_files(repo, first.commit) == {
         ".gitignore",
         "README.md",
@@ -116,8 +119,8 @@ def test_capture_in_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
     (root / "x.txt").write_text("x\n")
     made = workspace.capture(str(root), label="p/1")
     (root / "x.txt").write_text("y\n")
-    assert workspace.changed_paths(str(root), made.commit, None) == [("M", "x.txt")]
-    workspace.restore(str(root), made.commit)
+    assert files_of_snapshots.changed_paths(str(root), made.commit, None) == [("M", "x.txt")]
+    files_of_snapshots.restore(str(root), made.commit)
     assert (root / "x.txt").read_text() == "x\n"
     assert not (root / ".git").exists()
 
@@ -134,14 +137,14 @@ def test_round_trip_restores_every_byte_mode_and_deletion(repo: Path) -> None:
     (repo / "debug.log").write_text("ignored, changed\n")
     b = workspace.capture(str(repo), label="s/b")
     state_b = files_of(repo)
-    assert sorted(workspace.changed_paths(str(repo), a.commit, b.commit)) == [
+    assert sorted(files_of_snapshots.changed_paths(str(repo), a.commit, b.commit)) == [
         ("A", "new/deep/c.py"),
         ("D", "src/b.py"),
         ("M", "README.md"),
         ("M", "notes.txt"),
         ("M", "src/a.py"),
     ]
-    done = workspace.restore(str(repo), a.commit)
+    done = files_of_snapshots.restore(str(repo), a.commit)
     assert sorted(done) == [
         ("created", "src/b.py"),
         ("deleted", "new/deep/c.py"),
@@ -157,7 +160,7 @@ def test_round_trip_restores_every_byte_mode_and_deletion(repo: Path) -> None:
     assert now == expected
     assert not (repo / "new").exists()  # the folders a created file needed go too
     assert (repo / ".claude-session.db").read_bytes() == b"db"
-    workspace.restore(str(repo), b.commit)
+    files_of_snapshots.restore(str(repo), b.commit)
     assert files_of(repo) == state_b
 
 
@@ -165,7 +168,9 @@ def test_restore_only_the_paths_asked_for(repo: Path) -> None:
     a = workspace.capture(str(repo), label="s/a")
     (repo / "src" / "a.py").write_text("one\n")
     (repo / "src" / "b.py").write_text("two\n")
-    assert workspace.restore(str(repo), a.commit, ["src/b.py"]) == [("restored", "src/b.py")]
+    assert files_of_snapshots.restore(str(repo), a.commit, ["src/b.py"]) == [
+        ("restored", "src/b.py")
+    ]
     assert (repo / "src" / "a.py").read_text() == "one\n"
     assert (repo / "src" / "b.py").read_text() == "print('b')\n"
 
@@ -174,9 +179,9 @@ def test_diff_against_the_work_tree_shows_pending_changes_and_writes_nothing(rep
     a = workspace.capture(str(repo), label="s/a")
     (repo / "src" / "a.py").write_text("print('pending')\n")
     before = user_repo_state(repo)
-    text = workspace.unified_diff(str(repo), a.commit, None)
+    text = files_of_snapshots.unified_diff(str(repo), a.commit, None)
     assert "+print('pending')" in text and "-print('a changed')" in text
-    assert workspace.diff_stat(str(repo), a.commit, None) == [
+    assert files_of_snapshots.diff_stat(str(repo), a.commit, None) == [
         {"path": "src/a.py", "added": 1, "deleted": 1}
     ]
     assert user_repo_state(repo) == before
@@ -235,5 +240,5 @@ def test_prune_keeps_what_is_asked_and_frees_the_rest(repo: Path) -> None:
     assert result["dropped"] == 3
     assert workspace.size_bytes(str(repo)) < grown - 550_000  # the three blobs are gone
     (repo / "src" / "a.py").write_text("after prune\n")
-    workspace.restore(str(repo), keep.commit)
+    files_of_snapshots.restore(str(repo), keep.commit)
     assert (repo / "src" / "a.py").read_text() == "print('a changed')\n"

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ..services import fork as forking
 from ..services import revert as reverting
-from ..services import timetravel, workspace
+from ..services import snapshot_files, timetravel, workspace
 from . import cli, json_option, opened, output
 
 # The --help epilog of every command that takes a frame.
@@ -144,9 +144,9 @@ def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
             files = {"error": str(exc)}
         else:
             try:
-                files["stat"] = workspace.diff_stat(str(root), commit_a, commit_b)
+                files["stat"] = snapshot_files.diff_stat(str(root), commit_a, commit_b)
                 if not stat:
-                    files["diff"] = workspace.unified_diff(str(root), commit_a, commit_b)
+                    files["diff"] = snapshot_files.unified_diff(str(root), commit_a, commit_b)
             except workspace.WorkspaceError as exc:
                 files = {"error": str(exc)}
     result = {"a": str(ref_a), "b": str(ref_b), "state": state, "files": files}

@@ -27,7 +27,7 @@ import apsw
 
 from ..core import db, executions, frames
 from ..core.paths import db_path
-from . import installer, timetravel, workspace
+from . import installer, snapshot_files, timetravel
 
 GIT_TIMEOUT_SECONDS = 60.0
 
@@ -76,7 +76,7 @@ def fork(
     if os.path.lexists(dest) and (not os.path.isdir(dest) or os.listdir(dest)):
         raise ForkError(f"{dest} already exists and is not empty: choose another --path")
     how = _make_worktree(root, dest)
-    workspace.restore(root, commit, None, work_tree=dest)
+    snapshot_files.restore(root, commit, None, work_tree=dest)
     now = time.time()
     digest = frames.content_hash(state_text)
 

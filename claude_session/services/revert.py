@@ -37,6 +37,7 @@ from . import (
     history,
     revert_store,
     safe_write,
+    snapshot_files,
     timetravel,
     workspace,
 )
@@ -332,7 +333,7 @@ def execute(conn: apsw.Connection, root: str, todo: Plan, force: bool = False) -
             done = safe_write.apply(
                 root,
                 changes,
-                lambda commit, some: workspace.write_paths(root, commit, some),
+                lambda commit, some: snapshot_files.write_paths(root, commit, some),
                 detail["manifest"],
                 todo.modes,
             )

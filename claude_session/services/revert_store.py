@@ -2,7 +2,7 @@
 the tree of the work tree as a capture would take it, the raw differences between trees
 (modes included: a gitlink is a nested repository), the changes from one snapshot to the next
 for the whole history in one git process, and the safety snapshot taken before a revert (the
-files are written back by workspace.write_paths). Only services/revert.py and
+files are written back by snapshot_files.write_paths). Only services/revert.py and
 services/history.py use it."""
 
 from __future__ import annotations

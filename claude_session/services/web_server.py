@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import live, queries, timetravel, web_pages, workspace
+from . import live, queries, snapshot_files, timetravel, web_pages, workspace
 
 HOST = "127.0.0.1"
 
@@ -36,8 +36,8 @@ def frame_diff(conn: Any, root: str, a: str, b: str) -> tuple[str, str, dict[str
     try:
         commit_a, _ = timetravel.pointer(conn, ref_a)
         commit_b, _ = timetravel.pointer(conn, ref_b)
-        files["stat"] = workspace.diff_stat(root, commit_a, commit_b)
-        files["diff"] = workspace.unified_diff(root, commit_a, commit_b)
+        files["stat"] = snapshot_files.diff_stat(root, commit_a, commit_b)
+        files["diff"] = snapshot_files.unified_diff(root, commit_a, commit_b)
     except (timetravel.FrameError, workspace.WorkspaceError) as exc:
         files = {"error": str(exc)}
     return str(ref_a), str(ref_b), state, files
