@@ -88,3 +88,42 @@ def test_commands_are_classified_by_the_tool_they_run() -> None:
     assert facts.classify_command("cargo test --all") == "test"
     assert facts.classify_command("ls -la") is None
     assert facts.classify_command("pytester") is None
+
+
+def _raw_bytes(project: Path) -> bytes:
+    """The database file and its WAL as they lie on disk."""
+    return b"".join(
+        p.read_bytes()
+        for p in (project / ".claude-session.db", project / ".claude-session.db-wal")
+        if p.exists()
+    )
+
+
+def test_secrets_in_state_are_redacted_on_every_write_path(project: Path) -> None:
+    """The CLI, the MCP server and the hooks' own detection all write through one writer that
+    redacts (the same scanner as events): no secret reaches the table, its history or the WAL,
+    and a value that only its key says is secret is hidden too."""
+    import asyncio
+
+    from claude_session.services import mcp_server
+
+    github = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
+    plain = "Zq8wV3nR7tY2pL5k"  # nothing but its key says it is a secret
+    payload = fixture("SessionStart.startup", project) | {"session_id": SESSION}
+    assert run_hook("SessionStart", payload, project).returncode == 0
+    cli(project, "state", "set", "deploy_token", github)
+    cli(project, "state", "set", "db_password", plain)
+    server = mcp_server.build(str(project))
+    asyncio.run(server.call_tool("set_state", {"key": "ci_token", "value": f"token {github}"}))
+    asyncio.run(server.call_tool("set_state", {"key": "git_head", "value": "a" * 40}))
+    values = dict(query(project, "SELECT key, value FROM project_state"))
+    assert values["deploy_token"].startswith("[REDACTED:")
+    assert values["db_password"].startswith("[REDACTED:")
+    assert values["ci_token"].startswith("token [REDACTED:")
+    assert values["git_head"] == "a" * 40  # a commit id under a plain name is kept
+    history = query(project, "SELECT key, old_value, new_value FROM state_history")
+    assert history and all(github not in str(row) and plain not in str(row) for row in history)
+    raw = _raw_bytes(project)
+    assert github.encode() not in raw and plain.encode() not in raw
+    shown = cli(project, "state", "history", "deploy_token").stdout
+    assert github not in shown and "REDACTED" in shown

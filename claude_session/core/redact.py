@@ -178,6 +178,12 @@ def redact(text: str) -> str:
     return _replace(text, spans) if spans else text
 
 
+def secret_name(name: str) -> bool:
+    """Whether a name says its value is a secret (`deploy_token`, `DB_PASSWORD`, `apiKey`)."""
+    upper = name.upper()
+    return any(part in upper for part in _SECRET_NAME_PARTS)
+
+
 def _redact_tokens(text: str) -> str:
     """Token-shaped secrets only: for the structure of a JSON document, whose member values
     (ids, paths) must not be taken for `name: value` assignments."""

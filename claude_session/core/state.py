@@ -1,4 +1,6 @@
 """Project state with history: the one writer of `project_state` and `state_write_cause`.
+Keys and values are redacted here, on every write path (hooks, CLI, MCP), before the first byte
+reaches the table, its history or the WAL.
 
 Every change of a key is recorded in `state_history` by SQL triggers, with the cause the
 writer declared for its transaction (the event and its tool call or agent, or the command):
@@ -9,6 +11,7 @@ recorded as 'direct SQL'. Stdlib + apsw: hooks write the state too.
 import apsw
 
 from .db import rows
+from .redact import redact, secret_name
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
@@ -33,16 +36,29 @@ def set_values(
     )
     changed = 0
     for key, value in values.items():
+        key = redact(key[:KEY_CAP])
+        value = None if value is None else _redacted(key, value[:VALUE_CAP])
         conn.execute(
             "INSERT INTO project_state (key, value, updated_at)"
             " VALUES (?1, ?2, datetime(?3, 'unixepoch'))"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
             " updated_at = excluded.updated_at WHERE project_state.value IS NOT excluded.value",
-            (key[:KEY_CAP], None if value is None else value[:VALUE_CAP], now),
+            (key, value, now),
         )
         changed += conn.changes()
     conn.execute("DELETE FROM state_write_cause WHERE id = 1")
     return changed
+
+
+def _redacted(key: str, value: str) -> str:
+    """The value with its secrets redacted by the scanner events go through; under a key whose
+    name says secret (`deploy_token`), read as that assignment, so a value that looks like
+    nothing in particular is hidden too (a commit id under `git_head` is not)."""
+    if not secret_name(key):
+        return redact(value)
+    assigned = redact(f"{key}={value}")
+    prefix = f"{key}="
+    return assigned[len(prefix) :] if assigned.startswith(prefix) else redact(value)
 
 
 def delete(conn: apsw.Connection, key: str, now: float, cause: str) -> bool:
