@@ -4,6 +4,8 @@ No regular expressions: plain string tests keep a failing tool call's hook from 
 to import `re` and compile patterns.
 """
 
+from .quote import for_model
+
 ERROR_TEXT_CAP = 2000
 _SEPARATORS = str.maketrans({c: " " for c in "/;&|()`'\""})
 
@@ -288,8 +290,10 @@ def resolution_for(attempt: int) -> str | None:
 
 
 def guidance(attempt: int, what: str, gist_line: str, file_path: str | None) -> str:
-    """What the model is told after the attempt-th failure of the same thing."""
-    where = f" in {file_path}" if file_path else ""
+    """What the model is told after the attempt-th failure of the same thing (the recorded
+    command, error and path quoted as one inert line each)."""
+    what, gist_line = for_model(what).replace("`", "'"), for_model(gist_line)
+    where = f" in {for_model(file_path)}" if file_path else ""
     if attempt < RESEARCH_AT:
         return (
             f"claude-session: `{what}` failed (attempt {attempt}){where}: {gist_line}\n"
@@ -310,6 +314,7 @@ def guidance(attempt: int, what: str, gist_line: str, file_path: str | None) -> 
 
 
 def user_message(attempt: int, what: str, gist_line: str) -> str:
+    what, gist_line = for_model(what).replace("`", "'"), for_model(gist_line)
     return (
         f"claude-session: `{what}` has failed {attempt} times ({gist_line})."
         " The agent needs your help."

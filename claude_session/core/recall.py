@@ -12,9 +12,9 @@ import os
 import apsw
 
 from . import memories
-from .context import recorded
 from .db import Immediate
 from .paths import global_db_path
+from .quote import for_model
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def _give(
         key = ("global" if scope == "global" else "project", int(row["id"]))
         if key in already or key in chosen:
             continue
-        line = recorded(f"- [{row['category']}, {scope}] {' '.join(str(row['text']).split())}")
+        line = for_model(f"- [{row['category']}, {scope}] {row['text']}", budget)
         if len(text) + len(line) + 1 + len(CLOSE_TAG) > budget:
             continue
         text += line + "\n"

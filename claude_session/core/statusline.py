@@ -136,6 +136,11 @@ def compute(
         )
         outcome.status = summarize(conn, session, time.time())
         outcome.line = render(outcome.status, color)
+        from .trust import database_problem
+
+        if database_problem(outcome.database):  # a clone's counts and names are not ours
+            outcome.problem = "the database is not trusted"
+            outcome.line = f"{PREFIX} database not trusted (claude-session trust)"
     except (db.DatabaseError, apsw.Error) as exc:
         cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
         outcome.problem = f"{type(cause).__name__}: {cause}"

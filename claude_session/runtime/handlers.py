@@ -163,31 +163,40 @@ def answer_pre_tool_use(
     from ..core.paths import relative_to_root
 
     path = relative_to_root(ctx.root, target)
+    blocked = None
     if ctx.config["escalation_deny_edits"]:
         blocked = ladder.blocked_file(conn, ev.session_id, path)
-        if blocked:
-            from ..core.errors import gist
-
-            reason = (
-                f"claude-session: edits to {path} are refused after {blocked[0]} failed attempts"
-                f" ({gist(blocked[1])}). Stop and ask the user how to proceed."
-            )
-            return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": reason})
-    holders = registry.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, ctx.now)
-    if not holders:
+    holders = (
+        []
+        if blocked
+        else registry.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, ctx.now)
+    )
+    if not blocked and not holders:
         return None
-    lines = [f"claude-session: {path} is being changed by another live agent."]
+    if _untrusted(ctx):
+        return None  # a database that came with a clone is data: its agents and ladders too
+    from ..core.quote import for_model
+
+    if blocked:
+        from ..core.errors import gist
+
+        reason = (
+            f"claude-session: edits to {for_model(path)} are refused after {blocked[0]} failed"
+            f" attempts ({for_model(gist(blocked[1]))}). Stop and ask the user how to proceed."
+        )
+        return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": reason})
+    lines = [f"claude-session: {for_model(path)} is being changed by another live agent."]
     for agent, session, touched, tool, edits, agent_type, description, task in holders[:3]:
-        who = "the main thread" if agent == registry.MAIN else f"subagent {agent}"
-        who += f" ({agent_type})" if agent_type and agent != registry.MAIN else ""
+        who = "the main thread" if agent == registry.MAIN else f"subagent {for_model(agent, 60)}"
+        who += f" ({for_model(agent_type, 60)})" if agent_type and agent != registry.MAIN else ""
         if session != ev.session_id:
-            who += f" of session {str(session)[:8]}"
-        about = f' "{description}"' if description else ""
-        doing = f", working on: {' '.join(str(task).split())[:300]}" if task else ""
+            who += f" of session {for_model(str(session)[:8])}"
+        about = f' "{for_model(description, 200)}"' if description else ""
+        doing = f", working on: {for_model(task)}" if task else ""
         minutes = max(0, int((ctx.now - touched) // 60))
         lines.append(
             f"- {who}{about}{doing}; it last changed this file {minutes} min ago"
-            f" ({tool}, {edits} edit{'s' if edits != 1 else ''})."
+            f" ({for_model(tool, 40)}, {edits} edit{'s' if edits != 1 else ''})."
         )
     lines.append(
         "Two agents editing one file overwrite each other's work: leave this file to that agent"
@@ -243,6 +252,15 @@ def _pending_files(conn: apsw.Connection) -> "list[str] | None":
     return [str(p[0]) for p in paths]
 
 
+def _untrusted(ctx: Context) -> bool:
+    """A database this user did not make here (core/trust.py): nothing it holds is put before
+    the model or an agent. Asked only when there is something to say (a stat and a read)."""
+    from ..core.paths import db_path
+    from ..core.trust import database_problem
+
+    return database_problem(db_path(ctx.root)) is not None
+
+
 def _pre_tool_use(output: "Answer") -> "Answer":
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **output}}
 
@@ -257,8 +275,8 @@ def answer_failure(
     if not found:
         return None
     attempt, interrupted, command, tool, file_path, error_text = found
-    if interrupted:
-        return None
+    if interrupted or _untrusted(ctx):
+        return None  # a cloned database's attempts are not this agent's ladder
     from ..core import errors
 
     what = str(command or f"{tool} {file_path or ''}".strip())
@@ -287,6 +305,8 @@ def answer_judge(
         return None  # not configured, or already going on because of a block: no loop
     if os.environ.get("CLAUDE_SESSION_NO_JUDGE"):
         return None  # doctor and demo runs: never start a (paid) judge on sample data
+    if _untrusted(ctx):
+        return None  # the judge's prompt would quote a database that came with a clone
     from ..services import judge
 
     verdict = judge.judge(conn, ev, ctx.config, ctx.now)
