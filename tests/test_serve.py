@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 from conftest import PYTHON, fixture, hook_env, query, run_hook, wait_for
@@ -341,28 +342,159 @@ def test_serve_json_says_where_it_listens(recorded: Path) -> None:
         process.wait(10)
 
 
-def test_serve_open_hands_the_tokened_url_to_the_browser(recorded: Path, tmp_path: Path) -> None:
-    """`--open` starts the user's browser ($BROWSER, as Python's webbrowser reads it) on the
-    very URL it prints, token included; a stand-in browser writes down what it was given."""
-    opened = tmp_path / "opened.txt"
-    browser = tmp_path / "browser.sh"
-    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
-    browser.chmod(0o755)
+def stand_in_browser(tmp_path: Path, seen: Path) -> Path:
+    """A browser for $BROWSER (Python's webbrowser runs it with the URL as its one argument and
+    waits for it): it writes down its arguments and, for a file:// one, the file's mode, its
+    folder's and what it held, while it is there."""
+    script = tmp_path / "browser.py"
+    script.write_text(
+        f"""#!{PYTHON}
+import json, os, stat, sys
+from urllib.parse import unquote, urlsplit
+seen = {{"argv": sys.argv[1:]}}
+if sys.argv[1].startswith("file://"):
+    path = unquote(urlsplit(sys.argv[1]).path)
+    seen["mode"] = stat.S_IMODE(os.lstat(path).st_mode)
+    seen["regular"] = stat.S_ISREG(os.lstat(path).st_mode)
+    seen["folder_mode"] = stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode)
+    with open(path, encoding="utf-8") as f:
+        seen["text"] = f.read()
+with open({str(seen) + ".part"!r}, "w") as f:
+    json.dump(seen, f)
+os.replace({str(seen) + ".part"!r}, {str(seen)!r})
+"""
+    )
+    script.chmod(0o755)
+    return script
+
+
+def open_with_stand_in(project: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], str, Path]:
+    """`serve --open` with the stand-in browser: the process, the URL it printed and the file
+    the browser was given (checked: a private redirect to that URL, no token on its argv)."""
+    send(project, "SessionStart.startup")
+    seen = tmp_path / "seen.json"
     process = subprocess.Popen(
-        [CLI, "serve", "--open", "--json", "--project", str(recorded)],
+        [CLI, "--project", str(project), "serve", "--open"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=hook_env(recorded, BROWSER=str(browser)),
+        env=hook_env(project, BROWSER=str(stand_in_browser(tmp_path, seen))),
+    )
+    url = url_of(process)  # still printed, token included, for the user to copy
+    token = url.rstrip("/").rsplit("/", 1)[1]
+    assert len(token) >= 24
+    assert wait_for(seen.exists), process.stderr.read() if process.poll() is not None else ""
+    record = json.loads(seen.read_text())
+    (given,) = record["argv"]
+    assert given.startswith("file:///") and token not in given
+    redirect = Path(unquote(urlsplit(given).path))
+    assert redirect.is_relative_to(os.environ["CLAUDE_SESSION_STATE_DIR"])
+    assert record["regular"] and record["mode"] == 0o600 and record["folder_mode"] == 0o700
+    assert f'content="0;url={url}"' in record["text"] and f'href="{url}"' in record["text"]
+    assert token not in Path(f"/proc/{process.pid}/cmdline").read_text()
+    return process, url, redirect
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_serve_open_gives_the_browser_a_private_redirect_file_never_the_token(
+    project: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """The token is never on a command line (`ps` shows every user's): the browser gets a
+    file:// page (0600, in a 0700 folder of ours) that redirects to the tokened URL. Nothing
+    loaded it here, so it stays while serving; stopping serve removes it and its folder."""
+    process, url, redirect = open_with_stand_in(project, tmp_path)
+    try:
+        assert redirect.is_file() and process.poll() is None
+        assert get(url)[0] == 200
+    finally:
+        process.send_signal(stop)
+        code = process.wait(10)
+    assert code == 0
+    assert not redirect.exists() and not redirect.parent.exists()
+
+
+def test_a_real_browser_follows_the_redirect_file_which_is_then_removed(
+    project: Path, tmp_path: Path
+) -> None:
+    """Headless Chromium given the file:// address lands on the sessions page; the server,
+    asked for a page with the token, removes the file at once (serve still running)."""
+    process, _, redirect = open_with_stand_in(project, tmp_path)
+    try:
+        dom = chromium(redirect.as_uri(), tmp_path, "--virtual-time-budget=10000", "--dump-dom")
+        assert "<h1>Sessions</h1>" in dom.stdout and SESSION in dom.stdout, dom.stderr[-3000:]
+        assert wait_for(lambda: not redirect.exists(), 5)
+        assert not redirect.parent.exists() and process.poll() is None
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(10) == 0
+
+
+# --- hostile recorded text: escaped like the CLI escapes it ------------------------------------
+
+HOSTILE_FILE = "src/evil\u202etxt.exe\x1b[2J\x07\u2067.py"
+HOSTILE_TEXT = (
+    "go\x1b]8;;https://evil.example\x07here\x1b]8;;\x07 \x1b[31mred\rback \x9b31m"
+    " \u202eevil\u202c \u2066iso\u2069 \u200fmark\x7f"
+)
+RAW_CONTROLS = ["\x1b", "\x07", "\x9b", "\x7f", "\r", "\u202e", "\u202c", "\u2066", "\u2067"]
+RAW_CONTROLS += ["\u2069", "\u200f"]
+
+
+def test_pages_show_controls_and_bidi_in_recorded_text_escaped(
+    project: Path, tmp_path: Path
+) -> None:
+    """File names, summaries, agent descriptions, errors and file contents holding ESC
+    sequences, C1 controls and bidi overrides or isolates: no page holds one raw (a name could
+    show as another); each shows the CLI's escapes (`\\u202e`, `\\x1b`) instead."""
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("VALUE = 1\n")
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(project), *args], check=True, env=os.environ | GIT_ENV)
+    send(project, "SessionStart.startup")
+    send(project, "UserPromptSubmit", prompt=HOSTILE_TEXT)
+    write(project, HOSTILE_FILE, "RED = '\x1b[31m'\nFLIP = '\u202e'\n")
+    agent = launch(project, DONE, "general-purpose", HOSTILE_TEXT)
+    write(project, "src/app.py", "VALUE = '\x1b[2J\u2066'\n", **agent)
+    send(project, "SubagentStop", **agent)
+    send(project, "PostToolUseFailure.Bash", error="Exit code 1\n" + HOSTILE_TEXT)
+    send(project, "Stop")
+    assert wait_for(lambda: not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"))
+    (last,) = query(project, "SELECT max(frame_no) FROM frames")[0]
+    process = subprocess.Popen(
+        [CLI, "--project", str(project), "serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=hook_env(project),
     )
     try:
-        assert process.stdout is not None
-        where = json.loads(process.stdout.readline())
-        assert wait_for(lambda: opened.exists() and opened.read_text())
-        token = where["url"].removeprefix(f"http://127.0.0.1:{where['port']}/").strip("/")
-        assert opened.read_text() == where["url"] and len(token) >= 24
-        with urllib.request.urlopen(opened.read_text(), timeout=30) as page:
-            assert page.status == 200
+        url = url_of(process)
+        session = f"{url}session/{SESSION[:8]}"
+        pages = {
+            "sessions": url,
+            "session": session,
+            "diff": f"{url}diff?a={SESSION[:8]}:1&b={SESSION[:8]}:{last}",
+            "404": f"{url}diff?a={SESSION[:8]}:1&b={quote(chr(0x202E) + chr(0x1B))}",
+        }
+        bodies = {name: get(address) for name, address in pages.items()}
+        assert [bodies[n][0] for n in pages] == [200, 200, 200, 404]
+        for name, (_, body, _) in bodies.items():
+            raw = [c for c in RAW_CONTROLS if c in body]
+            assert not raw, f"{name}: raw {raw} in the page"
+        html = bodies["session"][1]
+        assert "evil\\u202etxt.exe\\x1b[2J\\x07\\u2067.py" in html  # the frames' files
+        assert "\\x1b]8;;https://evil.example\\x07here" in html  # the prompt, the description
+        assert "\\u2066iso\\u2069 \\u200fmark\\x7f" in html
+        diff = bodies["diff"][1]
+        assert "src/evil\\u202etxt.exe\\x1b[2J\\x07\\u2067.py</td>" in diff  # the file list
+        assert '<span class="add">+RED = &#x27;\\x1b[31m&#x27;</span>' in diff  # the lines
+        assert '<span class="add">+FLIP = &#x27;\\u202e&#x27;</span>' in diff
+        assert "\\x9b31m" in diff  # the state's diff: the agent's description, the error
+        assert "\\u202e" in bodies["404"][1]
+        # as the browser built the page: the same escapes, nothing raw
+        dom = chromium(session, tmp_path, "--dump-dom").stdout
+        assert "evil\\u202etxt.exe" in dom and not [c for c in RAW_CONTROLS if c in dom]
+        assert process.poll() is None
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(10)

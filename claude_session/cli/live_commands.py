@@ -277,15 +277,23 @@ def serve(root: Path, host: str, port: int, open_browser: bool, as_json: bool) -
     else:
         click.echo(f"claude-session serve: {server.url}  (Ctrl+C to stop)")
     sys.stdout.flush()
-    if open_browser:
-        import webbrowser
+    import signal
 
-        webbrowser.open(server.url)
     try:
+        for stop in (signal.SIGTERM, signal.SIGHUP):  # stopped as by Ctrl+C: `finally` runs
+            signal.signal(stop, signal.default_int_handler)
+        if open_browser:  # a private redirect file, never the token on a command line
+            try:
+                opened = web_server.open_in_browser(server)
+                problem = "" if opened else "no browser could be started"
+            except OSError as exc:
+                problem = escape_controls(f"cannot write the page for the browser: {exc}")
+            if problem:
+                click.echo(f"claude-session serve: {problem}; open the URL above", err=True)
         while thread.is_alive():
             thread.join(0.5)
     except KeyboardInterrupt:
         pass
     finally:
         server.shutdown()
-        server.server_close()
+        server.server_close()  # removes the redirect file if the browser never used it

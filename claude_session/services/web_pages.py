@@ -1,8 +1,10 @@
 """The HTML and SVG of `claude-session serve`: pure functions from rows to text.
 
-Everything recorded is hostile: every string goes through `html.escape` (attributes quoted),
-nothing recorded ever reaches a tag, an attribute name, a style or a URL unescaped; ids in
-links are also percent-encoded. There is no JavaScript and no external asset: one `<style>`
+Everything recorded is hostile: every string goes through `esc`, which shows control
+characters, bidi overrides and isolates escaped as the CLI does (`core.terminal.escape_controls`:
+a file name cannot display as another) and then `html.escape`s it (attributes quoted); nothing
+recorded ever reaches a tag, an attribute name, a style or a URL unescaped; ids in links are
+also percent-encoded. There is no JavaScript and no external asset: one `<style>`
 element, allowed by its hash in the Content-Security-Policy (`CSP`), and inline SVG drawn with
 presentation attributes.
 """
@@ -15,6 +17,8 @@ import html
 import time
 from typing import Any
 from urllib.parse import quote
+
+from ..core.terminal import escape_controls
 
 STATUS_COLOURS = {  # agent boxes: the status at a glance
     "running": "#2563eb",
@@ -70,13 +74,17 @@ CSP = (
 )
 
 
-def esc(value: object) -> str:
-    """Recorded text for HTML text and quoted attributes."""
-    return html.escape("-" if value is None else str(value), quote=True)
+def esc(value: object, keep_newlines: bool = False) -> str:
+    """Recorded text for HTML text and quoted attributes: its controls and bidi marks escaped
+    by the CLI's one rule (`\\x1b`, `\\u202e`), then HTML-escaped. `keep_newlines`: for
+    lines of files (tabs as spaces, as the CLI's `diff` shows them)."""
+    text = "-" if value is None else str(value)
+    return html.escape(escape_controls(text, keep_newlines), quote=True)
 
 
 def cut(value: object, limit: int) -> str:
-    text = "" if value is None else str(value)
+    """At most `limit` characters as shown: escaped first, so an escape counts its width."""
+    text = "" if value is None else escape_controls(str(value))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -316,14 +324,15 @@ def timeline_svg(
         target = f"{base}/diff?a={quoted}:{max(1, number - 1)}&b={quoted}:{number}"
         colour = KIND_COLOURS.get(str(f["kind"]), OTHER_COLOUR)
         files = f["files"] or []
-        tip = f"frame {number}: {f['kind']} · {f['agent']} · {f['summary'] or ''}"
+        tip = [f"frame {number}: {f['kind']} · {f['agent']} · {f['summary'] or ''}"]
         if files:
-            tip += f"\nfiles: {', '.join(str(p) for p in files)}"
+            tip.append(f"files: {', '.join(str(p) for p in files)}")
         if f["open_errors"]:
-            tip += f"\nopen errors: {f['open_errors']}"
+            tip.append(f"open errors: {f['open_errors']}")
+        title = "\n".join(esc(line) for line in tip)  # its own line breaks; recorded ones escaped
         parts.append(
             f'<a href="{esc(target)}"><g class="frame" data-frame="{number}"'
-            f' data-kind="{esc(f["kind"])}"><title>{esc(tip)}</title>'
+            f' data-kind="{esc(f["kind"])}"><title>{title}</title>'
             f'<circle cx="{x}" cy="{y}" r="8" fill="{colour}" stroke="#ffffff"'
             ' stroke-width="1.5"/></g></a>'
         )
@@ -432,9 +441,9 @@ def unified(text: str) -> str:
         elif line.startswith("@@"):
             kind = "hunk"
         else:
-            out.append(esc(line) + "\n")
+            out.append(esc(line, keep_newlines=True) + "\n")
             continue
-        out.append(f'<span class="{kind}">{esc(line)}</span>')
+        out.append(f'<span class="{kind}">{esc(line, keep_newlines=True)}</span>')
     return "".join(out)
 
 

@@ -5,19 +5,30 @@ at start (as the first path segment, or `?token=`): anything else is 403, so ano
 user, or a web page in the browser guessing ports, learns nothing. Only the three pages are
 served (sessions, a session, a diff): no files, no directory listing. Each request opens the
 database read-only and closes it. Responses forbid scripts, framing, referrers and caching.
+
+`--open` never puts the token on a command line (every local user can read those with `ps`):
+the browser is given a small redirect page instead (`write_redirect`: 0600, in a fresh 0700
+folder under our per-user state), removed as soon as a request with the token arrives (the
+browser followed it) and in any case when the server is closed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ..core import paths
 from . import live, queries, snapshot_files, timetravel, web_pages, workspace
 
 HOST = "127.0.0.1"
+REDIRECT_NAME = "open.html"
 
 
 class NotFound(Exception):
@@ -95,11 +106,23 @@ class Server(ThreadingHTTPServer):
     def __init__(self, root: str, port: int, token: str | None = None) -> None:
         self.root = root
         self.token = token or secrets.token_urlsafe(24)
+        self.redirect_file: str | None = None  # `open_in_browser`'s page, until it is used
         super().__init__((HOST, port), Handler)
 
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.server_address[1]}/{self.token}/"
+
+    def forget_redirect(self) -> None:
+        """Remove the redirect file, if any: the browser has followed it, or we stop."""
+        path, self.redirect_file = self.redirect_file, None
+        if path:
+            remove_redirect(path)
+
+    def server_close(self) -> None:
+        """Closed: the redirect file goes too, read or not (its token is dead now anyway)."""
+        super().server_close()
+        self.forget_redirect()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -141,6 +164,7 @@ class Handler(BaseHTTPRequestHandler):
                 403, "forbidden: this page needs the URL `claude-session serve` printed", body
             )
             return
+        self.server.forget_redirect()  # the token came: the redirect file has done its work
         base = f"/{self.server.token}"
         query = parse_qs(urlsplit(self.path).query)
         try:
@@ -181,3 +205,58 @@ def start(root: str, port: int = 0) -> tuple[Server, threading.Thread]:
     thread = threading.Thread(target=server.serve_forever, name="serve", daemon=True)
     thread.start()
     return server, thread
+
+
+def redirect_page(url: str) -> str:
+    """A page that sends the browser on to `url`: a meta refresh, and a link where refreshes
+    are turned off. No script: nothing to allow."""
+    target = web_pages.esc(url)
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name="referrer" content="no-referrer">'
+        f'<meta http-equiv="refresh" content="0;url={target}">'
+        "<title>claude-session</title></head><body>"
+        f'<p><a href="{target}">Open the claude-session page</a></p></body></html>'
+    )
+
+
+def write_redirect(root: str, url: str) -> str:
+    """The redirect page to `url`, written where only this user can read it: a new folder
+    (0700, `mkdtemp`) under the project's per-user state (the system's temporary folder where
+    there is none), the file made 0600 with O_EXCL|O_NOFOLLOW (nothing planted is followed
+    or reused). Its path: the browser gets that, never the token on its command line."""
+    try:
+        parent = paths.project_state_dir(root)
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix="serve-", dir=parent)
+    except OSError:
+        folder = tempfile.mkdtemp(prefix="claude-session-serve-")
+    path = os.path.join(folder, REDIRECT_NAME)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(redirect_page(url))
+    except BaseException:
+        remove_redirect(path)
+        raise
+    return path
+
+
+def remove_redirect(path: str) -> None:
+    """The redirect file and its folder gone; already gone is fine (two threads may race)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(path))
+
+
+def open_in_browser(server: Server) -> bool:
+    """Start the user's browser (Python's `webbrowser`, which honours $BROWSER) on a redirect
+    file to the server's URL. False when no browser could be started (the file is gone)."""
+    import webbrowser
+
+    server.redirect_file = path = write_redirect(server.root, server.url)
+    opened = webbrowser.open(Path(path).as_uri())
+    if not opened:
+        server.forget_redirect()
+    return opened
