@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
     Derive = Callable[[apsw.Connection, Event, "Context"], None]
 
-# Every event of the hooks contract (Claude Code 2.1.240 docs, seen in 2.1.330).
+# Every hook event of Claude Code 2.1.330: the 31 of the 2.1.240 hooks docs plus PreModelSwitch
+# and PostModelSwitch (tests/test_model_switch.py checks this list against the CLI's own).
 EVENTS: tuple[str, ...] = (
     "SessionStart",
     "Setup",
@@ -52,6 +53,8 @@ EVENTS: tuple[str, ...] = (
     "WorktreeRemove",
     "PreCompact",
     "PostCompact",
+    "PreModelSwitch",
+    "PostModelSwitch",
     "Elicitation",
     "ElicitationResult",
     "SessionEnd",

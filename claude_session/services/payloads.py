@@ -102,6 +102,29 @@ class PostCompact(Payload):
     compact_summary: str | None = None
 
 
+class ModelSwitch(Payload):
+    """PreModelSwitch (before the session's model changes; a hook may allow, deny or ask) and
+    PostModelSwitch (after it changed): the same fields, as the 2.1.330 CLI sends them."""
+
+    from_model: str
+    to_model: str
+    requested_model: str | None = None  # an alias ("opus"), a full id, or None for the default
+    source: Literal["command", "picker", "sdk", "auto", "resume"] | str | None = None
+    context_tokens: int | None = None
+    prompt_cache_warm: bool | None = None
+    cache_ttl: Literal["5m", "1h"] | str | None = None
+    estimated_cache_write_usd: float | None = None
+    pricing: Literal["configured", "catalog", "default"] | str | None = None
+
+
+class PreModelSwitch(ModelSwitch):
+    hook_event_name: Literal["PreModelSwitch"]
+
+
+class PostModelSwitch(ModelSwitch):
+    hook_event_name: Literal["PostModelSwitch"]
+
+
 class SessionEnd(Payload):
     hook_event_name: Literal["SessionEnd"]
     reason: str | None = None
@@ -127,6 +150,8 @@ MODELS: dict[str, type[Payload]] = {
         Stop,
         PreCompact,
         PostCompact,
+        PreModelSwitch,
+        PostModelSwitch,
         SessionEnd,
         Notification,
     )
