@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,6 @@ from ..core import db, memories, recall
 from ..services import queries
 from . import cli, json_option, opened, output
 from .listing import emit_page, limit_option, stream_rows
-
-FIELDS = ("category", "scope", "text", "tags", "source", "strength", "use_count", "created_at")
 
 
 @contextmanager
@@ -274,82 +272,184 @@ def memory_forget(root: Path, memory_id: str, as_json: bool) -> None:
 @click.option("--scope", type=click.Choice(memories.SCOPES))
 @click.pass_obj
 def memory_export(root: Path, fmt: str, scope: str | None) -> None:
-    """Every memory to stdout, as JSON lines or Markdown (`memory import` reads both)."""
+    """Every memory to stdout, as JSON lines or Markdown (`memory import` reads both).
+
+    Each memory keeps all that restoring it needs: category, scope, text, tags, source, session,
+    agent, tool call, project, strength, use count, times, and the memory it supersedes. In
+    Markdown, the fields a line does not show are in an HTML comment at its end."""
     found: list[dict[str, Any]] = []
     if scope != "global":
         with opened(root, create=True) as conn:
-            found += _rows("project", memories.listed(conn, scope=scope, limit=1_000_000))
+            found += _records("project", memories.exportable(conn, scope))
     if scope in (None, "global"):
         with global_db(create=False) as conn:
             if conn is not None:
-                found += _rows("global", memories.listed(conn, limit=1_000_000))
-    for row in found:
-        item = {k: row[k] for k in ("category", "scope", "text", "tags", "source", "strength")}
-        if fmt == "jsonl":
-            click.echo(json.dumps(item, ensure_ascii=False))
-        else:
-            tags = " ".join(f"#{t.replace(' ', '-')}" for t in item["tags"])
-            text = str(item["text"]).replace("\n", " ")
-            click.echo(
-                f"- **{item['category']}** ({item['scope']}) {text}" + (f" {tags}" if tags else "")
-            )
+                found += _records("global", memories.exportable(conn))
+    for item in found:
+        click.echo(json.dumps(item, ensure_ascii=False) if fmt == "jsonl" else _markdown(item))
+
+
+def _records(scope: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Exported memories: ids as `memory list` shows them (12, g12), and so the superseded."""
+    out = []
+    for row in _rows(scope, found):
+        if row["supersedes"] is not None:
+            row["supersedes"] = _label(scope, {"id": row["supersedes"]})
+        out.append({k: row[k] for k in memories.EXPORTED})
+    return out
+
+
+MARK = "<!-- claude-session "
+
+
+def _markdown(item: dict[str, Any]) -> str:
+    """`- **category** (scope [session]) text #tags <!-- claude-session {the other fields} -->`:
+    readable as it renders (the comment is hidden), and exact once imported."""
+    where = str(item["scope"])
+    if item["scope"] == "session" and item["session_id"]:
+        where += f" {item['session_id']}"
+    tags = " ".join("#" + "-".join(t.split()) for t in item["tags"])
+    line = f"- **{item['category']}** ({where}) {' '.join(str(item['text']).split())}"
+    line += f" {tags}" if tags else ""
+    shown_here = ("category", "scope", "text")
+    hidden = {k: v for k, v in item.items() if k not in shown_here and v is not None}
+    try:
+        shown = _markdown_record(line).get("text")
+    except Unreadable:  # text that looks like our comment
+        shown = None
+    if shown != item["text"]:
+        hidden["text"] = item["text"]  # several lines, or text a reader would take for tags
+    meta = json.dumps(hidden, ensure_ascii=False, separators=(",", ":"))
+    meta = meta.replace("<", "\\u003c").replace(">", "\\u003e")  # nothing ends the comment early
+    return f"{line} {MARK}{meta} -->"
+
+
+class Unreadable(ValueError):
+    """A line of an import file that is no memory record at all."""
 
 
 @memory.command(name="import")
-@click.argument("source", type=click.File("r", encoding="utf-8"))
-@json_option("an object: added, strengthened")
+@click.argument("source", type=click.File("rb"))
+@json_option(
+    "an object: imported, already_present, invalid (counts), problems (a list of line, reason:"
+    " each invalid record, skipped)"
+)
 @click.pass_obj
 def memory_import(root: Path, source: Any, as_json: bool) -> None:
-    """Read memories exported as JSON lines or Markdown (`-` for stdin)."""
-    parsed = [_parse_line(line) for line in source.read().splitlines() if line.strip()]
-    items = [i for i in parsed if i is not None]
+    """Read memories exported as JSON lines or Markdown (`-` for stdin).
+
+    Each comes back as it was: session, tags, strength, use count, times and provenance. A
+    memory already here (same scope, session and text) is skipped: importing a file twice adds
+    nothing. A record that cannot be imported (not JSON, unknown category, no text...) is
+    skipped and reported with its line and why; the others are imported all the same. Exit 0
+    once the file is read, whatever was skipped; non-zero only when the file (or the database)
+    cannot be opened or read."""
+    try:
+        lines = source.read().split(b"\n")
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {source.name}: {exc}") from exc
+    report: dict[str, Any] = {"imported": 0, "already_present": 0, "invalid": 0, "problems": []}
     now = time.time()
-    counts = {"added": 0, "strengthened": 0}
-    with opened(root, create=True) as conn, global_db(create=True) as global_conn:
-        for item in items:
-            target = global_conn if item["scope"] == "global" else conn
-            if target is None:
-                raise click.ClickException("cannot open the user-level memory database")
+    here: dict[str, tuple[str, int]] = {}  # the exporter's id -> (database, id here)
+    links: list[tuple[str, int, str]] = []  # (database, id here, the exporter's superseded id)
+    with ExitStack() as stack:
+        conns: dict[str, apsw.Connection | None] = {
+            "project": stack.enter_context(opened(root, create=True))
+        }
+        for number, raw in enumerate(lines, 1):
             try:
+                record = _parse_line(raw, number)
+                if record is None:
+                    continue
+                where = "global" if record.get("scope") == "global" else "project"
+                if where not in conns:  # only when a global memory comes
+                    conns[where] = stack.enter_context(global_db(create=True))
+                target = conns[where]
+                if target is None:
+                    raise Unreadable("cannot open the user-level memory database")
                 with db.Immediate(target):
-                    _, new = memories.add(
-                        target,
-                        item["text"],
-                        item["category"],
-                        item["scope"],
-                        now,
-                        tags=item.get("tags") or [],
-                        source="import",
-                        session_id=item.get("session_id"),
-                    )
-            except memories.MemoryProblem as exc:
-                raise click.ClickException(f"cannot import {item['text'][:60]!r}: {exc}") from exc
-            counts["added" if new else "strengthened"] += 1
+                    memory_id, added = memories.restore(target, record, now)
+            except (Unreadable, memories.MemoryProblem) as exc:
+                report["invalid"] += 1
+                report["problems"].append({"line": number, "reason": str(exc)})
+                continue
+            report["imported" if added else "already_present"] += 1
+            if isinstance(record.get("id"), str | int):
+                here[str(record["id"])] = (where, memory_id)
+            if added and isinstance(record.get("supersedes"), str | int):
+                links.append((where, memory_id, str(record["supersedes"])))
+        for where, memory_id, superseded in links:
+            found = here.get(superseded)
+            target = conns[where]
+            if found is not None and found[0] == where and target is not None:
+                with db.Immediate(target):
+                    memories.link_supersedes(target, memory_id, found[1])
+    if not as_json:
+        for problem in report["problems"]:
+            reason = output.escape_controls(problem["reason"])
+            click.echo(f"line {problem['line']} skipped: {reason}", err=True)
     output.reply(
-        counts, f"{counts['added']} added, {counts['strengthened']} already known", as_json
+        report,
+        f"{report['imported']} imported, {report['already_present']} already present,"
+        f" {report['invalid']} invalid (skipped)",
+        as_json,
     )
 
 
-def _parse_line(line: str) -> dict[str, Any] | None:
-    """One exported memory: a JSON object, or Markdown: `- **category** (scope) text #tags`."""
-    line = line.strip()
-    if line.startswith("{"):
-        item = json.loads(line)
-        return item if isinstance(item, dict) and item.get("text") else None
-    if not line.startswith("- **"):
+def _parse_line(raw: bytes, number: int) -> dict[str, Any] | None:
+    """One record of an import file: a JSON object, or a Markdown item as `_markdown` writes
+    it; None for a blank line or a Markdown heading."""
+    try:
+        line = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    if number == 1:
+        line = line.lstrip("\ufeff")  # a byte order mark
+    if not line or line.startswith("#"):
         return None
+    if line.startswith("- **"):
+        return _markdown_record(line)
+    try:
+        item = json.loads(line)
+    except ValueError as exc:
+        if line.startswith("{"):
+            raise Unreadable(f"not valid JSON ({exc})") from exc
+        raise Unreadable(
+            "neither a JSON object nor a Markdown memory (- **category** ...)"
+        ) from exc
+    if not isinstance(item, dict):
+        raise Unreadable("not a JSON object")
+    return item
+
+
+def _markdown_record(line: str) -> dict[str, Any]:
+    """`- **category** (scope [session]) text #tags`, and the hidden fields of its comment."""
+    hidden: dict[str, Any] = {}
+    at = line.rfind(" " + MARK)
+    if at >= 0 and line.endswith("-->"):
+        try:
+            found = json.loads(line[at + 1 + len(MARK) : -3])
+        except ValueError as exc:
+            raise Unreadable(f"its {MARK.strip()} comment is not valid JSON ({exc})") from exc
+        if not isinstance(found, dict):
+            raise Unreadable(f"its {MARK.strip()} comment is not a JSON object")
+        hidden, line = found, line[:at]
     category, _, rest = line[4:].partition("**")
     rest = rest.strip()
-    scope = "project"
+    scope, session = "project", ""
     if rest.startswith("("):
-        scope, _, rest = rest[1:].partition(")")
+        inside, _, rest = rest[1:].partition(")")
+        scope, _, session = inside.strip().partition(" ")
     words = rest.split()
-    tags = [w[1:].replace("-", " ") for w in words if w.startswith("#") and len(w) > 1]
+    tags: list[str] = []
     while words and words[-1].startswith("#") and len(words[-1]) > 1:
-        words.pop()
-    return {
+        tags.insert(0, words.pop()[1:].replace("-", " "))
+    record: dict[str, Any] = {
         "category": category.strip(),
         "scope": scope.strip(),
         "text": " ".join(words),
         "tags": tags,
     }
+    if session.strip():
+        record["session_id"] = session.strip()
+    return record | hidden

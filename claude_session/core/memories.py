@@ -15,7 +15,7 @@ from .redact import redact
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
 CATEGORIES = ("fact", "learning", "preference", "context", "skill")
@@ -49,6 +49,11 @@ def _words(text: str) -> "list[str]":
     if word:
         words.append("".join(word))
     return words
+
+
+def clean_text(text: str) -> str:
+    """A memory's text as stored: one line unless written on several, redacted, capped."""
+    return redact(" ".join(text.split()) if "\n" not in text else text.strip())[:TEXT_CAP]
 
 
 def tags_json(tags: "Iterable[str]") -> str:
@@ -87,7 +92,7 @@ def add(
         raise MemoryProblem(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
     if source not in SOURCES:
         raise MemoryProblem(f"unknown source {source!r}")
-    text = redact(" ".join(text.split()) if "\n" not in text else text.strip())[:TEXT_CAP]
+    text = clean_text(text)
     if not text:
         raise MemoryProblem("a memory needs some text")
     if scope == "session" and not session_id:
@@ -127,6 +132,174 @@ def get(conn: apsw.Connection, memory_id: int) -> "dict[str, Any] | None":
         conn, f"SELECT {COLUMNS} FROM memories WHERE id = ? AND forgotten_at IS NULL", (memory_id,)
     )
     return found[0] if found else None
+
+
+# What `memory export` writes of each memory and `memory import` puts back. `id` and
+# `supersedes` name memories of the exporting database (an import links a memory to the one it
+# supersedes when both are in the file); `fingerprint` keeps a keyed memory (a learning about one
+# failing command) strengthened by its next occurrence instead of duplicated.
+EXPORTED = (
+    "id",
+    "category",
+    "scope",
+    "text",
+    "tags",
+    "source",
+    "session_id",
+    "agent_id",
+    "tool_use_id",
+    "project",
+    "strength",
+    "use_count",
+    "created_at",
+    "updated_at",
+    "last_used_at",
+    "supersedes",
+    "fingerprint",
+)
+PROVENANCE = ("session_id", "agent_id", "tool_use_id", "project")
+NAME_CAP = 4096  # a session, agent or tool call id, or a project's path
+
+
+def exportable(conn: apsw.Connection, scope: str | None = None) -> "list[dict[str, Any]]":
+    """Every live memory with all that restoring it elsewhere needs, oldest first."""
+    where, params = _listing(None, scope, None)
+    return rows(
+        conn,
+        f"SELECT {COLUMNS}, fingerprint FROM memories WHERE {where} ORDER BY id",
+        params,
+    )
+
+
+def restore(
+    conn: apsw.Connection, record: "Mapping[str, object]", now: float
+) -> "tuple[int, bool]":
+    """Put an exported memory back as it was (source, session, strength, use count, times), or
+    find it already here: (id, True when added).
+
+    Unlike `add`, a memory already here (same scope and session, and the same fingerprint or
+    text) is left as it is, not strengthened, so importing a file twice changes nothing. Text
+    and tags are redacted as `add` redacts. A session memory keeps its session id even when
+    this database never saw that session: the id is a plain column (no session row is made
+    up), and the memory reaches that session if it ever runs here (a resumed session keeps its
+    id). A bad record raises MemoryProblem saying why, and nothing is written for it."""
+    category = _one_of(record, "category", CATEGORIES, None)
+    scope = _one_of(record, "scope", SCOPES, None)
+    source = _one_of(record, "source", SOURCES, "import")
+    raw = record.get("text")
+    if raw is not None and not isinstance(raw, str):
+        raise MemoryProblem(f"text must be a string, not {type(raw).__name__}")
+    text = clean_text(raw or "")
+    if not text:
+        raise MemoryProblem("a memory needs some text")
+    tags = record.get("tags")
+    if tags is not None and (
+        not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
+    ):
+        raise MemoryProblem("tags must be a list of strings")
+    names = {name: _name(record, name) for name in PROVENANCE}
+    if scope == "session" and not names["session_id"]:
+        raise MemoryProblem("a session memory needs its session_id")
+    strength = _count(record, "strength", 1)
+    use_count = _count(record, "use_count", 0)
+    created = _time(record, "created_at")
+    created = now if created is None else created
+    updated = _time(record, "updated_at")
+    own = fingerprint(text)
+    given = record.get("fingerprint")
+    if given is not None and not (
+        isinstance(given, str) and len(given) == 32 and set(given) <= set("0123456789abcdef")
+    ):
+        raise MemoryProblem("fingerprint must be 32 lowercase hexadecimal digits")
+    holder = names["session_id"] if scope == "session" else ""
+    found = conn.execute(
+        "SELECT id FROM memories WHERE scope = ? AND holder = ? AND forgotten_at IS NULL"
+        " AND fingerprint IN (?, ?) LIMIT 1",
+        (scope, holder, given or own, own),
+    ).fetchall()
+    if found:
+        return int(found[0][0]), False  # type: ignore[arg-type]
+    conn.execute(
+        "INSERT INTO memories (category, scope, text, tags, source, session_id, agent_id,"
+        " tool_use_id, project, holder, fingerprint, strength, created_at, updated_at,"
+        " last_used_at, use_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            category,
+            scope,
+            text,
+            tags_json(redact(t) for t in tags or ()),
+            source,
+            names["session_id"],
+            names["agent_id"],
+            names["tool_use_id"],
+            names["project"],
+            holder,
+            given or own,
+            strength,
+            created,
+            created if updated is None else updated,
+            _time(record, "last_used_at"),
+            use_count,
+        ),
+    )
+    return conn.last_insert_rowid(), True
+
+
+def link_supersedes(conn: apsw.Connection, memory_id: int, superseded: int) -> None:
+    """An imported memory names the one it replaces by that one's id here, not the exporter's."""
+    conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (superseded, memory_id))
+
+
+def _one_of(
+    record: "Mapping[str, object]", field: str, allowed: "tuple[str, ...]", default: str | None
+) -> str:
+    value = record.get(field)
+    if value is None and default is not None:
+        return default
+    if value is None:
+        raise MemoryProblem(f"no {field}: use one of {', '.join(allowed)}")
+    if value not in allowed:
+        raise MemoryProblem(f"unknown {field} {_shown(value)}: use one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _name(record: "Mapping[str, object]", field: str) -> str | None:
+    value = record.get(field)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise MemoryProblem(f"{field} must be a string, not {type(value).__name__}")
+    if len(value) > NAME_CAP:
+        raise MemoryProblem(f"{field} is longer than {NAME_CAP} characters")
+    return value
+
+
+def _count(record: "Mapping[str, object]", field: str, lowest: int) -> int:
+    value = record.get(field)
+    if value is None:
+        return lowest
+    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+        raise MemoryProblem(f"{field} must be a whole number from {lowest} up, not {_shown(value)}")
+    return value
+
+
+def _time(record: "Mapping[str, object]", field: str) -> float | None:
+    value = record.get(field)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value < 1e12  # also NaN (never in range) and infinity
+    ):
+        raise MemoryProblem(f"{field} must be Unix seconds, not {_shown(value)}")
+    return float(value)
+
+
+def _shown(value: object) -> str:
+    """A wrong value in a message, short (an import file may hold anything)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def edit(
