@@ -340,11 +340,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project", required=True)
     parser.add_argument("--requested-at", type=float, default=None)
     args = parser.parse_args(argv)
+    # The project by its real path, as hooks name it when they relay (core/paths.py): one
+    # started with a linked folder's path would decline them all as "another project".
+    root = os.path.realpath(args.project)
     os.chdir("/")  # never keep a project directory busy
     # Relayed hooks, the sweeps and the spool ingest write from threads of this one process:
     # they take turns on a lock rather than through SQLite's sleeping busy handler.
     db.serialize_writers(threading.RLock())
-    return sweeper.run(args.project, requested_at=args.requested_at, companion=serve_hooks)
+    return sweeper.run(root, requested_at=args.requested_at, companion=serve_hooks)
 
 
 if __name__ == "__main__":

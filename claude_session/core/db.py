@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = 11  # the highest migration number; a test checks schema.sql sets the same
+SCHEMA_VERSION = 12  # the highest migration number; a test checks schema.sql sets the same
 BUSY_TIMEOUT_MS = 5000
 JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -124,7 +124,14 @@ def connect(
     A new file is created with mode 0600 before SQLite opens it, so no other user can read it
     even for a moment; SQLite gives the -wal and -shm files the same mode. A symbolic link
     planted at the database, its -wal, -shm or -journal is refused: we never write through one.
+    A link among the folders on the way is the user's (a project reached through a linked
+    folder, macOS /tmp): the file is opened by its folder's real path, as SQLite's no-follow
+    open requires (it refuses a link anywhere in the path, not only at the file).
     """
+    from .paths import canonical
+
+    folder, name = os.path.split(os.path.abspath(path))
+    path = os.path.join(canonical(folder), name)
     _refuse_links(path)
     if not os.path.lexists(path):
         if not create or readonly:

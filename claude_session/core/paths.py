@@ -20,12 +20,47 @@ def intended_root(payload_cwd: object = None) -> str | None:
 
 
 def project_root(payload_cwd: object = None) -> str | None:
-    """The intended root if it is a directory, else None.
+    """The intended root if it is a directory, else None; with its symbolic links resolved.
 
+    One spelling for every consumer (database, spool, state folder, relay, claims): a project
+    reached through a link (a linked code folder, macOS /tmp and /var) is the project reached
+    by its real path, into one database. SQLite's no-follow open refuses a link anywhere in the
+    path, so the database is only ever opened by its real path anyway. The spelling given is
+    remembered, so file paths written through it stay relative to the project.
     A root that does not exist is not created: that would scatter databases over the disk.
     """
     path = intended_root(payload_cwd)
-    return path if path is not None and os.path.isdir(path) else None
+    if path is None or not os.path.isdir(path):
+        return None
+    real = canonical(path)
+    if real != path:
+        _learn_alias(real, path)
+    return real
+
+
+_CANONICAL: dict[str, str] = {}  # path -> its realpath (a few lstat calls: once per process)
+_ALIASES: dict[str, tuple[str, ...]] = {}  # real root -> other spellings seen for it
+
+
+def canonical(path: str) -> str:
+    """`path` absolute, with every symbolic link on the way resolved (os.path.realpath),
+    worked out once per process and path."""
+    real = _CANONICAL.get(path)
+    if real is None:
+        if len(_CANONICAL) > 64:  # a long-lived process (the resident one) sees few roots
+            _CANONICAL.clear()
+        real = _CANONICAL[path] = os.path.realpath(path)
+    return real
+
+
+def _learn_alias(real: str, spelling: str) -> None:
+    """Remember another spelling of the root `real` (a tuple, replaced whole: the resident
+    process's threads read it without a lock)."""
+    known = _ALIASES.get(real, ())
+    if spelling not in known:
+        if len(_ALIASES) > 64:
+            _ALIASES.clear()
+        _ALIASES[real] = (*known, spelling)[-8:]
 
 
 def db_path(root: str) -> str:
@@ -74,7 +109,7 @@ def project_state_dir(root: str) -> str:
         from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # Python 3.12+ (`hashlib` would load OpenSSL, ~10 ms per hook)
         from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-    key = str(sha256(os.path.realpath(root).encode("utf-8", "surrogateescape")).hexdigest())
+    key = str(sha256(canonical(root).encode("utf-8", "surrogateescape")).hexdigest())
     return os.path.join(user_state_dir(), "projects", key[:24])
 
 
@@ -104,23 +139,50 @@ def _passwd_home() -> str | None:
         return None
 
 
-_REAL_ROOTS: dict[str, str] = {}  # root -> its realpath (a few lstat calls, asked per path)
-
-
 def relative_to_root(root: str, file_path: str) -> str:
-    """Canonical claim path: relative to the project root when inside it, else absolute."""
+    """Canonical claim path: relative to the project root when inside it, else absolute.
+
+    Inside means under the root as given, its real path, or another spelling of it (through
+    a symbolic link): the same file edited by one agent through a linked folder and by another
+    through the real path is one claim."""
     path = os.path.normpath(os.path.join(root, file_path))
-    real = _REAL_ROOTS.get(root)
-    if real is None:
-        if len(_REAL_ROOTS) > 64:  # a long-lived process (the resident one) sees few roots
-            _REAL_ROOTS.clear()
-        real = _REAL_ROOTS[root] = os.path.realpath(root)
-    for base in (root, real):
-        if path == base:
-            return "."
-        if path.startswith(base.rstrip("/") + "/"):
-            return path[len(base.rstrip("/")) + 1 :]
-    return path
+    real = canonical(root)
+    for base in (root, real, *_ALIASES.get(real, ())):
+        inside = _under(base, path)
+        if inside is not None:
+            return inside
+    return _through_link(real, path) or path
+
+
+def _under(base: str, path: str) -> str | None:
+    if path == base:
+        return "."
+    prefix = base.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def _through_link(real: str, path: str) -> str | None:
+    """`path` relative to the root `real` when one of its folders is the root itself reached
+    through a symbolic link: the shallowest folder that is the same directory (stat, which
+    follows links) is learnt as a spelling of the root. One stat per folder on the way, for a
+    path outside the root as written; a folder that does not exist ends the walk."""
+    if not path.startswith("/"):
+        return None
+    try:
+        here = os.stat(real)
+    except OSError:
+        return None
+    parts = path.split("/")
+    for depth in range(2, len(parts) + 1):
+        folder = "/".join(parts[:depth])
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return None
+        if info.st_ino == here.st_ino and info.st_dev == here.st_dev:
+            _learn_alias(real, folder)
+            return _under(folder, path)
+    return None
 
 
 # Where SQLite's WAL (shared memory, POSIX locks) is not safe: network and VM-shared mounts.

@@ -19,7 +19,7 @@ import time
 import apsw
 
 from . import config, event, events
-from .paths import spool_dir, user_state_dir
+from .paths import canonical, spool_dir, user_state_dir
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def _read(path: str, own_root: str | None) -> dict[str, Any]:
     if hint is not None and not isinstance(hint, str):
         raise Unusable("event_hint is not text")
     claimed = envelope.get("project_root")
-    if own_root is not None and claimed is not None and claimed != own_root:
+    if own_root is not None and claimed is not None and not _same_root(claimed, own_root):
         raise Unusable(f"it names another project ({str(claimed)[:200]})")
     return envelope
 
@@ -244,6 +244,14 @@ def _user_entries(root: str) -> list[str]:
             envelope = json.loads(data.decode("utf-8", "replace"))
         except (OSError, ValueError, RecursionError):
             continue
-        if isinstance(envelope, dict) and envelope.get("project_root") == root:
+        if isinstance(envelope, dict) and _same_root(envelope.get("project_root"), root):
             found.append(path)
     return found
+
+
+def _same_root(claimed: object, root: str) -> bool:
+    """The project an envelope names is `root`, in any spelling: one written through a linked
+    folder (or by a version that kept the link in the root) is the project's all the same."""
+    if not isinstance(claimed, str) or not claimed.startswith("/"):
+        return False
+    return claimed == root or canonical(claimed) == canonical(root)

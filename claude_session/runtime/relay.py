@@ -97,12 +97,14 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
 
 def _root() -> str | None:
     """$CLAUDE_PROJECT_DIR when it is a directory: only then can the hook name its project
-    before parsing the payload (Claude Code always sets it)."""
+    before parsing the payload (Claude Code always sets it). Named by its real path, as the
+    resident process knows it: a project reached through a linked folder is served too."""
     root = os.environ.get("CLAUDE_PROJECT_DIR")
     if not root or not root.strip():
         return None
-    root = os.path.abspath(root)
-    return root if os.path.isdir(root) else None
+    from ..core.paths import project_root
+
+    return project_root()
 
 
 def socket_path(root: str) -> str | None:
