@@ -63,6 +63,21 @@ def hook_env(project: Path | None, **extra: str) -> dict[str, str]:
     return env | extra
 
 
+def run_cli(
+    project: Path, *args: str, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The installed `claude-session --project PROJECT ARGS`, as a user runs it, in the
+    hooks' environment (`env` added)."""
+    return subprocess.run(
+        [str(Path(PYTHON).parent / "claude-session"), "--project", str(project), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=hook_env(project, **env),
+        timeout=120,
+    )
+
+
 def run_hook(
     event: str,
     payload: dict[str, Any] | bytes | str | None,

@@ -14,13 +14,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import PYTHON, fixture, hook_env, query, run_hook, wait_for, write_config
+from conftest import fixture, query, run_cli, run_hook, wait_for, write_config
 from workbench import Workbench, git
 
 from claude_session.services import before_images, capture_control, workspace
 
 SESSION = "bi-session-0001"
-CLI = str(Path(PYTHON).parent / "claude-session")
 
 
 def send(project: Path, name: str, **changes: Any) -> None:
@@ -122,12 +121,7 @@ def test_tools_in_a_row_never_wait_and_every_frame_is_exact(project: Path) -> No
 
     # Revert to the frame after the first Edit: exactly those files, through the real CLI.
     frame = query(project, "SELECT frame_no FROM tool_calls WHERE tool_use_id = 't2'")[0][0]
-    done = subprocess.run(
-        [CLI, "--project", str(project), "revert", f"{SESSION}:{frame}", "--yes"],
-        capture_output=True,
-        text=True,
-        env=hook_env(project),
-    )
+    done = run_cli(project, "revert", f"{SESSION}:{frame}", "--yes")
     assert done.returncode == 0, done.stderr
     assert files_now(project) == after["t2"]
 
@@ -158,22 +152,12 @@ def test_a_tool_that_names_no_file_after_a_turn_still_pending_says_so(project: P
         "session_start",
         "turn_start",
     ]
-    timeline = subprocess.run(
-        [CLI, "--project", str(project), "timeline", "--json"],
-        capture_output=True,
-        text=True,
-        env=hook_env(project),
-    )
+    timeline = run_cli(project, "timeline", "--json")
     assert timeline.returncode == 0, timeline.stderr
     frames = json.loads(timeline.stdout)["frames"]
     marked = [f["kind"] for f in frames if "may hold" in str(f["snapshot_note"])]
     assert marked == ["session_start", "turn_start"]
-    text = subprocess.run(
-        [CLI, "--project", str(project), "timeline"],
-        capture_output=True,
-        text=True,
-        env=hook_env(project) | {"COLUMNS": "200"},
-    ).stdout
+    text = run_cli(project, "timeline", COLUMNS="200").stdout
     assert "~: the snapshot may hold changes" in text and text.count("~") >= 3
 
 

@@ -100,16 +100,21 @@ def recorded(project: Path) -> Path:
     return project
 
 
-@pytest.fixture
-def server(recorded: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`claude-session serve --port 0` on the recorded project, and the URL it printed."""
-    process = subprocess.Popen(
-        [CLI, "--project", str(recorded), "serve", "--port", "0"],
+def start_serve(project: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """`claude-session serve ARGS` on `project`, as a user starts it, its output piped."""
+    return subprocess.Popen(
+        [CLI, "--project", str(project), "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=hook_env(recorded),
+        env=hook_env(project, **env),
     )
+
+
+@pytest.fixture
+def server(recorded: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`claude-session serve --port 0` on the recorded project, and the URL it printed."""
+    process = start_serve(recorded, "--port", "0")
     try:
         yield url_of(process), process
     finally:
@@ -305,13 +310,7 @@ def test_a_session_recorded_before_frames_still_has_its_page(project: Path) -> N
     conn = apsw.Connection(str(project / ".claude-session.db"))
     conn.execute("DELETE FROM frames")  # as a session recorded before schema 8 has none
     conn.close()
-    process = subprocess.Popen(
-        [CLI, "--project", str(project), "serve"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=hook_env(project),
-    )
+    process = start_serve(project)
     try:
         url = url_of(process)
         status, html, _ = get(f"{url}session/{SESSION[:8]}")
@@ -323,13 +322,7 @@ def test_a_session_recorded_before_frames_still_has_its_page(project: Path) -> N
 
 
 def test_serve_json_says_where_it_listens(recorded: Path) -> None:
-    process = subprocess.Popen(
-        [CLI, "serve", "--json", "--project", str(recorded)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=hook_env(recorded),
-    )
+    process = start_serve(recorded, "--json")
     try:
         assert process.stdout is not None
         where = json.loads(process.stdout.readline())
@@ -373,13 +366,7 @@ def open_with_stand_in(project: Path, tmp_path: Path) -> tuple[subprocess.Popen[
     the browser was given (checked: a private redirect to that URL, no token on its argv)."""
     send(project, "SessionStart.startup")
     seen = tmp_path / "seen.json"
-    process = subprocess.Popen(
-        [CLI, "--project", str(project), "serve", "--open"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=hook_env(project, BROWSER=str(stand_in_browser(tmp_path, seen))),
-    )
+    process = start_serve(project, "--open", BROWSER=str(stand_in_browser(tmp_path, seen)))
     url = url_of(process)  # still printed, token included, for the user to copy
     token = url.rstrip("/").rsplit("/", 1)[1]
     assert len(token) >= 24
@@ -460,13 +447,7 @@ def test_pages_show_controls_and_bidi_in_recorded_text_escaped(
     send(project, "Stop")
     assert wait_for(lambda: not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"))
     (last,) = query(project, "SELECT max(frame_no) FROM frames")[0]
-    process = subprocess.Popen(
-        [CLI, "--project", str(project), "serve"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=hook_env(project),
-    )
+    process = start_serve(project)
     try:
         url = url_of(process)
         session = f"{url}session/{SESSION[:8]}"

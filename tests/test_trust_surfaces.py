@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from conftest import PYTHON, fixture, hook_env, query, run_hook
+from conftest import fixture, query, run_cli, run_hook
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +26,6 @@ from claude_session.core import context, errors
 from claude_session.core.quote import for_model
 from claude_session.services import mcp_server
 
-CLI = str(Path(PYTHON).parent / "claude-session")
 PLANTER = "planted-session-0001"
 VICTIM = "victim-session-0002"
 HOSTILE = (
@@ -37,13 +36,7 @@ _ids = counter(1)
 
 
 def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CLI, "--project", str(project), *args],
-        capture_output=True,
-        text=True,
-        env=hook_env(project),
-        timeout=60,
-    )
+    return run_cli(project, *args)
 
 
 def event(project: Path, name: str, session: str, agent: str | None = None, **kw: Any) -> Any:
@@ -123,12 +116,8 @@ def surfaces(project: Path, judge_marker: Path) -> dict[str, Any]:
     out["mcp add_memory global"] = call(
         "add_memory", {"text": "agent note", "category": "preference", "scope": "global"}
     )
-    line = subprocess.run(
-        [CLI, "--project", str(project), "statusline"],
-        input=json.dumps({"session_id": VICTIM, "cwd": str(project)}),
-        capture_output=True,
-        text=True,
-        env=hook_env(project),
+    line = run_cli(
+        project, "statusline", stdin=json.dumps({"session_id": VICTIM, "cwd": str(project)})
     )
     out["statusline"] = line.stdout
     return out
