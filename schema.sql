@@ -542,7 +542,10 @@ CREATE TABLE memories (
     last_used_at REAL,
     use_count    INTEGER NOT NULL DEFAULT 0,  -- times put before the model or found by the agent
     supersedes   INTEGER,                -- the memory this one replaces (memories.id)
-    forgotten_at REAL                    -- `memory forget`: kept for the record, never shown
+    forgotten_at REAL,                   -- `memory forget`: kept for the record, never shown
+    trusted      INTEGER CHECK (trusted IN (0, 1)),  -- 1: written by the user (CLI), or by a hook or agent of a database this user made here; 0: not; NULL: before version 12
+    review       TEXT CHECK (review IN ('pending', 'accepted')),  -- pending: a global memory the user did not add, given to no session until `memory accept`; NULL: no review needed
+    imported_at  REAL                    -- when `memory import` put it here (source and provenance stay the file's)
 );
 CREATE UNIQUE INDEX memories_once ON memories (scope, holder, fingerprint)
     WHERE forgotten_at IS NULL;
@@ -573,4 +576,4 @@ CREATE TABLE memory_uses (
     PRIMARY KEY (session_id, scope, memory_id)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 11;
+PRAGMA user_version = 12;

@@ -1,8 +1,10 @@
-"""`memory add|list|search|show|edit|forget|export|import`.
+"""`memory add|list|search|show|edit|forget|accept|export|import`.
 
 Project and session memories live in the project's database, global ones in the user-level
 database; ids are shown as `12` (this project) and `g12` (global). Export and import speak
-JSON lines and Markdown, and round-trip.
+JSON lines and Markdown, and round-trip. What the user does here is the user's own word: a
+memory added or imported is trusted, and a global one added is in use at once. A global memory
+an agent added waits for `memory accept` (`memory list --pending` shows where it came from).
 """
 
 from __future__ import annotations
@@ -78,7 +80,10 @@ def memory_add(
     tags: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Remember TEXT (redacted like everything recorded)."""
+    """Remember TEXT (redacted like everything recorded).
+
+    Yours, so in use at once: a global one reaches every project's sessions (one an agent adds
+    waits for `memory accept`)."""
     now = time.time()
     try:
         if scope == "global":
@@ -87,12 +92,12 @@ def memory_add(
                     raise click.ClickException("cannot open the user-level memory database")
                 with db.Immediate(conn):
                     memory_id, new = memories.add(
-                        conn, text, category, scope, now, tags=tags, project=str(root)
+                        conn, text, category, scope, now, tags=tags, project=str(root), trusted=True
                     )
         else:
             with opened(root, create=True) as conn, db.Immediate(conn):
                 memory_id, new = memories.add(
-                    conn, text, category, scope, now, tags=tags, session_id=session_id
+                    conn, text, category, scope, now, tags=tags, session_id=session_id, trusted=True
                 )
     except memories.MemoryProblem as exc:
         raise click.ClickException(str(exc)) from exc
@@ -107,37 +112,72 @@ def memory_add(
 @memory.command(name="list")
 @click.option("--category", type=click.Choice(memories.CATEGORIES))
 @click.option("--scope", type=click.Choice(memories.SCOPES))
+@click.option(
+    "--pending",
+    is_flag=True,
+    help="Only the memories held for your review (global ones an agent added), with where"
+    " each came from: `memory accept ID` puts one in use, `memory forget ID` drops it.",
+)
 @click.option("--all", "every", is_flag=True, help="Every memory, streamed.")
 @limit_option
 @json_option(
     "a list of memories: id (12 for this project, g12 global), category, scope, text, tags,"
-    " source, session_id, agent_id, tool_use_id, project, strength, created_at, updated_at,"
-    " last_used_at, use_count, supersedes"
+    " source (user, agent, learned, import), session_id, agent_id, tool_use_id, project,"
+    " strength, created_at, updated_at, last_used_at, use_count, supersedes, trusted (1 or 0;"
+    " null: written before it was recorded), review (pending, accepted; null: none needed),"
+    " imported_at"
 )
 @click.pass_obj
 def memory_list(
-    root: Path, category: str | None, scope: str | None, every: bool, limit: int, as_json: bool
+    root: Path,
+    category: str | None,
+    scope: str | None,
+    pending: bool,
+    every: bool,
+    limit: int,
+    as_json: bool,
 ) -> None:
-    """Memories, most used and strongest first."""
+    """Memories, most used and strongest first.
+
+    Those held for your review (global ones an agent added) are left out, and counted on
+    stderr; `--pending` lists them alone."""
     found: list[dict[str, Any]] = []
     total = 0
+    waiting = 0  # held for review, when they are not what is listed
     cap = 2**62 if every else limit
     if scope != "global":
         with opened(root, create=True) as conn:
             found += _rows(
-                "project", memories.listed(conn, category=category, scope=scope, limit=cap)
+                "project",
+                memories.listed(conn, category=category, scope=scope, limit=cap, pending=pending),
             )
-            total += memories.count_listed(conn, category=category, scope=scope)
+            total += memories.count_listed(conn, category=category, scope=scope, pending=pending)
+            if not pending:
+                waiting += memories.count_listed(conn, scope=scope, pending=True)
     if scope in (None, "global"):
         with global_db(create=False) as conn:
             if conn is not None:
-                found += _rows("global", memories.listed(conn, category=category, limit=cap))
-                total += memories.count_listed(conn, category=category, scope="global")
+                found += _rows(
+                    "global",
+                    memories.listed(conn, category=category, limit=cap, pending=pending),
+                )
+                total += memories.count_listed(
+                    conn, category=category, scope="global", pending=pending
+                )
+                if not pending:
+                    waiting += memories.count_listed(conn, scope="global", pending=True)
+    shown = _origin_row if pending else _table_row
     if every:
-        stream_rows(found if as_json else (_table_row(r) for r in found), as_json)
-        return
-    rows = found if as_json else [_table_row(r) for r in found]
-    emit_page(queries.Page(rows, total), as_json, "memories", "memory list")
+        stream_rows(found if as_json else (shown(r) for r in found), as_json)
+    else:
+        rows = found if as_json else [shown(r) for r in found]
+        emit_page(queries.Page(rows, total), as_json, "memories", "memory list")
+    if waiting and not as_json:
+        click.echo(
+            f"{waiting} {'memory awaits' if waiting == 1 else 'memories await'} your review"
+            " (given to no session until accepted): `claude-session memory list --pending`",
+            err=True,
+        )
 
 
 @memory.command(name="search")
@@ -172,6 +212,20 @@ def _table_row(r: dict[str, Any]) -> dict[str, Any]:
         "text": r["text"],
         "tags": ", ".join(r["tags"]),
         "used": r["use_count"],
+    }
+
+
+def _origin_row(r: dict[str, Any]) -> dict[str, Any]:
+    """A memory awaiting review: what it says and where it came from, to judge it by."""
+    return {
+        "id": r["id"],
+        "category": r["category"],
+        "text": r["text"],
+        "source": r["source"],
+        "project": r["project"],
+        "session_id": r["session_id"],
+        "agent_id": r["agent_id"],
+        "trusted": {1: "yes", 0: "no"}.get(r["trusted"], "unknown"),
     }
 
 
@@ -267,6 +321,27 @@ def memory_forget(root: Path, memory_id: str, as_json: bool) -> None:
     output.reply({"id": memory_id, "forgotten": True}, f"memory {memory_id} forgotten", as_json)
 
 
+@memory.command(name="accept")
+@click.argument("memory_id")
+@json_option("an object: id, accepted")
+@click.pass_obj
+def memory_accept(root: Path, memory_id: str, as_json: bool) -> None:
+    """Accept a memory held for your review: it is in use from now on.
+
+    Sessions are given it and searches find it: in every project, for a global one (g12).
+    `memory list --pending` lists those held; `memory forget` drops one instead."""
+    scope, number = _parse_id(memory_id)
+    with _holding(root, scope) as conn:
+        row = _found(conn, scope, number, memory_id)
+        with db.Immediate(conn):
+            accepted = memories.accept(conn, number)
+    if not accepted:
+        raise click.ClickException(
+            f"memory {memory_id!r} does not await review (review: {row['review'] or 'none'})"
+        )
+    output.reply({"id": memory_id, "accepted": True}, f"memory {memory_id} accepted", as_json)
+
+
 @memory.command(name="export")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown"]), default="jsonl")
 @click.option("--scope", type=click.Choice(memories.SCOPES))
@@ -275,8 +350,9 @@ def memory_export(root: Path, fmt: str, scope: str | None) -> None:
     """Every memory to stdout, as JSON lines or Markdown (`memory import` reads both).
 
     Each memory keeps all that restoring it needs: category, scope, text, tags, source, session,
-    agent, tool call, project, strength, use count, times, and the memory it supersedes. In
-    Markdown, the fields a line does not show are in an HTML comment at its end."""
+    agent, tool call, project, trust, review, strength, use count, times, and the memory it
+    supersedes; those awaiting review too. In Markdown, the fields a line does not show are in
+    an HTML comment at its end."""
     found: list[dict[str, Any]] = []
     if scope != "global":
         with opened(root, create=True) as conn:
@@ -338,7 +414,9 @@ class Unreadable(ValueError):
 def memory_import(root: Path, source: Any, as_json: bool) -> None:
     """Read memories exported as JSON lines or Markdown (`-` for stdin).
 
-    Each comes back as it was: session, tags, strength, use count, times and provenance. A
+    Each comes back as it was: session, tags, strength, use count, times and provenance (source,
+    agent, project, trust, review: one awaiting review in the file awaits it here), and is marked
+    as imported (imported_at). A file without trust or review is your word: trusted, in use. A
     memory already here (same scope, session and text) is skipped: importing a file twice adds
     nothing. A record that cannot be imported (not JSON, unknown category, no text...) is
     skipped and reported with its line and why; the others are imported all the same. Exit 0

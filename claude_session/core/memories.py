@@ -5,6 +5,12 @@ A memory has a category (fact, learning, preference, context, skill) and a scope
 every project, in the user-level database; project; session). Its text is redacted before it
 is stored. The same text seen again in the same scope strengthens the memory instead of adding
 a second one (a fingerprint of the normalised text). Search is SQLite FTS5, ranked by bm25.
+
+Every memory says where it came from: its source (the user's CLI, an agent through the MCP
+server, learned by the hooks, imported), the session, agent, tool call and project, and whether
+the writer was trusted. A global memory reaches every project's sessions, so one the user did
+not add is held for the user's review (`review = 'pending'`): no session is given it and no
+search finds it until `memory accept`.
 """
 
 import apsw
@@ -24,8 +30,12 @@ SOURCES = ("user", "agent", "learned", "import")
 TEXT_CAP = 4000
 COLUMNS = (
     "id, category, scope, text, tags, source, session_id, agent_id, tool_use_id, project,"
-    " strength, created_at, updated_at, last_used_at, use_count, supersedes"
+    " strength, created_at, updated_at, last_used_at, use_count, supersedes, trusted, review,"
+    " imported_at"
 )
+PENDING = "pending"  # review: held from every session and search until the user accepts it
+ACCEPTED = "accepted"
+REVIEWS = (PENDING, ACCEPTED)
 
 
 class MemoryProblem(ValueError):
@@ -57,7 +67,9 @@ def clean_text(text: str) -> str:
 
 
 def tags_json(tags: "Iterable[str]") -> str:
-    """A JSON array of clean tags, built by hand (no `json` import in hooks)."""
+    """A JSON array of clean tags, built by hand (no `json` import in hooks). Every writer's
+    tags pass here: each is redacted whole before its cut to 40 characters (a token cut first
+    would be too short for its shape, and its start stored)."""
     clean = []
     for tag in tags:
         tag = " ".join(str(tag).split())[:40]
@@ -82,10 +94,16 @@ def add(
     project: str | None = None,
     supersedes: int | None = None,
     key: str | None = None,
+    trusted: bool | None = None,
 ) -> "tuple[int, bool]":
     """Store a memory, or strengthen the same one: (id, True when new). `key` names what the
     memory is about when its text varies (a learning about one failing command): the same key
-    strengthens the memory and its text becomes the latest."""
+    strengthens the memory and its text becomes the latest.
+
+    `trusted` says whether the writer was: None judges it, the user always, anyone else by the
+    database written to (a hook's learning lands in its project's own database; a writer of a
+    global memory names the project's trust itself). A global memory not from the user waits
+    for the user's review; the user adding the same one accepts it."""
     if category not in CATEGORIES:
         raise MemoryProblem(f"unknown category {category!r}: use one of {', '.join(CATEGORIES)}")
     if scope not in SCOPES:
@@ -97,15 +115,20 @@ def add(
         raise MemoryProblem("a memory needs some text")
     if scope == "session" and not session_id:
         raise MemoryProblem("a session memory needs its session")
+    if trusted is None:
+        trusted = source == "user" or _trusted_database(conn)
     found = conn.execute(
         "INSERT INTO memories (category, scope, text, tags, source, session_id, agent_id,"
-        " tool_use_id, project, fingerprint, created_at, updated_at, supersedes, holder)"
+        " tool_use_id, project, fingerprint, created_at, updated_at, supersedes, holder,"
+        " trusted, review)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12,"
-        " CASE WHEN ?2 = 'session' THEN ?6 ELSE '' END)"
+        " CASE WHEN ?2 = 'session' THEN ?6 ELSE '' END, ?14,"
+        " CASE WHEN ?2 = 'global' AND ?5 != 'user' THEN 'pending' END)"
         " ON CONFLICT (scope, holder, fingerprint) WHERE forgotten_at IS NULL"
         " DO UPDATE SET strength = strength + 1, updated_at = ?11,"
         " tool_use_id = coalesce(?8, tool_use_id),"
-        " text = CASE WHEN ?13 THEN excluded.text ELSE text END"
+        " text = CASE WHEN ?13 THEN excluded.text ELSE text END,"
+        " review = CASE WHEN review = 'pending' AND ?5 = 'user' THEN 'accepted' ELSE review END"
         " RETURNING id, strength",
         (
             category,
@@ -121,10 +144,30 @@ def add(
             now,
             supersedes,
             key is not None,
+            int(trusted),
         ),
     ).fetchall()
     memory_id, strength = found[0]
     return int(memory_id), strength == 1  # type: ignore[arg-type]
+
+
+def _trusted_database(conn: apsw.Connection) -> bool:
+    """This user made the database being written here (core/trust.py): a hook's learning in a
+    clone's database is recorded as untrusted. Asked only for writers other than the user."""
+    from .trust import database_problem
+
+    path = conn.filename
+    return bool(path) and database_problem(path) is None
+
+
+def accept(conn: apsw.Connection, memory_id: int) -> bool:
+    """The user accepts a memory held for review: from now on it is given and found."""
+    conn.execute(
+        "UPDATE memories SET review = 'accepted'"
+        " WHERE id = ? AND review = 'pending' AND forgotten_at IS NULL",
+        (memory_id,),
+    )
+    return conn.changes() > 0
 
 
 def get(conn: apsw.Connection, memory_id: int) -> "dict[str, Any] | None":
@@ -137,7 +180,8 @@ def get(conn: apsw.Connection, memory_id: int) -> "dict[str, Any] | None":
 # What `memory export` writes of each memory and `memory import` puts back. `id` and
 # `supersedes` name memories of the exporting database (an import links a memory to the one it
 # supersedes when both are in the file); `fingerprint` keeps a keyed memory (a learning about one
-# failing command) strengthened by its next occurrence instead of duplicated.
+# failing command) strengthened by its next occurrence instead of duplicated. `trusted` and
+# `review` travel with it (a pending memory stays pending); `imported_at` is this database's own.
 EXPORTED = (
     "id",
     "category",
@@ -156,14 +200,17 @@ EXPORTED = (
     "last_used_at",
     "supersedes",
     "fingerprint",
+    "trusted",
+    "review",
 )
 PROVENANCE = ("session_id", "agent_id", "tool_use_id", "project")
 NAME_CAP = 4096  # a session, agent or tool call id, or a project's path
 
 
 def exportable(conn: apsw.Connection, scope: str | None = None) -> "list[dict[str, Any]]":
-    """Every live memory with all that restoring it elsewhere needs, oldest first."""
-    where, params = _listing(None, scope, None)
+    """Every live memory with all that restoring it elsewhere needs, oldest first (those
+    awaiting review too, marked so)."""
+    where, params = _listing(None, scope, None, None)
     return rows(
         conn,
         f"SELECT {COLUMNS}, fingerprint FROM memories WHERE {where} ORDER BY id",
@@ -182,7 +229,12 @@ def restore(
     and tags are redacted as `add` redacts. A session memory keeps its session id even when
     this database never saw that session: the id is a plain column (no session row is made
     up), and the memory reaches that session if it ever runs here (a resumed session keeps its
-    id). A bad record raises MemoryProblem saying why, and nothing is written for it."""
+    id). A bad record raises MemoryProblem saying why, and nothing is written for it.
+
+    The import is the user's own act: the memory is marked imported (`imported_at`) and its
+    source, session, agent and project stay what the file says. Its trust and review come from
+    the file too (a memory pending there is pending here); a file without them (written before
+    they existed) is the user's word, trusted and needing no review."""
     category = _one_of(record, "category", CATEGORIES, None)
     scope = _one_of(record, "scope", SCOPES, None)
     source = _one_of(record, "source", SOURCES, "import")
@@ -211,6 +263,13 @@ def restore(
         isinstance(given, str) and len(given) == 32 and set(given) <= set("0123456789abcdef")
     ):
         raise MemoryProblem("fingerprint must be 32 lowercase hexadecimal digits")
+    said = record.get("trusted")
+    if said is not None and not (isinstance(said, int) and said in (0, 1)):  # bools are 0, 1
+        raise MemoryProblem(f"trusted must be 0 or 1, not {_shown(said)}")
+    trusted = 1 if said is None else int(said)
+    review = record.get("review")
+    if review is not None and review not in REVIEWS:
+        raise MemoryProblem(f"unknown review {_shown(review)}: use one of {', '.join(REVIEWS)}")
     holder = names["session_id"] if scope == "session" else ""
     found = conn.execute(
         "SELECT id FROM memories WHERE scope = ? AND holder = ? AND forgotten_at IS NULL"
@@ -222,7 +281,8 @@ def restore(
     conn.execute(
         "INSERT INTO memories (category, scope, text, tags, source, session_id, agent_id,"
         " tool_use_id, project, holder, fingerprint, strength, created_at, updated_at,"
-        " last_used_at, use_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " last_used_at, use_count, trusted, review, imported_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             category,
             scope,
@@ -240,6 +300,9 @@ def restore(
             created if updated is None else updated,
             _time(record, "last_used_at"),
             use_count,
+            trusted,
+            review,
+            now,
         ),
     )
     return conn.last_insert_rowid(), True
@@ -339,10 +402,14 @@ def forget(conn: apsw.Connection, memory_id: int, now: float) -> bool:
 
 
 def _listing(
-    category: str | None, scope: str | None, session_id: str | None
+    category: str | None, scope: str | None, session_id: str | None, pending: bool | None
 ) -> "tuple[str, list[object]]":
+    """The WHERE of a listing. `pending`: False, the memories in use (none awaiting review);
+    True, only those awaiting it; None, both."""
     where = ["forgotten_at IS NULL"]
     params: list[object] = []
+    if pending is not None:
+        where.append("review IS 'pending'" if pending else "review IS NOT 'pending'")
     if category:
         where.append("category = ?")
         params.append(category)
@@ -362,9 +429,11 @@ def listed(
     scope: str | None = None,
     session_id: str | None = None,
     limit: int = 200,
+    pending: bool = False,
 ) -> "list[dict[str, Any]]":
-    """Memories, most used and strongest first."""
-    where, params = _listing(category, scope, session_id)
+    """Memories, most used and strongest first: those in use, or (`pending`) only those held
+    for the user's review."""
+    where, params = _listing(category, scope, session_id, pending)
     return rows(
         conn,
         f"SELECT {COLUMNS} FROM memories WHERE {where}"
@@ -374,10 +443,14 @@ def listed(
 
 
 def count_listed(
-    conn: apsw.Connection, *, category: str | None = None, scope: str | None = None
+    conn: apsw.Connection,
+    *,
+    category: str | None = None,
+    scope: str | None = None,
+    pending: bool = False,
 ) -> int:
     """How many memories `listed` would give without a limit (for a listing's "N more")."""
-    where, params = _listing(category, scope, None)
+    where, params = _listing(category, scope, None, pending)
     found = conn.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchall()
     return int(found[0][0]) if isinstance(found[0][0], int) else 0
 
@@ -456,11 +529,12 @@ def search(
     categories: "Iterable[str] | None" = None,
     session_id: str | None = None,
 ) -> "list[dict[str, Any]]":
-    """The memories matching `query`, best first (bm25; text weighs more than tags)."""
+    """The memories matching `query`, best first (bm25; text weighs more than tags); never one
+    awaiting the user's review."""
     match = fts_query(query)
     if not match:
         return []
-    where = ["m.forgotten_at IS NULL"]
+    where = ["m.forgotten_at IS NULL", "m.review IS NOT 'pending'"]
     params: list[object] = [match]
     if categories:
         chosen = list(categories)

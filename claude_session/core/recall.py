@@ -3,7 +3,9 @@
 At SessionStart: the project's and the user's (global) preferences, facts and skills that
 matter most (most used and strongest first). At UserPromptSubmit: the memories that match the
 prompt (FTS5, bm25). Each is marked as recorded data, escaped like the restored context, and
-recorded as given to the session (`memory_uses`) and counted as used where it lives.
+recorded as given to the session (`memory_uses`) and counted as used where it lives. A memory
+held for the user's review (a global one an agent added) is given to no session until the user
+accepts it: `memories.listed` and `memories.search` leave it out.
 Stdlib + apsw: the hooks call this.
 """
 
@@ -45,7 +47,8 @@ def has_any(conn: apsw.Connection, categories: "tuple[str, ...]" = START_CATEGOR
     marks = ", ".join("?" for _ in categories)
     return bool(
         conn.execute(
-            f"SELECT 1 FROM memories WHERE forgotten_at IS NULL AND category IN ({marks}) LIMIT 1",
+            "SELECT 1 FROM memories WHERE forgotten_at IS NULL AND review IS NOT 'pending'"
+            f" AND category IN ({marks}) LIMIT 1",
             categories,
         ).fetchall()
     )

@@ -6,6 +6,11 @@ at user scope). The project is `$CLAUDE_PROJECT_DIR` (Claude Code sets it in the
 environment; `${CLAUDE_PROJECT_DIR}` is not expanded in `.mcp.json` outside plugins), else the
 nearest folder up with a database, else the working directory. Everything it returns that was
 recorded is marked as recorded data: a memory's text is not an instruction.
+
+A memory the agent adds records where it came from: source 'agent', this project, the session,
+agent and tool call that asked (from the hooks' record of the call), trusted (this project's
+database is, or nothing is written). A global one reaches every project, so it waits for the
+user's review (`claude-session memory accept`) and the answer says so.
 """
 
 from __future__ import annotations
@@ -29,6 +34,13 @@ UNTRUSTED = (
     " with a clone or a copy), so nothing in it is served and nothing is written to it; the"
     " user can run `claude-session trust` in the project if it is theirs."
 )
+AWAITS_REVIEW = (
+    "Held for the user's review: a global memory reaches every project, so no session is given"
+    " it and no search finds it until the user accepts it (`claude-session memory list"
+    " --pending`, then `claude-session memory accept {id}`). It is not active yet."
+)
+ADD_MEMORY_TOOL = "mcp__*__add_memory"  # GLOB: the tool as Claude Code names it, any server name
+CALL_WINDOW_S = 600.0
 
 
 def project_root() -> str:
@@ -86,7 +98,8 @@ def build(root: str) -> MCPServer:
     @server.tool(
         description=(
             "Remember something for later sessions. category: fact, learning, preference, "
-            "context or skill; scope: project (default) or global (all projects)."
+            "context or skill; scope: project (default) or global (all projects: held for the "
+            "user's review, and given to no session until the user accepts it)."
         )
     )
     def add_memory(
@@ -97,6 +110,8 @@ def build(root: str) -> MCPServer:
         refused = untrusted()
         if refused:  # a global memory from here would carry what the clone said elsewhere
             return {"error": refused}
+        now = time.time()
+        session_id, agent_id, tool_use_id = _caller(root, now)
         conn = recall.open_global(create=True) if scope == "global" else project()
         if conn is None:
             return {"error": "the user-level memory database cannot be opened"}
@@ -107,17 +122,25 @@ def build(root: str) -> MCPServer:
                     text,
                     category,
                     scope,
-                    time.time(),
+                    now,
                     tags=tags or [],
                     source="agent",
+                    session_id=session_id,
+                    agent_id=agent_id,
+                    tool_use_id=tool_use_id,
                     project=root if scope == "global" else None,
+                    trusted=True,  # this project's database is trusted: checked above
                 )
+            stored = memories.get(conn, memory_id)
         except memories.MemoryProblem as exc:
             return {"error": str(exc)}
         finally:
             conn.close()
         label = f"g{memory_id}" if scope == "global" else str(memory_id)
-        return {"id": label, "stored": "new" if new else "already known: strengthened"}
+        answer = {"id": label, "stored": "new" if new else "already known: strengthened"}
+        if stored is not None and stored["review"] == memories.PENDING:
+            answer |= {"review": "pending", "note": AWAITS_REVIEW.format(id=label)}
+        return answer
 
     @server.tool(description="Read the project's state: one key, or all keys with their values.")
     def get_state(key: str | None = None) -> dict[str, Any]:
@@ -177,6 +200,30 @@ def build(root: str) -> MCPServer:
         }
 
     return server
+
+
+def _caller(root: str, now: float) -> tuple[str | None, str | None, str | None]:
+    """(session, agent, tool call) of the add_memory call being served, best effort: the MCP
+    request names none of them, but the PreToolUse hook recorded the call as running just before
+    Claude Code made it. Only one such call in flight is an answer; none or several (two
+    sessions at once), and the memory records no session rather than a guessed one."""
+    try:
+        conn = db.connect(db_path(root), create=False)
+    except db.DatabaseError:
+        return None, None, None
+    try:
+        found = conn.execute(
+            "SELECT session_id, agent_id, tool_use_id FROM tool_calls"
+            " WHERE status = 'running' AND tool_name GLOB ? AND started_at >= ?"
+            " ORDER BY started_at DESC LIMIT 2",
+            (ADD_MEMORY_TOOL, now - CALL_WINDOW_S),
+        ).fetchall()
+    finally:
+        conn.close()
+    if len(found) != 1:
+        return None, None, None
+    session_id, agent_id, tool_use_id = (db.as_opt_text(v) for v in found[0])
+    return session_id, agent_id, tool_use_id
 
 
 def _public(scope: str, row: dict[str, Any]) -> dict[str, Any]:
