@@ -184,9 +184,13 @@ CREATE TABLE sessions (
     last_activity_at REAL NOT NULL,
     model            TEXT,
     cwd              TEXT,
-    transcript_path  TEXT
+    transcript_path  TEXT,
+    claude_pid       INTEGER,         -- the Claude Code process running its hooks (NULL: unknown)
+    claude_started_ticks INTEGER,     -- its start time, clock ticks since boot (/proc/<pid>/stat)
+    claude_pid_space TEXT             -- boot id and pid namespace where that pid means it
 );
 CREATE INDEX sessions_activity ON sessions (last_activity_at);
+CREATE INDEX sessions_claude ON sessions (claude_pid_space) WHERE status = 'active' AND claude_pid IS NOT NULL;
 
 -- Every event Claude Code sent, as it came (redacted, capped), once.
 CREATE TABLE events (
@@ -576,4 +580,4 @@ CREATE TABLE memory_uses (
     PRIMARY KEY (session_id, scope, memory_id)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 12;
+PRAGMA user_version = 13;

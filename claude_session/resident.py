@@ -219,7 +219,7 @@ class RelayServer:
         _check_peer(conn)
         head, body = _read_head(conn)
         parts = head.split(b" ")
-        if parts[0] != relay.MAGIC or not all(p.isdigit() for p in parts[1:]) or len(parts) != 11:
+        if parts[0] != relay.MAGIC or not all(p.isdigit() for p in parts[1:]) or len(parts) != 12:
             raise Declined("not a relay request")
         sizes = [int(p) for p in parts[1:]]
         if sum(sizes) > MAX_REQUEST_BYTES:
@@ -267,6 +267,7 @@ class RelayServer:
                 dispatcher=dispatcher,
                 connect=connect,
                 scratch=scratch,
+                claude_process=relay.decode_process(fields[10]),
             )
         finally:
             for conn, held in taken:

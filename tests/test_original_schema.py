@@ -82,6 +82,7 @@ PROMPT_ID = "b7c1d2e3-f4a5-4b6c-8d7e-9f0a1b2c3d4e"
 FIXER = "a7f00d5e0c0ffee42"
 TOKEN = "ghp_" + "Z" * 36  # a GitHub token in the prompt: never stored
 PYTEST = "pytest -q tests/test_parser.py"
+APPROACH = "python3 tools/migrate.py --in-place"  # no check: a failed path at attempt 3
 BLOCK = {"decision": "block", "reason": "the parser still accepts letters", "confidence": 0.9}
 
 
@@ -192,13 +193,9 @@ def test_queries_written_against_the_original_schema(project: Path, tmp_path: Pa
     assert all("FAILED tests/test_parser.py::test_strict" in e[1] for e in errors[1:])
     assert all(TEXT_TIME.match(e[5]) for e in errors)
 
-    failed = query(
-        project,
-        "SELECT approach, reason_failed, context, still_relevant, timestamp FROM failed_paths",
-    )
-    assert len(failed) == 1 and failed[0][0] == PYTEST and failed[0][3] == 1
-    assert failed[0][1] == "Exit code 1: 1 failed in 0.04s"  # the error's gist
-    assert "failed 3 times" in failed[0][2] and TEXT_TIME.match(failed[0][4])
+    # a check failing three times is an error to fix and re-run, never a failed path (the
+    # failed_paths columns are checked at the end, on a real approach failing three times)
+    assert query(project, "SELECT count(*) FROM failed_paths") == [(0,)]
 
     verdicts = query(
         project, "SELECT hook_event, decision, reason, verdict_json, task_id FROM llm_verdicts"
@@ -293,6 +290,24 @@ def test_queries_written_against_the_original_schema(project: Path, tmp_path: Pa
     session = next(s for s in json.loads(shown.stdout)["sessions"] if s["session_id"] == LIVE)
     assert (session["tool_calls"], session["tool_failures"], session["file_edits"]) == (7, 3, 4)
     assert session["events"] == sum(int(v) for (_, key), v in metrics.items() if key == "count")
+
+    # an approach (not a check) failing three times, in a session of its own
+    for attempt in (1, 2, 3):
+        failure = fixture("PostToolUseFailure.Bash", project) | {
+            "session_id": "approach-session",
+            "tool_use_id": f"toolu_approach{attempt}",
+        }
+        failure["tool_input"] = {"command": APPROACH, "description": "migrate"}
+        failure["error"] = "Exit code 1\nModuleNotFoundError: No module named 'yaml'"
+        run_hook("PostToolUseFailure", failure, project)
+    failed = query(
+        project,
+        "SELECT approach, reason_failed, context, still_relevant, timestamp FROM failed_paths",
+    )
+    assert len(failed) == 1 and failed[0][0] == APPROACH and failed[0][3] == 1
+    gist = "Exit code 1: ModuleNotFoundError: No module named 'yaml'"
+    assert failed[0][1] == gist  # the error's gist
+    assert "failed 3 times" in failed[0][2] and TEXT_TIME.match(failed[0][4])
 
 
 @pytest.mark.parametrize(

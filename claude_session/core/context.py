@@ -10,7 +10,7 @@ import time
 import apsw
 
 from .db import rows
-from .errors import gist
+from .errors import gist, is_check
 from .ladder import OPEN, UNFIXED
 from .quote import for_model
 from .redact import redact
@@ -74,17 +74,63 @@ def open_errors(
     conn: apsw.Connection, session_id: str, include_abandoned: bool = False
 ) -> "list[dict[str, Any]]":
     """Unfixed errors, one line per ladder, with how many attempts failed so far. A session
-    that is over abandoned its open ones: for the next session they are still unfixed."""
+    that is over abandoned its open ones: for the next session they are still unfixed, and
+    `abandoned` / `ended_at` say that its session ended with them open."""
     unfixed = UNFIXED if include_abandoned else OPEN
     return rows(
         conn,
+        # total(), not max(): a third max() could pick the row error_message comes from
         "SELECT signature, tool_name, error_category, file_path, command,"
-        " max(attempt_number) AS attempts, error_message, max(occurred_at) AS last_at"
+        " max(attempt_number) AS attempts, error_message, max(occurred_at) AS last_at,"
+        " session_id, total(resolution = 'abandoned') > 0 AS abandoned,"
+        " (SELECT s.ended_at FROM sessions s WHERE s.session_id = error_log.session_id"
+        "  AND s.status = 'ended') AS ended_at"
         f" FROM error_log WHERE session_id = ? AND {unfixed}"
         " AND interrupted = 0 GROUP BY ladder_key"
         " ORDER BY last_at DESC LIMIT 20",
         (session_id,),
     )
+
+
+# The files changed after a time, by any agent of any session: the claims (one per session,
+# agent and file, touched by each Write/Edit that went through) of the sessions active since,
+# found by the sessions' activity index. Activity is kept to the second, hence the margin.
+CHANGED_SINCE_SQL = (
+    "SELECT c.file_path, c.agent_id, c.session_id, c.operation, c.last_touched_at"
+    " FROM sessions s INDEXED BY sessions_activity JOIN file_claims c INDEXED BY"
+    " file_claims_agent ON c.session_id = s.session_id"
+    " WHERE s.last_activity_at > ?1 - 2 AND c.last_touched_at > ?1"
+    " ORDER BY c.last_touched_at DESC LIMIT 4"
+)
+
+
+def with_changes_since(
+    conn: apsw.Connection, errors: "list[dict[str, Any]]"
+) -> "list[dict[str, Any]]":
+    """Each open check (a test, build, lint or type check command) with the files changed in
+    the project after its last failure, if any: then it is not known to fail still, only to be
+    re-run. A check concerns the project's code as a whole (a test fails for the code it
+    tests), so any file changed anywhere counts; the file its output named comes first."""
+    for error in errors:
+        if not is_check(error.get("error_category"), error.get("command")):
+            continue
+        last = error.get("last_at")
+        if not isinstance(last, int | float):
+            continue
+        changed = rows(conn, CHANGED_SINCE_SQL, (last,))
+        changed.sort(key=lambda c: c["file_path"] != error.get("file_path"))
+        error["changed_since"] = changed
+    return errors
+
+
+# A failed path an earlier version recorded at a check's third failure (its context names the
+# ladder: "failed 3 times; ladder test|..."): a check is to be re-run, never avoided.
+LEGACY_CHECK_PATH = (
+    "(coalesce(f.context, '') GLOB 'failed * times; ladder test|*'"
+    " OR coalesce(f.context, '') GLOB 'failed * times; ladder lint|*'"
+    " OR coalesce(f.context, '') GLOB 'failed * times; ladder type|*'"
+    " OR coalesce(f.context, '') GLOB 'failed * times; ladder build|*')"
+)
 
 
 def failed_paths(
@@ -96,6 +142,7 @@ def failed_paths(
         conn,
         "SELECT id, approach, reason_failed, file_path, created_at FROM failed_paths f"
         " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
+        f" AND NOT {LEGACY_CHECK_PATH}"
         " ORDER BY (f.session_id = ?2) DESC,"
         " EXISTS (SELECT 1 FROM file_claims c WHERE c.session_id = ?2"
         "  AND c.file_path = f.file_path) DESC, created_at DESC, id DESC LIMIT 20",
@@ -130,7 +177,9 @@ def for_compaction(conn: apsw.Connection, session_id: str, now: float) -> str:
     """After a compaction: the live state of the session, with git from the last snapshot."""
     state = gather(conn, session_id, now)
     # What an ended session abandoned is still unfixed (a live one has none: resume reopens).
-    state["errors"] = open_errors(conn, session_id, include_abandoned=True)
+    state["errors"] = with_changes_since(
+        conn, open_errors(conn, session_id, include_abandoned=True)
+    )
     state["finished"] = finished_agents(conn, session_id)
     snapshot = latest_snapshot(conn, session_id)
     state["git"] = snapshot.get("git") if snapshot else None
@@ -161,7 +210,9 @@ def for_new_session(
     state["crashed"] = crashed_sessions(conn, session_id, now)
     if previous:
         state["agents"] = live_agents(conn, previous)
-        state["errors"] = open_errors(conn, previous, include_abandoned=previous != session_id)
+        state["errors"] = with_changes_since(
+            conn, open_errors(conn, previous, include_abandoned=previous != session_id)
+        )
     if not any(state.values()):
         return None
     which = (
@@ -222,9 +273,9 @@ def for_fork(conn: apsw.Connection, parent_session: str, frame_no: int, state_ha
     )
     text = render(converted, intro)
     if lines:
-        extra = "\n".join(for_model(line, LINE_CAP) for line in lines[:20])
+        extra = "\n".join(for_model(redact(line), LINE_CAP) for line in lines[:20])
         text = text.replace(CLOSE_TAG, f"\n## Subagents at that frame\n{extra}\n{CLOSE_TAG}")
-    return redact(text[: CONTEXT_CAP + 2000])
+    return redact(text)[: CONTEXT_CAP + 2000]  # redacted whole, then cut
 
 
 CRASH_IDLE_SECONDS = 600  # an active session silent this long is taken for crashed
@@ -240,7 +291,8 @@ CRASHED_SQL = (
     f"  AND {OPEN}) AS open_errors"
     " FROM sessions s WHERE s.session_id != ?1 AND s.last_activity_at > ?2 - ?3"
     " AND ((s.status = 'active' AND s.last_activity_at < ?2 - ?4)"
-    "  OR s.end_reason LIKE 'session gone:%')"
+    "  OR s.end_reason LIKE 'session gone:%'"
+    "  OR s.end_reason = 'Claude Code exited without SessionEnd')"
     " ORDER BY s.last_activity_at DESC LIMIT 3"
 )
 
@@ -264,13 +316,22 @@ def _crashed(session: "dict[str, Any]", now: float) -> str:
 def render(state: "dict[str, Any]", intro: str, cap: int = CONTEXT_CAP) -> str:
     """Priority-ordered sections within `cap` characters, clearly marked as recorded state."""
     now = state.get("gathered_at") or time.time()
+    errors = state.get("errors") or []
     sections: list[tuple[str, list[str]]] = [
         ("Task (latest user prompts, oldest first)", [_task(p) for p in state.get("task") or []]),
         (
             "Failed approaches: do not repeat these",
             [_failed(f) for f in state.get("failed_paths") or []],
         ),
-        ("Open errors (not yet fixed)", [_error(e) for e in state.get("errors") or []]),
+        ("Open errors (not yet fixed)", [_error(e) for e in errors if _kind(e) == "open"]),
+        (
+            "Checks to re-run: files changed since they last failed",
+            [_rerun(e) for e in errors if _kind(e) == "rerun"],
+        ),
+        (
+            "Abandoned errors: left unfixed when their session ended",
+            [_abandoned(e) for e in errors if _kind(e) == "abandoned"],
+        ),
         (
             "Subagents that finished: what each was asked and what it reported",
             [_finished(a) for a in state.get("finished") or []],
@@ -299,7 +360,7 @@ def render(state: "dict[str, Any]", intro: str, cap: int = CONTEXT_CAP) -> str:
             continue
         text += block
         for i, line in enumerate(lines):
-            line = for_model(line, LINE_CAP)
+            line = for_model(redact(line), LINE_CAP)  # redacted whole, before the cap cuts it
             line = "\n" + (line if len(line) <= LINE_CAP else line[: LINE_CAP - 3] + "...")
             more = f"\n- ... {len(lines) - i} more not shown"
             if len(text) + len(line) + len(more) + len(closing) > cap:
@@ -327,6 +388,46 @@ def _error(error: "dict[str, Any]") -> str:
         f"- {error['tool_name'] or 'tool'} `{what}` failed {error['attempts']}x"
         f" [{error['error_category']}]: {gist(error['error_message'] or '')}"
     )
+
+
+def _kind(error: "dict[str, Any]") -> str:
+    """open, rerun (a check whose files changed after it failed) or abandoned (its session
+    ended with it open: not an error of the work at hand)."""
+    if error.get("changed_since"):
+        return "rerun"
+    return "abandoned" if _was_abandoned(error) else "open"
+
+
+def _was_abandoned(error: "dict[str, Any]") -> bool:
+    return bool(error.get("abandoned") or error.get("ended_at"))
+
+
+def _ended(error: "dict[str, Any]") -> str:
+    return f"abandoned when session {error.get('session_id') or '?'} ended"
+
+
+def _rerun(error: "dict[str, Any]") -> str:
+    """Not "still failing": the code changed after the last failure and nobody re-ran it."""
+    what = _one_line(error["command"] or error["signature"])
+    changes = []
+    for change in error["changed_since"]:
+        agent = change["agent_id"]
+        who = "the main thread" if agent == "main" else f"subagent {agent}"
+        if change["session_id"] != error.get("session_id"):
+            who += f" of session {change['session_id']}"
+        changes.append((change["file_path"], f"by {who} ({change['operation'] or 'edit'})"))
+    (path, by), *rest = changes
+    line = (
+        f"- `{what}` failed {error['attempts']} times [{error['error_category']}]:"
+        f" {gist(error['error_message'] or '')}; {path} changed since {by}"
+    )
+    line += "".join(f", {other} {other_by}" for other, other_by in rest)
+    line += "; re-run to confirm"
+    return line + (f" ({_ended(error)})" if _was_abandoned(error) else "")
+
+
+def _abandoned(error: "dict[str, Any]") -> str:
+    return f"{_error(error)}; {_ended(error)}"
 
 
 def _agent(agent: "dict[str, Any]", now: float) -> str:

@@ -105,6 +105,13 @@ def exit_code(error: str) -> int | None:
 
 
 CATEGORIES = ("lint", "type", "test", "build", "runtime")  # error_log.error_category
+CHECKS = ("lint", "type", "test", "build")  # the categories of a command that checks the work
+
+
+def is_check(kind: object, command: object) -> bool:
+    """A command run to check the work (tests, build, lint, type check). When it fails, the
+    work is wrong, not the command: it is re-run after a fix, never an approach to avoid."""
+    return bool(command) and kind in CHECKS
 
 
 def category(command: str | None, error: str) -> str:
@@ -289,15 +296,25 @@ def resolution_for(attempt: int) -> str | None:
     return None
 
 
-def guidance(attempt: int, what: str, gist_line: str, file_path: str | None) -> str:
+def guidance(
+    attempt: int, what: str, gist_line: str, file_path: str | None, check: bool = False
+) -> str:
     """What the model is told after the attempt-th failure of the same thing (the recorded
-    command, error and path quoted as one inert line each)."""
+    command, error and path quoted as one inert line each). A failing `check` (tests, build,
+    lint, type check) is to be re-run once the cause is fixed: never "do not repeat it"."""
     what, gist_line = for_model(what).replace("`", "'"), for_model(gist_line)
     where = f" in {for_model(file_path)}" if file_path else ""
     if attempt < RESEARCH_AT:
         return (
             f"claude-session: `{what}` failed (attempt {attempt}){where}: {gist_line}\n"
             "Fix the cause and retry."
+        )
+    if attempt == RESEARCH_AT and check:
+        return (
+            f"claude-session: `{what}` failed for the 3rd time{where}: {gist_line}\n"
+            "Stop guessing: research is required before the next change. Read the failing "
+            "output and the code it checks in full and find the cause. This command checks the "
+            "work: once the cause is fixed, re-run it to confirm."
         )
     if attempt == RESEARCH_AT:
         return (
@@ -306,9 +323,10 @@ def guidance(attempt: int, what: str, gist_line: str, file_path: str | None) -> 
             "code, documentation or error output in full and find the cause. This approach is "
             "now recorded as a failed path; do not repeat it."
         )
+    stop = "Stop changing code to make this check pass" if check else "Stop retrying this approach"
     return (
         f"claude-session: `{what}` has failed {attempt} times{where}: {gist_line}\n"
-        "The user has been asked to step in. Stop retrying this approach; explain what you tried "
+        f"The user has been asked to step in. {stop}; explain what you tried "
         "and what you need, and wait for the user."
     )
 

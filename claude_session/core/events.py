@@ -126,6 +126,9 @@ class Context:
         self.turn_id: int | bool | None = False  # the event's turn once looked up (executions)
         # SessionStart in a fork: (branch id, parent session, parent frame, state hash)
         self.forked_from: tuple[int, str, int, str | None] | None = None
+        # The Claude Code process that ran this hook, when the hook could tell (SessionStart and
+        # UserPromptSubmit look: core/processes.py): (pid, start ticks, pid space).
+        self.claude_process: tuple[int, int, str] | None = None
 
     def count(self, key: str, amount: float = 1) -> None:
         """Add to one of this event's session counters (written once, by `apply`)."""

@@ -5,7 +5,12 @@ command) in one category and session climb a ladder: attempts 1-2 get "fix and r
 attempt 3 "research first" and a failed path, attempt 4 goes to the user, and from attempt 5 an
 optional policy refuses further edits to that file. A later success of the same command or file
 resolves the entries (auto_fixed) and so resets the ladder; what is still open at session end
-is abandoned. `errors` (which needs `re`) is imported only once something failed.
+is abandoned. `errors` is imported only once something failed.
+
+A check (a failing test, build, lint or type check command: `errors.is_check`) climbs its
+ladder too but is never a failed path: it is what tells whether the work is right, to be re-run
+after a fix, not an approach to avoid. Its ladder is resolved by the same command succeeding
+anywhere in the project: in this session, or in another one active within the last week.
 """
 
 import apsw
@@ -23,6 +28,16 @@ if TYPE_CHECKING:
 # session abandoned is still unfixed for the next one.
 OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_user'))"
 UNFIXED = "(resolution IS NULL OR resolution != 'auto_fixed')"
+# An entry of a check (errors.CHECKS, and a command ran): a test, build, lint or type check.
+CHECK = "(error_category IN ('lint', 'type', 'test', 'build') AND command IS NOT NULL)"
+# How far back a success looks for the same check's ladders of other sessions: those sessions
+# are found by their activity index, then each one's entries by its own (never a scan).
+CHECK_LOOKBACK_SECONDS = 7 * 86400
+_CHECKS_ELSEWHERE = (
+    " FROM sessions s INDEXED BY sessions_activity JOIN error_log e INDEXED BY error_log_open"
+    " ON e.session_id = s.session_id WHERE s.last_activity_at > ?2 AND s.session_id != ?1"
+    f" AND e.interrupted = 0 AND {CHECK} AND {UNFIXED}"
+)
 
 
 def record_failure(
@@ -74,7 +89,10 @@ def record_failure(
             key,
         ),
     )
-    if attempt == errors.RESEARCH_AT and not interrupted:
+    # A check failing a third time is no approach to avoid: it is re-run once the cause is
+    # fixed. The edits made between its runs are not recorded as one either: they may be
+    # partial progress, and nothing in plain output says the failure stayed the same.
+    if attempt == errors.RESEARCH_AT and not interrupted and not errors.is_check(kind, command):
         _record_failed_path(conn, ev, key, at_fault, now, ttl_days)
     return attempt
 
@@ -168,32 +186,60 @@ def _short(text: object, limit: int = 60) -> str:
 
 
 def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) -> int:
-    """A success of a command or file that had failed: its open entries are auto_fixed."""
-    if not conn.execute(
+    """A success of a command or file that had failed: its open entries are auto_fixed. A
+    check's entries are also fixed in the other sessions that ran it lately (abandoned ones
+    too): whoever runs it, the check passing is what says the work is right now."""
+    here = conn.execute(
         f"SELECT 1 FROM error_log WHERE session_id = ? AND {OPEN} LIMIT 1", (ev.session_id,)
-    ).fetchall():
+    ).fetchall()
+    command = ev.text_of("command")
+    since = now - CHECK_LOOKBACK_SECONDS
+    elsewhere = bool(command) and bool(
+        conn.execute(f"SELECT 1{_CHECKS_ELSEWHERE} LIMIT 1", (ev.session_id, since)).fetchall()
+    )
+    if not here and not elsewhere:
         return 0  # the common case: nothing open, nothing to import or compute
     from . import errors
 
     tool = ev.text_of("tool_name")
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
     file_path = relative_to_root(root, target) if target else None
-    signature = errors.signature(tool, ev.text_of("command"), file_path, "")
-    ladder = conn.execute(
-        "SELECT max(attempt_number), min(occurred_at), error_message, error_category, file_path"
-        f" FROM error_log WHERE session_id = ?1 AND signature = ?2 AND {OPEN}"
-        " AND interrupted = 0",
-        (ev.session_id, signature),
-    ).fetchall()[0]
-    conn.execute(
-        "UPDATE error_log SET resolution = 'auto_fixed', resolved_at = ?3"
-        f" WHERE session_id = ?1 AND signature = ?2 AND {OPEN}",
-        (ev.session_id, signature, now),
-    )
-    fixed = conn.changes()
-    attempts = ladder[0]
-    if isinstance(attempts, int) and attempts >= 2:  # resolved after two or more failures
-        _learn(conn, ev, root, now, signature, attempts, ladder)
+    signature = errors.signature(tool, command, file_path, "")
+    ladders: list[tuple[Any, ...]] = []
+    fixed = 0
+    if here:
+        ladder = conn.execute(
+            "SELECT ?1, max(attempt_number), min(occurred_at), error_message, error_category,"
+            f" file_path FROM error_log WHERE session_id = ?1 AND signature = ?2 AND {OPEN}"
+            " AND interrupted = 0",
+            (ev.session_id, signature),
+        ).fetchall()[0]
+        conn.execute(
+            "UPDATE error_log SET resolution = 'auto_fixed', resolved_at = ?3"
+            f" WHERE session_id = ?1 AND signature = ?2 AND {OPEN}",
+            (ev.session_id, signature, now),
+        )
+        fixed += conn.changes()
+        ladders.append(ladder)
+    if elsewhere:
+        found = conn.execute(
+            "SELECT e.session_id, max(e.attempt_number), min(e.occurred_at), e.error_message,"
+            f" e.error_category, e.file_path{_CHECKS_ELSEWHERE} AND e.signature = ?3"
+            " GROUP BY e.session_id",
+            (ev.session_id, since, signature),
+        ).fetchall()
+        for ladder in found:
+            conn.execute(
+                "UPDATE error_log SET resolution = 'auto_fixed', resolved_at = ?3"
+                f" WHERE session_id = ?1 AND signature = ?2 AND {CHECK} AND {UNFIXED}",
+                (ladder[0], signature, now),
+            )
+            fixed += conn.changes()
+            ladders.append(ladder)
+    # One learning for the longest ladder it resolved after two or more failures.
+    tried = [ladder for ladder in ladders if isinstance(ladder[1], int) and ladder[1] >= 2]
+    if tried:
+        _learn(conn, ev, root, now, signature, max(tried, key=lambda ladder: ladder[1]))
     return fixed
 
 
@@ -203,22 +249,22 @@ def _learn(
     root: str,
     now: float,
     signature: str,
-    attempts: int,
     ladder: "tuple[Any, ...]",
 ) -> None:
     """A ladder resolved after failures: a `learning` memory says what failed and what finally
-    worked (the changes made between the first failure and this success), with provenance."""
+    worked (the changes made between the first failure and this success, in the ladder's
+    session and this one), with provenance."""
     from . import errors, memories
 
-    _, since, message, category, file_path = ladder
+    failed_in, attempts, since, message, category, file_path = ladder
     changes = [
         str(summary)
         for (summary,) in conn.execute(
-            "SELECT input_summary FROM tool_calls WHERE session_id = ?1 AND started_at >= ?2"
-            " AND status = 'succeeded' AND tool_use_id != ?3"
+            "SELECT input_summary FROM tool_calls WHERE session_id IN (?1, ?4)"
+            " AND started_at >= ?2 AND status = 'succeeded' AND tool_use_id != ?3"
             " AND tool_name IN ('Edit', 'Write', 'MultiEdit', 'NotebookEdit', 'Bash')"
             " ORDER BY started_at LIMIT 6",
-            (ev.session_id, since, ev.text_of("tool_use_id") or ""),
+            (ev.session_id, since, ev.text_of("tool_use_id") or "", failed_in),
         )
         if summary
     ]
@@ -263,13 +309,13 @@ def reopen_abandoned(conn: apsw.Connection, session_id: str) -> None:
 
 
 def latest_for_call(conn: apsw.Connection, tool_use_id: str | None) -> "tuple[Any, ...] | None":
-    """(attempt_number, interrupted, command, tool, file, error_message) of the failure a tool
-    call logged."""
+    """(attempt_number, interrupted, command, tool, file, error_message, category) of the
+    failure a tool call logged."""
     if not tool_use_id:
         return None
     found = conn.execute(
-        "SELECT attempt_number, interrupted, command, tool_name, file_path, error_message"
-        " FROM error_log"
+        "SELECT attempt_number, interrupted, command, tool_name, file_path, error_message,"
+        " error_category FROM error_log"
         " WHERE tool_use_id = ? ORDER BY id DESC LIMIT 1",
         (tool_use_id,),
     ).fetchall()

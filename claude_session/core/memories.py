@@ -72,7 +72,7 @@ def tags_json(tags: "Iterable[str]") -> str:
     would be too short for its shape, and its start stored)."""
     clean = []
     for tag in tags:
-        tag = " ".join(str(tag).split())[:40]
+        tag = redact(" ".join(str(tag).split()))[:40]
         if tag and tag not in clean:
             clean.append(tag)
     quoted = ['"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in clean[:20]]
@@ -361,7 +361,7 @@ def _time(record: "Mapping[str, object]", field: str) -> float | None:
 
 def _shown(value: object) -> str:
     """A wrong value in a message, short (an import file may hold anything)."""
-    text = repr(value)
+    text = redact(repr(value))  # whole, before the cut
     return text if len(text) <= 60 else text[:59] + "…"
 
 

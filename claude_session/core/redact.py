@@ -208,7 +208,9 @@ def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
     tokens = "\\u" in text or _might_hold_token(text)
     changes: list[tuple[str, str]] = []
     for path, key, value in values:
-        if not isinstance(value, str) or len(value) < 4 or value.startswith(MARK):
+        if not isinstance(value, str) or len(value) < 4:
+            continue
+        if value.startswith(MARK) and _only_a_marker(value):  # redacted already
             continue
         path = str(path)
         if isinstance(key, str) and _secret_member(key) and _worth_hiding(value):
@@ -544,11 +546,18 @@ def _assignment_at(text: str, i: int, sep: str, n: int) -> "tuple[int, int, str]
 def _worth_hiding(value: str) -> bool:
     return (
         len(value) >= 4
-        and not value.startswith(MARK)
+        and not _only_a_marker(value)
         and not value.startswith("$")
         and value.lower() not in _NOT_SECRET_VALUES
         and not all(c == "*" or c == "x" or c == "X" for c in value)
     )
+
+
+def _only_a_marker(value: str) -> bool:
+    """Already redacted: the value is one marker, nothing after it. A value that only starts
+    with one (a command's output after `claude-session state get`, a marker a cap cut short)
+    is scanned like any other: what follows may be a secret."""
+    return value.startswith(MARK) and value.find("]") == len(value) - 1
 
 
 def _looks_like_code(value: str) -> bool:

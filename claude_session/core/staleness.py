@@ -5,12 +5,18 @@ the wall clock (timestamps come from hooks), and must also have been *observed* 
 the monotonic clock, which counts from the moment this process first saw the current
 last-seen value. After a forward jump (NTP, a laptop waking up) the wall silence is huge but the
 observed one starts at zero, so an agent gets the full grace period to speak again.
+
+Silence takes minutes, so it is the fallback: a session whose Claude Code process is recorded
+(core/processes.py) also ends as soon as the daemon has seen that process gone (`exited`), with
+its running agents.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+
+CLAUDE_EXITED = "Claude Code exited without SessionEnd"
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,10 @@ def sweep(
     seen: Observations,
     stale_after: float,
     session_idle: float,
+    exited: set[str] | frozenset[str] = frozenset(),
 ) -> list[Verdict]:
-    """Verdicts for this sweep. `stale_after` and `session_idle` are in seconds.
+    """Verdicts for this sweep. `stale_after` and `session_idle` are in seconds; `exited`: the
+    sessions whose Claude Code process the daemon saw gone (each ends, its agents with it).
 
     An agent only goes stale for its own session's reasons: it is silent while its session is
     live, or its session ended or is gone. Another session's state never touches it.
@@ -70,6 +78,12 @@ def sweep(
     gone: dict[str, str] = {}
     for session in sessions.values():
         if session.status != "active":
+            continue
+        if session.session_id in exited:
+            gone[session.session_id] = CLAUDE_EXITED
+            verdicts.append(
+                Verdict("session", session.session_id, session.session_id, CLAUDE_EXITED)
+            )
             continue
         key = ("session", session.session_id, session.last_activity_at)
         live_keys.add(key)

@@ -36,8 +36,10 @@ def set_values(
     )
     changed = 0
     for key, value in values.items():
-        key = redact(key[:KEY_CAP])
-        value = None if value is None else _redacted(key, value[:VALUE_CAP])
+        # Redacted whole, then cut: a cap cutting through a token first would leave a start
+        # too short for its shape (`ghp_A1b2C3d4`), which redaction would then let through.
+        key = stored_key(key)
+        value = None if value is None else _redacted(key, value)[:VALUE_CAP]
         conn.execute(
             "INSERT INTO project_state (key, value, updated_at)"
             " VALUES (?1, ?2, datetime(?3, 'unixepoch'))"
@@ -48,6 +50,11 @@ def set_values(
         changed += conn.changes()
     conn.execute("DELETE FROM state_write_cause WHERE id = 1")
     return changed
+
+
+def stored_key(key: str) -> str:
+    """A key as it is stored (redacted whole, then capped): what a lookup by name must use."""
+    return redact(key)[:KEY_CAP]
 
 
 def _redacted(key: str, value: str) -> str:
@@ -67,19 +74,22 @@ def delete(conn: apsw.Connection, key: str, now: float, cause: str) -> bool:
         " ON CONFLICT (id) DO UPDATE SET cause = excluded.cause, at = excluded.at",
         (cause[:500], now),
     )
-    conn.execute("DELETE FROM project_state WHERE key = ?", (key,))
+    conn.execute("DELETE FROM project_state WHERE key = ?", (stored_key(key),))
     gone = conn.changes() > 0
     conn.execute("DELETE FROM state_write_cause WHERE id = 1")
     return gone
 
 
 def get(conn: apsw.Connection, key: str) -> "str | None":
-    found = conn.execute("SELECT value FROM project_state WHERE key = ?", (key,)).fetchall()
+    found = conn.execute(
+        "SELECT value FROM project_state WHERE key = ?", (stored_key(key),)
+    ).fetchall()
     return found[0][0] if found and isinstance(found[0][0], str) else None
 
 
 def exists(conn: apsw.Connection, key: str) -> bool:
-    return bool(conn.execute("SELECT 1 FROM project_state WHERE key = ?", (key,)).fetchall())
+    found = conn.execute("SELECT 1 FROM project_state WHERE key = ?", (stored_key(key),))
+    return bool(found.fetchall())
 
 
 def all_values(conn: apsw.Connection) -> "list[dict[str, Any]]":
@@ -90,7 +100,7 @@ def history(
     conn: apsw.Connection, key: str | None = None, limit: int = 200
 ) -> "list[dict[str, Any]]":
     """Changes, newest first (of one key, or all)."""
-    where, params = ("WHERE key = ?", [key]) if key else ("", [])
+    where, params = ("WHERE key = ?", [stored_key(key)]) if key else ("", [])
     return rows(
         conn,
         "SELECT id, key, old_value, new_value, changed_at, cause FROM state_history"

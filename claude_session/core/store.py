@@ -61,6 +61,9 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         " start_source = ?2, model = coalesce(?3, model) WHERE session_id = ?1",
         (ev.session_id, source, ev.text_of("model")),
     )
+    # A start (or a resume, in another process) names its process anew, NULL if not known: an
+    # older, dead one left on the row would end the session the moment it is resumed.
+    record_claude_process(conn, ev.session_id, ctx.claude_process, known_only=False)
     registry.transition(
         conn,
         ev.session_id,
@@ -130,6 +133,25 @@ def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: "Conte
         registry.close_out_session(conn, session_id, ctx.now, reason)
 
 
+def record_claude_process(
+    conn: apsw.Connection,
+    session_id: str,
+    process: "tuple[int, int, str] | None",
+    known_only: bool = True,
+) -> None:
+    """The Claude Code process that runs the session's hooks (core/processes.py): the daemon
+    ends the session as soon as it is gone. `known_only`: an unknown one changes nothing."""
+    if process is None and known_only:
+        return
+    pid, started, space = process or (None, None, None)
+    conn.execute(
+        "UPDATE sessions SET claude_pid = ?2, claude_started_ticks = ?3, claude_pid_space = ?4"
+        " WHERE session_id = ?1 AND (claude_pid IS NOT ?2 OR claude_started_ticks IS NOT ?3"
+        " OR claude_pid_space IS NOT ?4)",  # unchanged: no page written
+        (session_id, pid, started, space),
+    )
+
+
 def end_session(conn: apsw.Connection, session_id: str, now: float, reason: str) -> None:
     conn.execute(
         "UPDATE sessions SET status = 'ended', ended_at = ?2, end_reason = ?3"
@@ -139,6 +161,8 @@ def end_session(conn: apsw.Connection, session_id: str, now: float, reason: str)
 
 
 def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+    # Each turn names the process too: a session begun before it was recorded gets one.
+    record_claude_process(conn, ev.session_id, ctx.claude_process)
     prompt = ev.text_of("prompt")
     # Claude Code also submits background-task notifications as prompts: not the user's task.
     if prompt is not None and not prompt.lstrip().startswith(NOT_USER_PROMPTS):

@@ -132,7 +132,8 @@ def _anything_open(conn: apsw.Connection, now: float) -> bool:
             # A session that never ended, recently (the activity index bounds the look).
             " OR EXISTS (SELECT 1 FROM sessions WHERE last_activity_at > ?1 - 604800"
             "  AND last_activity_at < ?1 - 600 AND (status = 'active'"
-            "  OR end_reason LIKE 'session gone:%'))",
+            "  OR end_reason LIKE 'session gone:%'"
+            "  OR end_reason = 'Claude Code exited without SessionEnd'))",
             (now,),
         ).fetchall()[0][0]
     )
@@ -274,14 +275,14 @@ def answer_failure(
     found = ladder.latest_for_call(conn, ev.text_of("tool_use_id"))
     if not found:
         return None
-    attempt, interrupted, command, tool, file_path, error_text = found
+    attempt, interrupted, command, tool, file_path, error_text, category = found
     if interrupted or _untrusted(ctx):
         return None  # a cloned database's attempts are not this agent's ladder
     from ..core import errors
 
     what = str(command or f"{tool} {file_path or ''}".strip())
     gist = errors.gist(str(error_text or ""))
-    text = errors.guidance(attempt, what, gist, file_path)
+    text = errors.guidance(attempt, what, gist, file_path, errors.is_check(category, command))
     answer: Answer = {"hookSpecificOutput": {"hookEventName": ev.name, "additionalContext": text}}
     if attempt >= errors.USER_AT:
         answer["systemMessage"] = errors.user_message(attempt, what, gist)

@@ -62,6 +62,7 @@ def run_here(
     started_clock: float,
     delivery_id: str,
     relay_missed: bool = False,
+    claude_process: "tuple[int, int, str] | None" = None,
 ) -> tuple[int, str, str]:
     """The hook's work in this process (no resident process served it): (code, out, err)."""
     # A hook lives ~15 ms and leaves no cycles worth collecting: without the cyclic GC, the
@@ -78,6 +79,7 @@ def run_here(
             started_clock,
             delivery_id,
             start_daemon=relay_missed,
+            claude_process=claude_process,
         )
     except BaseException as exc:  # fail open, always
         _internal_error(None, event_hint, exc)
@@ -102,13 +104,15 @@ def process(
     connect: "Connect | None" = None,
     start_daemon: bool = False,
     scratch: "apsw.Connection | None" = None,
+    claude_process: "tuple[int, int, str] | None" = None,
 ) -> None:
     """One hook run, wherever it runs (this process, or the resident one for a relayed hook):
     the answer goes into `outcome`, side effects into `outcome.deferred`.
 
     `root_hint`: the project the relaying hook named; `connect`: the resident process's own
     open connections; `start_daemon`: no resident process answered, start one; `scratch`: an
-    in-memory connection to use for JSON (the resident process reuses its own)."""
+    in-memory connection to use for JSON (the resident process reuses its own);
+    `claude_process`: the Claude Code process the hook found above itself (relay.main)."""
     import apsw
 
     from ..core import config, db, event, events
@@ -172,6 +176,7 @@ def process(
         _internal_error(root, ev.name, exc)
         settings = dict(config.DEFAULTS)
     ctx = events.Context(root, time.time(), prepared, settings)
+    ctx.claude_process = claude_process
     try:
         if connect is not None:
             conn = connect(root, handler.busy_timeout_ms)

@@ -48,6 +48,9 @@ SUN_PATH_MAX = 107  # bytes in a Unix socket address (Linux), without the final 
 # The environment a hook's work depends on: a server started under another one declines.
 ENV_PREFIX = "CLAUDE_SESSION_"
 ENV_NAMES = ("PATH", "HOME", "XDG_STATE_HOME", "XDG_DATA_HOME")
+# The events whose hook names the Claude Code process above it (core/processes.py): a start
+# records it for the daemon's exit check, a prompt fills it in for a session begun without.
+NAMES_PROCESS = ("SessionStart", "UserPromptSubmit")
 
 
 def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
@@ -62,16 +65,31 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
             answered = None
             missed = False
             root = _root()
+            claude = claude_process(event_hint)
             if root is not None and raw.strip() and not os.environ.get("CLAUDE_SESSION_NO_RELAY"):
                 answered, missed = deliver(
-                    root, event_hint, raw, why_short, received_at, started_clock, delivery_id
+                    root,
+                    event_hint,
+                    raw,
+                    why_short,
+                    received_at,
+                    started_clock,
+                    delivery_id,
+                    claude,
                 )
             if answered is None:
                 import_apsw()
                 from .hookrt import run_here
 
                 answered = run_here(
-                    event_hint, raw, why_short, received_at, started_clock, delivery_id, missed
+                    event_hint,
+                    raw,
+                    why_short,
+                    received_at,
+                    started_clock,
+                    delivery_id,
+                    missed,
+                    claude,
                 )
             code, out, err = answered
         except BaseException as exc:  # fail open, always
@@ -105,6 +123,32 @@ def _root() -> str | None:
     from ..core.paths import project_root
 
     return project_root()
+
+
+def claude_process(event_hint: str) -> "tuple[int, int, str] | None":
+    """The Claude Code process above this hook, for the events that record it. Found here, in
+    the hook's own process: the resident process that may apply the event has other parents."""
+    if event_hint not in NAMES_PROCESS:
+        return None
+    from ..core.processes import claude_code
+
+    return claude_code()
+
+
+def encode_process(process: "tuple[int, int, str] | None") -> bytes:
+    """A request's process field: `pid start-ticks pid-space`, or empty."""
+    if process is None:
+        return b""
+    pid, started, space = process
+    return f"{pid} {started} {space}".encode("utf-8", "surrogateescape")
+
+
+def decode_process(field: bytes) -> "tuple[int, int, str] | None":
+    """The resident's reading of that field: None for empty or anything malformed."""
+    parts = field.decode("utf-8", "surrogateescape").split(" ", 2)
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit() or not parts[2]:
+        return None
+    return int(parts[0]), int(parts[1]), parts[2]
 
 
 def socket_path(root: str) -> str | None:
@@ -154,6 +198,7 @@ def deliver(
     received_at: float,
     started_clock: float,
     delivery_id: str,
+    claude: "tuple[int, int, str] | None" = None,
 ) -> "tuple[tuple[int, str, str] | None, bool]":
     """(exit code, stdout, stderr) from the resident process, or None; and whether no server
     was there at all (so the hook may start one)."""
@@ -174,6 +219,7 @@ def deliver(
         dispatcher.encode(),
         (why_short or "").encode(),
         raw,
+        encode_process(claude),
     ]
     if _hung_lately(path):
         return None, False

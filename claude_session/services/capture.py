@@ -20,6 +20,7 @@ import apsw
 from ..core import db, executions, facts, frames, log, state
 from ..core.config import megabytes
 from ..core.paths import db_path
+from ..core.redact import redact  # a frame's note: redacted whole, then cut
 from . import before_images, capture_control, configuration, timetravel, vcs, workspace
 
 
@@ -86,14 +87,15 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
         if captured.skipped_large:
             # A name that is not UTF-8 is kept as its bytes' escapes: SQLite takes only UTF-8.
             note = "skipped (too large): " + ", ".join(_printable(captured.skipped_large[:10]))
+            note = redact(note)  # whole, before the notes are joined and cut
         snapshots[("now",)] = ("captured", note, captured.commit, captured.files)
         # Read after the capture: a tool that wrote while it ran has its entry by now.
         entries = before_images.read_all(root)
     except workspace.WorkspaceError as exc:
-        snapshots[("now",)] = ("failed", str(exc)[:500], None, None)
+        snapshots[("now",)] = ("failed", redact(str(exc))[:500], None, None)
         entries = []
     except Exception as exc:  # our bug: the frames say so, and the log has it
-        snapshots[("now",)] = ("failed", f"{type(exc).__name__}: {exc}"[:500], None, None)
+        snapshots[("now",)] = ("failed", redact(f"{type(exc).__name__}: {exc}")[:500], None, None)
         log.write(root, "ERROR", "capture", str(snapshots[("now",)][1]))
         entries = []
     now = snapshots[("now",)]
@@ -177,7 +179,7 @@ def _earlier(root: str, base: Snapshot, put: list[before_images.Entry], label: s
         made = workspace.capture_over(root, commit, keep, drop, label=label)
     except workspace.WorkspaceError as exc:  # the frame still has the later snapshot, said so
         tools = ", ".join(sorted({e.tool for e in put}))
-        return status, f"may hold changes of {tools} ({exc})"[:500], commit, files
+        return status, redact(f"may hold changes of {tools} ({exc})")[:500], commit, files
     return status, note, made.commit, made.files
 
 

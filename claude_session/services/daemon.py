@@ -1,6 +1,9 @@
 """The per-project background process: ingests the spool, marks silent agents aborted_stale,
 closes out sessions that are over, releases expired claims and keeps the WAL bounded.
 
+A session whose Claude Code process is recorded (core/processes.py) is over as soon as that
+process is gone: it is looked at every PROCESS_CHECK_SECONDS, not only on the sweep's timer.
+
 It watches the database files and the spool with watchfiles and sweeps on a timer too. Hooks
 never depend on it: if it is down, nothing is lost, only stale marking waits. Its process is
 `claude_session/resident.py` (which also answers relayed hooks): `claude-session daemon
@@ -22,7 +25,7 @@ from typing import Any
 import apsw
 import watchfiles
 
-from ..core import db, events, log, registry, spool, staleness, store
+from ..core import db, events, log, processes, registry, spool, staleness, store
 from ..core.config import number
 from ..core.paths import DB_NAME, SPOOL_SUFFIX, db_path, spool_dir
 from . import configuration
@@ -30,6 +33,10 @@ from .daemon_control import lock_path, status_path, stopped_since
 
 Clock = Callable[[], float]
 PUBLISH_SECONDS = 0.05  # a counter's change reaches the status file within this
+PROCESS_CHECK_SECONDS = 1.0  # how often the recorded Claude Code processes are looked at
+# Seen gone this long before its session is ended: a SessionEnd that Claude Code's exit left
+# in flight (its hook, or the relay applying it) lands first and gives the real reason.
+EXIT_GRACE_SECONDS = 2.0
 
 
 def acquire_lock(root: str, attempts: int = 25) -> int | None:
@@ -67,7 +74,10 @@ class Daemon:
             "sessions_closed": 0,
             "claims_expired": 0,
             "events_ingested": 0,
+            "claude_exits": 0,
         }
+        self.pid_space = processes.pid_space()  # the recorded processes this daemon can judge
+        self.gone_since: dict[tuple[str, int, int], float] = {}  # (session, pid, start): mono
         self.config: dict[str, object] = configuration.load_or_defaults(root).values
         self.status_lock = threading.Lock()  # a companion's threads count and publish too
         self.publishing = False  # a write of the status file is due (see `count`)
@@ -116,9 +126,38 @@ class Daemon:
         self.stats["events_ingested"] += done
         return done
 
+    def claude_exits(self) -> set[str]:
+        """The live sessions whose recorded Claude Code process has been seen gone (exited,
+        killed, a zombie, or its pid now another process's) for EXIT_GRACE_SECONDS. Only
+        processes of this daemon's pid space; one /proc cannot tell about is left alone."""
+        if self.pid_space is None:
+            return set()
+        now_mono = self.mono()
+        recorded = self.connection().execute(
+            "SELECT session_id, claude_pid, claude_started_ticks FROM sessions"
+            " WHERE status = 'active' AND claude_pid IS NOT NULL AND claude_pid_space = ?",
+            (self.pid_space,),
+        )
+        gone: dict[tuple[str, int, int], float] = {}
+        for session_id, pid, started in recorded:
+            key = (str(session_id), int(pid), int(started))
+            if processes.alive(key[1], key[2]) is False:
+                gone[key] = self.gone_since.get(key, now_mono)
+        self.gone_since = gone  # a process seen again (or a session ended) is forgotten
+        return {key[0] for key, since in gone.items() if now_mono - since >= EXIT_GRACE_SECONDS}
+
+    def check_processes(self) -> bool:
+        """The cheap look between sweeps: True when a session's Claude Code is gone for good
+        (the sweep that follows ends it). A database error waits for that sweep's handling."""
+        try:
+            return bool(self.claude_exits())
+        except (db.DatabaseError, apsw.Error):
+            return False
+
     def sweep(self) -> list[staleness.Verdict]:
         """Find and apply this pass's verdicts; release expired claims."""
         conn = self.connection()
+        exited = self.claude_exits()
         now, now_mono = self.clock(), self.mono()
         agents = [
             staleness.Agent(agent_id, session_id, last_seen, bool(is_main))
@@ -143,6 +182,7 @@ class Daemon:
             self.seen,
             number(self.config, "stale_after_minutes") * 60,
             number(self.config, "session_idle_minutes") * 60,
+            exited,
         )
         with db.Immediate(conn):
             for verdict in verdicts:
@@ -150,6 +190,7 @@ class Daemon:
                     store.end_session(conn, verdict.target, now, verdict.reason)
                     registry.close_out_session(conn, verdict.target, now, verdict.reason)
                     self.stats["sessions_closed"] += 1
+                    self.stats["claude_exits"] += verdict.target in exited
                 elif registry.transition(
                     conn, verdict.target, registry.STALE, verdict.reason, now, (registry.RUNNING,)
                 ):
@@ -195,14 +236,15 @@ class Daemon:
         os.makedirs(spool_dir(self.root), mode=0o700, exist_ok=True)
         self.reload_config()
         self.pass_once()
-        last_sweep = last_live = self.mono()
+        last_sweep = last_live = last_check = self.mono()
+        sweep_every = number(self.config, "sweep_interval_seconds")
         for changes in watchfiles.watch(
             self.root,
             spool_dir(self.root),
             watch_filter=_ours,
             recursive=False,
             yield_on_timeout=True,
-            rust_timeout=int(number(self.config, "sweep_interval_seconds") * 1000),
+            rust_timeout=int(min(sweep_every, PROCESS_CHECK_SECONDS) * 1000),
             stop_event=stop,
             debounce=100,
             raise_interrupt=False,
@@ -220,7 +262,12 @@ class Daemon:
             if since >= sweep_every or (changes and since >= 1.0):
                 self.reload_config()
                 self.pass_once()
-                last_sweep = self.mono()
+                last_sweep = last_check = self.mono()
+            elif self.mono() - last_check >= PROCESS_CHECK_SECONDS:
+                last_check = self.mono()
+                if self.check_processes():  # a Claude Code is gone: its session ends now
+                    self.pass_once()
+                    last_sweep = self.mono()
             if self.has_live_session():
                 last_live = self.mono()
             elif self.mono() - last_live >= number(self.config, "daemon_idle_exit_minutes") * 60:

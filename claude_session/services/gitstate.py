@@ -29,7 +29,10 @@ def capture(root: str) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         return {"error": f"git status took longer than {GIT_TIMEOUT_SECONDS:g}s"}
     if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        from ..core.redact import redact
+
+        # Redacted whole before the cut (a remote's URL may carry a token).
+        message = redact(done.stderr.decode("utf-8", "replace")).strip().splitlines()
         return {"error": message[0][:200] if message else f"git exited {done.returncode}"}
     return parse_status(done.stdout.decode("utf-8", "replace"))
 

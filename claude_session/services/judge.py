@@ -181,7 +181,7 @@ def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) 
             reason=verdict.reason,
             verdict_json=verdict.as_json(),
             raw=verdict.raw,
-            judge=str(config["judge_command"])[:500],
+            judge=redact(str(config["judge_command"]))[:500],  # it may hold a key
             now=time.time(),
         )
     return verdict

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..core.paths import DB_NAME, user_state_dir
+from ..core.redact import redact  # git's messages are stored (frame notes): whole, then cut
 from . import snapshot_store
 
 GIT_TIMEOUT_SECONDS = 120.0
@@ -164,7 +165,7 @@ def _git(
         raise WorkspaceError(f"git {args[0]} took longer than {GIT_TIMEOUT_SECONDS:g}s") from exc
     if check and done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()
-        raise WorkspaceError(f"git {args[0]} failed: {message[:400]}")
+        raise WorkspaceError(f"git {args[0]} failed: {redact(message)[:400]}")
     return done
 
 
@@ -467,7 +468,7 @@ def _add_all(
         b"fatal:" in done.stderr or any(e in done.stderr for e in STORE_WRITE_ERRORS)
     ):
         message = done.stderr.decode("utf-8", "replace").strip()
-        raise WorkspaceError(f"git add failed: {message[:400]}")
+        raise WorkspaceError(f"git add failed: {redact(message)[:400]}")
 
 
 def _ref_name(label: str) -> str:
