@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-from conftest import fixture, query, run_cli, run_hook
+from conftest import fixture, query, run_cli, run_hook, wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -222,3 +222,28 @@ def test_every_message_builder_quotes_hostile_text_inert(value: str) -> None:
     inner = rendered.split(context.OPEN_TAG, 1)[1].rsplit(context.CLOSE_TAG, 1)[0]
     assert context.OPEN_TAG not in inner and context.CLOSE_TAG not in inner
     assert "\x1b" not in inner and "\u202e" not in inner
+
+
+def test_forks_and_replays_of_an_untrusted_database_carry_none_of_it(tmp_path: Path) -> None:
+    """A fork's first session is given its frame's state, and a replay runs the frame's prompt
+    in `claude -p`: from a database this user did not make here (`trust --revoke` stands in for
+    a clone, keeping the snapshots at hand), neither is carried."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.py").write_text("x = 1\n")
+    hook(project, "SessionStart.startup", PLANTER)
+    hook(project, "UserPromptSubmit", PLANTER, prompt=f"PLANTED-PROMPT {HOSTILE}")
+    hook(project, "PostToolUse.Edit", PLANTER, tool_input=edit_input(project))
+    assert wait_for(lambda: not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"))
+
+    def first_session_of_fork(where: str) -> str:
+        made = json.loads(cli(project, "fork", f"{PLANTER}:-1", "--path", where, "--json").stdout)
+        answer = hook(Path(made["path"]), "SessionStart.startup", "fork-session-0001")
+        return json.dumps(answer)
+
+    assert "PLANTED-PROMPT" in first_session_of_fork(str(tmp_path / "fork-trusted"))
+    assert cli(project, "trust", "--revoke").returncode == 0
+    assert "PLANTED-PROMPT" not in first_session_of_fork(str(tmp_path / "fork-untrusted"))
+    replay = cli(project, "replay", f"{PLANTER}:-1", "--claude", "/bin/true")
+    assert replay.returncode == 1 and "--prompt" in replay.stderr
+    assert not list(tmp_path.glob("project-replay-*"))  # refused before any fork was made

@@ -25,7 +25,7 @@ from typing import Any
 
 import apsw
 
-from ..core import db, executions, frames
+from ..core import db, executions, frames, trust
 from ..core.paths import db_path
 from . import installer, snapshot_files, timetravel
 
@@ -69,6 +69,9 @@ def fork(
         raise ForkError(str(exc)) from exc
     found = timetravel.frame(conn, ref)
     state = found["state"]
+    untrusted = trust.database_problem(db_path(root))
+    if untrusted:  # a clone's database: its recorded state is data, never put before a model
+        state = {}
     if reset_failures:
         state = dict(state, errors=[], failed_paths=[])
     state_text = json.dumps(state, separators=(",", ":"), sort_keys=False)
@@ -144,6 +147,11 @@ def replay(
 ) -> dict[str, Any]:
     """Fork, then run `claude -p PROMPT` in the fork, recording into its database."""
     ref = timetravel.resolve(conn, address)
+    if not prompt and trust.database_problem(db_path(root)):
+        raise ForkError(
+            "this project's database is not trusted (it came with a clone or a copy), so its"
+            " recorded prompt is not run: give one with --prompt, or run `claude-session trust`"
+        )
     text = prompt or turn_prompt(conn, ref)
     if not text:
         raise ForkError(f"frame {ref} belongs to no turn with a prompt: give one with --prompt")
