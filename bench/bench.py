@@ -156,7 +156,8 @@ def main() -> None:
         "python": sys.version.split()[0],
         "install": str(package),
     }
-    with tempfile.TemporaryDirectory() as scratch:
+    # A capture process the hooks started may still be writing its snapshot there at the end.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as scratch:
         project = Path(scratch) / "project"
         project.mkdir()
         (Path(scratch) / "none").mkdir()  # a folder with no database, for the status line
