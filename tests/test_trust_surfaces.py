@@ -247,3 +247,21 @@ def test_forks_and_replays_of_an_untrusted_database_carry_none_of_it(tmp_path: P
     replay = cli(project, "replay", f"{PLANTER}:-1", "--claude", "/bin/true")
     assert replay.returncode == 1 and "--prompt" in replay.stderr
     assert not list(tmp_path.glob("project-replay-*"))  # refused before any fork was made
+
+
+def test_every_answering_surface_is_tried_above() -> None:
+    """A new hook answer or MCP tool fails here until the planted-database test tries it."""
+    from claude_session.runtime import handlers
+
+    tried_answers = {
+        handlers.answer_session_start,
+        handlers.answer_prompt,
+        handlers.answer_pre_tool_use,
+        handlers.answer_failure,
+        handlers.answer_judge,
+    }
+    answers = {h.answer for h in handlers.HANDLERS.values() if h.answer is not None}
+    assert answers <= tried_answers, answers - tried_answers
+    tools = asyncio.run(mcp_server.build("/nonexistent-project").list_tools())
+    tried_tools = {"search_memories", "get_state", "timeline", "set_state", "add_memory"}
+    assert {t.name for t in tools} == tried_tools
