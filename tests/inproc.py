@@ -9,7 +9,7 @@ from typing import Any
 
 import apsw
 
-from claude_session.core import config, db, event, events
+from claude_session.core import applying, config, db, event, events
 from claude_session.core.paths import db_path
 from claude_session.runtime.handlers import HANDLERS
 
@@ -26,14 +26,14 @@ class Recorder:
     def advance(self, seconds: float) -> None:
         self.now += seconds
 
-    def send(self, payload: dict[str, Any]) -> tuple[events.Applied, dict[str, Any] | None]:
+    def send(self, payload: dict[str, Any]) -> tuple[applying.Applied, dict[str, Any] | None]:
         """Apply one payload as the hook would (capped, redacted, parsed, applied at `now`),
         and return what the hook would answer (its JSON object, or None)."""
         raw = json.dumps(payload).encode()
         ev, truncated = event.load(self.scratch, raw, str(payload.get("hook_event_name", "")))
-        delivery = events.Delivery(events.new_delivery_id(), self.now, len(raw), None, truncated)
+        delivery = applying.Delivery(events.new_delivery_id(), self.now, len(raw), None, truncated)
         settings = config.for_hooks(self.root, self.scratch)
-        ctx = events.Context(self.root, self.now, None, settings)
+        ctx = applying.Context(self.root, self.now, None, settings)
         applied = events.apply(self.conn, ev, delivery, ctx)
         handler = HANDLERS.get(ev.name)
         answer = None

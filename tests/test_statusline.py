@@ -19,7 +19,7 @@ import apsw
 import pytest
 from conftest import PYTHON, WheelInstall, fixture, hook_env, log_file, query, run_hook
 
-from claude_session.core import errors, ladder, statusline
+from claude_session.core import errors, readings, statusline
 from claude_session.services import installer, statusline_setup
 
 CLI = str(Path(PYTHON).parent / "claude-session")
@@ -366,7 +366,7 @@ def test_the_line_keeps_to_80_characters_dropping_details_first() -> None:
 
 
 def test_the_copied_ladder_constants_are_still_the_ladders() -> None:
-    assert statusline.OPEN == ladder.OPEN
+    assert statusline.OPEN == readings.OPEN
     assert statusline.USER_AT == errors.USER_AT
     assert statusline.RESEARCH_AT == errors.RESEARCH_AT
 

@@ -22,7 +22,7 @@ from conftest import fixture, query, run_cli, run_hook, wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claude_session.core import context, errors
+from claude_session.core import answers, context
 from claude_session.core.quote import for_model
 from claude_session.services import mcp_server
 
@@ -212,7 +212,7 @@ def test_every_message_builder_quotes_hostile_text_inert(value: str) -> None:
     assert "\n" not in quoted and "<" not in quoted and ">" not in quoted
     assert all(c.isprintable() or c == " " for c in quoted)
     assert len(quoted) <= 300
-    guidance = errors.guidance(4, value, value, value)
+    guidance = answers.guidance(4, value, value, value)
     assert guidance.count("\n") == 1  # its own two lines only
     assert "<" not in guidance and "\x1b" not in guidance
     rendered = context.render(

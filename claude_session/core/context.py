@@ -1,8 +1,10 @@
 """The essential state of a session as text for the model: what SessionStart injects after a
 compaction (and what a new session inherits), and what `claude-session restore` prints.
 
-Reads only (stdlib + apsw). Sections come in priority order; when the text would pass the
-cap, the lowest-priority lines go first. The text is redacted once more before it leaves.
+Reads only (stdlib + apsw), through `readings` where the store's writers read the same state
+(a snapshot), so no writer imports this. Sections come in priority order; when the text would
+pass the cap, the lowest-priority lines go first. The text is redacted once more before it
+leaves.
 """
 
 import time
@@ -11,8 +13,16 @@ import apsw
 
 from .db import rows
 from .errors import gist, is_check
-from .ladder import OPEN, UNFIXED
 from .quote import for_model
+from .readings import (
+    crashed_sessions,
+    failed_paths,
+    finished_agents,
+    gather,
+    latest_snapshot,
+    live_agents,
+    open_errors,
+)
 from .redact import redact
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -23,74 +33,6 @@ CONTEXT_CAP = 8000
 LINE_CAP = 400
 OPEN_TAG = "<claude-session-recorded-state>"
 CLOSE_TAG = "</claude-session-recorded-state>"
-
-
-def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any]":
-    """Everything worth restoring about one session, as plain JSON-ready data."""
-    return {
-        "session_id": session_id,
-        "gathered_at": now,
-        "task": rows(
-            conn,
-            "SELECT prompt, submitted_at FROM (SELECT id, prompt, submitted_at FROM prompts"
-            " WHERE session_id = ? ORDER BY id DESC LIMIT 5) ORDER BY id",
-            (session_id,),
-        ),
-        "agents": live_agents(conn, session_id),
-        "claims": rows(
-            conn,
-            # Every file the session changed, held or since released: the model needs them all.
-            "SELECT file_path, agent_id, operation, edits, last_touched_at FROM file_claims"
-            " WHERE session_id = ? ORDER BY last_touched_at DESC",
-            (session_id,),
-        ),
-        "errors": open_errors(conn, session_id),
-        "failed_paths": failed_paths(conn, now, session_id),
-    }
-
-
-def live_agents(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
-    return rows(
-        conn,
-        "SELECT id, agent_type, description, task_description, status, last_seen_at, tool_uses"
-        " FROM agent_registry WHERE session_id = ? AND status = 'running' AND is_internal = 0"
-        " ORDER BY last_seen_at DESC",
-        (session_id,),
-    )
-
-
-def finished_agents(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
-    """The session's subagents that finished: what each was asked and what it reported."""
-    return rows(
-        conn,
-        "SELECT id, agent_type, description, task_description, status, last_message, ended_at"
-        " FROM agent_registry WHERE session_id = ? AND status != 'running' AND is_main = 0"
-        " AND is_internal = 0 ORDER BY ended_at DESC LIMIT 20",
-        (session_id,),
-    )
-
-
-def open_errors(
-    conn: apsw.Connection, session_id: str, include_abandoned: bool = False
-) -> "list[dict[str, Any]]":
-    """Unfixed errors, one line per ladder, with how many attempts failed so far. A session
-    that is over abandoned its open ones: for the next session they are still unfixed, and
-    `abandoned` / `ended_at` say that its session ended with them open."""
-    unfixed = UNFIXED if include_abandoned else OPEN
-    return rows(
-        conn,
-        # total(), not max(): a third max() could pick the row error_message comes from
-        "SELECT signature, tool_name, error_category, file_path, command,"
-        " max(attempt_number) AS attempts, error_message, max(occurred_at) AS last_at,"
-        " session_id, total(resolution = 'abandoned') > 0 AS abandoned,"
-        " (SELECT s.ended_at FROM sessions s WHERE s.session_id = error_log.session_id"
-        "  AND s.status = 'ended') AS ended_at"
-        f" FROM error_log WHERE session_id = ? AND {unfixed}"
-        " AND interrupted = 0 GROUP BY ladder_key"
-        " ORDER BY last_at DESC LIMIT 20",
-        (session_id,),
-    )
-
 
 # The files changed after a time, by any agent of any session: the claims (one per session,
 # agent and file, touched by each Write/Edit that went through) of the sessions active since,
@@ -121,53 +63,6 @@ def with_changes_since(
         changed.sort(key=lambda c: c["file_path"] != error.get("file_path"))
         error["changed_since"] = changed
     return errors
-
-
-# A failed path an earlier version recorded at a check's third failure (its context names the
-# ladder: "failed 3 times; ladder test|..."): a check is to be re-run, never avoided.
-LEGACY_CHECK_PATH = (
-    "(coalesce(f.context, '') GLOB 'failed * times; ladder test|*'"
-    " OR coalesce(f.context, '') GLOB 'failed * times; ladder lint|*'"
-    " OR coalesce(f.context, '') GLOB 'failed * times; ladder type|*'"
-    " OR coalesce(f.context, '') GLOB 'failed * times; ladder build|*')"
-)
-
-
-def failed_paths(
-    conn: apsw.Connection, now: float, session_id: str | None = None
-) -> "list[dict[str, Any]]":
-    """Dead ends still worth knowing: those of `session_id` (the work at hand) and those about
-    files it changed first, then the rest of the project's, newest first."""
-    return rows(
-        conn,
-        "SELECT id, approach, reason_failed, file_path, created_at FROM failed_paths f"
-        " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
-        f" AND NOT {LEGACY_CHECK_PATH}"
-        " ORDER BY (f.session_id = ?2) DESC,"
-        " EXISTS (SELECT 1 FROM file_claims c WHERE c.session_id = ?2"
-        "  AND c.file_path = f.file_path) DESC, created_at DESC, id DESC LIMIT 20",
-        (now, session_id),
-    )
-
-
-def latest_snapshot(
-    conn: apsw.Connection, session_id: str, kind: str = "pre_compact"
-) -> "dict[str, Any] | None":
-    found = rows(
-        conn,
-        "SELECT content, created_at FROM context_snapshots WHERE session_id = ?"
-        " AND snapshot_type = ? ORDER BY id DESC LIMIT 1",
-        (session_id, kind),
-    )
-    if not found:
-        return None
-    import json
-
-    try:
-        content = json.loads(found[0]["content"])
-    except ValueError:
-        return None
-    return content if isinstance(content, dict) else None
 
 
 # --- what SessionStart says ----------------------------------------------------------------
@@ -276,31 +171,6 @@ def for_fork(conn: apsw.Connection, parent_session: str, frame_no: int, state_ha
         extra = "\n".join(for_model(redact(line), LINE_CAP) for line in lines[:20])
         text = text.replace(CLOSE_TAG, f"\n## Subagents at that frame\n{extra}\n{CLOSE_TAG}")
     return redact(text)[: CONTEXT_CAP + 2000]  # redacted whole, then cut
-
-
-CRASH_IDLE_SECONDS = 600  # an active session silent this long is taken for crashed
-CRASH_LOOKBACK_SECONDS = 7 * 86400
-
-# Sessions that never ended (no SessionEnd): closed by the sweep, or active but long silent.
-CRASHED_SQL = (
-    "SELECT s.session_id, s.last_activity_at, s.end_reason, s.cwd,"
-    " (SELECT summary FROM frames f WHERE f.session_id = s.session_id"
-    "  ORDER BY frame_no DESC LIMIT 1) AS last_step,"
-    " (SELECT max(frame_no) FROM frames f WHERE f.session_id = s.session_id) AS last_frame,"
-    " (SELECT count(*) FROM error_log e WHERE e.session_id = s.session_id AND e.interrupted = 0"
-    f"  AND {OPEN}) AS open_errors"
-    " FROM sessions s WHERE s.session_id != ?1 AND s.last_activity_at > ?2 - ?3"
-    " AND ((s.status = 'active' AND s.last_activity_at < ?2 - ?4)"
-    "  OR s.end_reason LIKE 'session gone:%'"
-    "  OR s.end_reason = 'Claude Code exited without SessionEnd')"
-    " ORDER BY s.last_activity_at DESC LIMIT 3"
-)
-
-
-def crashed_sessions(conn: apsw.Connection, session_id: str, now: float) -> "list[dict[str, Any]]":
-    """Recent sessions that never ended (crashed, or the terminal was closed), newest first,
-    with their last step and the command that resumes them."""
-    return rows(conn, CRASHED_SQL, (session_id, now, CRASH_LOOKBACK_SECONDS, CRASH_IDLE_SECONDS))
 
 
 def _crashed(session: "dict[str, Any]", now: float) -> str:

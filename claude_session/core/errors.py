@@ -4,8 +4,6 @@ No regular expressions: plain string tests keep a failing tool call's hook from 
 to import `re` and compile patterns.
 """
 
-from .quote import for_model
-
 ERROR_TEXT_CAP = 2000
 _SEPARATORS = str.maketrans({c: " " for c in "/;&|()`'\""})
 
@@ -294,46 +292,3 @@ def resolution_for(attempt: int) -> str | None:
     if attempt == RESEARCH_AT:
         return "escalated_research"
     return None
-
-
-def guidance(
-    attempt: int, what: str, gist_line: str, file_path: str | None, check: bool = False
-) -> str:
-    """What the model is told after the attempt-th failure of the same thing (the recorded
-    command, error and path quoted as one inert line each). A failing `check` (tests, build,
-    lint, type check) is to be re-run once the cause is fixed: never "do not repeat it"."""
-    what, gist_line = for_model(what).replace("`", "'"), for_model(gist_line)
-    where = f" in {for_model(file_path)}" if file_path else ""
-    if attempt < RESEARCH_AT:
-        return (
-            f"claude-session: `{what}` failed (attempt {attempt}){where}: {gist_line}\n"
-            "Fix the cause and retry."
-        )
-    if attempt == RESEARCH_AT and check:
-        return (
-            f"claude-session: `{what}` failed for the 3rd time{where}: {gist_line}\n"
-            "Stop guessing: research is required before the next change. Read the failing "
-            "output and the code it checks in full and find the cause. This command checks the "
-            "work: once the cause is fixed, re-run it to confirm."
-        )
-    if attempt == RESEARCH_AT:
-        return (
-            f"claude-session: `{what}` failed for the 3rd time{where}: {gist_line}\n"
-            "Stop guessing: research is required before another attempt. Read the relevant "
-            "code, documentation or error output in full and find the cause. This approach is "
-            "now recorded as a failed path; do not repeat it."
-        )
-    stop = "Stop changing code to make this check pass" if check else "Stop retrying this approach"
-    return (
-        f"claude-session: `{what}` has failed {attempt} times{where}: {gist_line}\n"
-        f"The user has been asked to step in. {stop}; explain what you tried "
-        "and what you need, and wait for the user."
-    )
-
-
-def user_message(attempt: int, what: str, gist_line: str) -> str:
-    what, gist_line = for_model(what).replace("`", "'"), for_model(gist_line)
-    return (
-        f"claude-session: `{what}` has failed {attempt} times ({gist_line})."
-        " The agent needs your help."
-    )

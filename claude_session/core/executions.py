@@ -11,7 +11,7 @@ from .event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
-    from .events import Context
+    from .applying import Context
 
 PROMPT_CAP = 500
 # Events that commit a frame (core/frames.py says which kind); the module that builds frames

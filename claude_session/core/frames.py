@@ -14,14 +14,14 @@ import apsw
 from .db import Immediate, rows
 from .event import Event
 from .executions import READ_ONLY_TOOLS
-from .ladder import OPEN
 from .paths import relative_to_root
+from .readings import OPEN
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     from typing import Any
 
-    from .events import Context
+    from .applying import Context
 
 # Event -> frame kind; None: decided by the tool.
 FRAME_KINDS: "dict[str, str | None]" = {

@@ -19,15 +19,12 @@ from . import registry
 from .db import as_int, as_text
 from .event import Event
 from .paths import relative_to_root
+from .readings import OPEN, UNFIXED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# An entry still counts toward its ladder until it is fixed or abandoned; what a finished
-# session abandoned is still unfixed for the next one.
-OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_user'))"
-UNFIXED = "(resolution IS NULL OR resolution != 'auto_fixed')"
 # An entry of a check (errors.CHECKS, and a command ran): a test, build, lint or type check.
 CHECK = "(error_category IN ('lint', 'type', 'test', 'build') AND command IS NOT NULL)"
 # How far back a success looks for the same check's ladders of other sessions: those sessions

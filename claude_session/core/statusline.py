@@ -12,7 +12,7 @@ What it says, for the session named in the input (else for the whole project):
   main thread included, with the subagents' types when they fit;
 - contested files: files live-claimed (lease not expired, holder running) by two agents or
   more, one of them this session's (another pair of sessions' quarrel is not this one's news);
-- open errors: ladders still open (`ladder.OPEN`; a user's interrupt is no error here),
+- open errors: ladders still open (`readings.OPEN`; a user's interrupt is no error here),
   counted once per ladder as `status` does, with the highest step among them.
 """
 
@@ -35,7 +35,7 @@ BUSY_TIMEOUT_MS = 200
 WIDTH = 80  # visible characters at most
 PREFIX = "cs:"
 SEPARATOR = " · "
-# `ladder.OPEN` and `errors.USER_AT`, copied: importing those modules (and what they import)
+# `readings.OPEN` and `errors.USER_AT`, copied: importing those modules (and what they import)
 # would cost every run; tests/test_statusline.py checks they are still the same.
 OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_user'))"
 RESEARCH_AT = 3  # from this step on the ladder, research is required: shown in red

@@ -10,12 +10,13 @@ from . import ladder, registry
 from .db import as_opt_text, as_text
 from .event import Event
 from .paths import relative_to_root
+from .readings import gather
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     from typing import Any
 
-    from .events import Context
+    from .applying import Context
 
 EDIT_TOOLS = registry.EDIT_TOOLS
 AGENT_TOOLS = ("Agent", "Task")
@@ -425,9 +426,7 @@ def response_error(ev: Event) -> str | None:
 
 
 def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
-    from . import context
-
-    state = context.gather(conn, ev.session_id, ctx.now)
+    state = gather(conn, ev.session_id, ctx.now)
     state["git"] = ctx.prepared
     save_snapshot(conn, ev.session_id, "pre_compact", ev.text_of("trigger"), state, ctx.now)
 
@@ -439,14 +438,12 @@ def on_post_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
 
 
 def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
-    from . import context
-
     conn.execute(
         "UPDATE sessions SET status = 'ended', ended_at = ?2, end_reason = ?3"
         " WHERE session_id = ?1",
         (ev.session_id, ctx.now, ev.text_of("reason")),
     )
-    state = context.gather(conn, ev.session_id, ctx.now)  # before the close-out below
+    state = gather(conn, ev.session_id, ctx.now)  # before the close-out below
     reason = f"session ended ({ev.text_of('reason') or 'no reason given'})"
     registry.close_out_session(conn, ev.session_id, ctx.now, reason)
     ladder.abandon_open(conn, ev.session_id, ctx.now)

@@ -8,9 +8,9 @@ import os
 
 import apsw
 
-from ..core import executions, ladder, registry, store
+from ..core import executions, ladder, readings, registry, store
+from ..core.applying import Applied, Context
 from ..core.event import Event
-from ..core.events import Applied, Context
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def _anything_open(conn: apsw.Connection, now: float) -> bool:
             "SELECT EXISTS (SELECT 1 FROM failed_paths WHERE still_relevant = 1"
             "  AND (expires_at IS NULL OR expires_at > ?1))"
             " OR EXISTS (SELECT 1 FROM error_log WHERE interrupted = 0"
-            f"  AND {ladder.UNFIXED})"
+            f"  AND {readings.UNFIXED})"
             " OR EXISTS (SELECT 1 FROM agent_registry WHERE status = 'running'"
             "  AND is_main = 0 AND is_internal = 0)"
             # A session that never ended, recently (the activity index bounds the look).
@@ -176,34 +176,12 @@ def answer_pre_tool_use(
         return None
     if _untrusted(ctx):
         return None  # a database that came with a clone is data: its agents and ladders too
-    from ..core.quote import for_model
+    from ..core import answers
 
     if blocked:
-        from ..core.errors import gist
-
-        reason = (
-            f"claude-session: edits to {for_model(path)} are refused after {blocked[0]} failed"
-            f" attempts ({for_model(gist(blocked[1]))}). Stop and ask the user how to proceed."
-        )
+        reason = answers.refused_edit(path, blocked[0], blocked[1])
         return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": reason})
-    lines = [f"claude-session: {for_model(path)} is being changed by another live agent."]
-    for agent, session, touched, tool, edits, agent_type, description, task in holders[:3]:
-        who = "the main thread" if agent == registry.MAIN else f"subagent {for_model(agent, 60)}"
-        who += f" ({for_model(agent_type, 60)})" if agent_type and agent != registry.MAIN else ""
-        if session != ev.session_id:
-            who += f" of session {for_model(str(session)[:8])}"
-        about = f' "{for_model(description, 200)}"' if description else ""
-        doing = f", working on: {for_model(task)}" if task else ""
-        minutes = max(0, int((ctx.now - touched) // 60))
-        lines.append(
-            f"- {who}{about}{doing}; it last changed this file {minutes} min ago"
-            f" ({for_model(tool, 40)}, {edits} edit{'s' if edits != 1 else ''})."
-        )
-    lines.append(
-        "Two agents editing one file overwrite each other's work: leave this file to that agent"
-        " or coordinate first, and re-read the file right before any edit."
-    )
-    text = "\n".join(lines)
+    text = answers.conflict_warning(path, holders, ev.session_id, ctx.now)
     if ctx.config["conflict_policy"] == "deny":
         return _pre_tool_use({"permissionDecision": "deny", "permissionDecisionReason": text})
     return _pre_tool_use({"additionalContext": text})
@@ -278,14 +256,14 @@ def answer_failure(
     attempt, interrupted, command, tool, file_path, error_text, category = found
     if interrupted or _untrusted(ctx):
         return None  # a cloned database's attempts are not this agent's ladder
-    from ..core import errors
+    from ..core import answers, errors
 
     what = str(command or f"{tool} {file_path or ''}".strip())
     gist = errors.gist(str(error_text or ""))
-    text = errors.guidance(attempt, what, gist, file_path, errors.is_check(category, command))
+    text = answers.guidance(attempt, what, gist, file_path, errors.is_check(category, command))
     answer: Answer = {"hookSpecificOutput": {"hookEventName": ev.name, "additionalContext": text}}
     if attempt >= errors.USER_AT:
-        answer["systemMessage"] = errors.user_message(attempt, what, gist)
+        answer["systemMessage"] = answers.user_message(attempt, what, gist)
     return answer
 
 

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
     import apsw
 
+    from ..core.applying import Applied, Context, Delivery
     from ..core.event import Event
-    from ..core.events import Applied, Context, Delivery
     from .handlers import ExitBlock
 
     Connect = Callable[[str, int], apsw.Connection]  # (root, busy timeout ms) -> connection
@@ -115,7 +115,7 @@ def process(
     `claude_process`: the Claude Code process the hook found above itself (relay.main)."""
     import apsw
 
-    from ..core import config, db, event, events
+    from ..core import applying, config, db, event
     from ..core.paths import db_path, intended_root, project_root, spool_dir
     from .handlers import DEFAULT, HANDLERS, ExitBlock
     from .handlers import start_daemon as restart_daemon
@@ -143,7 +143,7 @@ def process(
     if dispatcher is None:
         # Claude Code gives a plugin's hooks CLAUDE_PLUGIN_ROOT; a settings.json hook has none.
         dispatcher = "plugin" if os.environ.get("CLAUDE_PLUGIN_ROOT") else "settings"
-    delivery = events.Delivery(
+    delivery = applying.Delivery(
         delivery_id,
         received_at,
         len(raw),
@@ -175,7 +175,7 @@ def process(
     except Exception as exc:  # a bug of ours reading it: the defaults, and the event is kept
         _internal_error(root, ev.name, exc)
         settings = dict(config.DEFAULTS)
-    ctx = events.Context(root, time.time(), prepared, settings)
+    ctx = applying.Context(root, time.time(), prepared, settings)
     ctx.claude_process = claude_process
     try:
         if connect is not None:

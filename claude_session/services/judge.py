@@ -20,9 +20,9 @@ from typing import Any
 import apsw
 
 from ..core import verdicts
-from ..core.context import failed_paths, open_errors
 from ..core.db import Immediate, rows
 from ..core.event import Event
+from ..core.readings import failed_paths, open_errors
 from ..core.redact import redact
 
 MAX_BLOCKS = 3  # consecutive blocks of one task before the judge is overruled (no endless loop)

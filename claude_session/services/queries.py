@@ -10,7 +10,7 @@ from typing import Any
 
 import apsw
 
-from ..core import context, db, ladder, log, spool
+from ..core import db, log, readings, spool
 from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
 
@@ -46,7 +46,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "sessions_never_ended": [
             {k: row[k] for k in ("session_id", "last_activity_at", "last_step", "open_errors")}
             | {"resume_with": f"claude --resume {row['session_id']}"}
-            for row in context.crashed_sessions(conn, "", now)
+            for row in readings.crashed_sessions(conn, "", now)
         ],
         "agents": agents(conn, limit=15),
         "claims": claims(conn, limit=STATUS_CLAIMS),
@@ -54,7 +54,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "trust": trust_report(root),
         "open_errors": open_errors(conn),
         "failed_paths": [
-            {k: v for k, v in row.items() if k != "id"} for row in context.failed_paths(conn, now)
+            {k: v for k, v in row.items() if k != "id"} for row in readings.failed_paths(conn, now)
         ],
         "hooks": hook_runs(conn),
     }
@@ -367,7 +367,7 @@ def open_errors(conn: apsw.Connection, limit: int = OPEN_ERRORS_SHOWN) -> list[d
     ladders: dict[tuple[Any, Any], None] = {}
     for session_id, ladder_key in conn.execute(
         "SELECT session_id, ladder_key FROM error_log INDEXED BY error_log_unfixed"
-        f" WHERE {ladder.UNFIXED} AND interrupted = 0 ORDER BY id DESC"
+        f" WHERE {readings.UNFIXED} AND interrupted = 0 ORDER BY id DESC"
     ):
         ladders.setdefault((session_id, ladder_key), None)
         if len(ladders) >= limit:
@@ -384,7 +384,7 @@ def open_errors(conn: apsw.Connection, limit: int = OPEN_ERRORS_SHOWN) -> list[d
         " CASE WHEN max(e.resolution = 'abandoned') THEN 'abandoned' ELSE 'open' END AS state"
         " FROM wanted w JOIN error_log e INDEXED BY error_log_ladder"
         " ON e.session_id = w.session_id AND e.ladder_key IS w.ladder_key"
-        f" WHERE {ladder.UNFIXED} AND interrupted = 0"  # error_log's: `wanted` has neither
+        f" WHERE {readings.UNFIXED} AND interrupted = 0"  # error_log's: `wanted` has neither
         " GROUP BY e.session_id, e.ladder_key ORDER BY last_at DESC",
         [value for pair in ladders for value in pair],
     )
@@ -409,7 +409,7 @@ def ladder_step(attempts: int) -> str:
 def errors_query(*, open_only: bool = False) -> Query:
     """Every failure, newest first, with its ladder step and resolution; `open_only`: the
     unfixed ones (abandoned by an ended session included), as `status` and the context."""
-    where = f"{ladder.UNFIXED} AND interrupted = 0" if open_only else "1"
+    where = f"{readings.UNFIXED} AND interrupted = 0" if open_only else "1"
     return Query(
         "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
         " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
