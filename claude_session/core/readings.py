@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 # session abandoned is still unfixed for the next one.
 OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_user'))"
 UNFIXED = "(resolution IS NULL OR resolution != 'auto_fixed')"
+# A session the daemon ended because it never said SessionEnd: silent past the idle time, or
+# its Claude Code process gone (core/staleness.py writes these reasons).
+CLAUDE_EXITED = "Claude Code exited without SessionEnd"
+NEVER_ENDED = f"(end_reason LIKE 'session gone:%' OR end_reason = '{CLAUDE_EXITED}')"
 
 
 def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any]":
@@ -147,8 +151,7 @@ CRASHED_SQL = (
     f"  AND {OPEN}) AS open_errors"
     " FROM sessions s WHERE s.session_id != ?1 AND s.last_activity_at > ?2 - ?3"
     " AND ((s.status = 'active' AND s.last_activity_at < ?2 - ?4)"
-    "  OR s.end_reason LIKE 'session gone:%'"
-    "  OR s.end_reason = 'Claude Code exited without SessionEnd')"
+    f"  OR {NEVER_ENDED})"
     " ORDER BY s.last_activity_at DESC LIMIT 3"
 )
 

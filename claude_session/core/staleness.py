@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-CLAUDE_EXITED = "Claude Code exited without SessionEnd"
+from .readings import CLAUDE_EXITED  # the reason readers look for, written here
 
 
 @dataclass(frozen=True)

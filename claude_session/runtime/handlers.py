@@ -58,10 +58,7 @@ def answer_session_start(
     quiet = forked is None and source != "compact" and not remember
     if quiet and not _anything_open(conn, ctx.now):
         return None  # the common start: nothing to say, and `context` need not even load
-    from ..core.paths import db_path
-    from ..core.trust import database_problem
-
-    if database_problem(db_path(ctx.root)):
+    if _untrusted(ctx):
         return None  # a database that came with a clone is data, never put before the model
     from ..core import context
 
@@ -105,10 +102,7 @@ def answer_prompt(
     prompt = ev.text_of("prompt")
     if not prompt or not _memories_possible(conn, ctx):
         return None
-    from ..core.paths import db_path
-    from ..core.trust import database_problem
-
-    if database_problem(db_path(ctx.root)):
+    if _untrusted(ctx):
         return None  # memories that came with a clone are data, never put before the model
     from ..core import recall
 
@@ -132,8 +126,7 @@ def _anything_open(conn: apsw.Connection, now: float) -> bool:
             # A session that never ended, recently (the activity index bounds the look).
             " OR EXISTS (SELECT 1 FROM sessions WHERE last_activity_at > ?1 - 604800"
             "  AND last_activity_at < ?1 - 600 AND (status = 'active'"
-            "  OR end_reason LIKE 'session gone:%'"
-            "  OR end_reason = 'Claude Code exited without SessionEnd'))",
+            f"  OR {readings.NEVER_ENDED}))",
             (now,),
         ).fetchall()[0][0]
     )

@@ -24,7 +24,7 @@ written under a temporary name and renamed, so the capture process never reads h
 import os
 import stat
 
-from ..core.paths import project_state_dir
+from ..core.paths import canonical, project_state_dir
 
 MAGIC = b"claude-session-before 1"
 FILE, LINK, ABSENT, LARGE, UNKNOWN = "file", "link", "absent", "large", "unknown"
@@ -89,7 +89,7 @@ def keep(
         path = _inside(root, target)
         if path is None:
             return None
-        kind, mode, content = _read(os.path.join(os.path.realpath(root), path), max_bytes)
+        kind, mode, content = _read(os.path.join(canonical(root), path), max_bytes)
     where = folder(root)
     os.makedirs(where, mode=0o700, exist_ok=True)
     if os.path.islink(where):
@@ -116,7 +116,7 @@ def keep(
 def _inside(root: str, target: str) -> "str | None":
     """The project-relative path a tool writing `target` changes: through a link, the file it
     points to, if that is in the project; None when it is outside."""
-    real_root = os.path.realpath(root)
+    real_root = canonical(root)  # once per process
     full = os.path.realpath(os.path.join(root, target))
     if not full.startswith(real_root.rstrip("/") + "/"):
         return None

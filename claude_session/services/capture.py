@@ -35,11 +35,7 @@ def run(root: str) -> int:
         try:
             conn = _connect(root)
             try:
-                while True:
-                    count = capture_pending(conn, root)
-                    if not count:
-                        break
-                    done += count
+                done += capture_all_pending(conn, root)
                 pack_states(conn)
             finally:
                 conn.close()
@@ -66,6 +62,15 @@ def pack_states(conn: apsw.Connection) -> int:
         packed += count
         if count < frames.PACK_BATCH or executions.snapshot_pending(conn):
             return packed  # a new snapshot asked for goes first
+
+
+def capture_all_pending(conn: apsw.Connection, root: str) -> int:
+    """Capture until nothing is pending (the caller holds the project's capture lock); the
+    number of frames given a pointer."""
+    done = 0
+    while count := capture_pending(conn, root):
+        done += count
+    return done
 
 
 def capture_pending(conn: apsw.Connection, root: str) -> int:

@@ -91,8 +91,7 @@ def settle(conn: apsw.Connection, root: str) -> None:
     if frames.pending_captures(conn):
         fd = _lock(root)
         try:
-            while capture.capture_pending(conn, root):
-                pass
+            capture.capture_all_pending(conn, root)
         finally:
             os.close(fd)
 
@@ -290,8 +289,7 @@ def execute(conn: apsw.Connection, root: str, todo: Plan, force: bool = False) -
     _refuse_outside(todo, force)
     fd = _lock(root)
     try:
-        while capture.capture_pending(conn, root):  # a frame committed since the plan
-            pass
+        capture.capture_all_pending(conn, root)  # a frame committed since the plan
         now = time.time()
         large = [c.path for c in todo.changes if c.large]
         safety = revert_store.safety_capture(

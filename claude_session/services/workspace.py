@@ -315,14 +315,21 @@ def _capture_locked(
                     stdin=b"\0".join(os.fsencode(p) for p in include) + b"\0",
                     check=False,
                 )
-            tree = _git(root, git_dir, ["write-tree"], index=q.index, env=q.env).stdout.decode()
-            args = ["commit-tree", tree.strip(), "-m", f"claude-session snapshot {label}"]
-            commit = _git(root, git_dir, args, env=q.env).stdout.decode().strip()
-            files = _index_entries(q.index)
-            q.publish(lambda: _update_ref(root, git_dir, REF_PREFIX + _ref_name(label), commit))
+            made = _commit_index(root, git_dir, q, label)
     except OSError as exc:
         raise _store_error(exc) from exc
-    return Capture(commit, tree.strip(), files, 0.0, large)
+    return Capture(made.commit, made.tree, made.files, 0.0, large)
+
+
+def _commit_index(root: str, git_dir: str, q: snapshot_store.Quarantine, label: str) -> Capture:
+    """The quarantine's index as a snapshot commit, kept under the ref named after `label`,
+    and the quarantine published. `seconds` is left at 0."""
+    tree = _git(root, git_dir, ["write-tree"], index=q.index, env=q.env).stdout.decode().strip()
+    args = ["commit-tree", tree, "-m", f"claude-session snapshot {label}"]
+    commit = _git(root, git_dir, args, env=q.env).stdout.decode().strip()
+    files = _index_entries(q.index)
+    q.publish(lambda: _update_ref(root, git_dir, REF_PREFIX + _ref_name(label), commit))
+    return Capture(commit, tree, files, 0.0)
 
 
 def capture_over(
@@ -358,23 +365,13 @@ def capture_over(
                             env=q.env,
                             stdin=b"\0".join(lines) + b"\0",
                         )
-                    tree = _git(root, git_dir, ["write-tree"], index=q.index, env=q.env)
-                    args = [
-                        "commit-tree",
-                        tree.stdout.decode().strip(),
-                        "-m",
-                        f"claude-session snapshot {label}",
-                    ]
-                    commit = _git(root, git_dir, args, env=q.env).stdout.decode().strip()
-                    files = _index_entries(q.index)
-                    ref = REF_PREFIX + _ref_name(label)
-                    q.publish(lambda: _update_ref(root, git_dir, ref, commit))
+                    made = _commit_index(root, git_dir, q, label)
             finally:
                 if os.path.exists(scratch):
                     os.unlink(scratch)
     except OSError as exc:
         raise _store_error(exc) from exc
-    return Capture(commit, tree.stdout.decode().strip(), files, time.perf_counter() - started)
+    return Capture(made.commit, made.tree, made.files, time.perf_counter() - started)
 
 
 def _capturable(root: str, git_dir: str, paths: list[str]) -> set[str]:
