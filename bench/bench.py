@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hook benchmark: wall time of real hook processes and of the status line next to the bare
 interpreter, a 64-process concurrency storm, and 8 agents' events relayed at once to the resident
-process. Figures, not pass/fail: the README quotes them.
+process. Figures, not pass/fail: docs/benchmarks.md quotes them.
 
     .venv/bin/python bench/bench.py [--runs 60] [--concurrency 64] [--json]
         [--senders 8] [--relayed-events 200] [--relayed-only]

@@ -1,5 +1,6 @@
-"""The README's command reference is generated from the commands' --help and cannot drift; every
-command has a help text and --json, but for the exceptions named here with their reason."""
+"""The command reference (docs/reference/commands.md) is generated from the commands' --help and
+cannot drift; every command has a help text and --json, but for the exceptions named here with
+their reason."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from claude_session.cli import cli
 from tools.cli_docs import commands
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "reference" / "commands.md"
 
 # Commands without --json, and why.
 NO_JSON = {
@@ -35,20 +37,21 @@ def cli_docs(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_readme_command_reference_matches_the_commands_help() -> None:
+def test_the_command_reference_matches_the_commands_help() -> None:
     done = cli_docs("--check")
     assert done.returncode == 0, done.stderr
 
 
 def test_a_stale_reference_fails_the_check_until_written(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    text = (ROOT / "README.md").read_text()
-    readme.write_text(text.replace("Print JSON instead of text: an object: key, value.", "", 1))
-    stale = cli_docs("--check", "--readme", str(readme))
+    page = tmp_path / "commands.md"
+    text = PAGE.read_text()
+    page.write_text(text.replace("Print JSON instead of text: an object: key, value.", "", 1))
+    assert page.read_text() != text
+    stale = cli_docs("--check", "--page", str(page))
     assert stale.returncode == 1 and "--write" in stale.stderr
-    assert cli_docs("--write", "--readme", str(readme)).returncode == 0
-    assert cli_docs("--check", "--readme", str(readme)).returncode == 0
-    assert readme.read_text() == text
+    assert cli_docs("--write", "--page", str(page)).returncode == 0
+    assert cli_docs("--check", "--page", str(page)).returncode == 0
+    assert page.read_text() == text
 
 
 def test_every_command_has_help_and_json_but_the_named_exceptions() -> None:

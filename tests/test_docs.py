@@ -1,4 +1,5 @@
-"""The README's schema reference is generated from schema.sql and cannot drift from it."""
+"""The schema reference (docs/reference/schema.md) is generated from schema.sql and cannot drift
+from it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from claude_session.core import db
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "reference" / "schema.md"
 
 
 def schema_docs(*args: str) -> subprocess.CompletedProcess[str]:
@@ -20,15 +22,15 @@ def schema_docs(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_readme_schema_reference_matches_schema_sql() -> None:
+def test_the_schema_reference_matches_schema_sql() -> None:
     done = schema_docs("--check")
     assert done.returncode == 0, done.stderr
 
 
-def test_every_table_and_column_is_in_the_readme(tmp_path: Path) -> None:
+def test_every_table_and_column_is_in_the_reference(tmp_path: Path) -> None:
     """What SQLite makes of schema.sql, not just what the generator parsed, is documented."""
-    readme = (ROOT / "README.md").read_text()
-    block = readme[readme.index("<!-- schema:start -->") : readme.index("<!-- schema:end -->")]
+    text = PAGE.read_text()
+    block = text[text.index("<!-- schema:start -->") : text.index("<!-- schema:end -->")]
     conn = db.connect(str(tmp_path / "fresh.db"))
     tables = [
         name
@@ -46,14 +48,14 @@ def test_every_table_and_column_is_in_the_readme(tmp_path: Path) -> None:
 
 def test_a_schema_change_makes_the_check_fail_until_written(tmp_path: Path) -> None:
     schema = tmp_path / "schema.sql"
-    readme = tmp_path / "README.md"
-    readme.write_text((ROOT / "README.md").read_text())
+    page = tmp_path / "schema.md"
+    page.write_text(PAGE.read_text())
     text = (ROOT / "schema.sql").read_text()
     anchor = "    key        TEXT PRIMARY KEY,\n"
     schema.write_text(text.replace(anchor, anchor + "    owner      TEXT,  -- who set it\n"))
-    paths = ("--schema", str(schema), "--readme", str(readme))
+    paths = ("--schema", str(schema), "--page", str(page))
     stale = schema_docs("--check", *paths)
     assert stale.returncode == 1 and "--write" in stale.stderr
     assert schema_docs("--write", *paths).returncode == 0
     assert schema_docs("--check", *paths).returncode == 0
-    assert "| `owner` | `TEXT` | who set it |" in readme.read_text()
+    assert "| `owner` | `TEXT` | who set it |" in page.read_text()

@@ -1,8 +1,8 @@
-"""The README's command reference, generated from the click commands' own --help, so the two
-cannot drift.
+"""The command reference (docs/reference/commands.md), generated from the click commands' own
+--help, so the two cannot drift.
 
     python -m tools.cli_docs --write   # rewrite the block between the cli markers
-    python -m tools.cli_docs --check   # exit 1 when README.md is not what --help says
+    python -m tools.cli_docs --check   # exit 1 when the page is not what --help says
 
 Every command and subcommand is listed, in the order `claude-session --help` gives, with its
 help exactly as printed at 88 columns (its --json option says the shape of the JSON).
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import click
 
-from tools.readme_block import updated, write_or_check
+from tools.doc_block import updated, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "reference" / "commands.md"
 START = "<!-- cli:start -->"
 END = "<!-- cli:end -->"
 NOTE = (
@@ -59,18 +60,20 @@ def render() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="rewrite the README block")
-    mode.add_argument("--check", action="store_true", help="exit 1 if the README is stale")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    mode.add_argument("--write", action="store_true", help="rewrite the page's block")
+    mode.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
+    parser.add_argument(
+        "--page", type=Path, default=PAGE, help=f"default: {PAGE.relative_to(ROOT)}"
+    )
     args = parser.parse_args(argv)
-    readme = args.readme.read_text(encoding="utf-8")
-    wanted = updated(readme, START, END, render())
+    page = args.page.read_text(encoding="utf-8")
+    wanted = updated(page, START, END, render())
     return write_or_check(
-        args.readme,
-        readme,
+        args.page,
+        page,
         wanted,
         args.write,
-        f"{args.readme} does not match the commands' --help: run python -m tools.cli_docs --write",
+        f"{args.page} does not match the commands' --help: run python -m tools.cli_docs --write",
     )
 
 

@@ -1,7 +1,8 @@
-"""The README's schema reference, generated from schema.sql so the two cannot drift.
+"""The schema reference (docs/reference/schema.md), generated from schema.sql so the two cannot
+drift.
 
     python -m tools.schema_docs --write   # rewrite the block between the schema markers
-    python -m tools.schema_docs --check   # exit 1 when README.md is not what schema.sql says
+    python -m tools.schema_docs --check   # exit 1 when the page is not what schema.sql says
 
 Each table is listed with the comment above it, its columns (definition and comment) and its
 indexes; a comment line ending in a run of dashes starts a new group of tables.
@@ -14,9 +15,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from tools.readme_block import updated, write_or_check
+from tools.doc_block import updated, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "reference" / "schema.md"
 START = "<!-- schema:start -->"
 END = "<!-- schema:end -->"
 NOTE = (
@@ -61,12 +63,12 @@ def parse(schema: str) -> list[tuple[str, list[Table]]]:
             tables[table.name] = table
             groups[-1][1].append(table)
             module = text.split(" USING ", 1)[1].split("(", 1)[0]
-            body = []
+            parts: list[str] = []
             for inner in lines:
                 if inner.strip().startswith(")"):
                     break
-                body += [part.strip() for part in inner.split(",") if part.strip()]
-            for part in body:
+                parts += [part.strip() for part in inner.split(",") if part.strip()]
+            for part in parts:
                 if "=" in part:
                     table.constraints.append(part)
                 else:
@@ -101,7 +103,7 @@ def render(schema: str) -> str:
     out = [START, NOTE]
     for title, tables in parse(schema):
         if title:
-            out += ["", f"#### {title}"]
+            out += ["", f"### {title}"]
         for table in tables:
             out += ["", f"**`{table.name}`**" + (f": {table.about}" if table.about else ""), ""]
             out += ["| column | definition | notes |", "| --- | --- | --- |"]
@@ -122,19 +124,21 @@ def _cell(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="rewrite the README block")
-    mode.add_argument("--check", action="store_true", help="exit 1 if the README is stale")
+    mode.add_argument("--write", action="store_true", help="rewrite the page's block")
+    mode.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     parser.add_argument("--schema", type=Path, default=ROOT / "schema.sql")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    parser.add_argument(
+        "--page", type=Path, default=PAGE, help=f"default: {PAGE.relative_to(ROOT)}"
+    )
     args = parser.parse_args(argv)
-    readme = args.readme.read_text(encoding="utf-8")
-    wanted = updated(readme, START, END, render(args.schema.read_text(encoding="utf-8")))
+    page = args.page.read_text(encoding="utf-8")
+    wanted = updated(page, START, END, render(args.schema.read_text(encoding="utf-8")))
     return write_or_check(
-        args.readme,
-        readme,
+        args.page,
+        page,
         wanted,
         args.write,
-        f"{args.readme} does not match {args.schema}: run python -m tools.schema_docs --write",
+        f"{args.page} does not match {args.schema}: run python -m tools.schema_docs --write",
     )
 
 
