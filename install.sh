@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up claude-session in ./.venv (idempotent). `./install.sh --dev` adds the test tools.
 # Then: .venv/bin/claude-session demo            (play a recorded session, show the state)
-#       .venv/bin/claude-session install         (write the hooks into .claude/settings.json)
+#       .venv/bin/claude-session install         (in your project: writes .claude/settings.local.json)
 set -euo pipefail
 cd "$(dirname "$0")"
 extra=""

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from itertools import count as counter
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,90 @@ def write_config(project: Path, values: dict[str, Any]) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+# A busy project (`busy`, `finished`): what a user's project holds after a day's work, with
+# hostile text everywhere. Shared by the tests that read the CLI's output (test_cli_readable,
+# test_daily_use).
+CLI = str(Path(PYTHON).parent / "claude-session")
+BUSY_SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
+LONG = "refactor the parser " * 12 + "[bold]\x1b[31mred\u202e ok"
+LONG_FILE = "src/" + "very_long_directory_name/" * 4 + "[link=x]module\x1b[2J.py"
+AGENTS = ("a1" + "f" * 15, "a2" + "e" * 15)
+_ids = counter(1)
+
+
+def cli_at(
+    *args: str, columns: str | None = "80", check: bool = True, terminal: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The installed command as a subprocess, its output piped; with `terminal`, rich is told
+    it writes to a terminal (colours and styles on, as for a person)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "FORCE_COLOR")}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    if terminal:
+        env["FORCE_COLOR"] = "1"
+    done = subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=120)
+    if check:
+        assert done.returncode == 0, done.stderr + done.stdout
+    return done
+
+
+def busy_event(project: Path, name: str, agent: str | None, **changes: Any) -> dict[str, Any]:
+    """A recorded payload of the busy session, its own tool call, from `agent` (None: main)."""
+    payload = fixture(name, project) | {"session_id": BUSY_SESSION}
+    payload["tool_use_id"] = f"toolu_r{next(_ids)}"
+    payload.pop("agent_id", None)
+    payload.pop("agent_type", None)
+    if agent:
+        payload |= {"agent_id": agent, "agent_type": "general-purpose"}
+    return payload | changes
+
+
+def start_agent(project: Path, agent: str, task: str) -> None:
+    launch = busy_event(project, "PreToolUse.Agent", None)
+    launch["tool_input"] |= {"prompt": task, "description": f"work of {agent}"}
+    run_hook("PreToolUse", launch, project)
+    start = fixture("SubagentStart", project) | {"session_id": BUSY_SESSION, "agent_id": agent}
+    run_hook("SubagentStart", start, project)
+
+
+def edit(project: Path, agent: str, path: str) -> None:
+    for name, hook in (("PreToolUse.Edit", "PreToolUse"), ("PostToolUse.Edit", "PostToolUse")):
+        payload = busy_event(project, name, agent, tool_use_id=f"toolu_edit_{agent}")
+        payload["tool_input"]["file_path"] = str(project / path)
+        run_hook(hook, payload, project)
+
+
+@pytest.fixture
+def busy(project: Path) -> Path:
+    """A live session through the real hooks: two subagents with long tasks editing the same
+    long-named file, a command failing three times, a compaction; hostile text everywhere."""
+    start = fixture("SessionStart.startup", project) | {"session_id": BUSY_SESSION}
+    run_hook("SessionStart", start, project)
+    prompt = fixture("UserPromptSubmit", project) | {"session_id": BUSY_SESSION, "prompt": LONG}
+    run_hook("UserPromptSubmit", prompt, project)
+    start_agent(project, AGENTS[0], "first: " + LONG)
+    start_agent(project, AGENTS[1], "second: " + LONG)
+    edit(project, AGENTS[0], LONG_FILE)
+    edit(project, AGENTS[1], LONG_FILE)
+    for _ in range(3):
+        failure = busy_event(project, "PostToolUseFailure.Bash", None)
+        failure["tool_input"]["command"] = "pytest " + LONG
+        failure["error"] = "Exit code 1\n" + LONG
+        run_hook("PostToolUseFailure", failure, project)
+    for name in ("PreCompact", "PostCompact"):
+        run_hook(name, fixture(name, project) | {"session_id": BUSY_SESSION}, project)
+    cli_at("--project", str(project), "state", "set", "release_" + "x" * 60, LONG)
+    cli_at("--project", str(project), "memory", "add", LONG, "--category", "fact")
+    return project
+
+
+@pytest.fixture
+def finished(busy: Path) -> Path:
+    """The busy session once its two subagents finished and it ended."""
+    for agent in AGENTS:
+        stop = fixture("SubagentStop", busy) | {"session_id": BUSY_SESSION, "agent_id": agent}
+        run_hook("SubagentStop", stop, busy)
+    run_hook("SessionEnd", fixture("SessionEnd", busy) | {"session_id": BUSY_SESSION}, busy)
+    return busy

@@ -67,8 +67,8 @@ def test_install_merges_idempotently_keeps_other_hooks_and_backs_up(project: Pat
 
 
 def test_install_dry_run_writes_nothing(project: Path) -> None:
-    out = cli("install", "--dry-run", project=project).stdout
-    assert "SessionStart" in json.loads(out)["hooks"]
+    out = cli("install", "--dry-run", "--json", project=project).stdout
+    assert "SessionStart" in json.loads(out)["settings"]["hooks"]
     assert not (project / ".claude").exists()
 
 
@@ -173,9 +173,10 @@ def test_status_without_a_database_says_what_to_do(project: Path) -> None:
 
 def test_demo_plays_the_recorded_session_through_the_hooks() -> None:
     done = cli("demo")
-    assert "played 35 recorded Claude Code 2.1.330 events" in done.stdout
-    assert "(0 hook failures)" in done.stdout
-    assert "<claude-session-recorded-state>" in done.stdout and "hello.py" in done.stdout
+    said = " ".join(done.stdout.split())  # lines are folded at the width
+    assert "played 35 recorded Claude Code 2.1.330 events" in said
+    assert "(0 hook failures)" in said
+    assert "<claude-session-recorded-state>" in said and "hello.py" in said
 
 
 def test_every_command_has_help() -> None:

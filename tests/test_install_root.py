@@ -14,7 +14,9 @@ CLI = str(Path(PYTHON).parent / "claude-session")
 
 
 def install_from(folder: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"} | {"HOME": str(home)}
+    # A wide console: its lines are compared whole (at 80 columns long paths fold).
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+    env |= {"HOME": str(home), "COLUMNS": "1000"}
     done = subprocess.run(
         [CLI, "install"], cwd=folder, capture_output=True, text=True, timeout=120, env=env
     )

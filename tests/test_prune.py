@@ -109,7 +109,8 @@ def on_terminal(project: Path, answer: bytes) -> tuple[int, str]:
         if proc.poll() is not None and not ready:
             break
     os.close(controller)
-    return proc.wait(timeout=60), seen.decode("utf-8", "replace")
+    text = seen.decode("utf-8", "replace")
+    return proc.wait(timeout=60), " ".join(text.split())  # lines wrap at the terminal's width
 
 
 def test_on_a_terminal_it_asks_and_no_keeps_everything(project: Path) -> None:

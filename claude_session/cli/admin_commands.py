@@ -20,6 +20,7 @@ from . import cli, json_option, lookup, opened, output, status_view
 @click.option("--full", is_flag=True, help="Also read every page (PRAGMA quick_check): slow.")
 @click.option("--fsck", is_flag=True, help="Also run git fsck on the snapshot store.")
 @json_option("a list of checks: check, ok, detail")
+@output.wide_option
 @click.pass_obj
 def doctor_command(root: Path, full: bool, fsck: bool, as_json: bool) -> None:
     """Run every installed hook as Claude Code would, check the database and the snapshot
@@ -41,6 +42,7 @@ def doctor_command(root: Path, full: bool, fsck: bool, as_json: bool) -> None:
     help="Change a value in .claude-session.json (validated).",
 )
 @json_option("an object: path, settings (key, value, source), problems")
+@output.wide_option
 @click.pass_obj
 def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:
     """Show the project configuration (.claude-session.json, with defaults), or change it."""
@@ -54,7 +56,11 @@ def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> N
     except configuration.ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     rows = [
-        {"key": key, "value": value, "source": "file" if key in loaded.written else "default"}
+        {
+            "key": key,
+            "value": configuration.shown(value),
+            "source": "file" if key in loaded.written else "default",
+        }
         for key, value in loaded.values.items()
     ]
     if as_json:
@@ -108,6 +114,7 @@ def daemon_stop(root: Path, as_json: bool) -> None:
 
 @daemon.command(name="status")
 @json_option("an object: running, pid, and what the running daemon reports")
+@output.wide_option
 @click.pass_obj
 def daemon_status(root: Path, as_json: bool) -> None:
     """Is it running, and what has it done."""
@@ -220,7 +227,7 @@ def prune(root: Path, days: float, vacuum: bool, dry_run: bool, yes: bool, as_js
         if as_json and (dry_run or not yes):
             output.emit({"would_remove": plan}, "json")
         elif not as_json:
-            click.echo(
+            output.echo_wrapped(
                 f"would remove, from {plan['sessions']} sessions that ended more than {days:g}"
                 " days ago: "
                 + ", ".join(f"{n} {table} rows" for table, n in plan["rows"].items())
@@ -241,9 +248,9 @@ def prune(root: Path, days: float, vacuum: bool, dry_run: bool, yes: bool, as_js
         output.emit(done, "json")
         return
     counts, snapshots = done["rows_removed"], done["workspace_snapshots"]
-    click.echo(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
+    output.echo_wrapped(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
     freed = done["database_bytes_before"] - done["database_bytes_after"]
-    click.echo(
+    output.echo_wrapped(
         f"database and WAL: {done['database_bytes_before'] / 1e6:.1f} MB ->"
         f" {done['database_bytes_after'] / 1e6:.1f} MB ({freed / 1e6:.1f} MB given back)"
         + (
@@ -253,7 +260,7 @@ def prune(root: Path, days: float, vacuum: bool, dry_run: bool, yes: bool, as_js
             " rows (--vacuum gives it back to the disk)"
         )
     )
-    click.echo(
+    output.echo_wrapped(
         f"workspace snapshots: {snapshots['dropped']} dropped,"
         f" {snapshots['bytes_before'] / 1e6:.1f} MB -> {snapshots['bytes_after'] / 1e6:.1f} MB"
     )
@@ -281,7 +288,8 @@ def ingest(root: Path, as_json: bool) -> None:
     " context, kept, deleted"
 )
 def demo(keep: bool, as_json: bool) -> None:
-    """Play a recorded real Claude Code session through the hooks, then show the result."""
+    """Play a recorded real Claude Code session through the hooks (installed in a scratch
+    project, as `install` writes them), then show the result."""
     import tempfile  # here: it imports random and hashlib (~30 ms for every other command)
 
     from ..services import demo as player
@@ -309,10 +317,12 @@ def demo(keep: bool, as_json: bool) -> None:
         }
         output.emit(result, "json")
     else:
-        click.echo(
-            f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks "
-            f"into {project} ({len(failed)} hook failures)\n"
+        output.echo_wrapped(
+            f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks"
+            f" installed in {project / '.claude' / 'settings.local.json'}"
+            f" ({len(failed)} hook failures)"
         )
+        click.echo()
         status_view.show(found)
         click.echo("\nWhat SessionStart puts back into the model's context after a compaction:\n")
         output.echo_text(restored)

@@ -1,5 +1,7 @@
 """Listings at any size: a page of the newest rows by default, with a line saying how many
-more there are; `--all` streams every row as it is read (none held, no table to lay out)."""
+more there are, and how many the default filter hides and which option shows them (never a
+silent "none"); `--all` streams every row as it is read (none held, no table to lay out), each
+cell whole off a terminal, where a script reads it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import click
 from ..services import queries
 from . import output
 
-__all__ = ["emit_page", "limit_option", "show", "stream_rows"]
+__all__ = ["emit_page", "limit_option", "show", "stream_rows", "tell_hidden"]
 
 
 def limit_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,10 +41,9 @@ def emit_page(
     rows = page.rows if as_json else [_without(row, hide) for row in page.rows]
     output.emit(rows, "json" if as_json else "table", title=title)
     if page.more:
-        click.echo(
+        output.note(
             f"{page.more:,} more not shown (of {page.total:,}): `claude-session {command}"
-            " --all` lists every one, `--limit N` more of the newest",
-            err=True,
+            " --all` lists every one, `--limit N` more of the newest"
         )
 
 
@@ -55,18 +56,30 @@ def show(
     title: str,
     command: str,
     hide: tuple[str, ...] = (),
+    reveal: str = "",
 ) -> None:
-    """A listing: every row streamed (`--all`), or the newest page with what more there is."""
+    """A listing: every row streamed (`--all`), or the newest page with what more there is
+    and what its filter hides (`reveal`: the command line that shows those; default, the
+    command with --all)."""
     if every:
         stream_rows(queries.stream(conn, query), as_json, hide)
         return
     emit_page(queries.page(conn, query, limit), as_json, title, command, hide)
+    tell_hidden(queries.hidden(conn, query), query, reveal or f"{command} --all")
+
+
+def tell_hidden(count: int, query: queries.Query, reveal: str) -> None:
+    """On stderr (stdout stays the data), how many rows the listing's default filter left
+    out and what shows them: `2 hidden: released claims (`claude-session claims --all` shows
+    them)`."""
+    if count and query.hidden is not None:
+        output.note(f"{count:,} hidden: {query.hidden.what} (`claude-session {reveal}` shows them)")
 
 
 def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, ...] = ()) -> None:
     """Every row as it is read: a JSON array written element by element, or tab-separated
-    lines under a header (cells escaped and formatted as in the tables, each line within the
-    width like a table's)."""
+    lines under a header, cells escaped and formatted as in the tables: whole off a terminal
+    (or with --wide), where a script reads them; on a terminal each line within its width."""
     out = sys.stdout
     first = True
     if as_json:
@@ -78,24 +91,26 @@ def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, 
         out.flush()
         return
     columns: list[str] = []
-    width = output.console().width  # like a table: within the terminal, COLUMNS or 80
+    whole = output.whole_rows()
+    width = output.console().width  # on a terminal, like a table: within its width
     for row in rows:
         row = _without(row, hide)
         if first:
             columns = list(row)
-            out.write(_fit("\t".join(c.replace("_", " ") for c in columns), width) + "\n")
+            out.write(_fit("\t".join(c.replace("_", " ") for c in columns), width, whole) + "\n")
             first = False
-        cells = (output.cell_text(c, row.get(c)) for c in columns)
-        out.write(_fit("\t".join(cell.replace("\t", " ") for cell in cells), width) + "\n")
+        cells = (output.cell_text(c, row.get(c), whole) for c in columns)
+        line = "\t".join(cell.replace("\t", " ") for cell in cells)
+        out.write(_fit(line, width, whole) + "\n")
     if first:
         out.write("none\n")
     out.flush()
 
 
-def _fit(line: str, width: int) -> str:
-    """A streamed line within the width (tabs count as one column here): the full rows are
-    in --json."""
-    return line if len(line) <= width else line[: width - 1] + "…"
+def _fit(line: str, width: int, whole: bool) -> str:
+    """A streamed line within a terminal's width (tabs count as one column here); `whole`,
+    as it is: the full rows are in a pipe, --wide and --json."""
+    return line if whole or len(line) <= width else line[: width - 1] + "…"
 
 
 def _without(row: dict[str, Any], hide: tuple[str, ...]) -> dict[str, Any]:

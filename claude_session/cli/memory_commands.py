@@ -67,9 +67,16 @@ def memory() -> None:
 @click.argument("text")
 @click.option("--category", type=click.Choice(memories.CATEGORIES), required=True)
 @click.option("--scope", type=click.Choice(memories.SCOPES), default="project", show_default=True)
-@click.option("--session", "session_id", help="The session of a session-scope memory.")
+@click.option(
+    "--session",
+    "session_id",
+    help="The session of a session-scope memory (default: the most recently active).",
+)
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
-@json_option("an object: id, new (false: an existing memory was strengthened)")
+@json_option(
+    "an object: id, new (false: an existing memory was strengthened), and for a session"
+    " memory session_id"
+)
 @click.pass_obj
 def memory_add(
     root: Path,
@@ -85,6 +92,7 @@ def memory_add(
     Yours, so in use at once: a global one reaches every project's sessions (one an agent adds
     waits for `memory accept`)."""
     now = time.time()
+    latest = scope == "session" and not session_id
     try:
         if scope == "global":
             with global_db(create=True) as conn:
@@ -95,18 +103,34 @@ def memory_add(
                         conn, text, category, scope, now, tags=tags, project=str(root), trusted=True
                     )
         else:
-            with opened(root, create=True) as conn, db.Immediate(conn):
-                memory_id, new = memories.add(
-                    conn, text, category, scope, now, tags=tags, session_id=session_id, trusted=True
-                )
+            with opened(root, create=True) as conn:
+                if latest:  # as `fail` finds it
+                    session_id = queries.latest_session(conn)
+                    if session_id is None:
+                        raise click.ClickException(
+                            "no session recorded yet to attach a session memory to: give"
+                            " --session ID, or use --scope project"
+                        )
+                with db.Immediate(conn):
+                    memory_id, new = memories.add(
+                        conn,
+                        text,
+                        category,
+                        scope,
+                        now,
+                        tags=tags,
+                        session_id=session_id,
+                        trusted=True,
+                    )
     except memories.MemoryProblem as exc:
         raise click.ClickException(str(exc)) from exc
     label = f"g{memory_id}" if scope == "global" else str(memory_id)
-    output.reply(
-        {"id": label, "new": new},
-        f"memory {label} {'added' if new else 'strengthened (already known)'}",
-        as_json,
-    )
+    answer: dict[str, Any] = {"id": label, "new": new}
+    said = f"memory {label} {'added' if new else 'strengthened (already known)'}"
+    if scope == "session":
+        answer["session_id"] = session_id
+        said += f" for session {session_id}" + (" (the most recently active)" if latest else "")
+    output.reply(answer, output.escape_controls(said), as_json)
 
 
 @memory.command(name="list")
@@ -127,6 +151,7 @@ def memory_add(
     " null: written before it was recorded), review (pending, accepted; null: none needed),"
     " imported_at"
 )
+@output.wide_option
 @click.pass_obj
 def memory_list(
     root: Path,
@@ -173,10 +198,9 @@ def memory_list(
         rows = found if as_json else [shown(r) for r in found]
         emit_page(queries.Page(rows, total), as_json, "memories", "memory list")
     if waiting and not as_json:
-        click.echo(
+        output.note(
             f"{waiting} {'memory awaits' if waiting == 1 else 'memories await'} your review"
-            " (given to no session until accepted): `claude-session memory list --pending`",
-            err=True,
+            " (given to no session until accepted): `claude-session memory list --pending`"
         )
 
 
@@ -184,6 +208,7 @@ def memory_list(
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
 @json_option("a list of memories, as `memory list` gives them, with their rank")
+@output.wide_option
 @click.pass_obj
 def memory_search(root: Path, query: str, limit: int, as_json: bool) -> None:
     """Full-text search (best first), in this project and the global memories."""

@@ -8,8 +8,11 @@ Rows are plain dicts. One format for each kind of value, here and nowhere else:
   table's title) or, where recency matters, an age (`3m ago`, `in 12m`).
 
 Tables fit the console's width (a terminal's, else `COLUMNS`, else 80): every column has a
-priority; the least important go first, then the widest are shortened with an ellipsis. No
-cell wraps, but for the one column some tables exist for (doctor's detail, a setting's value).
+priority; the least important go first (a line under the table names them, and the options
+that show them), then the widest are narrowed: the columns a table exists for wrap (doctor's
+detail, a setting's key and value, a timeline's what and files, a payload), the others are cut
+with an ellipsis. Headers are never cut. `--wide` (`wide_option`) prints every column whole,
+whatever the width; a listing's `--all` does too off a terminal. Hints and problems wrap.
 
 Recorded text is hostile input: every cell is a `rich.text.Text` (never parsed as markup, so
 `[/tmp]` or `[link=...]` print as they are) and every control character (ESC, OSC, BEL, C1,
@@ -19,8 +22,10 @@ carriage return, bidirectional overrides) is shown escaped, never sent raw to th
 from __future__ import annotations
 
 import json
+import textwrap
 import time
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import click
 from rich import box
@@ -42,7 +47,13 @@ __all__ = [
     "emit_pairs",
     "escape_controls",
     "local_time",
+    "note",
+    "print_table",
+    "say",
     "to_json",
+    "whole_rows",
+    "wide_option",
+    "wrap",
 ]
 
 # Columns whose 0/1 is a yes/no.
@@ -134,7 +145,7 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "tool_use_id": (8, 8),
     "payload_bytes": (7, 5),
     "via": (8, 4),
-    "payload": (3, 20),
+    "payload": (1, 30),
     "exit_code": (6, 4),
     "resolved_at": (7, 19),
     "still_relevant": (7, 3),
@@ -153,9 +164,10 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "old_value": (3, 8),
     "new_value": (2, 8),
 }
-# Columns that are the point of their table (doctor's detail, config's and state's value):
-# wrapped rather than cut (up to WRAPPED_CAP characters).
-WRAPPED = frozenset({"detail", "value"})
+# Columns that are the point of their table (doctor's detail, config's and state's keys and
+# values, an event's payload; a table may name more): wrapped rather than cut (up to
+# WRAPPED_CAP characters).
+WRAPPED = frozenset({"detail", "value", "key", "payload"})
 HEADERS = {
     "attempt_number": "step",
     "age_seconds": "age",
@@ -177,13 +189,59 @@ TEXT_CAP = 400  # characters of one value that a table ever looks at
 WRAPPED_CAP = 2000
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+WIDE_WIDTH = 1_000_000  # the console's width under --wide: nothing is cut, nothing wraps
+SETTINGS = {"wide": False}  # set by --wide (`wide_option`) for the one command a process runs
+
+
+def wide_option(command: F) -> F:
+    """--wide: every column of every table, each cell whole, however wide the lines get."""
+
+    def remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        SETTINGS["wide"] = bool(value)
+        return bool(value)
+
+    return click.option(
+        "--wide",
+        is_flag=True,
+        expose_value=False,
+        callback=remember,
+        help="Print every column of the tables, each cell whole, however long the lines"
+        " (without it, tables fit the terminal, else COLUMNS, else 80 columns).",
+    )(command)
+
+
 def console() -> Console:
     """The console the CLI prints through: a terminal's width; piped, `COLUMNS` or 80 columns
-    of plain text (rich reads `COLUMNS` and leaves out colours and styles off a terminal)."""
-    return Console(highlight=False, soft_wrap=False, markup=False)
+    of plain text (rich reads `COLUMNS` and leaves out colours and styles off a terminal);
+    under --wide, as wide as anything printed."""
+    width = WIDE_WIDTH if SETTINGS["wide"] else None
+    return Console(highlight=False, soft_wrap=False, markup=False, width=width)
 
 
-def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
+def whole_rows() -> bool:
+    """Whether streamed rows (`--all`) keep every cell whole: off a terminal (a script reads
+    them) or under --wide; on a terminal they fit its width like a table."""
+    return SETTINGS["wide"] or not console().is_terminal
+
+
+class Layout:
+    """What one table says of its columns beyond COLUMNS and WRAPPED: other priorities and
+    narrowest widths (`columns`, by name), and more columns to wrap rather than cut."""
+
+    def __init__(
+        self, columns: dict[str, tuple[int, int]] | None = None, wrap: Iterable[str] = ()
+    ) -> None:
+        self.columns = columns or {}
+        self.wrap = WRAPPED | frozenset(wrap)
+
+    def spec(self, name: str) -> tuple[int, int]:
+        return self.columns.get(name) or spec(name)
+
+
+def emit(
+    data: Any, fmt: str = "table", title: str | None = None, layout: Layout | None = None
+) -> None:
     """Print `data` (rows, or a dict of sections holding rows, dicts or scalars)."""
     if fmt == "json":
         print(to_json(data))
@@ -191,9 +249,9 @@ def emit(data: Any, fmt: str = "table", title: str | None = None) -> None:
     out = console()
     if isinstance(data, dict) and any(isinstance(v, dict | list) for v in data.values()):
         for name, section in data.items():
-            _section(out, name, section)
+            _section(out, name, section, layout)
     else:
-        _section(out, title or "", data)
+        _section(out, title or "", data, layout)
 
 
 def reply(data: Any, text: str, as_json: bool) -> None:
@@ -204,15 +262,13 @@ def reply(data: Any, text: str, as_json: bool) -> None:
         click.echo(text)
 
 
-def _section(out: Console, name: str, section: Any) -> None:
+def _section(out: Console, name: str, section: Any, layout: Layout | None = None) -> None:
     label = name.replace("_", " ")
     if isinstance(section, list) and section and all(isinstance(r, dict) for r in section):
-        out.print(table(section, label, out.width))
+        print_table(out, section, label, layout)
     elif isinstance(section, list):
         shown = ", ".join(_cell_text("", v) for v in section) if section else "none"
-        out.print(
-            Text.assemble((escape_controls(label), "bold"), ": ", Text(escape_controls(shown)))
-        )
+        say(out, f"{label}: {shown}")
     elif isinstance(section, dict):
         emit_pairs(out, label, section)
     else:
@@ -237,23 +293,57 @@ def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
     out.print(grid)
 
 
-def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
-    """Rows as a table no wider than `width`: the least important columns dropped first, then
-    the widest shortened (with an ellipsis), never below their narrowest readable width."""
+def print_table(
+    out: Console, rows: list[dict[str, Any]], label: str, layout: Layout | None = None
+) -> None:
+    """A table fit to the console, then a line naming the columns it had no room for and
+    what shows them: a column is never dropped without a word."""
+    grid, dropped = table(rows, label, out.width, layout)
+    out.print(grid)
+    if dropped:
+        say(
+            out,
+            f"(hidden at {out.width} columns: {', '.join(dropped)} — {reveal()} shows them)",
+            style="dim",
+        )
+
+
+def reveal() -> str:
+    """The options of the running command that print every column: --wide, --json."""
+    ctx = click.get_current_context(silent=True)
+    params = {p.name for p in ctx.command.params} if ctx else set()
+    found = [flag for flag, name in (("--wide", "wide"), ("--json", "as_json")) if name in params]
+    return " or ".join(found) or "a wider terminal"
+
+
+def table(
+    rows: list[dict[str, Any]], label: str, width: int, layout: Layout | None = None
+) -> tuple[Table, list[str]]:
+    """Rows as a table no wider than `width`, and the headers of the columns left out: the
+    least important dropped first, then the widest narrowed (wrapped, or cut with an
+    ellipsis), never below their narrowest readable width nor their header's. Under --wide,
+    every column and every cell whole."""
+    whole = SETTINGS["wide"]
+    layout = layout or Layout()
     names = list(rows[0])
+    wrapped = {i for i, n in enumerate(names) if n in layout.wrap and not whole}
     cells = [
-        [_cell_text(n, row.get(n), cap=WRAPPED_CAP if n in WRAPPED else TEXT_CAP) for n in names]
+        [
+            escape_controls(_cell_text(n, row.get(n), cap=_cap(i in wrapped, whole), whole=whole))
+            for i, n in enumerate(names)
+        ]
         for row in rows
     ]
     headers = [header(n) for n in names]
-    natural = [
-        min(width, max([len(headers[i])] + [len(c[i]) for c in cells])) for i in range(len(names))
-    ]
-    floors = [
-        min(natural[i], max(spec(n)[1], min(len(headers[i]), 8))) for i, n in enumerate(names)
-    ]
-    kept = fit(names, floors, width)
-    widths = shrink({i: natural[i] for i in kept}, floors, width)
+    natural = [max([len(headers[i])] + [len(c[i]) for c in cells]) for i in range(len(names))]
+    if whole:
+        kept, widths = list(range(len(names))), dict(enumerate(natural))
+    else:
+        natural = [min(width, n) for n in natural]
+        specs = [layout.spec(n) for n in names]
+        floors = [min(natural[i], max(specs[i][1], len(headers[i]))) for i in range(len(names))]
+        kept = fit([p for p, _ in specs], floors, width)
+        widths = shrink({i: natural[i] for i in kept}, floors, width)
     times = any(n.endswith("_at") and n not in RECENT for n in (names[i] for i in kept))
     suffix = f" (times in {zone()})" if times else ""
     grid = Table(
@@ -265,17 +355,22 @@ def table(rows: list[dict[str, Any]], label: str, width: int) -> Table:
         pad_edge=False,
     )
     for i in kept:
-        wrapped = names[i] in WRAPPED
         grid.add_column(
             Text(headers[i]),
             width=widths[i],
-            no_wrap=not wrapped,
-            overflow="fold" if wrapped else "ellipsis",
+            no_wrap=i not in wrapped,
+            overflow="fold" if i in wrapped else "ellipsis",
             min_width=1,
         )
     for row in cells:
-        grid.add_row(*(Text(escape_controls(row[i])) for i in kept))
-    return grid
+        grid.add_row(*(Text(row[i]) for i in kept))  # escaped: measured as shown
+    return grid, [headers[i] for i in range(len(names)) if i not in kept]
+
+
+def _cap(wrapped: bool, whole: bool) -> int | None:
+    if whole:
+        return None
+    return WRAPPED_CAP if wrapped else TEXT_CAP
 
 
 def header(name: str) -> str:
@@ -297,12 +392,12 @@ def spec(name: str) -> tuple[int, int]:
     return (5, 8)
 
 
-def fit(names: list[str], floors: list[int], width: int) -> list[int]:
+def fit(priorities: list[int], floors: list[int], width: int) -> list[int]:
     """Indexes of the columns to show, in order: drop the least important (the last of equal
     priority) until the narrowest widths of the rest, with the gaps between them, fit."""
-    kept = list(range(len(names)))
+    kept = list(range(len(priorities)))
     while len(kept) > 1 and sum(floors[i] for i in kept) + 3 * (len(kept) - 1) > width:
-        kept.remove(max(kept, key=lambda i: (spec(names[i])[0], i)))
+        kept.remove(max(kept, key=lambda i: (priorities[i], i)))
     return kept
 
 
@@ -340,45 +435,92 @@ def _booleans(data: Any, key: str = "") -> Any:
     return data
 
 
-def echo_wrapped(line: str, indent: int = 4) -> None:
-    """One line of recorded text, escaped and folded at the console's width (80 when piped,
-    or `COLUMNS`), its continuation lines indented under it: nothing is cut."""
-    import textwrap
-
+def wrap(line: str, width: int, indent: int = 4) -> list[str]:
+    """`line` (escaped) in lines of at most `width`, the continuation lines indented `indent`
+    past its own indentation: a hint or a path is folded, never cut."""
     text = escape_controls(line)
     lead = len(text) - len(text.lstrip(" "))
-    for part in textwrap.wrap(
+    hang = min(lead + indent, max(width // 2, 1))
+    width = max(width, hang + 10)
+    parts = text.split("`")
+    if len(parts) % 2 and len(parts) > 1:
+        # A command in backticks (`claude-session trust`) is kept on one line when it fits
+        # one: its spaces are unbreakable (NUL: escaped text holds none) while it is wrapped.
+        glued = "`".join(p.replace(" ", "\0") if n % 2 else p for n, p in enumerate(parts))
+        found = _wrap(glued, width, hang, whole_words=True)
+        if all(len(part) <= width for part in found):
+            return [part.replace("\0", " ") for part in found] or [""]
+    return _wrap(text, width, hang, whole_words=False) or [""]
+
+
+def _wrap(text: str, width: int, hang: int, whole_words: bool) -> list[str]:
+    return textwrap.wrap(
         text,
-        width=max(console().width, 40),
-        subsequent_indent=" " * (lead + indent),
+        width=width,
+        subsequent_indent=" " * hang,
+        break_long_words=not whole_words,
         break_on_hyphens=False,
         drop_whitespace=True,
-    ) or [""]:
-        print(part)
-
-
-def echo_text(text: str) -> None:
-    """Print multi-line recorded text (the restored context) with its controls escaped."""
-    Console(highlight=False, soft_wrap=True, markup=False).print(
-        Text(escape_controls(text, keep_newlines=True))
     )
 
 
-def cell_text(column: str, value: Any) -> str:
-    """One cell as the tables show it, escaped, for rows streamed as text (`--all`)."""
-    return escape_controls(_cell_text(column, value, full_time=True))
+def say(out: Console, line: str, indent: int = 4, style: str = "") -> None:
+    """One line for people (a hint, a problem, a fix), wrapped at the console's width."""
+    for part in wrap(line, out.width, indent):
+        out.print(Text(part, style=style), no_wrap=True, overflow="ignore", crop=False)
+
+
+def note(line: str) -> None:
+    """A line for people on stderr (how many more rows, what a filter hides), wrapped at the
+    width of the terminal it goes to (else `COLUMNS`, else 80): stdout stays the data."""
+    width = WIDE_WIDTH if SETTINGS["wide"] else Console(stderr=True).width
+    for part in wrap(line, width):
+        click.echo(part, err=True)
+
+
+def echo_wrapped(line: str, indent: int = 4) -> None:
+    """One line of recorded text, escaped and folded at the console's width (80 when piped,
+    or `COLUMNS`), its continuation lines indented under it: nothing is cut."""
+    for part in wrap(line, console().width, indent):
+        print(part)
+
+
+def echo_text(text: str, fold: bool = True) -> None:
+    """Print multi-line recorded text (the restored context) with its controls escaped, each
+    line folded at the console's width; `fold=False` for text a program reads back (a patch)."""
+    out = console()
+    escaped = escape_controls(text, keep_newlines=True)
+    if not fold:
+        Console(highlight=False, soft_wrap=True, markup=False).print(Text(escaped))
+        return
+    for line in escaped.split("\n"):
+        for part in wrap(line, out.width, 2) if line.strip() else [""]:
+            print(part)
+
+
+def cell_text(column: str, value: Any, whole: bool = False) -> str:
+    """One cell as the tables show it, escaped, for rows streamed as text (`--all`); `whole`:
+    every character of it (a session's full id, no cap)."""
+    cap = None if whole else TEXT_CAP
+    return escape_controls(_cell_text(column, value, full_time=True, cap=cap, whole=whole))
 
 
 def _cell(column: str, value: Any, full_time: bool = False) -> Text:
     return Text(escape_controls(_cell_text(column, value, full_time)))
 
 
-def _cell_text(column: str, value: Any, full_time: bool = False, cap: int = TEXT_CAP) -> str:
+def _cell_text(
+    column: str,
+    value: Any,
+    full_time: bool = False,
+    cap: int | None = TEXT_CAP,
+    whole: bool = False,
+) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool) or (column in BOOLEANS and value in (0, 1)):
         return "yes" if value else "no"
-    if column == "session_id" and isinstance(value, str) and len(value) > 13:
+    if column == "session_id" and isinstance(value, str) and len(value) > 13 and not whole:
         return value[:8] + "…"  # tables show a prefix; --json and `events --session` take it
     if column.endswith("_seconds") and isinstance(value, int | float):
         return duration(value)
@@ -391,11 +533,13 @@ def _cell_text(column: str, value: Any, full_time: bool = False, cap: int = TEXT
     if isinstance(value, float):
         return f"{value:.1f}"
     if isinstance(value, dict):
-        return ", ".join(f"{k}: {_cell_text(str(k), v, full_time)}" for k, v in value.items())
+        return ", ".join(
+            f"{k}: {_cell_text(str(k), v, full_time, cap, whole)}" for k, v in value.items()
+        )
     if isinstance(value, list):
-        return ", ".join(_cell_text(column, v, full_time) for v in value) or "none"
+        return ", ".join(_cell_text(column, v, full_time, cap, whole) for v in value) or "none"
     text = str(value)
-    return text if len(text) <= cap else text[: cap - 1] + "…"
+    return text if cap is None or len(text) <= cap else text[: cap - 1] + "…"
 
 
 def duration(seconds: float) -> str:

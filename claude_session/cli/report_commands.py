@@ -20,6 +20,7 @@ from .listing import emit_page, limit_option, show, stream_rows
     " database, sessions, sessions_never_ended, agents, claims, daemon, trust, open_errors,"
     " failed_paths, hooks"
 )
+@output.wide_option
 @click.pass_obj
 def status(root: Path, as_json: bool) -> None:
     """What is happening now (live agents, contested files, open errors, the last compaction,
@@ -45,6 +46,7 @@ def status(root: Path, as_json: bool) -> None:
     "a list of agents: agent, type, task, state, age_seconds, silent_seconds, files, reason,"
     " session_id, tool_uses, is_internal"
 )
+@output.wide_option
 @click.pass_obj
 def agents(root: Path, include_all: bool, session: str | None, limit: int, as_json: bool) -> None:
     """The agent registry: agent, type, task, state, age, last seen, files, reason."""
@@ -53,7 +55,8 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
         if session:
             session = lookup.session(conn, session)
         query = queries.agents_query(include_all=include_all, session=session)
-        show(conn, query, include_all, limit, as_json, "agents", "agents", hide)
+        reveal = f"agents --session {session} --all" if session else ""
+        show(conn, query, include_all, limit, as_json, "agents", "agents", hide, reveal)
 
 
 @cli.command()
@@ -63,6 +66,7 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
     "a list of claims: file_path, agent, session_id, operation, edits, last_touched_at,"
     " expires_at, lease, contested"
 )
+@output.wide_option
 @click.pass_obj
 def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
@@ -80,13 +84,15 @@ def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     " resolution, interrupted, what, command, file_path, exit_code, task_id, error_message,"
     " occurred_at, resolved_at"
 )
+@output.wide_option
 @click.pass_obj
 def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json: bool) -> None:
     """Failures with their escalation step (attempt) and resolution."""
     hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
     query = queries.errors_query(open_only=open_only)
     with opened(root) as conn:
-        show(conn, query, every, limit, as_json, "errors", "errors", hide)
+        reveal = "errors" if open_only else ""  # the open ones hide the fixed
+        show(conn, query, every, limit, as_json, "errors", "errors", hide, reveal)
 
 
 @cli.command(name="failed-paths")
@@ -98,6 +104,7 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
     "a list of failed paths: id, approach, reason_failed, file_path, session_id,"
     " still_relevant, created_at, expires_at, context"
 )
+@output.wide_option
 @click.pass_obj
 def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """Approaches tried and rejected, newest first."""
@@ -113,6 +120,7 @@ def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> No
     "a list of verdicts: id, session_id, hook_event, task_id, decision, reason, task, judge,"
     " created_at, verdict_json, raw"
 )
+@output.wide_option
 @click.pass_obj
 def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None:
     """The judge's verdicts on finished work."""
@@ -133,6 +141,7 @@ def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None
     "a list of events, oldest first: id, received_at, session_id, event, tool_name, agent_id,"
     " tool_use_id, payload_bytes, via (and payload with --payload)"
 )
+@output.wide_option
 @click.pass_obj
 def events(
     root: Path,

@@ -1,5 +1,9 @@
-"""`install` and `uninstall`: settings.json hooks or the plugin, never both, each checked by
-firing a SessionStart through the very command Claude Code will run."""
+"""`install` and `uninstall`: hooks in a Claude Code settings file or the plugin, never both,
+each checked by firing a SessionStart through the very command Claude Code will run.
+
+The file: `<project>/.claude/settings.local.json` for the project and local scopes (personal,
+never committed: the commands hold this machine's paths), `~/.claude/settings.json` for the
+user scope (`installer.hooks_settings_path`)."""
 
 from __future__ import annotations
 
@@ -19,17 +23,20 @@ def say(text: str) -> None:
     """One line of what was done: printed, or with --json collected for the JSON answer."""
     report = click.get_current_context().meta.get(REPORT)
     if report is None:
-        click.echo(text)
+        output.echo_wrapped(text)  # folded at the width, never cut
     else:
         report["messages"].append(text)
 
 
-def say_settings(settings: dict[str, Any]) -> None:
-    """--dry-run: the settings that would be written (the JSON answer's `settings`)."""
+def say_settings(settings: dict[str, Any], path: Path, what: str) -> None:
+    """--dry-run: which file would get `what`, and the settings it would then hold (the JSON
+    answer's `file` and `settings`)."""
+    say(f"would write {what} into {path}; the file would then hold:")
     report = click.get_current_context().meta.get(REPORT)
     if report is None:
         click.echo(json.dumps(settings, indent=2))
     else:
+        report["file"] = str(path)
         report["settings"] = settings
 
 
@@ -47,20 +54,46 @@ def reporting(as_json: bool) -> Iterator[None]:
 
 REPORT = "claude_session.report"
 JSON_SHAPE = (
-    "an object: messages (what was done, in order), and with --dry-run: settings (what would"
-    " be written)"
+    "an object: messages (what was done, in order), and with --dry-run: file (the settings"
+    " file) and settings (what it would hold)"
+)
+UNINSTALL_SHAPE = (
+    "an object: messages (what was done, in order), and with --dry-run: plan (one per"
+    " settings file: file, exists, hooks (the events whose claude-session handlers would go),"
+    " status_line (true: ours would go)) and settings (what the first file changed would hold)"
+)
+SCOPE_FILES = (
+    "project and local: <project>/.claude/settings.local.json (personal, not committed);"
+    " user: ~/.claude/settings.json"
 )
 
 
-def settings_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--scope and --dry-run, shared by install and uninstall."""
-    scope = click.option(
-        "--scope", type=click.Choice(installer.SCOPES), default="project", show_default=True
+def settings_options(removing: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--scope and --dry-run, for install (`removing` false) and uninstall."""
+    also = (
+        "; project also cleans the shared .claude/settings.json, where older installs wrote"
+        if removing
+        else ""
     )
-    dry_run = click.option(
-        "--dry-run", is_flag=True, help="Show the resulting settings.json, write nothing."
-    )
-    return scope(dry_run(command))
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        scope = click.option(
+            "--scope",
+            type=click.Choice(installer.SCOPES),
+            default="project",
+            show_default=True,
+            help=f"Which settings file: {SCOPE_FILES}{also}.",
+        )
+        dry_run = click.option(
+            "--dry-run",
+            is_flag=True,
+            help="Show what would be removed from which file, change nothing."
+            if removing
+            else "Show which file would be written and what it would hold, write nothing.",
+        )
+        return scope(dry_run(command))
+
+    return decorate
 
 
 def plugin_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -75,7 +108,7 @@ def plugin_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--plugin",
         "as_plugin",
         is_flag=True,
-        help="As a Claude Code plugin (user-wide) instead of settings.json hooks.",
+        help="As a Claude Code plugin (user-wide) instead of hooks in a settings file.",
     )
     claude = click.option(
         "--claude", "claude_path", help="The claude command (default: `claude` on PATH)."
@@ -123,7 +156,7 @@ def written_command(settings: dict[str, Any]) -> str:
 
 
 def remove_settings_hooks(root: Path) -> None:
-    """Our settings.json hooks in every scope, removed (the plugin takes over)."""
+    """Our hooks in every scope's settings file, removed (the plugin takes over)."""
     for scope, path in installer.all_settings_files(root):
         if not path.exists():
             continue
@@ -131,17 +164,17 @@ def remove_settings_hooks(root: Path) -> None:
         updated = installer.without_ours(current)
         if updated != current:
             installer.write_settings(path, updated)
-            say(f"removed the settings.json hooks ({scope}) from {path}: the plugin records")
+            say(f"removed claude-session's hooks ({scope}) from {path}: the plugin records")
 
 
 def remove_plugin(claude_path: str | None) -> None:
     claude = plugin.find_claude(claude_path)
     if claude and plugin.unregister(claude):
-        say(f"removed the {plugin.PLUGIN_ID} plugin: settings.json hooks record instead")
+        say(f"removed the {plugin.PLUGIN_ID} plugin: the settings file's hooks record instead")
 
 
 @cli.command()
-@settings_options
+@settings_options(removing=False)
 @plugin_options
 @statusline_option
 @click.option(
@@ -160,8 +193,11 @@ def install(
     force: bool,
     as_json: bool,
 ) -> None:
-    """Write claude-session's hooks into Claude Code's settings.json (or install the plugin,
-    or the status line); with --mcp, register its MCP server too."""
+    """Write claude-session's hooks into Claude Code's settings: the project's personal
+    .claude/settings.local.json (project and local scope), or ~/.claude/settings.json (--scope
+    user); or install the plugin, or the status line. With --mcp, register its MCP server too.
+
+    The home folder is no project: there, use --scope user."""
     with reporting(as_json):
         install_any(root, scope, dry_run, as_plugin, claude_path, with_mcp, statusline, force)
 
@@ -179,6 +215,8 @@ def install_any(
     if statusline and as_plugin:
         raise click.UsageError("--statusline and --plugin are separate installs: run each alone")
     root = install_root(root)
+    if scope != "user" and not as_plugin:
+        refuse_home(root, "status line" if statusline else "hooks")
     if force and not statusline:
         raise click.UsageError("--force only applies to --statusline")
     if statusline:
@@ -209,6 +247,17 @@ def install_root(root: Path) -> Path:
     return found
 
 
+def refuse_home(root: Path, what: str) -> None:
+    """The home folder is no project: its .claude/settings.local.json would hold the hooks of
+    no project in particular, and a .gitignore would land in it."""
+    if root.resolve() == installer.home_folder():
+        raise click.ClickException(
+            f"not installed, nothing written: {root} is your home folder, not a project; run"
+            f" `claude-session install` inside a project, or `claude-session install --scope"
+            f" user` to put the {what} in ~/.claude/settings.json for every project"
+        )
+
+
 def install_mcp(claude_path: str | None) -> None:
     claude = plugin.find_claude(claude_path)
     if claude is None:
@@ -233,18 +282,19 @@ def install_settings(root: Path, scope: str, dry_run: bool, claude_path: str | N
         updated = installer.with_ours(installer.read_settings(path))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    events = len(installer.installed_events())
     if dry_run:
-        say_settings(updated)
+        say_settings(updated, path, f"claude-session's hooks for {events} events")
+        if scope != "user":
+            say_gitignore(root, installer.gitignore_plan(root), "would add")
         return
     refuse_unless_runnable()
     backup = installer.write_settings(path, updated)
-    say(f"installed {len(installer.installed_events())} hooks into {path}")
+    say(f"installed {events} hooks into {path}")
     if backup:
         say(f"previous settings saved as {backup}")
-    if scope != "user" and installer.ensure_gitignored(root):
-        say(f"added {installer.GITIGNORE_LINE} to {root / '.gitignore'}")
-    if scope != "user" and installer.ensure_local_settings_ignored(root):
-        say(f"added {installer.LOCAL_SETTINGS_LINE} to {root / '.gitignore'}")
+    if scope != "user":
+        say_gitignore(root, installer.ensure_ignored(root), "added")
     if scope == "project":
         move_out_of_shared_settings(root)
         say(
@@ -255,6 +305,24 @@ def install_settings(root: Path, scope: str, dry_run: bool, claude_path: str | N
     remove_plugin(claude_path)
     report_probe(written_command(installer.read_settings(path)), str(path))
     say("restart Claude Code (or open /hooks) so it loads the new hooks")
+
+
+def say_gitignore(root: Path, done: installer.Ignored, verb: str) -> None:
+    """What went into the project's .gitignore, and where; that the file was made, and why
+    it matters little when the folder is no git repository."""
+    if not done.added:
+        return
+    lines = " and ".join(done.added)
+    if not done.created:
+        say(f"{verb} {lines} to {done.path}")
+        return
+    made = "would create" if verb == "would add" else "created"
+    why = (
+        ""
+        if installer.in_git_repository(root)
+        else f" ({root} is not a git repository: the lines take effect if it becomes one)"
+    )
+    say(f"{made} {done.path} with {lines}{why}")
 
 
 def move_out_of_shared_settings(root: Path) -> None:
@@ -288,7 +356,7 @@ def install_statusline(path: Path, dry_run: bool, force: bool) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     if dry_run:
-        say_settings(updated)
+        say_settings(updated, path, "claude-session's status line")
         return
     problem = statusline_setup.cannot_run()
     if problem is None:
@@ -319,7 +387,9 @@ def install_statusline(path: Path, dry_run: bool, force: bool) -> None:
 def install_plugin(root: Path, dry_run: bool, claude_path: str | None) -> None:
     folder = plugin.plugin_dir()
     if dry_run:
-        say_settings(plugin.hooks_json())
+        say_settings(
+            plugin.hooks_json(), folder / "hooks" / "hooks.json", f"the {plugin.PLUGIN} plugin"
+        )
         return
     refuse_unless_runnable()
     plugin.write(folder)
@@ -343,10 +413,10 @@ def install_plugin(root: Path, dry_run: bool, claude_path: str | None) -> None:
 
 
 @cli.command()
-@settings_options
+@settings_options(removing=True)
 @plugin_options
 @statusline_option
-@json_option(JSON_SHAPE)
+@json_option(UNINSTALL_SHAPE)
 @click.pass_obj
 def uninstall(
     root: Path,
@@ -358,9 +428,9 @@ def uninstall(
     statusline: bool,
     as_json: bool,
 ) -> None:
-    """Remove exactly claude-session's hooks and status line from settings.json (or the
-    plugin; with --statusline, the status line alone; with --mcp, the MCP server too);
-    anyone else's stay."""
+    """Remove exactly claude-session's hooks and status line from the scope's settings file
+    (or the plugin; with --statusline, the status line alone; with --mcp, the MCP server
+    too); anyone else's stay."""
     with reporting(as_json):
         uninstall_any(root, scope, dry_run, as_plugin, claude_path, with_mcp, statusline)
 
@@ -390,13 +460,20 @@ def uninstall_any(
 
 def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> None:
     if not path.exists():
+        if dry_run:
+            plan_removal(path, None, [], False)
         say(f"nothing to do: {path} does not exist")
         return
     current = installer.read_settings(path)
     without_hooks = current if statusline else installer.without_ours(current)
     updated = statusline_setup.without_ours(without_hooks)
     if dry_run:
-        say_settings(updated)
+        from ..services.hook_sources import ours
+
+        found = set() if statusline else {event for event, _ in ours(current)}
+        events = [e for e in installer.installed_events() if e in found]
+        events += sorted(found - set(events))  # an event a newer install handled, say
+        plan_removal(path, updated, events, updated != without_hooks)
         return
     removed = [
         what
@@ -412,6 +489,32 @@ def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> None:
         return
     backup = installer.write_settings(path, updated)
     say(f"removed claude-session {' and '.join(removed)} from {path} (backup: {backup})")
+
+
+def plan_removal(
+    path: Path, updated: dict[str, Any] | None, events: list[str], status_line: bool
+) -> None:
+    """--dry-run of uninstall: what would go from `path`, in words (with --json, a `plan`
+    entry, and `settings`: the first changed file as it would be)."""
+    report = click.get_current_context().meta.get(REPORT)
+    if report is not None:
+        report.setdefault("plan", []).append(
+            {"file": str(path), "exists": updated is not None, "hooks": events}
+            | {"status_line": status_line}
+        )
+        if updated is not None and (events or status_line):
+            report.setdefault("settings", updated)
+    if updated is None:
+        return
+    parts = [f"handlers for {len(events)} events ({', '.join(events)})"] if events else []
+    parts += ["status line"] if status_line else []
+    if parts:
+        say(
+            f"would remove from {path}: claude-session's {' and its '.join(parts)}; anything"
+            " else there stays"
+        )
+    else:
+        say(f"nothing of claude-session's in {path}")
 
 
 @cli.command(name="trust")

@@ -78,6 +78,7 @@ def state_unset(root: Path, key: str, as_json: bool) -> None:
 
 @state.command(name="list")
 @json_option("a list of keys: key, value, updated_at (Unix seconds)")
+@output.wide_option
 @click.pass_obj
 def state_list(root: Path, as_json: bool) -> None:
     """Every key with its value and when it was last written."""
@@ -96,16 +97,25 @@ def _unix(text: object) -> object:
         return text
 
 
+# A change is read for its key (wrapped, never cut), the new value and its cause; the old value
+# is the previous row's new one, the first to go when the width is short.
+HISTORY = output.Layout({"key": (1, 24), "old_value": (5, 9), "cause": (3, 10)})
+
+
 @state.command(name="history")
 @click.argument("key", required=False)
 @click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
 @json_option("a list of changes: id, key, old_value, new_value, changed_at, cause")
+@output.wide_option
 @click.pass_obj
 def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> None:
     """Every change (of KEY, or of all keys), newest first: old, new, when, and the cause."""
     with opened(root) as conn:
-        found = project_state.history(conn, key, limit)
+        found = project_state.history(conn, key, limit + 1)  # one more: are there older?
         if key and not found and not project_state.exists(conn, key):
             known = [str(r["key"]) for r in project_state.all_values(conn)]
             raise lookup.unknown("state key", key, known)
-    output.emit(found, "json" if as_json else "table", title="state history")
+    older = len(found) > limit
+    output.emit(found[:limit], "json" if as_json else "table", "state history", HISTORY)
+    if older:
+        output.note(f"older changes not shown: `--limit {min(limit * 10, 100_000)}` shows more")

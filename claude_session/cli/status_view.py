@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text
-
 from ..services import queries
 from . import output
 
@@ -17,8 +15,8 @@ TABLE_ROWS = 10  # rows of a table in `status`; the section's own command lists 
 
 def show(found: dict[str, Any]) -> None:
     out = output.console()
-    for line in headline(found):
-        out.print(Text(output.escape_controls(line)), no_wrap=True, overflow="ellipsis")
+    for line in headline(found, out.width):  # wrapped, never cut: a fix is at a line's end
+        output.say(out, line)
     out.print()
     sections = [
         ("sessions", found["sessions"], ("end_reason", "source", "started_at"), None),
@@ -31,18 +29,21 @@ def show(found: dict[str, Any]) -> None:
     for label, rows, hidden, command in sections:
         if rows:
             shown = [{k: v for k, v in row.items() if k not in hidden} for row in rows[:TABLE_ROWS]]
-            out.print(output.table(shown, label, out.width))
+            output.print_table(out, shown, label)
             if len(rows) > TABLE_ROWS:
                 where = f" (`claude-session {command}`)" if command else ""
-                out.print(f"  ... {len(rows) - TABLE_ROWS} more{where}", highlight=False)
+                output.say(out, f"  ... {len(rows) - TABLE_ROWS} more{where}")
     output.emit_pairs(out, "database", database(found["database"]))
     output.emit_pairs(out, "daemon", found["daemon"])
     output.emit_pairs(out, "hooks", found["hooks"])
 
 
-def headline(found: dict[str, Any]) -> list[str]:
-    """Who works on what, contested files, open errors, the last compaction, problems."""
+def headline(found: dict[str, Any], width: int = 80) -> list[str]:
+    """Who works on what, contested files, open errors, the last compaction, problems. A
+    task or a failing command longer than two lines of `width` is shortened (`agents` and
+    `errors` show it whole); nothing else is."""
     now = found["now"]
+    brief = max(2 * width - 24, 40)
     lines = []
     live = now["live_agents"]
     lines.append(f"live agents: {len(live) or 'none'}")
@@ -50,7 +51,7 @@ def headline(found: dict[str, Any]) -> list[str]:
         name = agent["type"] or "agent"
         ident = "" if name == "main" else f" {str(agent['agent'])[:10]}"
         silent = output.duration(agent["silent_seconds"] or 0)
-        task = agent["task"] or "(no task recorded)"
+        task = _brief(agent["task"] or "(no task recorded)", brief)
         lines.append(f"  {name}{ident} (silent {silent}, files {agent['files']}): {task}")
     contested = now["contested_files"]
     lines.append(f"contested files: {len(contested) or 'none'}")
@@ -63,7 +64,7 @@ def headline(found: dict[str, Any]) -> list[str]:
     for error in errors[:5]:
         tool = f"{error['tool_name']} " if error["tool_name"] else ""
         state = ", abandoned when its session ended" if error["state"] == "abandoned" else ""
-        lines.append(f"  step {error['step']}{state}: {tool}{error['what']}")
+        lines.append(f"  step {error['step']}{state}: {tool}{_brief(str(error['what']), brief)}")
     if len(errors) > 5:
         lines.append(f"  ... {len(errors) - 5} more (`claude-session errors --open`)")
     lines.append(compaction(now["last_compaction"]))
@@ -71,6 +72,10 @@ def headline(found: dict[str, Any]) -> list[str]:
     lines.append(f"problems: {len(problems) or 'none'}")
     lines += [f"  ! {problem}" for problem in problems]
     return lines
+
+
+def _brief(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def compaction(last: dict[str, Any] | None) -> str:

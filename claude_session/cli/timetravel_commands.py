@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.text import Text
 
 from ..services import fork as forking
@@ -21,6 +22,20 @@ from . import cli, json_option, opened, output
 
 # The --help epilog of every command that takes a frame.
 ADDRESSES = f"Frames are addressed as {timetravel.ADDRESS_SYNTAX}."
+# A timeline is read for what happened and the files: those wrap, never cut; when the width is
+# short, the time, the turn, the snapshot and the kind (the "what" says it too) go first.
+TIMELINE = output.Layout(
+    {
+        "what": (1, 24),
+        "files": (1, 16),
+        "created_at": (7, 19),
+        "turn": (6, 4),
+        "snapshot": (6, 8),
+        "kind": (5, 12),
+        "errors": (4, 6),
+    },
+    wrap=("what", "files"),
+)
 
 
 def _fail(exc: Exception) -> click.ClickException:
@@ -31,6 +46,7 @@ def _fail(exc: Exception) -> click.ClickException:
 @click.argument("session", required=False, default="")
 @click.option("--tree", is_flag=True, help="Forks, replays and subagents as branches too.")
 @json_option("an object: session_id, frames (and with --tree: subagents, branches)")
+@output.wide_option
 @click.pass_obj
 def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
     """The frames of a session: time, event, agent, tool, files changed, open errors.
@@ -67,7 +83,8 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
     if not tree:
         marked = any(_inexact(f) for f in frames)
         legend = " (~: the snapshot may hold changes of a tool that started before it)"
-        output.emit(rows, "table", title=f"timeline of {session_id}{legend if marked else ''}")
+        title = f"timeline of {session_id}{legend if marked else ''}"
+        output.emit(rows, "table", title, TIMELINE)
         return
     _print_tree(session_id, rows, found["subagents"], found["branches"])
 
@@ -89,8 +106,8 @@ def _print_tree(
     for branch in branches:
         forks.setdefault(int(branch["frame"]), []).append(branch)
     lines = [
-        f"session {session_id}",
-        "  (undo one agent's files: claude-session revert --agent main|ID)",
+        ("", f"session {session_id}"),
+        ("  ", "(undo one agent's files: `claude-session revert --agent main|ID`)"),
     ]
     current_agent = "main"
     offered: set[object] = set()
@@ -98,27 +115,45 @@ def _print_tree(
         agent = row["agent"] if row["agent"] != "user" else "main"
         if agent != "main" and agent != current_agent:
             full = next((a for a in names if str(a).startswith(str(agent))), agent)
-            lines.append(f"  ├─ subagent {names.get(full, agent)}")
+            lines.append(("  ├─ ", f"subagent {names.get(full, agent)}"))
             if full not in offered:
                 offered.add(full)
-                lines.append(f"  │    (undo its files: claude-session revert --agent {full})")
+                lines.append(
+                    ("  │    ", f"(undo its files: `claude-session revert --agent {full}`)")
+                )
         current_agent = agent
         indent = "  │    " if agent != "main" else "  "
         snapshot = f" @{row['snapshot']}" if row["snapshot"] not in ("-", None) else ""
         files = f" [{row['files']}]" if row["files"] else ""
         errors = f" ({row['errors']} open errors)" if row["errors"] else ""
-        lines.append(
-            f"{indent}{row['frame']:>4} {row['kind']:<14} {row['what']}{files}{errors}{snapshot}"
-        )
+        what = f"{row['what']}{files}{errors}{snapshot}"
+        lines.append((f"{indent}{row['frame']:>4} {row['kind']:<14} ", what))
         for branch in forks.get(int(row["frame"]), []):
             label = f" [{branch['label']}]" if branch["label"] else ""
             child = f", session {branch['child_session_id']}" if branch["child_session_id"] else ""
             lines.append(
-                f"{indent}     └─ {branch['kind']} {branch['id']}{label} -> {branch['path']}{child}"
+                (
+                    f"{indent}     └─ ",
+                    f"{branch['kind']} {branch['id']}{label} -> {branch['path']}{child}",
+                )
             )
     out = output.console()
-    for line in lines:  # one line per frame: cut at the console's width, never wrapped
-        out.print(Text(output.escape_controls(line)), no_wrap=True, overflow="ellipsis")
+    for lead, text in lines:  # wrapped under the text, the tree's lines kept: never cut
+        _tree_line(out, lead, text)
+
+
+def _tree_line(out: Console, lead: str, text: str) -> None:
+    """`lead` (the tree and the frame's number and kind), then `text` wrapped in the room
+    left, its continuation lines under it with the tree's bar kept."""
+    lead = output.escape_controls(lead)
+    room = out.width - len(lead)
+    bar = "".join(c if c == "│" else " " for c in lead[:7]).ljust(len(lead))
+    if room < 20:  # a very narrow console: the text goes under the lead
+        out.print(Text(lead), no_wrap=True, overflow="ellipsis")
+        lead = bar = " " * 8
+        room = max(out.width - 8, 10)
+    for n, part in enumerate(output.wrap(text, room, 0)):
+        out.print(Text((lead if n == 0 else bar) + part), no_wrap=True, crop=False)
 
 
 @cli.command(epilog=ADDRESSES)
@@ -173,7 +208,7 @@ def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
         counts = "binary" if item["added"] is None else f"+{item['added']} -{item['deleted']}"
         say(f"  {item['path']} ({counts})")
     if not stat and files.get("diff"):
-        output.echo_text(files["diff"])
+        output.echo_text(files["diff"], fold=False)  # a patch, as `git apply` reads it
 
 
 def _brief(item: dict[str, Any]) -> str:
@@ -187,7 +222,10 @@ def _brief(item: dict[str, Any]) -> str:
 @click.argument("frame")
 @click.option("--label", help="A name for the fork.")
 @click.option("--path", "path", type=click.Path(file_okay=False), help="Where (default: beside).")
-@json_option("an object: branch, kind, from, path, made_with, snapshot_commit, label, next")
+@json_option(
+    "an object: branch, kind, from, path, made_with, snapshot_commit, label, hooks (where a"
+    " session there gets claude-session's hooks from), next"
+)
 @click.pass_obj
 def fork_command(
     root: Path, frame: str, label: str | None, path: str | None, as_json: bool
@@ -201,10 +239,9 @@ def fork_command(
     if as_json:
         output.emit(made, "json")
         return
-    click.echo(
-        output.escape_controls(f"forked {made['from']} into {made['path']} ({made['made_with']})")
-    )
-    click.echo(output.escape_controls(f"next: {made['next']}"))
+    output.echo_wrapped(f"forked {made['from']} into {made['path']} ({made['made_with']})")
+    output.echo_wrapped(f"hooks there: {made['hooks']}")
+    output.echo_wrapped(f"next: {made['next']}")
 
 
 @cli.command(epilog=ADDRESSES)
@@ -249,7 +286,7 @@ def replay(
     if as_json:
         output.emit(done, "json")
     else:
-        click.echo(output.escape_controls(f"replayed {done['from']} in {done['path']}"))
+        output.echo_wrapped(f"replayed {done['from']} in {done['path']}")
         output.echo_text(done.get("output") or "")
     if done["exit_code"] != 0:
         sys.exit(1)
@@ -325,7 +362,7 @@ def revert(
     if as_json:
         output.emit(done, "json")
         return
-    click.echo(
+    output.echo_wrapped(
         f"reverted {len(done['done'])} file(s); revert {done['revert']} recorded as frame"
         f" {done['session_id'][:8]}:{done['frame']}; undo with `claude-session revert --undo`"
     )

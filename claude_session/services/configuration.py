@@ -51,6 +51,14 @@ def load(root: str) -> Loaded:
     return Loaded(path, values, problems, written)
 
 
+def shown(value: object) -> object:
+    """A value as people write it: counts and whole minutes as integers (15, not the 15.0
+    validation makes of every number), a real fraction as it is (0.5)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def load_or_defaults(root: str) -> Loaded:
     """For work that must go on whatever the file says (the daemon, `fail`): the defaults when
     the file is unusable, with the reason as the one problem."""

@@ -1,8 +1,9 @@
 """`claude-session demo`: play a recorded real session through the real hook scripts.
 
 The session was recorded from Claude Code 2.1.330 (two sessions: one with a `/compact`, one
-that writes, edits, fails a command and runs a subagent). Each event goes through the hook
-command `install` would write, as a subprocess, into a scratch project.
+that writes, edits, fails a command and runs a subagent). The hooks are installed into a
+scratch project as `install` writes them, and each event goes through the command written
+there, as a subprocess.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import installer
+from . import hook_sources, installer
 
 RECORDED_PROJECT = "/home/dev/project"
 RECORDED_HOME = "/home/dev"
@@ -29,10 +30,18 @@ def recorded_events(project: Path) -> Iterator[dict[str, Any]]:
 
 
 def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
-    """Send every recorded event through its hook; returns each payload with what it did."""
+    """Install the hooks into the scratch project as `install` does, then send every recorded
+    event through the command written there; returns each payload with what it did. The
+    project is then what `install` leaves (`status` and `doctor` find its hooks; a `claude`
+    started in a kept one records)."""
+    path = installer.hooks_settings_path("project", project)
+    installer.write_settings(path, installer.with_ours({}))
+    written = dict(hook_sources.ours(installer.read_settings(path)))
     played = []
     for payload in recorded_events(project):
-        command = installer.hook_command(payload["hook_event_name"])
+        event = payload["hook_event_name"]
+        handler = written.get(event)
+        command = str(handler["command"]) if handler else installer.hook_command(event)
         run = installer.run_hook_command(
             command,
             json.dumps(payload).encode(),

@@ -68,25 +68,18 @@ def _row(name: str, ok: bool, detail: str) -> dict[str, Any]:
 
 
 def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(scope, event, handler) for every claude-session handler in every settings file."""
+    """(scope, event, handler) for every claude-session handler in every settings file that
+    reaches a session here (a worktree's main repository's too: hook_sources)."""
+    from . import hook_sources
+
     found = []
-    for scope, path in installer.all_settings_files(root):
+    for scope, path in hook_sources.settings_files(root):
         try:
             settings = installer.read_settings(path)
         except (OSError, ValueError) as exc:
             results.append(_row(f"settings {scope}", False, f"{path}: {exc}"))
             continue
-        found_hooks = settings.get("hooks")
-        hooks: dict[str, Any] = found_hooks if isinstance(found_hooks, dict) else {}
-        ours = [
-            (scope, event, handler)
-            for event, groups in hooks.items()
-            if isinstance(groups, list)
-            for group in groups
-            if isinstance(group, dict)
-            for handler in group.get("hooks") or []
-            if installer.is_ours(handler)
-        ]
+        ours = [(scope, event, handler) for event, handler in hook_sources.ours(settings)]
         found += ours
         if ours:
             events = {event for _, event, _ in ours}
@@ -96,13 +89,12 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
                 detail += f"; missing: {', '.join(sorted(missing))}"
             results.append(_row(f"settings {scope}", not missing, detail))
     if not found:
-        results.append(
-            _row(
-                "installed",
-                False,
-                "no claude-session hooks in any settings file; run `claude-session install`",
-            )
-        )
+        sources = hook_sources.Found(root)
+        if sources.plugin is not None or sources.replay:
+            results.append(_row("installed", True, sources.describe()))
+        else:
+            detail = "no claude-session hooks in any settings file; run `claude-session install`"
+            results.append(_row("installed", False, detail))
     return found
 
 
@@ -126,38 +118,31 @@ def _duplicates(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, 
     return [_row("duplicate registrations", False, detail)]
 
 
-HOOK_WORKERS = 8  # installed hooks run this many at a time: ~30 sequential runs took ~2 s
-
-
 def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Run each distinct installed command once, with a sample payload, into a scratch project;
-    several at a time (each is its own process, the database serialises their writes)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    one at a time, so each time is what Claude Code waits for that hook (run together, they
+    share the CPUs and each looks several times slower than it is)."""
     distinct: dict[tuple[str, str], dict[str, Any]] = {}
     for _, event, handler in found:
         distinct.setdefault((event, str(handler.get("command"))), handler)
+    if not distinct:
+        return []
+    from . import payloads  # the output contract's models, loaded before any hook is timed
+
+    assert payloads.output_adapter is not None
     results = []
+    times: list[tuple[float, str]] = []
     with tempfile.TemporaryDirectory(prefix="claude-session-doctor-") as scratch:
         project = Path(scratch)
-
-        def run(item: tuple[tuple[str, str], dict[str, Any]]) -> installer.HookRun:
-            (event, command), handler = item
-            return installer.run_hook_command(
+        for (event, command), handler in distinct.items():
+            done = installer.run_hook_command(
                 command,
                 json.dumps(sample_payload(event, project)).encode(),
                 project,
                 timeout=float(handler.get("timeout") or installer.DEFAULT_TIMEOUT),
                 extra_env=installer.probe_env(project),  # a scratch project needs none
             )
-
-        with ThreadPoolExecutor(max_workers=HOOK_WORKERS) as pool:
-            pending = pool.map(run, distinct.items())
-            from . import payloads  # the output contract's models load while the hooks run
-
-            assert payloads.output_adapter is not None
-            runs = list(pending)
-        for ((event, _), _), done in zip(distinct.items(), runs, strict=True):
+            times.append((done.seconds * 1000, event))
             problems = []
             if done.returncode != 0:
                 problems.append(f"exit {done.returncode}")
@@ -171,6 +156,16 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
                 ": " + "; ".join(problems) if problems else ""
             )
             results.append(_row(f"hook {event}", not problems, detail))
+    ordered = sorted(times)
+    slowest, name = ordered[-1]
+    results.append(
+        _row(
+            "hooks timed",
+            True,
+            f"{len(ordered)} hooks run one at a time, each alone as Claude Code waits for it:"
+            f" median {ordered[len(ordered) // 2][0]:.0f} ms, slowest {slowest:.0f} ms ({name})",
+        )
+    )
     return results
 
 

@@ -6,7 +6,9 @@ is a git work tree with a commit, else a plain folder; then the frame's snapshot
 into it, untracked files included. The fork gets a database of its own holding the branch
 (parent session and frame, label) and the frame's state; the first Claude Code session
 started there claims it and receives that state as context (SessionStart). The parent's
-database records the branch too, and a SessionForked (or ReplayStarted) event.
+database records the branch too, and a SessionForked (or ReplayStarted) event. Its sessions
+record through the project's hooks: in a worktree Claude Code reads the main repository's
+local settings; a plain folder gets its own copy (`_carry_hooks`).
 
 A replay is a fork in which `claude -p` runs at once, with the prompt of the turn the frame
 belongs to or a new one, recording into the fork's database.
@@ -21,13 +23,14 @@ import shlex
 import shutil
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import apsw
 
 from ..core import db, executions, frames, trust
 from ..core.paths import db_path
-from . import installer, snapshot_files, timetravel
+from . import hook_sources, installer, snapshot_files, timetravel
 
 GIT_TIMEOUT_SECONDS = 60.0
 
@@ -80,6 +83,8 @@ def fork(
         raise ForkError(f"{dest} already exists and is not empty: choose another --path")
     how = _make_worktree(root, dest)
     snapshot_files.restore(root, commit, None, work_tree=dest)
+    if how.startswith("folder"):
+        _carry_hooks(root, dest)
     now = time.time()
     digest = frames.content_hash(state_text)
 
@@ -118,6 +123,7 @@ def fork(
         "made_with": how,
         "snapshot_commit": commit,
         "label": label,
+        "hooks": hook_sources.Found(Path(dest)).describe(),
         "next": f"cd {shlex.quote(dest)} && claude",
     }
 
@@ -183,16 +189,22 @@ def replay(
 
 
 def _hooks_reach(path: str) -> bool:
-    """Our hooks are in a settings file Claude Code reads for a session in `path`."""
-    from pathlib import Path
+    """Our hooks are in a settings file Claude Code reads for a session in `path` (a
+    worktree's main repository's included), or in the plugin."""
+    found = hook_sources.Found(Path(path))
+    return bool(found.files) or found.plugin is not None
 
-    for _, settings_file in installer.all_settings_files(Path(path)):
-        settings = installer.read_settings(settings_file)
-        for handlers in (settings.get("hooks") or {}).values():
-            for group in handlers or []:
-                if any(installer.is_ours(h) for h in group.get("hooks") or []):
-                    return True
-    return False
+
+def _carry_hooks(root: str, dest: str) -> None:
+    """A fork made as a plain folder has no settings of the project's: where the project's
+    own settings files hold our hooks and nothing else brings them to the fork, its
+    `.claude/settings.local.json` gets them, so a `claude` started there records (a git
+    worktree needs none: Claude Code reads the main repository's local settings there)."""
+    parent = hook_sources.Found(Path(root))
+    if not any(scope != "user" for scope, _, _ in parent.files) or _hooks_reach(dest):
+        return
+    path = installer.settings_path("local", Path(dest))
+    installer.write_settings(path, installer.with_ours(installer.read_settings(path)))
 
 
 def _make_worktree(root: str, dest: str) -> str:

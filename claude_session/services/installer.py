@@ -1,4 +1,7 @@
-"""Writing our hooks into Claude Code's settings.json, and taking exactly them out again.
+"""Writing our hooks into Claude Code's settings files, and taking exactly them out again.
+
+A project (or local) install writes `<project>/.claude/settings.local.json`, a user install
+`~/.claude/settings.json` (`hooks_settings_path`).
 
 Our handlers are recognised by a shell comment at the end of the command, so `uninstall`
 never touches anyone else's hooks. Commands use absolute paths to the venv interpreter and the
@@ -26,6 +29,7 @@ MARKER = "# claude-session"
 BLOCK_EXIT = 3  # hookrt's exit status for a deliberate block; the wrapper turns it into 2
 SCOPES = ("project", "local", "user")
 GITIGNORE_LINE = f"{DB_NAME}*"
+LOCAL_SETTINGS_LINE = ".claude/settings.local.json"
 
 # WorktreeCreate hooks replace Claude Code's own git worktree creation: never install one.
 SKIPPED_EVENTS = ("WorktreeCreate",)
@@ -99,32 +103,12 @@ def settings_path(scope: str, root: Path) -> Path:
     raise ValueError(f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
 
 
-LOCAL_SETTINGS_LINE = ".claude/settings.local.json"
-
-
 def hooks_settings_path(scope: str, root: Path) -> Path:
     """Where `install --scope SCOPE` writes its hooks and status line. Their commands name
     this machine's interpreter and install by absolute path, which a teammate's machine does
     not have: the project scope's go to `.claude/settings.local.json`, which Claude Code reads
     for the project and teams do not commit, never to the shared `.claude/settings.json`."""
     return settings_path("local" if scope == "project" else scope, root)
-
-
-def ensure_local_settings_ignored(root: Path) -> bool:
-    """`.claude/settings.local.json` in the project's .gitignore (Claude Code adds it to the
-    global excludes only when it creates the file itself)."""
-    path = root / ".gitignore"
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    if any(line.strip() in (LOCAL_SETTINGS_LINE, f"/{LOCAL_SETTINGS_LINE}") for line in lines):
-        return False
-    with path.open("a", encoding="utf-8") as f:
-        if lines and not path.read_text(encoding="utf-8").endswith("\n"):
-            f.write("\n")
-        f.write(
-            "# Claude Code's personal settings: claude-session's hooks (this machine's paths)\n"
-        )
-        f.write(f"{LOCAL_SETTINGS_LINE}\n")
-    return True
 
 
 def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
@@ -215,17 +199,57 @@ def _backup(path: Path) -> Path:
     return backup
 
 
-def ensure_gitignored(root: Path) -> bool:
-    """Add the database (and its -wal, -shm, spool, log) to the project's .gitignore."""
+IGNORED = (
+    ("# claude-session database, WAL, spool and log", GITIGNORE_LINE),
+    (
+        "# Claude Code's personal settings: claude-session's hooks (this machine's paths)",
+        LOCAL_SETTINGS_LINE,
+    ),
+)
+
+
+class Ignored:
+    """What `ensure_ignored` did to the project's .gitignore."""
+
+    def __init__(self, path: Path, created: bool, added: list[str]) -> None:
+        self.path = path
+        self.created = created
+        self.added = added
+
+
+def gitignore_plan(root: Path) -> Ignored:
+    """What `ensure_ignored` would do, writing nothing (for --dry-run)."""
     path = root / ".gitignore"
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    if any(line.strip() in (GITIGNORE_LINE, f"/{GITIGNORE_LINE}") for line in lines):
-        return False
-    with path.open("a", encoding="utf-8") as f:
-        if lines and not path.read_text(encoding="utf-8").endswith("\n"):
-            f.write("\n")
-        f.write(f"# claude-session database, WAL, spool and log\n{GITIGNORE_LINE}\n")
-    return True
+    kept = {line.strip().lstrip("/") for line in lines}
+    return Ignored(path, not path.exists(), [line for _, line in IGNORED if line not in kept])
+
+
+def ensure_ignored(root: Path) -> Ignored:
+    """The database (with its -wal, -shm, spool, log) and `.claude/settings.local.json` in the
+    project's .gitignore (Claude Code adds the latter to the global excludes only when it
+    creates the file itself); the file is made when missing."""
+    plan = gitignore_plan(root)
+    if plan.added:
+        text = plan.path.read_text(encoding="utf-8") if plan.path.exists() else ""
+        with plan.path.open("a", encoding="utf-8") as f:
+            if text and not text.endswith("\n"):
+                f.write("\n")
+            for comment, line in IGNORED:
+                if line in plan.added:
+                    f.write(f"{comment}\n{line}\n")
+    return plan
+
+
+def in_git_repository(root: Path) -> bool:
+    """`root` is inside a git work tree (a `.git` folder or a worktree's file at or above)."""
+    here = root.resolve()
+    return any((folder / ".git").exists() for folder in (here, *here.parents))
+
+
+def home_folder() -> Path:
+    """The user's home folder, resolved ($HOME first, as Claude Code finds `~/.claude`)."""
+    return Path(os.environ.get("HOME") or Path.home()).resolve()
 
 
 def all_settings_files(root: Path) -> list[tuple[str, Path]]:

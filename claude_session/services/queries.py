@@ -56,7 +56,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "failed_paths": [
             {k: v for k, v in row.items() if k != "id"} for row in readings.failed_paths(conn, now)
         ],
-        "hooks": hook_runs(conn),
+        "hooks": hook_runs(conn) | {"installed_in": hooks_from(root)},
     }
     return {"now": happening(conn, root, found, now)} | found
 
@@ -166,29 +166,22 @@ def problems(
 
 
 def hooks_problem(root: str) -> list[str]:
-    """No claude-session hooks in any settings file nor the plugin, or some events missing."""
+    """No claude-session hooks reach a session here (settings files, a worktree's main
+    repository, the plugin, a replay's own), or some events missing."""
     from pathlib import Path
 
-    from . import installer, plugin
+    from .hook_sources import Found
 
-    events: set[str] = set()
-    for _, path in installer.all_settings_files(Path(root)):
-        try:
-            settings = installer.read_settings(path) if path.exists() else {}
-        except (OSError, ValueError):
-            return [f"{path} cannot be read"]
-        hooks = settings.get("hooks")
-        for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
-            for group in groups if isinstance(groups, list) else []:
-                handlers = group.get("hooks") if isinstance(group, dict) else None
-                if any(installer.is_ours(h) for h in handlers or []):
-                    events.add(str(event))
-    if (plugin.plugin_dir() / "hooks" / "hooks.json").exists():
-        return []
-    if not events:
-        return ["no claude-session hooks are installed (`claude-session install`)"]
-    missing = sorted(set(installer.installed_events()) - events)
-    return [f"hooks missing for {', '.join(missing)} (`claude-session install`)"] if missing else []
+    return Found(Path(root)).problems()
+
+
+def hooks_from(root: str) -> str:
+    """Where the hooks of a session here come from, in words (information, not a problem)."""
+    from pathlib import Path
+
+    from .hook_sources import Found
+
+    return Found(Path(root)).describe()
 
 
 def corrupt_copies(root: str) -> list[str]:
@@ -265,13 +258,39 @@ def page(conn: apsw.Connection, query: Query, limit: int = PAGE) -> Page:
     return Page(found, int(total[0]["n"]))
 
 
-class Query:
-    """A listing's SQL (ordered, without LIMIT), its parameters, and the SQL that counts it."""
+class Hidden:
+    """The rows a listing's default filter leaves out: the SQL that selects them (with the
+    listing's parameters) and what they are in words, so that no listing says "none" while
+    rows are there to see."""
 
-    def __init__(self, sql: str, params: tuple[Any, ...], count_sql: str | None = None) -> None:
+    def __init__(self, sql: str, what: str) -> None:
+        self.sql = sql
+        self.what = what
+
+
+class Query:
+    """A listing's SQL (ordered, without LIMIT), its parameters, the SQL that counts it, and
+    what its default filter hides (None: nothing)."""
+
+    def __init__(
+        self,
+        sql: str,
+        params: tuple[Any, ...],
+        count_sql: str | None = None,
+        hidden: Hidden | None = None,
+    ) -> None:
         self.sql = sql
         self.params = params
         self.count_sql = count_sql or sql
+        self.hidden = hidden
+
+
+def hidden(conn: apsw.Connection, query: Query) -> int:
+    """How many rows the listing's default filter leaves out (0 when it has none)."""
+    if query.hidden is None:
+        return 0
+    found = db.rows(conn, f"SELECT count(*) AS n FROM ({query.hidden.sql})", query.params)
+    return int(found[0]["n"])
 
 
 def agents_query(
@@ -280,15 +299,21 @@ def agents_query(
     """The registry: by default real agents of active sessions and anything still running;
     `include_all` adds finished sessions' agents and Claude Code's internal helpers."""
     now = time.time() if now is None else now
-    where = (
-        "1"
-        if include_all
-        else ("a.is_internal = 0 AND (a.status = 'running' OR s.status = 'active')")
-    )
+    shown = "a.is_internal = 0 AND (a.status = 'running' OR s.status = 'active')"
+    where = "1" if include_all else shown
     params: list[Any] = [now, now]
+    scope = ""
     if session:
-        where += " AND a.session_id >= ?3 AND a.session_id < ?3 || x'ff'"
+        scope = " AND a.session_id >= ?3 AND a.session_id < ?3 || x'ff'"
+        where += scope
         params.append(session)
+    left_out = None
+    if not include_all:
+        left_out = Hidden(
+            "SELECT 1 FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
+            f" WHERE ?1 = ?1 AND ?2 = ?2 AND NOT coalesce({shown}, 0){scope}",
+            "agents of ended sessions and Claude Code's internal helpers",
+        )
     return Query(
         "SELECT a.id AS agent, CASE WHEN a.is_main THEN 'main' ELSE a.agent_type END AS type,"
         " coalesce(a.description || ': ', '') || coalesce(a.task_description, '') AS task,"
@@ -304,6 +329,7 @@ def agents_query(
         tuple(params),
         "SELECT 1 FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
         f" WHERE ?1 = ?1 AND ?2 = ?2 AND {where}",
+        left_out,
     )
 
 
@@ -344,6 +370,12 @@ def claims_query(*, include_released: bool = False, now: float | None = None) ->
         " c.last_touched_at DESC",
         (now,),
         f"SELECT 1 FROM file_claims c WHERE ?1 = ?1 AND {where}",
+        None
+        if include_released
+        else Hidden(
+            "SELECT 1 FROM file_claims c WHERE ?1 = ?1 AND c.released_at IS NOT NULL",
+            "released claims",
+        ),
     )
 
 
@@ -409,7 +441,14 @@ def ladder_step(attempts: int) -> str:
 def errors_query(*, open_only: bool = False) -> Query:
     """Every failure, newest first, with its ladder step and resolution; `open_only`: the
     unfixed ones (abandoned by an ended session included), as `status` and the context."""
-    where = f"{readings.UNFIXED} AND interrupted = 0" if open_only else "1"
+    unfixed = f"{readings.UNFIXED} AND interrupted = 0"
+    where = unfixed if open_only else "1"
+    left_out = None
+    if open_only:
+        left_out = Hidden(
+            f"SELECT 1 FROM error_log WHERE NOT coalesce({unfixed}, 0)",
+            "errors fixed, or calls interrupted",
+        )
     return Query(
         "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
         " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
@@ -417,6 +456,7 @@ def errors_query(*, open_only: bool = False) -> Query:
         f" WHERE {where} ORDER BY id DESC",
         (),
         f"SELECT 1 FROM error_log WHERE {where}",
+        left_out,
     )
 
 
@@ -428,13 +468,20 @@ def errors(
 
 def failed_paths_query(*, include_all: bool = False) -> Query:
     """Failed paths, newest first: by default the ones still shown to agents."""
-    where = "1" if include_all else "still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?)"
+    shown = "still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
+    where = "1" if include_all else shown
     params: tuple[Any, ...] = () if include_all else (time.time(),)
     return Query(
         "SELECT id, approach, reason_failed, file_path, session_id, still_relevant, created_at,"
         f" expires_at, context FROM failed_paths WHERE {where} ORDER BY id DESC",
         params,
         f"SELECT 1 FROM failed_paths WHERE {where}",
+        None
+        if include_all
+        else Hidden(
+            f"SELECT 1 FROM failed_paths WHERE NOT coalesce({shown}, 0)",
+            "failed paths resolved or expired (no longer shown to agents)",
+        ),
     )
 
 

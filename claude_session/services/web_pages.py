@@ -38,7 +38,7 @@ KIND_COLOURS = {  # timeline marks: what kind of frame
     "task_completed": "#15803d",
     "session_end": "#1f2937",
     "fork": "#db2777",
-    "revert": "#db2777",
+    "revert": "#ea580c",  # what a `revert` made: files put back, not a fork of the timeline
 }
 OTHER_COLOUR = "#94a3b8"
 
@@ -163,7 +163,7 @@ def session_page(
         _legend(STATUS_COLOURS),
         "<h2>Timeline</h2>",
         f'<div class="box">{timeline_svg(base, session_id, frames, subagents, branches)}</div>',
-        _legend({k: v for k, v in KIND_COLOURS.items() if k != "revert"}),
+        _legend(KIND_COLOURS),
         "<p class=muted>A square above a mark: files changed; a red triangle below: open"
         " errors after it. Click a mark for its diff with the frame before.</p>",
         "<h2>Frames</h2>",
@@ -197,7 +197,8 @@ def _agent_reverts(subagents: list[dict[str, Any]]) -> str:
 
 def _legend(colours: dict[str, str]) -> str:
     items = "".join(
-        f'<span><svg width="11" height="11"><circle cx="5.5" cy="5.5" r="5.5" fill="{c}"/>'
+        f'<span data-key="{esc(k)}"><svg width="11" height="11">'
+        f'<circle cx="5.5" cy="5.5" r="5.5" fill="{c}"/>'
         f"</svg> {esc(k.replace('_', ' '))}</span>"
         for k, c in colours.items()
     )
@@ -333,8 +334,8 @@ def timeline_svg(
         parts.append(
             f'<a href="{esc(target)}"><g class="frame" data-frame="{number}"'
             f' data-kind="{esc(f["kind"])}"><title>{title}</title>'
-            f'<circle cx="{x}" cy="{y}" r="8" fill="{colour}" stroke="#ffffff"'
-            ' stroke-width="1.5"/></g></a>'
+            f'<circle class="kind-{esc(f["kind"])}" cx="{x}" cy="{y}" r="8" fill="{colour}"'
+            ' stroke="#ffffff" stroke-width="1.5"/></g></a>'
         )
         if files:
             parts.append(
