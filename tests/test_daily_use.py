@@ -66,6 +66,9 @@ DATA_FROM = {  # where a command's data starts: printed for a program, never fol
     "diff": re.compile(r"^diff --git "),
     "install": re.compile(r"^\{"),
     "memory export": re.compile(r"^\{"),  # JSON lines
+    # The restored context, piped: exactly the text the model received, lines whole.
+    "restore": re.compile(r"^<claude-session-recorded-state>"),
+    "demo": re.compile(r"^<claude-session-recorded-state>"),
 }
 
 
@@ -287,3 +290,20 @@ def test_a_live_session_hides_nothing_and_says_nothing(busy: Path) -> None:
     for listing in (["agents"], ["claims"], ["failed-paths"], ["errors", "--open"]):
         done = cli_at("--project", str(busy), *listing)
         assert "hidden" not in done.stderr, (listing, done.stderr)
+
+
+def test_restore_piped_is_exactly_what_the_model_got_and_folds_on_a_terminal(day: Path) -> None:
+    """`restore > context.txt` holds the injected text line for line (`--json` has it too); a
+    person at an 80-column terminal gets it folded, nothing cut."""
+    exact = json.loads(cli_at("--project", str(day), "restore", "--json").stdout)["context"]
+    piped = cli_at("--project", str(day), "restore", columns="80").stdout
+
+    def same(text: str) -> str:  # "0s ago" a second later may read "1s ago"
+        return re.sub(r"\d+", "0", text.rstrip("\n"))
+
+    assert same(piped) == same(exact)
+    assert any(len(line) > 80 for line in exact.splitlines())  # so folding is needed at 80
+    shown = run(day, "restore", width=80, terminal=True)
+    assert all(len(line) <= 80 for line in shown)
+    folded = "".join(shown)  # a long path is folded mid-word: compare without whitespace
+    assert same("".join(folded.split())) == same("".join(exact.split()))

@@ -486,11 +486,12 @@ def echo_wrapped(line: str, indent: int = 4) -> None:
 
 
 def echo_text(text: str, fold: bool = True) -> None:
-    """Print multi-line recorded text (the restored context) with its controls escaped, each
-    line folded at the console's width; `fold=False` for text a program reads back (a patch)."""
+    """Print multi-line recorded text (the restored context) with its controls escaped. On a
+    terminal each line is folded at its width; piped, or with `fold=False` (a patch), every
+    line is printed whole, so a file holds exactly the text (`restore > context.txt`)."""
     out = console()
     escaped = escape_controls(text, keep_newlines=True)
-    if not fold:
+    if not fold or not out.is_terminal:
         Console(highlight=False, soft_wrap=True, markup=False).print(Text(escaped))
         return
     for line in escaped.split("\n"):
