@@ -5,6 +5,11 @@ folder holding the `claude_session` package first on `sys.path` (site-packages f
 checkout for a clone), then the site-packages of the venv the interpreter path names (apsw, for
 a clone; without `site`, `sys.prefix` is not the venv's, but `sys.executable` is the unresolved
 venv path written into the command). It lives inside the package, so every wheel carries it.
+
+Environment switches: `CLAUDE_SESSION_DISABLED=1` records nothing; `CLAUDE_SESSION_DROP_EVENTS`
+(comma-separated event names, e.g. `PreToolUse,PostToolUse`) makes those events exit 0 without
+being recorded, as if their hooks had been lost: for tests and drills of the transcript
+reconciliation (services/reconcile.py), which adds them back from Claude Code's transcript.
 """
 
 import gc

@@ -17,6 +17,7 @@ from typing import Any
 
 Block = dict[str, Any]
 Script = Callable[[dict[str, Any]], list[Block]]
+Usage = Callable[[int], dict[str, int]]  # response number (0, 1, ...) -> its usage
 
 _ids = itertools.count(1)
 
@@ -37,8 +38,10 @@ def tool(name: str, **tool_input: Any) -> Block:
 class FakeAnthropic:
     """Start with `with FakeAnthropic(script) as api:`; `api.url` is the base URL."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, usage: Usage | None = None) -> None:
         self.script = script
+        self.usage = usage
+        self.usages: list[dict[str, int]] = []  # what each response said it used, in order
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         owner = self
@@ -85,7 +88,12 @@ class FakeAnthropic:
                 self.wfile.write(data)
 
             def _stream(self, body: dict[str, Any], blocks: list[Block]) -> None:
-                events = sse_events(body.get("model") or "claude-test", blocks)
+                used = None
+                if owner.usage is not None:
+                    with owner.lock:
+                        used = owner.usage(len(owner.usages))
+                        owner.usages.append(used)
+                events = sse_events(body.get("model") or "claude-test", blocks, used)
                 data = "".join(
                     f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events
                 ).encode()
@@ -112,8 +120,12 @@ class FakeAnthropic:
             return [r["body"] for r in self.requests if r["path"].endswith("/v1/messages")]
 
 
-def sse_events(model: str, blocks: list[Block]) -> list[dict[str, Any]]:
-    usage = {"input_tokens": 100, "output_tokens": 20}
+def sse_events(
+    model: str, blocks: list[Block], usage: dict[str, int] | None = None
+) -> list[dict[str, Any]]:
+    """The stream of one response; `usage` (input, output, cache tokens) defaults to 100 in,
+    20 out."""
+    usage = usage or {"input_tokens": 100, "output_tokens": 20}
     events: list[dict[str, Any]] = [
         {
             "type": "message_start",
@@ -146,7 +158,7 @@ def sse_events(model: str, blocks: list[Block]) -> list[dict[str, Any]]:
         {
             "type": "message_delta",
             "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": 20},
+            "usage": {"output_tokens": usage["output_tokens"]},
         },
         {"type": "message_stop"},
     ]

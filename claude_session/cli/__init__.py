@@ -2,7 +2,7 @@
 
 The commands live beside this module, by what they are for: `report_commands` (what was
 recorded), `admin_commands` (doctor, config, daemon, fail, prune, ingest, demo), `setup_commands`,
-`timetravel_commands`, `memory_commands`, `state_commands`, `statusline_command`,
+`timetravel_commands`, `memory_commands`, `state_commands`, `statusline_command`, `cost_commands`,
 `live_commands` (these last ones load when one of their commands runs).
 """
 
@@ -117,6 +117,7 @@ class Group(click.Group):
         "fork": "timetravel_commands",
         "replay": "timetravel_commands",
         "revert": "timetravel_commands",
+        "cost": "cost_commands",
         "watch": "live_commands",
         "serve": "live_commands",
     }

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..core import context
-from ..services import queries
+from ..services import queries, transcripts
 from . import cli, json_option, lookup, opened, output, status_view
 from .listing import emit_page, limit_option, show, stream_rows
 
@@ -18,7 +18,7 @@ from .listing import emit_page, limit_option, show, stream_rows
 @json_option(
     "an object: now (live_agents, contested_files, open_errors, last_compaction, problems),"
     " database, sessions, sessions_never_ended, agents, claims, daemon, trust, open_errors,"
-    " failed_paths, hooks"
+    " failed_paths, hooks, cost (the latest session's, from Claude Code's transcripts)"
 )
 @output.wide_option
 @click.pass_obj
@@ -26,6 +26,9 @@ def status(root: Path, as_json: bool) -> None:
     """What is happening now (live agents, contested files, open errors, the last compaction,
     installation problems), then sessions, agents, claims, errors, failed paths, database."""
     with opened(root) as conn:
+        latest = queries.latest_session(conn)
+        if latest:  # its cost, from only the new bytes of its transcripts
+            transcripts.catch_up(conn, latest)
         found = queries.status(conn, str(root))
     if as_json:
         output.emit(found, "json")

@@ -68,6 +68,7 @@ def headline(found: dict[str, Any], width: int = 80) -> list[str]:
     if len(errors) > 5:
         lines.append(f"  ... {len(errors) - 5} more (`claude-session errors --open`)")
     lines.append(compaction(now["last_compaction"]))
+    lines.append(cost(found["cost"]))
     problems = now["problems"]
     lines.append(f"problems: {len(problems) or 'none'}")
     lines += [f"  ! {problem}" for problem in problems]
@@ -86,6 +87,23 @@ def compaction(last: dict[str, Any] | None) -> str:
     return (
         f"last compaction: {output.age(last['created_at'])} ({last['trigger'] or 'unknown'},"
         f" session {str(last['session_id'])[:8]}); restored: {restored or 'nothing'}"
+    )
+
+
+def cost(latest: dict[str, Any]) -> str:
+    """The latest session's cost, and the live sessions' transcripts that cannot be read."""
+    from .cost_commands import tokens, usd
+
+    problems = latest.get("transcript_problems") or []
+    unread = f"; transcripts not readable: {'; '.join(problems)}" if problems else ""
+    if latest.get("session_id") is None:
+        return f"cost: nothing read from Claude Code's transcripts yet{unread}"
+    source = latest["source"]
+    estimated = " (partly estimated from our price table)" if source != "claude_code" else ""
+    return (
+        f"cost of the latest session ({str(latest['session_id'])[:8]}):"
+        f" {usd(latest['cost_usd'])}, {tokens(latest['tokens'])} tokens, from Claude Code's"
+        f" transcripts{estimated}{unread}"
     )
 
 

@@ -29,6 +29,7 @@ class Delivery:
         duration_ms: float | None = None,
         note: str | None = None,
         dispatcher: str = "settings",
+        source: str = "hook",
     ) -> None:
         self.delivery_id = delivery_id
         self.received_at = received_at  # time.time() when the hook process started
@@ -42,6 +43,9 @@ class Delivery:
         # What delivered it: 'plugin' (a plugin's hook), 'settings' (a settings.json hook) or
         # 'spool' (replayed from the spool).
         self.dispatcher = dispatcher
+        # Where the event came from: 'hook' (Claude Code sent it), or 'transcript' (it never
+        # came from a hook and was rebuilt from Claude Code's transcript: services/reconcile).
+        self.source = source
 
 
 class Context:

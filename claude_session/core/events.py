@@ -89,6 +89,8 @@ def apply(
     hook's way to keep an event whose derivation hit a bug of ours, wherever that bug is."""
     key = ev.dedup_key(delivery.delivery_id)
     with Immediate(conn):
+        if ev.name == "UserPromptSubmit":
+            key = _prompt_key(conn, ev, delivery, key)
         conn.execute(
             "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, tool_name,"
             " tool_use_id, agent_id, agent_type, prompt_id, payload, payload_bytes,"
@@ -121,6 +123,22 @@ def apply(
                 _derive(conn, ev, ctx, event_id)
         audit_id = _audit(conn, ev, delivery, event_id, duplicate, ctx.root)
     return Applied(event_id, audit_id, duplicate)
+
+
+def _prompt_key(conn: apsw.Connection, ev: Event, delivery: Delivery, key: str) -> str:
+    """A prompt rebuilt from the transcript is keyed by its prompt_id, so that the hook's own
+    delivery of it, arriving later (from the spool, say), is a duplicate and not a second turn.
+    Hook deliveries keep their per-delivery key otherwise: a prompt_id alone is not trusted to
+    tell prompts apart (tests and old versions reuse or lack it)."""
+    prompt_id = ev.text_of("prompt_id")
+    if not prompt_id:
+        return key
+    natural = f"{ev.session_id}|UserPromptSubmit|prompt:{prompt_id}"
+    if delivery.source == "transcript":
+        return natural
+    if conn.execute("SELECT 1 FROM events WHERE dedup_key = ?", (natural,)).fetchall():
+        return natural
+    return key
 
 
 def _derive(conn: apsw.Connection, ev: Event, ctx: Context, event_id: int) -> None:

@@ -265,6 +265,20 @@ def release_claims(
     )
 
 
+def release_if_finished(
+    conn: apsw.Connection, session_id: str, agent_id: str | None, now: float
+) -> None:
+    """The agent's claims are released at once when it has finished already (completed or
+    failed): a claim its late edit made holds nothing."""
+    owner = claim_owner(agent_id)
+    conn.execute(
+        "UPDATE file_claims SET released_at = ?3, release_reason = 'its agent had finished'"
+        " WHERE session_id = ?1 AND agent_id = ?2 AND released_at IS NULL AND EXISTS"
+        " (SELECT 1 FROM agent_registry WHERE id = ?4 AND status IN ('completed', 'failed'))",
+        (session_id, owner, now, registry_id(session_id, owner)),
+    )
+
+
 def release_expired(conn: apsw.Connection, now: float) -> int:
     """Claims whose lease ran out (their agent went quiet) are released; returns how many."""
     conn.execute(

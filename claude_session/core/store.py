@@ -405,6 +405,9 @@ def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context", changed: bool) 
         ctx.lease_seconds,
         ctx.event_id,
     )
+    # An edit that reaches us after its agent finished (a late hook, or one filled in from the
+    # transcript afterwards: services/reconcile) leaves no live claim behind.
+    registry.release_if_finished(conn, ev.session_id, agent_id, ctx.now)
     if changed:
         registry.add_changed_file(conn, agent_id or ev.session_id, path)
     ctx.count("file_edits")

@@ -58,7 +58,7 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
     started_clock = time.perf_counter()
     received_at = time.time()
     code, out, err = 0, "", ""
-    if not os.environ.get("CLAUDE_SESSION_DISABLED"):
+    if not os.environ.get("CLAUDE_SESSION_DISABLED") and not dropped(event_hint):
         try:
             raw, why_short = read_stdin()
             delivery_id = os.urandom(12).hex()
@@ -111,6 +111,15 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
         code = 0
     # Skip interpreter teardown: everything is committed or spooled already.
     os._exit(code)
+
+
+def dropped(event_hint: str) -> bool:
+    """`CLAUDE_SESSION_DROP_EVENTS=PreToolUse,PostToolUse`: those events exit 0 unrecorded, as
+    if their hook had been lost (drills and tests of the transcript reconciliation)."""
+    names = os.environ.get("CLAUDE_SESSION_DROP_EVENTS")
+    if not names:
+        return False
+    return event_hint in [name.strip() for name in names.split(",")]
 
 
 def _root() -> str | None:

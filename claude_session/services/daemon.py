@@ -1,5 +1,6 @@
 """The per-project background process: ingests the spool, marks silent agents aborted_stale,
-closes out sessions that are over, releases expired claims and keeps the WAL bounded.
+closes out sessions that are over, releases expired claims, reads what is new in the live
+sessions' transcripts (usage and cost) and keeps the WAL bounded.
 
 A session whose Claude Code process is recorded (core/processes.py) is over as soon as that
 process is gone: it is looked at every PROCESS_CHECK_SECONDS, not only on the sweep's timer.
@@ -28,7 +29,7 @@ import watchfiles
 from ..core import db, events, log, processes, registry, spool, staleness, store
 from ..core.config import number
 from ..core.paths import DB_NAME, SPOOL_SUFFIX, db_path, spool_dir
-from . import configuration
+from . import configuration, transcripts
 from .daemon_control import lock_path, status_path, stopped_since
 
 Clock = Callable[[], float]
@@ -75,6 +76,7 @@ class Daemon:
             "claims_expired": 0,
             "events_ingested": 0,
             "claude_exits": 0,
+            "transcript_messages": 0,
         }
         self.pid_space = processes.pid_space()  # the recorded processes this daemon can judge
         self.gone_since: dict[tuple[str, int, int], float] = {}  # (session, pid, start): mono
@@ -200,6 +202,19 @@ class Daemon:
         self.stats["last_sweep_at"] = now
         return verdicts
 
+    def read_transcripts(self) -> None:
+        """What is new in the transcripts of the sessions live or active lately (usage and
+        cost; the tool calls hooks missed). Never stops the sweep: a failure is logged."""
+        recent = number(self.config, "session_idle_minutes") * 60
+        try:
+            found = transcripts.catch_up(self.connection(), recent_seconds=recent)
+        except (db.DatabaseError, apsw.Error):
+            raise
+        except Exception as exc:
+            log.error(self.root, "daemon", f"reading transcripts: {type(exc).__name__}: {exc}")
+            return
+        self.stats["transcript_messages"] += found["messages"]
+
     def checkpoint(self) -> None:
         """Copy the WAL back into the database. PASSIVE never waits for readers; once they
         are gone the WAL restarts and journal_size_limit truncates the file."""
@@ -278,6 +293,7 @@ class Daemon:
         try:
             self.ingest()
             self.sweep()
+            self.read_transcripts()
             events.update_tally(self.connection())  # `status` counts from it
             self.checkpoint()
         except (db.DatabaseError, apsw.Error) as exc:

@@ -270,4 +270,25 @@ def _database(root: Path, full: bool = False) -> list[dict[str, Any]]:
     results.append(
         _row("internal errors", count == 0, f"{count} logged" + (f"; last: {last}" if last else ""))
     )
+    results += _transcripts(path)
     return results
+
+
+def _transcripts(path: str) -> list[dict[str, Any]]:
+    """Claude Code's transcripts read for costs: information (a transcript gone with an old
+    session is normal; one refused names a path outside the config folder we read)."""
+    from . import costs
+
+    try:
+        conn = db.connect(path, create=False, migrate=False, readonly=True)
+        try:
+            found = costs.transcript_state(conn)
+        finally:
+            conn.close()
+    except (db.DatabaseError, apsw.Error):
+        return []  # an older schema, or the database check above says why
+    detail = f"{found['files']} read"
+    if found["old_unreadable"]:
+        detail += f"; {found['old_unreadable']} of ended sessions gone or unreadable (information)"
+    detail += "".join(f"; {problem}" for problem in found["live_problems"])
+    return [_row("transcripts", True, detail)]

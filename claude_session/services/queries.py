@@ -13,6 +13,7 @@ import apsw
 from ..core import db, log, readings, spool
 from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
+from . import costs
 
 
 def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
@@ -57,6 +58,8 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             {k: v for k, v in row.items() if k != "id"} for row in readings.failed_paths(conn, now)
         ],
         "hooks": hook_runs(conn) | {"installed_in": hooks_from(root)},
+        "cost": costs.latest(conn)
+        | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
     }
     return {"now": happening(conn, root, found, now)} | found
 

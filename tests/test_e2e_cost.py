@@ -1,0 +1,143 @@
+"""Cost with the real Claude Code CLI 2.1.330 against a scripted Messages API whose responses
+each report other token counts: after a session with a subagent, `claude-session cost` (from
+the installed wheel) gives Claude Code's own total to the cent, the tokens the API reported,
+and the split between the main thread and the subagent, read from the transcripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import WheelInstall, query, wait_for
+from fake_api import FakeAnthropic, is_compaction, text, tool
+from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
+
+from claude_session.services import daemon_control
+
+pytestmark = pytest.mark.e2e
+
+SUBTASK = "SUBTASK-COST: write sub.txt"
+
+
+class Agents:
+    """Main: Write a.txt, a subagent that writes sub.txt, then an answer."""
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = body.get("messages") or []
+        if is_compaction(body):
+            return [text("<summary>work</summary>")]
+        if _has_prompt(messages, SUBTASK):
+            if any(b.get("type") == "tool_result" for b in _blocks(messages)):
+                return [text("wrote sub.txt")]
+            return [tool("Write", file_path=str(self.project / "sub.txt"), content="sub\n")]
+        used = [b["name"] for b in _blocks(messages) if b.get("type") == "tool_use"]
+        plan = [
+            tool("Write", file_path=str(self.project / "a.txt"), content="a\n"),
+            tool(
+                "Agent",
+                description="write sub",
+                prompt=SUBTASK,
+                subagent_type="general-purpose",
+                run_in_background=False,
+            ),
+        ]
+        return [plan[len(used)]] if len(used) < len(plan) else [text("Done.")]
+
+
+def usage(n: int) -> dict[str, int]:
+    """Each response its own counts, so a message counted twice or lost shows."""
+    return {
+        "input_tokens": 100 + 7 * n,
+        "output_tokens": 20 + 3 * n,
+        "cache_read_input_tokens": 1000 * n,
+        "cache_creation_input_tokens": 50 + 11 * n,
+    }
+
+
+def cost_state(transcript: Path) -> dict[str, Any]:
+    states = [
+        entry
+        for line in transcript.read_text().splitlines()
+        if line.strip() and (entry := json.loads(line)).get("type") == "cost-state"
+    ]
+    assert states, f"no cost-state in {transcript}"
+    return states[-1]
+
+
+def test_cost_of_a_real_session_with_a_subagent(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
+    try:
+        with FakeAnthropic(Agents(project), usage) as api:
+            run_claude(binary, project, home, api, "TASK-COST: write files")
+        # the daemon (started by the hooks, under the session's HOME) reads the transcripts
+        assert wait_for(lambda: len(query(project, "SELECT 1 FROM transcript_files")) >= 2, 30), (
+            "the daemon read no transcript"
+        )
+    finally:
+        daemon_control.stop(str(project))
+    assert (project / "sub.txt").read_text() == "sub\n"
+    session = query(project, "SELECT session_id FROM turns")[0][0]
+    transcript = Path(query(project, "SELECT transcript_path FROM sessions")[0][0])
+    claude_code = cost_state(transcript)
+
+    def cost(*args: str) -> Any:
+        done = subprocess.run(
+            [wheel_install.cli, "--project", str(project), "cost", *args, "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    by_turn = cost("--session", session)
+    assert by_turn["by"] == "turn"
+    total = by_turn["total"]
+    assert round(total["cost_usd"], 2) == round(claude_code["totalCostUSD"], 2)
+    assert total["cost_usd"] == pytest.approx(claude_code["totalCostUSD"], abs=1e-9)
+    assert by_turn["claude_code_total_usd"] == pytest.approx(claude_code["totalCostUSD"])
+    assert by_turn["price_table_models"] == []
+    returned = {
+        "input_tokens": "input_tokens",
+        "output_tokens": "output_tokens",
+        "cache_read_tokens": "cache_read_input_tokens",
+        "cache_creation_tokens": "cache_creation_input_tokens",
+    }
+    for ours, api_name in returned.items():
+        assert total[ours] == sum(u[api_name] for u in api.usages), ours
+    assert total["messages"] == len(api.usages)
+    assert [r["source"] for r in by_turn["rows"]] == ["claude_code"]
+
+    by_agent = {r["agent"]: r for r in cost("--session", session, "--by", "agent")["rows"]}
+    registered = query(project, "SELECT id FROM agent_registry WHERE is_main = 0")
+    assert len(registered) == 1
+    subagent = registered[0][0]
+    assert set(by_agent) == {"main", subagent}
+    assert by_agent[subagent]["type"] == "general-purpose"
+    assert by_agent["main"]["messages"] == 3 and by_agent[subagent]["messages"] == 2
+    assert sum(r["cost_usd"] for r in by_agent.values()) == pytest.approx(
+        claude_code["totalCostUSD"], abs=1e-9
+    )
+    # the model Claude Code billed, and its figure, carried by the messages exactly
+    by_model = {r["model"]: r for r in cost("--session", session, "--by", "model")["rows"]}
+    for model, figures in claude_code["modelUsage"].items():
+        assert by_model[model]["cost_usd"] == pytest.approx(figures["costUSD"], abs=1e-9)
+        assert by_model[model]["input_tokens"] == figures["inputTokens"]
+    tools = {r["tool"]: r for r in cost("--session", session, "--by", "tool")["rows"]}
+    assert {"Write", "Agent"} <= set(tools) and tools["Write"]["calls"] == 2
