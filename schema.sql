@@ -263,16 +263,18 @@ CREATE TABLE session_starts (
 );
 CREATE INDEX session_starts_session ON session_starts (session_id, id);
 
--- A turn: one user prompt until Stop (or the next prompt, which interrupts it).
+-- A turn: one user prompt until Stop (or the next prompt, which interrupts it), and its answer.
+-- Its tokens and cost are message_usage's rows with its id (turn_id).
 CREATE TABLE turns (
-    id         INTEGER PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    turn_no    INTEGER NOT NULL,        -- 1, 2, ... within the session
-    prompt_id  TEXT,
-    prompt     TEXT,                    -- its first 500 characters
-    started_at REAL NOT NULL,
-    ended_at   REAL,
-    status     TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'done', 'interrupted')),
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL,
+    turn_no     INTEGER NOT NULL,        -- 1, 2, ... within the session
+    prompt_id   TEXT,
+    prompt      TEXT,                    -- its first 500 characters
+    started_at  REAL NOT NULL,
+    ended_at    REAL,
+    status      TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'done', 'interrupted')),
+    result_text TEXT,                    -- the Stop's last_assistant_message: its first 2,000 characters (NULL: none came)
     UNIQUE (session_id, turn_no)
 );
 
@@ -643,4 +645,51 @@ CREATE TABLE session_costs (
     updated_at             REAL NOT NULL
 );
 
-PRAGMA user_version = 14;
+-- What `cost` over every session sums, per session, kept by core/usage.py (the one writer of
+-- message_usage) in the same transaction as the rows it sums: a session's rows are computed
+-- again from its message_usage rows after each write to them, so they are exact. They let
+-- `cost` answer at a million responses without reading them all.
+-- Per session, agent, model and quarter hour (UTC: every time zone's offset is a multiple of
+-- 15 minutes, so a local day is a set of quarters).
+CREATE TABLE session_usage (
+    session_id            TEXT NOT NULL,
+    agent_id              TEXT NOT NULL,
+    model                 TEXT,
+    quarter               INTEGER,         -- floor(at / 900); NULL for responses with no time
+    messages              INTEGER NOT NULL,
+    input_tokens          INTEGER NOT NULL,
+    output_tokens         INTEGER NOT NULL,
+    cache_read_tokens     INTEGER NOT NULL,
+    cache_creation_tokens INTEGER NOT NULL,
+    thinking_tokens       INTEGER NOT NULL,
+    cost_usd              REAL,            -- NULL: none of them priced
+    claude_code_usd       REAL NOT NULL,   -- of it, Claude Code's figures apportioned
+    claude_code_n         INTEGER NOT NULL,  -- responses priced by Claude Code's figure
+    price_table_n         INTEGER NOT NULL,  -- responses priced from our own table
+    unpriced_n            INTEGER NOT NULL,  -- responses with no price
+    first_at              REAL,
+    last_at               REAL,
+    turns                 INTEGER NOT NULL  -- the session's turns with responses (the same on each of its rows)
+);
+CREATE INDEX session_usage_session ON session_usage (session_id);
+
+-- Per session and tool: what its calls' responses used, shared evenly by the calls each
+-- response requested (as `cost --by tool` shows it); kept with session_usage.
+CREATE TABLE session_tool_usage (
+    session_id            TEXT NOT NULL,
+    tool                  TEXT NOT NULL,   -- the tool's name, or '(no tool: text)'
+    calls                 INTEGER NOT NULL,
+    messages              INTEGER NOT NULL,
+    input_tokens          REAL,
+    output_tokens         REAL,
+    cache_read_tokens     REAL,
+    cache_creation_tokens REAL,
+    thinking_tokens       REAL,
+    cost_usd              REAL,
+    claude_code_n         INTEGER NOT NULL,
+    price_table_n         INTEGER NOT NULL,
+    unpriced_n            INTEGER NOT NULL
+);
+CREATE INDEX session_tool_usage_session ON session_tool_usage (session_id);
+
+PRAGMA user_version = 16;

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import apsw
+import pytest
 from conftest import (
     PYTHON,
     count,
@@ -22,8 +26,11 @@ from conftest import (
     spooled,
     wait_for,
 )
+from inproc import Recorder
 from test_coordination import SESSION, agent_status, edit, set_config, start_agent
 from test_faults import hold_write_lock
+from test_transcripts import AGENT, PROMPT, assistant, start, user, write
+from test_transcripts import SESSION as SESSION_T
 
 from claude_session.core import db
 from claude_session.services import daemon, daemon_control
@@ -308,3 +315,91 @@ def test_stop_right_after_a_session_start_leaves_no_daemon(
         env={"CLAUDE_SESSION_NO_DAEMON": ""},
     )
     assert wait_for(lambda: daemon_control.is_running(str(project)))
+
+
+def test_an_appended_transcript_line_is_read_without_waiting_for_the_sweep(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon watches the live sessions' transcript folders: a line Claude Code appends
+    (to the main transcript, or a subagent's in a folder made after the daemon started) is
+    read at once, with the sweep's timer far away; a folder that disappears is dropped from
+    the watch, nothing more."""
+    set_config(project, sweep_interval_seconds=3600)
+    config = tmp_path / "claude-config"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    main = config / "projects" / "-tmp-project" / f"{SESSION_T}.jsonl"
+    recorder = Recorder(project)
+    try:
+        start(recorder, main)
+    finally:
+        recorder.close()
+    write(main, [user(PROMPT, 1), assistant("msg_1", 2)])
+
+    def status() -> dict[str, Any]:
+        return dict(json.loads(Path(daemon_control.status_path(str(project))).read_text()))
+
+    def read(messages: int) -> bool:
+        """Whether the daemon has read that many messages, as its status file says (polled so:
+        a look at the database would wake the daemon by itself)."""
+        try:
+            return bool(status()["transcript_messages"] >= messages)
+        except (OSError, ValueError):
+            return False
+
+    def quiet() -> None:
+        """Until the daemon has made no pass for 2 s: only what comes next can wake it."""
+        sweeps = -1
+        while status()["sweeps"] != sweeps:
+            sweeps = status()["sweeps"]
+            time.sleep(2)
+
+    stop = threading.Event()
+    worker = threading.Thread(target=daemon.run, args=(str(project), stop))
+    worker.start()
+    try:
+        assert wait_for(lambda: read(1))  # the first pass
+        quiet()
+        write(main, [assistant("msg_2", 3)])
+        assert wait_for(lambda: read(2), seconds=10)
+        quiet()
+        subagent = main.parent / SESSION_T / "subagents" / f"agent-{AGENT}.jsonl"
+        write(subagent, [assistant("msg_sub", 4)])  # the folders come after the daemon
+        assert wait_for(lambda: read(3), seconds=10)
+        quiet()
+        write(subagent, [assistant("msg_sub_2", 5)])
+        assert wait_for(lambda: read(4), seconds=10)
+        quiet()
+        shutil.rmtree(main.parent / SESSION_T)
+        write(main, [assistant("msg_3", 6)])
+        assert wait_for(lambda: read(5), seconds=10)
+        assert worker.is_alive()
+    finally:
+        stop.set()
+        worker.join(timeout=10)
+    assert not worker.is_alive()
+    logged = log_file(project).read_text() if log_file(project).exists() else ""
+    assert "internal error" not in logged
+    found = query(project, "SELECT message_id FROM message_usage ORDER BY message_id")
+    assert [m for (m,) in found] == ["msg_1", "msg_2", "msg_3", "msg_sub", "msg_sub_2"]
+
+
+def test_a_transcript_folder_that_cannot_be_watched_leaves_it_to_the_sweep(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch that cannot start on a transcript folder (gone, no inotify watch left) is tried
+    once more, then the daemon watches the project's own files alone for a while."""
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    gone = str(project.parent / "gone")
+    monkeypatch.setattr(daemon.Daemon, "transcript_folders", lambda self: (gone,))
+    stop = threading.Event()
+    worker = threading.Thread(target=daemon.run, args=(str(project), stop))
+    worker.start()
+    try:
+        logged = log_file(project)
+        assert wait_for(lambda: logged.exists() and "cannot watch" in logged.read_text())
+        assert worker.is_alive()
+    finally:
+        stop.set()
+        worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert "internal error" not in log_file(project).read_text()

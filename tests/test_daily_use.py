@@ -221,7 +221,7 @@ def test_headers_are_whole_and_wide_shows_every_column(day: Path) -> None:
     (head,) = header_lines(wide)
     assert re.split(r"\s{2,}", head.strip()) == [
         "id", "session", "agent", "tool", "category", "step", "resolution", "what",
-        "exit code", "occurred", "resolved",
+        "exit code", "occurred", "resolved", "tokens", "cost",
     ]  # fmt: skip
     assert BUSY_SESSION in "\n".join(wide)  # the whole id, not a prefix
     assert "pytest " + LONG.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e") in "\n".join(wide)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from conftest import WheelInstall, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
 
-from claude_session.services import daemon_control
+from claude_session.core.usage import usd
+from claude_session.services import daemon_control, web_server
 
 pytestmark = pytest.mark.e2e
 
@@ -141,3 +143,100 @@ def test_cost_of_a_real_session_with_a_subagent(
         assert by_model[model]["input_tokens"] == figures["inputTokens"]
     tools = {r["tool"]: r for r in cost("--session", session, "--by", "tool")["rows"]}
     assert {"Write", "Agent"} <= set(tools) and tools["Write"]["calls"] == 2
+
+
+FAILING = "python3 -c 'import module_that_is_not_there'"
+
+
+class WithDeadEnd(Agents):
+    """As Agents, then the same failing command three times (the ladder's third step records
+    the approach as failed), then an answer: the session ends with the error abandoned."""
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = body.get("messages") or []
+        if is_compaction(body) or _has_prompt(messages, SUBTASK):
+            return super().__call__(body)
+        used = [b["name"] for b in _blocks(messages) if b.get("type") == "tool_use"]
+        if len(used) < 2:
+            return super().__call__(body)
+        if used.count("Bash") < 3:
+            return [tool("Bash", command=FAILING, description="try the import")]
+        return [text("Done, except the import.")]
+
+
+def test_a_real_session_shows_its_cost_per_turn_subagent_and_dead_end_everywhere(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
+    """The real CLI: a Write, a subagent, three failures of one command. Every surface a person
+    looks at (cost, errors, status, the status line, the web page) shows the same figures, and
+    the dead end's tokens are exactly those of the responses after its first failure."""
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
+    try:
+        with FakeAnthropic(WithDeadEnd(project), usage) as api:
+            run_claude(binary, project, home, api, "TASK-COST: write files, try the import")
+        assert wait_for(lambda: len(query(project, "SELECT 1 FROM transcript_files")) >= 2, 30)
+    finally:
+        daemon_control.stop(str(project))
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home / ".claude"), "COLUMNS": "200"}
+
+    def cli(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            [wheel_install.cli, "--project", str(project), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            input=stdin,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    session = query(project, "SELECT session_id FROM turns")[0][0]
+    transcript = Path(query(project, "SELECT transcript_path FROM sessions")[0][0])
+    total = cost_state(transcript)["totalCostUSD"]
+    assert len(api.usages) == 8  # Write, Agent, the subagent's two, three Bash, the answer
+    by_turn = json.loads(cli("cost", "--session", session, "--json"))
+    assert by_turn["total"]["cost_usd"] == pytest.approx(total, abs=1e-9)
+    [turn] = by_turn["rows"]
+    assert turn["cost_usd"] == pytest.approx(total, abs=1e-9)
+    assert turn["result_text"] == "Done, except the import."
+
+    def tokens(n: int) -> int:
+        return sum(api.usages[n].values())
+
+    # the dead end: from the first failure (after response 4 asked for it) to the end
+    errors = json.loads(cli("errors", "--json"))
+    assert errors and all(e["tool_name"] == "Bash" for e in errors)
+    climb = {e["tokens"] for e in errors}
+    assert climb == {tokens(5) + tokens(6) + tokens(7)}, (climb, api.usages)
+    assert all(0 < e["cost_usd"] < total for e in errors)
+    dead = by_turn["dead_ends"]
+    assert dead["tokens"] == tokens(5) + tokens(6) + tokens(7)
+    assert 0 < dead["share"] < 1 and dead["cost_usd"] == pytest.approx(dead["share"] * total)
+    failed = json.loads(cli("failed-paths", "--all", "--json"))
+    assert failed and all(f["tokens"] is not None for f in failed)
+
+    # status, the status line and the web page say the same total
+    status = json.loads(cli("status", "--json"))
+    assert status["cost"]["cost_usd"] == pytest.approx(total, abs=1e-9)
+    shown = usd(total)
+    assert shown in cli("status")
+    line = cli("statusline", stdin=json.dumps({"session_id": session, "cwd": str(project)}))
+    assert line.startswith(f"cs: ${total:.2f} · ") and len(line.rstrip("\n")) <= 80, line
+    agents = {a["agent"]: a for a in json.loads(cli("agents", "--all", "--json"))}
+    assert sum(a["cost_usd"] for a in agents.values()) == pytest.approx(total, abs=1e-9)
+    server, thread = web_server.start(str(project))
+    try:
+        with urllib.request.urlopen(f"{server.url}session/{session[:8]}", timeout=30) as page:
+            html = page.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert f"cost {shown} · " in html and 'class="cost-chart"' in html

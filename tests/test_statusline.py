@@ -89,17 +89,22 @@ def busy(project: Path) -> Path:
 # -- running the status line as Claude Code does -------------------------------------------
 
 
-def sample(project: Path | None, session: str | None = SESSION, **extra: Any) -> dict[str, Any]:
-    """The statusLine input, as Claude Code 2.1.330 sends it (every field optional)."""
+def sample(
+    project: Path | None, session: str | None = SESSION, cost: float | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The statusLine input, as Claude Code 2.1.330 sends it (every field optional). Its
+    `cost` only when given: the line then starts with it (tests/test_cost_surfaces.py), and
+    the other parts are what these tests look at."""
     data: dict[str, Any] = {
         "transcript_path": "/home/dev/.claude/projects/x/s.jsonl",
         "model": {"id": "claude-opus-4-6", "display_name": "Opus"},
         "version": "2.1.330",
         "output_style": {"name": "default"},
-        "cost": {"total_cost_usd": 0.01, "total_duration_ms": 4000},
         "context_window": {"used_percentage": 12},
         "exceeds_200k_tokens": False,
     }
+    if cost is not None:
+        data["cost"] = {"total_cost_usd": cost, "total_duration_ms": 4000}
     if session is not None:
         data["session_id"] = session
     if project is not None:
@@ -146,6 +151,10 @@ def test_agents_contested_files_and_open_errors_of_the_session(busy: Path) -> No
     # 80 characters leave no room for the details (types, the file's name) beside all three
     assert show(sample(busy)) == (
         "cs: 3 agents running · 1 contested file · 1 open error (ladder 3/4)\n"
+    )
+    # Claude Code's own cost figure in the input comes first, and the line still fits
+    assert show(sample(busy, cost=1.2449)) == (
+        "cs: $1.24 · 3 agents running · 1 contested file · 1 open error (ladder 3/4)\n"
     )
     # what it counted is what the database holds
     conn = apsw.Connection(str(busy / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)

@@ -458,3 +458,56 @@ def test_cost_and_status_read_on_demand(
     assert "cost of the latest session" in status.stdout and "$0.2300" in status.stdout
     bad = run_cli(project, "cost", "--since", "yesterday-ish", **env(config))
     assert bad.returncode == 2 and "--since" in bad.stderr
+
+
+def test_a_message_waits_for_its_turn_and_never_takes_the_turn_before(
+    recorder: Recorder, main_path: Path
+) -> None:
+    """Prompt 2's hook is late (or lost): its response is read first. It is left without a
+    turn, not put in turn 1, and gets turn 2 when the hook comes or, lost, when the prompt is
+    filled in from the transcript."""
+    start(recorder, main_path)
+    write(main_path, [user(PROMPT, 1), assistant("m1", 2), user(PROMPT_2, 11, "two")])
+    write(main_path, [assistant("m2", 12)])
+    transcripts.catch_up(recorder.conn, now=T0 + 20)
+    turn_of = "SELECT message_id, turn_id FROM message_usage ORDER BY message_id"
+    turns = {r["prompt_id"]: r["id"] for r in rows(recorder, "SELECT id, prompt_id FROM turns")}
+    assert [(r["message_id"], r["turn_id"]) for r in rows(recorder, turn_of)] == [
+        ("m1", turns[PROMPT]),
+        ("m2", None),
+    ]
+    # lost: once its hook cannot still come, the prompt is filled in, and m2 is in its turn
+    transcripts.catch_up(recorder.conn, now=T0 + 12 + transcripts.FILL_AFTER + 1)
+    turns = {r["prompt_id"]: r["id"] for r in rows(recorder, "SELECT id, prompt_id FROM turns")}
+    assert set(turns) == {PROMPT, PROMPT_2}
+    assert [(r["message_id"], r["turn_id"]) for r in rows(recorder, turn_of)] == [
+        ("m1", turns[PROMPT]),
+        ("m2", turns[PROMPT_2]),
+    ]
+
+
+def test_cost_pages_the_newest_sessions_and_totals_every_one(
+    recorder: Recorder, project: Path, config: Path
+) -> None:
+    conn = recorder.conn
+    with db.Immediate(conn):
+        for n in range(60):
+            sid = f"page-{n:02d}"
+            message = {"message_id": f"m{n}", "model": "claude-opus-4-5", "at": 1000.0 + n}
+            usage.record_messages(conn, sid, sid, [message | {"input_tokens": 1_000_000}])
+            usage.apportion(conn, sid)
+    recorder.close()
+    paged = run_cli(project, "cost", "--json", **env(config))
+    found = json.loads(paged.stdout)
+    assert [r["session_id"] for r in found["rows"]] == [f"page-{n:02d}" for n in range(59, 9, -1)]
+    assert found["groups"] == 60 and found["total"]["messages"] == 60
+    assert found["total"]["cost_usd"] == pytest.approx(60 * 5.0)  # every session, not the page
+    table = run_cli(project, "cost", **env(config))
+    assert "10 more not shown (of 60" in table.stderr and "cost --by session --all" in table.stderr
+    every = run_cli(project, "cost", "--all", **env(config))
+    assert every.returncode == 0 and "more not shown" not in every.stderr
+    lines = every.stdout.splitlines()
+    assert sum(line.startswith("page-") for line in lines) == 60
+    assert lines[61].startswith("total")  # after the header and the 60 sessions
+    fewer = run_cli(project, "cost", "--by", "day", "--limit", "1", "--json", **env(config))
+    assert len(json.loads(fewer.stdout)["rows"]) == 1

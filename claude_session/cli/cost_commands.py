@@ -8,8 +8,11 @@ from typing import Any
 
 import click
 
+from ..core.usage import token_count as tokens
+from ..core.usage import usd
 from ..services import costs, transcripts
 from . import cli, json_option, lookup, opened, output
+from .listing import limit_option, stream_rows
 
 SOURCES = {
     "claude_code": "Claude Code",
@@ -56,14 +59,34 @@ LAYOUT = output.Layout(
     metavar="DURATION_OR_DATE",
     help="Only model responses since then: 90m, 2h, 3d, 1w, or a date (2026-11-01).",
 )
+@limit_option
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every group (default: the newest --limit by session, turn and day; the largest by"
+    " agent, tool and model), streamed.",
+)
 @json_option(
-    "an object: by, session_id, since, rows (the groups: messages, input_tokens,"
+    "an object: by, session_id, since, rows (the groups shown: messages, input_tokens,"
     " output_tokens, cache_read_tokens, cache_creation_tokens, thinking_tokens, cost_usd,"
-    " source), total, claude_code_total_usd, price_table_models, transcripts (what was read)"
+    " source), groups (how many in all), total (of every group, shown or not),"
+    " claude_code_total_usd, price_table_models, transcripts (what was read);"
+    " with --session, dead_ends (what went to errors never fixed and approaches that failed:"
+    " cost_usd, tokens, messages, share of the total, errors, failed_paths; null when the"
+    " session's usage was not read)"
 )
 @output.wide_option
 @click.pass_obj
-def cost(root: Path, session: str | None, by: str | None, since: str | None, as_json: bool) -> None:
+def cost(
+    root: Path,
+    session: str | None,
+    by: str | None,
+    since: str | None,
+    limit: int,
+    every: bool,
+    as_json: bool,
+) -> None:
     """What each session, turn, agent, tool, model or day cost and the tokens it used, from
     Claude Code's transcripts: its own cost figures, shared among the model's responses by
     their tokens; a model it gave no price for is priced from our own table (marked *)."""
@@ -74,13 +97,32 @@ def cost(root: Path, session: str | None, by: str | None, since: str | None, as_
     with opened(root) as conn:
         if session:
             session = lookup.session(conn, session)
-        read = transcripts.catch_up(conn, session)
-        found = costs.report(conn, by or ("turn" if session else "session"), session, start)
+        # New bytes only: of the session asked for, else of the sessions active in the last
+        # hour (the daemon reads live ones as they grow; older ones were read by then).
+        read = transcripts.catch_up(conn, session, recent_seconds=None if session else 3600)
+        by = by or ("turn" if session else "session")
+        found = costs.report(conn, by, session, start, None if every else limit)
+        if session:
+            total = found["total"]["cost_usd"] if found["rows"] else None
+            found["dead_ends"] = costs.dead_ends(conn, session, start, total)
     found["transcripts"] = read
     if as_json:
         output.emit(found, "json")
-        return
-    show(found)
+    elif every and found["rows"]:
+        rows = [shown(by, r) for r in found["rows"]]
+        stream_rows([*rows, shown(by, {_first(by): "total"} | found["total"])], False)
+        notes(found)
+    else:
+        show(found)
+    hidden = found["groups"] - len(
+        [r for r in found["rows"] if costs.UNATTRIBUTED not in r.values()]
+    )
+    if not every and hidden > 0:
+        output.note(
+            f"{hidden:,} more not shown (of {found['groups']:,}; the total counts them):"
+            f" `claude-session cost --by {by}{' --session ' + session if session else ''}"
+            " --all` lists every one, `--limit N` more"
+        )
 
 
 def show(found: dict[str, Any]) -> None:
@@ -95,6 +137,12 @@ def show(found: dict[str, Any]) -> None:
         if found["session_id"]:
             title += f" of session {found['session_id']}"
         output.print_table(out, rows, title, LAYOUT)
+    notes(found)
+
+
+def notes(found: dict[str, Any]) -> None:
+    """Claude Code's own total, the estimated models, dead ends and what was not read."""
+    out = output.console()
     if found["claude_code_total_usd"] is not None:
         output.say(out, f"Claude Code's own total: {usd(found['claude_code_total_usd'])}")
     if found["price_table_models"]:
@@ -105,12 +153,32 @@ def show(found: dict[str, Any]) -> None:
             f" for {models})",
             style="dim",
         )
+    if found.get("dead_ends"):
+        output.say(out, dead_end_line(found["dead_ends"]))
     read = found["transcripts"]
     for kind, what in (("missing", "gone"), ("refused", "refused"), ("unreadable", "unreadable")):
         if read[kind]:
             output.note(f"{len(read[kind])} transcript(s) {what}: {read[kind][0]}")
     if read["skipped"]:
         output.note(f"{read['skipped']} transcript lines were not understood and skipped")
+
+
+def dead_end_line(dead: dict[str, Any]) -> str:
+    """The share of dead ends in words: `dead ends: $0.2100 (38%), 41k tokens, in 2 errors
+    not fixed and 1 failed approach`."""
+    if not dead["errors"] and not dead["failed_paths"]:
+        return "dead ends: none (no error left unfixed, no failed approach)"
+    share = f" ({dead['share']:.0%})" if dead.get("share") is not None else ""
+    what = []
+    if dead["errors"]:
+        what.append(f"{dead['errors']} error{'s' if dead['errors'] != 1 else ''} not fixed")
+    if dead["failed_paths"]:
+        n = dead["failed_paths"]
+        what.append(f"{n} failed approach{'es' if n != 1 else ''}")
+    return (
+        f"dead ends: {usd(dead['cost_usd'])}{share}, {tokens(dead['tokens'])} tokens,"
+        f" in {' and '.join(what)}"
+    )
 
 
 def _first(by: str) -> str:
@@ -143,20 +211,3 @@ def shown(by: str, row: dict[str, Any]) -> dict[str, Any]:
         "source": SOURCES.get(str(row.get("source")), row.get("source")),
     }
     return found
-
-
-def tokens(value: object) -> str:
-    """41k, 1.2M: a token count at a glance."""
-    n = float(value) if isinstance(value, int | float) else 0.0
-    if n < 1000:
-        return f"{n:.0f}"
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k".replace(".0k", "k") if n < 10_000 else f"{n / 1000:.0f}k"
-    return f"{n / 1_000_000:.1f}M"
-
-
-def usd(value: object) -> str:
-    """$12.34, $0.0056: two decimals from a dollar up, four below."""
-    if not isinstance(value, int | float):
-        return "-"
-    return f"${value:,.2f}" if abs(value) >= 1 else f"${value:.4f}"

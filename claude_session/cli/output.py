@@ -34,6 +34,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.terminal import escape_controls, is_control
+from ..core.usage import token_count, usd
 
 FORMATS = ("table", "json")
 __all__ = [
@@ -163,6 +164,8 @@ COLUMNS: dict[str, tuple[int, int]] = {
     "cause": (3, 10),
     "old_value": (3, 8),
     "new_value": (2, 8),
+    "cost_usd": (4, 7),
+    "tokens": (6, 6),
 }
 # Columns that are the point of their table (doctor's detail, config's and state's keys and
 # values, an event's payload; a table may name more): wrapped rather than cut (up to
@@ -184,6 +187,7 @@ HEADERS = {
     "subagents": "subs",
     "still_relevant": "shown",
     "reason_failed": "why it failed",
+    "cost_usd": "cost",
 }
 TEXT_CAP = 400  # characters of one value that a table ever looks at
 WRAPPED_CAP = 2000
@@ -525,6 +529,10 @@ def _cell_text(
         return value[:8] + "…"  # tables show a prefix; --json and `events --session` take it
     if column.endswith("_seconds") and isinstance(value, int | float):
         return duration(value)
+    if column.endswith("_usd") and isinstance(value, int | float):
+        return usd(value)
+    if column == "tokens" and isinstance(value, int | float):
+        return token_count(value)
     if column.endswith("_at") and isinstance(value, int | float):
         if full_time:
             return local_time(value)

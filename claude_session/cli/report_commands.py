@@ -18,7 +18,8 @@ from .listing import emit_page, limit_option, show, stream_rows
 @json_option(
     "an object: now (live_agents, contested_files, open_errors, last_compaction, problems),"
     " database, sessions, sessions_never_ended, agents, claims, daemon, trust, open_errors,"
-    " failed_paths, hooks, cost (the latest session's, from Claude Code's transcripts)"
+    " failed_paths, hooks, cost (the latest session's, from Claude Code's transcripts, with"
+    " dead_ends: what went to errors never fixed and approaches that failed)"
 )
 @output.wide_option
 @click.pass_obj
@@ -46,17 +47,21 @@ def status(root: Path, as_json: bool) -> None:
 @click.option("--session", help="Session id (a prefix is enough).")
 @limit_option
 @json_option(
-    "a list of agents: agent, type, task, state, age_seconds, silent_seconds, files, reason,"
-    " session_id, tool_uses, is_internal"
+    "a list of agents: agent, type, task, state, age_seconds, silent_seconds, files, tokens,"
+    " cost_usd (its own model responses, from Claude Code's transcripts), reason, session_id,"
+    " tool_uses, is_internal"
 )
 @output.wide_option
 @click.pass_obj
 def agents(root: Path, include_all: bool, session: str | None, limit: int, as_json: bool) -> None:
-    """The agent registry: agent, type, task, state, age, last seen, files, reason."""
+    """The agent registry: agent, type, task, state, age, last seen, files, tokens and cost
+    (its own model responses, as read from Claude Code's transcripts), reason."""
     hide = () if as_json else ("session_id", "tool_uses", "is_internal")  # what a person scans
     with opened(root) as conn:
         if session:
             session = lookup.session(conn, session)
+        # Their cost from only the new bytes of the transcripts: the session's, else the live ones'.
+        transcripts.catch_up(conn, session, recent_seconds=None if session else 0)
         query = queries.agents_query(include_all=include_all, session=session)
         reveal = f"agents --session {session} --all" if session else ""
         show(conn, query, include_all, limit, as_json, "agents", "agents", hide, reveal)
@@ -85,15 +90,20 @@ def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
 @json_option(
     "a list of errors: id, session_id, agent_id, tool_name, error_category, attempt_number,"
     " resolution, interrupted, what, command, file_path, exit_code, task_id, error_message,"
-    " occurred_at, resolved_at"
+    " occurred_at, resolved_at, tokens, cost_usd (what the climb of the ladder it is on cost:"
+    " the session's model responses, subagents' too, from the climb's first failure until it"
+    " was fixed or abandoned, or now; the same on each of its entries; null when the session's"
+    " usage was not read from Claude Code's transcripts)"
 )
 @output.wide_option
 @click.pass_obj
 def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json: bool) -> None:
-    """Failures with their escalation step (attempt) and resolution."""
+    """Failures with their escalation step (attempt), resolution, and the tokens and cost of
+    the ladder's climb they are on (from its first failure until fixed, abandoned, or now)."""
     hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
     query = queries.errors_query(open_only=open_only)
     with opened(root) as conn:
+        transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
         reveal = "errors" if open_only else ""  # the open ones hide the fixed
         show(conn, query, every, limit, as_json, "errors", "errors", hide, reveal)
 
@@ -105,14 +115,17 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
 @limit_option
 @json_option(
     "a list of failed paths: id, approach, reason_failed, file_path, session_id,"
-    " still_relevant, created_at, expires_at, context"
+    " still_relevant, created_at, expires_at, context, tokens, cost_usd (what the approach"
+    " cost: its session's model responses, subagents' too, from its first failure until it"
+    " was recorded; one recorded by hand, the turn it was recorded in; null when unknown)"
 )
 @output.wide_option
 @click.pass_obj
 def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
-    """Approaches tried and rejected, newest first."""
+    """Approaches tried and rejected, newest first, with the tokens and cost each one took."""
     query = queries.failed_paths_query(include_all=include_all)
     with opened(root) as conn:
+        transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
         show(conn, query, include_all, limit, as_json, "failed paths", "failed-paths")
 
 

@@ -92,7 +92,8 @@ def compaction(last: dict[str, Any] | None) -> str:
 
 def cost(latest: dict[str, Any]) -> str:
     """The latest session's cost, and the live sessions' transcripts that cannot be read."""
-    from .cost_commands import tokens, usd
+    from ..core.usage import token_count as tokens
+    from ..core.usage import usd
 
     problems = latest.get("transcript_problems") or []
     unread = f"; transcripts not readable: {'; '.join(problems)}" if problems else ""
@@ -100,6 +101,11 @@ def cost(latest: dict[str, Any]) -> str:
         return f"cost: nothing read from Claude Code's transcripts yet{unread}"
     source = latest["source"]
     estimated = " (partly estimated from our price table)" if source != "claude_code" else ""
+    dead = latest.get("dead_ends")
+    if dead and (dead["errors"] or dead["failed_paths"]):
+        from .cost_commands import dead_end_line
+
+        unread = f"; {dead_end_line(dead)}{unread}"
     return (
         f"cost of the latest session ({str(latest['session_id'])[:8]}):"
         f" {usd(latest['cost_usd'])}, {tokens(latest['tokens'])} tokens, from Claude Code's"

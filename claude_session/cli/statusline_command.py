@@ -36,7 +36,8 @@ from . import cli, output
 def statusline_command(
     ctx: click.Context, fmt: str, session: str | None, color: bool | None
 ) -> None:
-    """One short line about the project: agents running, contested files, open errors.
+    """One short line about the project: the session's cost, agents running, contested
+    files, open errors (`cs: $1.24 · 3 agents running · 2 open errors`).
 
     Reads Claude Code's statusLine JSON from stdin when stdin is not a terminal; prints nothing
     where there is no database (and never creates one)."""
@@ -63,6 +64,8 @@ def statusline_command(
                 "contested_files": found.contested if found else [],
                 "open_errors": found.open_errors if found else None,
                 "top_ladder_step": found.top_step if found and found.open_errors else None,
+                "cost_usd": found.cost if found else None,
+                "cost_from": found.cost_from if found else None,
                 "line": result.line,
                 "problem": result.problem,
             },

@@ -15,9 +15,10 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from ..core.usage import usd
+from ..services import costs, snapshot_files, timetravel, transcripts, workspace
 from ..services import fork as forking
 from ..services import revert as reverting
-from ..services import snapshot_files, timetravel, workspace
 from . import cli, json_option, opened, output
 
 # The --help epilog of every command that takes a frame.
@@ -33,6 +34,7 @@ TIMELINE = output.Layout(
         "snapshot": (6, 8),
         "kind": (5, 12),
         "errors": (4, 6),
+        "cost_usd": (7, 7),  # after the time, the first to go: --wide and --json keep it
     },
     wrap=("what", "files"),
 )
@@ -45,11 +47,16 @@ def _fail(exc: Exception) -> click.ClickException:
 @cli.command(epilog=ADDRESSES)
 @click.argument("session", required=False, default="")
 @click.option("--tree", is_flag=True, help="Forks, replays and subagents as branches too.")
-@json_option("an object: session_id, frames (and with --tree: subagents, branches)")
+@json_option(
+    "an object: session_id, frames (each with cost_usd, tokens and messages: the model"
+    " responses since the frame before, where known; a turn_end's result_text), and with"
+    " --tree: subagents, branches"
+)
 @output.wide_option
 @click.pass_obj
 def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
-    """The frames of a session: time, event, agent, tool, files changed, open errors.
+    """The frames of a session: time, event, agent, tool, files changed, open errors, and
+    what the model responses since the frame before cost (from Claude Code's transcripts).
 
     SESSION is the latest session by default, else the session of any frame address."""
     with opened(root) as conn:
@@ -57,7 +64,14 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
             session_id = timetravel.find_session(conn, session)
         except timetravel.FrameError as exc:
             raise _fail(exc) from exc
+        transcripts.catch_up(conn, session_id)  # only their new bytes
         frames = timetravel.timeline(conn, session_id)
+        spent = costs.frame_figures(conn, session_id)
+        answers = {t["turn"]: t["result_text"] for t in costs.turn_figures(conn, session_id)}
+        for f in frames:
+            f |= spent.get(int(f["frame"]), {"cost_usd": None, "tokens": None, "messages": 0})
+            if f["kind"] == "turn_end":
+                f["result_text"] = answers.get(f["turn"])
         found: dict[str, Any] = {"session_id": session_id, "frames": frames}
         if tree:
             found["subagents"] = timetravel.subagents(conn, session_id)
@@ -75,6 +89,7 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
             "what": f["summary"],
             "files": ", ".join(f["files"]),
             "errors": f["open_errors"] or 0,
+            "cost_usd": f["cost_usd"],
             "snapshot": ((f["snapshot_commit"] or "")[:8] or (f["snapshot"] or "-"))
             + ("~" if _inexact(f) else ""),
         }
@@ -126,7 +141,8 @@ def _print_tree(
         snapshot = f" @{row['snapshot']}" if row["snapshot"] not in ("-", None) else ""
         files = f" [{row['files']}]" if row["files"] else ""
         errors = f" ({row['errors']} open errors)" if row["errors"] else ""
-        what = f"{row['what']}{files}{errors}{snapshot}"
+        spent = f" {usd(row['cost_usd'])}" if row["cost_usd"] is not None else ""
+        what = f"{row['what']}{files}{errors}{snapshot}{spent}"
         lines.append((f"{indent}{row['frame']:>4} {row['kind']:<14} ", what))
         for branch in forks.get(int(row["frame"]), []):
             label = f" [{branch['label']}]" if branch["label"] else ""

@@ -17,8 +17,10 @@ from .quote import for_model
 from .readings import (
     crashed_sessions,
     failed_paths,
+    failed_paths_spent,
     finished_agents,
     gather,
+    ladders_spent,
     latest_snapshot,
     live_agents,
     open_errors,
@@ -65,6 +67,25 @@ def with_changes_since(
     return errors
 
 
+def with_spending(
+    conn: apsw.Connection, session_id: str, state: "dict[str, Any]", include_abandoned: bool
+) -> None:
+    """What each open error's climb and each failed approach cost (`spent`: attempts, tokens,
+    cost_usd; readings' windows), where the session's usage was read from its transcripts."""
+    errors = state.get("errors") or []
+    if errors:
+        spent = ladders_spent(conn, session_id, include_abandoned)
+        for error in errors:
+            if error.get("ladder_key") in spent:
+                error["spent"] = spent[error["ladder_key"]] | {"attempts": error.get("attempts")}
+    paths = state.get("failed_paths") or []
+    if paths:
+        spent = failed_paths_spent(conn, [path["id"] for path in paths])
+        for path in paths:
+            if path.get("id") in spent:
+                path["spent"] = spent[path["id"]]
+
+
 # --- what SessionStart says ----------------------------------------------------------------
 
 
@@ -75,6 +96,7 @@ def for_compaction(conn: apsw.Connection, session_id: str, now: float) -> str:
     state["errors"] = with_changes_since(
         conn, open_errors(conn, session_id, include_abandoned=True)
     )
+    with_spending(conn, session_id, state, include_abandoned=True)
     state["finished"] = finished_agents(conn, session_id)
     snapshot = latest_snapshot(conn, session_id)
     state["git"] = snapshot.get("git") if snapshot else None
@@ -110,6 +132,7 @@ def for_new_session(
         )
     if not any(state.values()):
         return None
+    with_spending(conn, previous or session_id, state, include_abandoned=previous != session_id)
     which = (
         "this session"
         if previous == session_id
@@ -249,14 +272,14 @@ def _task(prompt: "dict[str, Any]") -> str:
 def _failed(path: "dict[str, Any]") -> str:
     where = f" (file {path['file_path']})" if path.get("file_path") else ""
     why = _one_line(path["reason_failed"])
-    return f"- {_one_line(path['approach'])}; failed because: {why}{where}"
+    return f"- {_one_line(path['approach'])}; failed because: {why}{where}{_spent(path)}"
 
 
 def _error(error: "dict[str, Any]") -> str:
     what = _one_line(error["command"] or error["file_path"] or error["signature"])
     return (
         f"- {error['tool_name'] or 'tool'} `{what}` failed {error['attempts']}x"
-        f" [{error['error_category']}]: {gist(error['error_message'] or '')}"
+        f" [{error['error_category']}]: {gist(error['error_message'] or '')}{_spent(error)}"
     )
 
 
@@ -292,8 +315,39 @@ def _rerun(error: "dict[str, Any]") -> str:
         f" {gist(error['error_message'] or '')}; {path} changed since {by}"
     )
     line += "".join(f", {other} {other_by}" for other, other_by in rest)
-    line += "; re-run to confirm"
+    line += _spent(error) + "; re-run to confirm"
     return line + (f" ({_ended(error)})" if _was_abandoned(error) else "")
+
+
+def _spent(item: "dict[str, Any]") -> str:
+    """What a dead end cost (with_spending), when known: `; 3 attempts, 41k tokens, $0.62`."""
+    spent = item.get("spent")
+    if not spent:
+        return ""
+    parts = [f"{_count(spent['tokens'])} tokens"]
+    if spent.get("cost_usd") is not None:
+        parts.append(_dollars(spent["cost_usd"]))
+    attempts = spent.get("attempts")
+    if isinstance(attempts, int):
+        return f"; {attempts} attempt{'s' if attempts != 1 else ''}, " + ", ".join(parts)
+    return "; " + ", ".join(parts) + " in the turn it was recorded in"
+
+
+def _count(value: "Any") -> str:
+    """41k, 1.2M: a token count at a glance (as `cost` shows them)."""
+    n = float(value) if isinstance(value, int | float) else 0.0
+    if n < 1000:
+        return f"{n:.0f}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k".replace(".0k", "k") if n < 10_000 else f"{n / 1000:.0f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def _dollars(value: float) -> str:
+    """$0.62, $12.34; under a cent, $0.0042."""
+    if value == 0:
+        return "$0"
+    return f"${value:,.2f}" if abs(value) >= 0.01 else f"${value:.4f}"
 
 
 def _abandoned(error: "dict[str, Any]") -> str:

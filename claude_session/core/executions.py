@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .applying import Context
 
 PROMPT_CAP = 500
+RESULT_CAP = 2000  # characters of a turn's answer (the Stop's last_assistant_message) kept
 # Events that commit a frame (core/frames.py says which kind); the module that builds frames
 # is imported only for them.
 FRAME_EVENTS = frozenset(
@@ -81,7 +82,8 @@ def track(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     elif name == "UserPromptSubmit":
         _turn_started(conn, ev, ctx)
     elif name in ("Stop", "StopFailure"):
-        _turn_ended(conn, ev.session_id, ctx.now, "done")
+        answer = ev.text_of("last_assistant_message")  # redacted with the payload
+        _turn_ended(conn, ev.session_id, ctx.now, "done", answer[:RESULT_CAP] if answer else None)
     elif name == "SessionStart":
         _session_started(conn, ev, ctx)
 
@@ -182,11 +184,18 @@ def _turn_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     ctx.turn_id = conn.last_insert_rowid()
 
 
-def _turn_ended(conn: apsw.Connection, session_id: str, now: float, status: str) -> None:
+def _turn_ended(
+    conn: apsw.Connection, session_id: str, now: float, status: str, answer: str | None = None
+) -> None:
+    """The latest turn ends (if still running); its answer, when one came, is kept, also from
+    a later Stop of the same turn (a Stop hook that made Claude go on)."""
     conn.execute(
-        "UPDATE turns SET ended_at = ?2, status = ?3 WHERE id = (SELECT id FROM turns"
-        " WHERE session_id = ?1 ORDER BY turn_no DESC LIMIT 1) AND status = 'running'",
-        (session_id, now, status),
+        "UPDATE turns SET ended_at = CASE WHEN status = 'running' THEN ?2 ELSE ended_at END,"
+        " status = CASE WHEN status = 'running' THEN ?3 ELSE status END,"
+        " result_text = coalesce(?4, result_text) WHERE id = (SELECT id FROM turns"
+        " WHERE session_id = ?1 ORDER BY turn_no DESC LIMIT 1)"
+        " AND (status = 'running' OR (?4 IS NOT NULL AND status = 'done'))",
+        (session_id, now, status, answer),
     )
 
 

@@ -81,7 +81,7 @@ def open_errors(
         # total(), not max(): a third max() could pick the row error_message comes from
         "SELECT signature, tool_name, error_category, file_path, command,"
         " max(attempt_number) AS attempts, error_message, max(occurred_at) AS last_at,"
-        " session_id, total(resolution = 'abandoned') > 0 AS abandoned,"
+        " session_id, ladder_key, total(resolution = 'abandoned') > 0 AS abandoned,"
         " (SELECT s.ended_at FROM sessions s WHERE s.session_id = error_log.session_id"
         "  AND s.status = 'ended') AS ended_at"
         f" FROM error_log WHERE session_id = ? AND {unfixed}"
@@ -160,3 +160,135 @@ def crashed_sessions(conn: apsw.Connection, session_id: str, now: float) -> "lis
     """Recent sessions that never ended (crashed, or the terminal was closed), newest first,
     with their last step and the command that resumes them."""
     return rows(conn, CRASHED_SQL, (session_id, now, CRASH_LOOKBACK_SECONDS, CRASH_IDLE_SECONDS))
+
+
+# --- what a dead end cost -------------------------------------------------------------------
+#
+# The model responses of a session (main thread and subagents alike) whose time falls in a
+# window, from message_usage (read from Claude Code's transcripts: services/transcripts.py).
+# The windows:
+#
+# - an error's climb: from the first failure of the climb its entry is on (the latest attempt
+#   1 of its ladder at or before it) until the climb was fixed or abandoned (the first entry
+#   of the ladder from then on resolved auto_fixed or abandoned); while it is open, up to now.
+#   Every entry of one climb has the same window. An interrupted call climbs no ladder: none.
+# - a failed path recorded at a third failure (its context names the ladder, its time is that
+#   failure's): from the first failure of that climb until it was recorded, the approach then
+#   known dead (what came after is the error's: research, another approach).
+# - a failed path recorded by hand: its first failure is not known, so the turn it was
+#   recorded in, from the turn's start until the path was recorded (or the turn ended, if that
+#   came first: recorded from a terminal after the turn).
+#
+# A session none of whose usage was read has no figure (NULL), never 0: its cost is unknown.
+
+SPENT_TOKENS = "m.input_tokens + m.output_tokens + m.cache_read_tokens + m.cache_creation_tokens"
+OPEN_END = "9e99"  # the end of a window still open: every response read so far
+
+
+def _climb_start_id(e: str) -> str:
+    return (
+        f"(SELECT max(x.id) FROM error_log x WHERE x.session_id = {e}.session_id"
+        f" AND x.ladder_key IS {e}.ladder_key AND x.interrupted = 0 AND x.attempt_number = 1"
+        f" AND x.id <= {e}.id)"
+    )
+
+
+def climb_columns(e: str = "e") -> str:
+    """Result columns over the error_log row `e`: climb_id (the climb's first entry),
+    spent_from, spent_to (NULL: open) and climb_end (auto_fixed, abandoned, NULL: open)."""
+    first = f"coalesce({_climb_start_id(e)}, {e}.id)"
+    resolved = (
+        f" FROM error_log r WHERE r.session_id = {e}.session_id AND r.ladder_key IS"
+        f" {e}.ladder_key AND r.resolution IN ('auto_fixed', 'abandoned') AND r.id >= {first}"
+    )
+    live = f"{e}.interrupted = 0"
+    return (
+        f"CASE WHEN {live} THEN {first} END AS climb_id,"
+        f" CASE WHEN {live} THEN (SELECT y.occurred_at FROM error_log y WHERE y.id = {first})"
+        " END AS spent_from,"
+        f" CASE WHEN {live} THEN (SELECT min(r.resolved_at){resolved}) END AS spent_to,"
+        f" CASE WHEN {live} THEN (SELECT r.resolution{resolved} ORDER BY r.resolved_at, r.id"
+        " LIMIT 1) END AS climb_end"
+    )
+
+
+# The entry a failed path recorded at a third failure came from: that failure (same session,
+# same time), on the ladder its context names ("failed 3 times; ladder <key>; ...").
+_FAILED_FROM = (
+    "(SELECT max(x.id) FROM error_log x WHERE x.session_id = f.session_id"
+    " AND x.occurred_at = f.created_at AND x.interrupted = 0"
+    " AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
+)
+# The turn a failed path was recorded in: its session's latest started by then.
+_FAILED_TURN = (
+    "(SELECT y.id FROM turns y WHERE y.session_id = f.session_id AND y.started_at <= f.created_at"
+    " ORDER BY y.started_at DESC LIMIT 1)"
+)
+# FROM and result columns for a failed_paths row `f`: attempts (the failures its ladder had,
+# when it came from one), spent_from, spent_to.
+FAILED_PATH_WINDOW_FROM = (
+    f" FROM failed_paths f LEFT JOIN error_log e ON e.id = {_FAILED_FROM}"
+    f" LEFT JOIN turns t ON t.id = {_FAILED_TURN}"
+)
+FAILED_PATH_WINDOW = (
+    "e.attempt_number AS attempts,"
+    " CASE WHEN e.id IS NOT NULL THEN (SELECT y.occurred_at FROM error_log y WHERE y.id ="
+    f" coalesce({_climb_start_id('e')}, e.id)) ELSE t.started_at END AS spent_from,"
+    " CASE WHEN e.id IS NOT NULL THEN f.created_at"
+    " ELSE min(f.created_at, coalesce(t.ended_at, f.created_at)) END AS spent_to"
+)
+
+
+def spent_columns(session: str, start: str, end: str) -> str:
+    """Result columns `tokens` and `cost_usd`: what the session's model responses used and
+    cost from `start` to `end` (SQL expressions; `end` NULL: up to now). Both NULL without a
+    window, or when none of the session's usage was read; cost_usd NULL when no response in
+    the window had a price (an empty window costs 0)."""
+    known = (
+        f"{start} IS NOT NULL AND EXISTS (SELECT 1 FROM message_usage u"
+        f" WHERE u.session_id = {session})"
+    )
+    # By time (a window is minutes long; a session can have thousands of responses)
+    window = (
+        f" FROM message_usage m INDEXED BY message_usage_at WHERE m.session_id = {session}"
+        f" AND m.at >= {start}"
+        f" AND m.at <= coalesce({end}, {OPEN_END})"
+    )
+    return (
+        f"CASE WHEN {known} THEN (SELECT coalesce(sum({SPENT_TOKENS}), 0){window}) END AS tokens,"
+        f" CASE WHEN {known} THEN (SELECT CASE WHEN count(m.cost_usd) > 0 OR count(*) = 0"
+        f" THEN total(m.cost_usd) END{window}) END AS cost_usd"
+    )
+
+
+def ladders_spent(
+    conn: apsw.Connection, session_id: str, include_abandoned: bool = False
+) -> "dict[Any, dict[str, Any]]":
+    """{ladder_key: {tokens, cost_usd}} for the ladders `open_errors` lists: each one's climb,
+    from its first failure until now (or its abandonment). Empty when the session's usage was
+    not read."""
+    unfixed = UNFIXED if include_abandoned else OPEN
+    found = rows(
+        conn,
+        f"SELECT w.ladder_key, {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to')}"
+        f" FROM (SELECT e.ladder_key, e.session_id, {climb_columns('e')} FROM error_log e"
+        " WHERE e.id IN (SELECT max(id) FROM error_log WHERE session_id = ?"
+        f" AND {unfixed} AND interrupted = 0 GROUP BY ladder_key)) w",
+        (session_id,),
+    )
+    return {r["ladder_key"]: r for r in found if r["tokens"] is not None}
+
+
+def failed_paths_spent(conn: apsw.Connection, ids: "list[Any]") -> "dict[Any, dict[str, Any]]":
+    """{failed path id: {attempts, tokens, cost_usd}} for those whose window and session's
+    usage are known (see above)."""
+    if not ids:
+        return {}
+    found = rows(  # the ids as one JSON array: one statement, compiled once, whatever their count
+        conn,
+        f"SELECT w.id, w.attempts, {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to')}"
+        f" FROM (SELECT f.id, f.session_id, {FAILED_PATH_WINDOW}{FAILED_PATH_WINDOW_FROM}"
+        " WHERE f.id IN (SELECT value FROM json_each(?))) w",
+        ("[" + ",".join(str(int(i)) for i in ids) + "]",),
+    )
+    return {r["id"]: r for r in found if r["tokens"] is not None}

@@ -8,6 +8,9 @@ read-only connection that never creates nor migrates a database, a 200 ms busy t
 `claude-session statusline` both call `compute`.
 
 What it says, for the session named in the input (else for the whole project):
+- its cost so far: Claude Code's own live figure from the input (`cost.total_cost_usd`) when
+  there is one, else what was recorded from its transcripts (one query by the session's key:
+  Claude Code's last total, and the responses read since); never a transcript read here;
 - agents running: agent_registry rows in `running` (Claude Code's internal helpers aside), the
   main thread included, with the subagents' types when they fit;
 - contested files: files live-claimed (lease not expired, holder running) by two agents or
@@ -63,6 +66,15 @@ _ERRORS = (
     f" FROM error_log WHERE {OPEN} AND interrupted = 0{{where}}"
 )
 _SESSION = " AND session_id = ?1"
+# The session's cost as `claude-session cost` gives it: its responses' shares, plus what
+# Claude Code billed that no response carries (its total minus their Claude Code shares).
+_COST = (
+    "SELECT sum(cost_usd) + max(0, coalesce((SELECT total_cost_usd FROM session_costs"
+    " WHERE session_id = ?1), 0) - coalesce(sum(CASE WHEN cost_source = 'claude_code'"
+    " THEN cost_usd END), 0)), (SELECT total_cost_usd FROM session_costs WHERE session_id = ?1)"
+    " FROM message_usage WHERE session_id = ?1"
+)
+COST_CAP = 1e9  # a figure past this (or below 0) is not one: not shown
 # The project-wide variant names the partial index's condition so SQLite can use it.
 _UNFIXED = " AND (resolution IS NULL OR resolution != 'auto_fixed')"
 
@@ -70,7 +82,7 @@ _UNFIXED = " AND (resolution IS NULL OR resolution != 'auto_fixed')"
 class Status:
     """What the line says, as numbers and names (`--format json` shows them as they are)."""
 
-    __slots__ = ("agents", "contested", "open_errors", "top_step", "types")
+    __slots__ = ("agents", "contested", "cost", "cost_from", "open_errors", "top_step", "types")
 
     def __init__(
         self,
@@ -79,12 +91,16 @@ class Status:
         contested: "list[str]",
         open_errors: int,
         top_step: int,
+        cost: "float | None" = None,
+        cost_from: "str | None" = None,
     ) -> None:
         self.agents = agents
         self.types = types  # (subagent type, how many running), most first
         self.contested = contested  # file paths, most recently touched first
         self.open_errors = open_errors
         self.top_step = top_step
+        self.cost = cost  # USD so far in the session; None: not known
+        self.cost_from = cost_from  # "claude_code" (the input's live figure) or "recorded"
 
 
 class Outcome:
@@ -119,8 +135,10 @@ def compute(
     `cs: ?`. Our own bug: `cs: ?` and a line in the log beside the database.
     """
     env = os.environ if environ is None else environ
-    project_dir, cwd, given_session = parse(raw)
+    project_dir, cwd, given_session, live_cost = parse_input(raw)
     session = session_id or given_session
+    if session_id and session_id != given_session:
+        live_cost = None  # the input's figure is its own session's
     root = find_root(start or project_dir or cwd or env.get("CLAUDE_PROJECT_DIR") or _cwd())
     outcome = Outcome(root, session)
     if root is None or outcome.database is None:
@@ -134,7 +152,7 @@ def compute(
             migrate=False,
             busy_timeout_ms=BUSY_TIMEOUT_MS,
         )
-        outcome.status = summarize(conn, session, time.time())
+        outcome.status = summarize(conn, session, time.time(), live_cost)
         outcome.line = render(outcome.status, color)
         from .trust import database_problem
 
@@ -161,29 +179,43 @@ def compute(
 
 
 def parse(raw: bytes) -> "tuple[str | None, str | None, str | None]":
-    """(workspace.project_dir, cwd, session_id) from the input, each None unless a non-empty
-    string; anything that is not a JSON object gives nothing. SQLite's JSON functions read it:
-    the `json` module would cost the run ~5 ms to import."""
+    """(workspace.project_dir, cwd, session_id) from the input (see `parse_input`)."""
+    return parse_input(raw)[:3]
+
+
+def parse_input(raw: bytes) -> "tuple[str | None, str | None, str | None, float | None]":
+    """(workspace.project_dir, cwd, session_id, cost.total_cost_usd) from the input: each
+    string None unless non-empty, the cost None unless a number from 0 to COST_CAP; anything
+    that is not a JSON object gives nothing. SQLite's JSON functions read it: the `json`
+    module would cost the run ~5 ms to import."""
     if not raw.strip():
-        return None, None, None
+        return None, None, None, None
     text = raw.decode("utf-8", "replace")
     try:
         scratch = apsw.Connection(":memory:")
         found = scratch.execute(
             f"SELECT {_text_at('$.workspace.project_dir')}, {_text_at('$.cwd')},"
-            f" {_text_at('$.session_id')} FROM (SELECT ?1 AS j)"
-            " WHERE json_valid(j) AND json_type(j) = 'object'",
+            f" {_text_at('$.session_id')}, CASE WHEN json_type(j, '$.cost.total_cost_usd')"
+            " IN ('integer', 'real') THEN json_extract(j, '$.cost.total_cost_usd') END"
+            " FROM (SELECT ?1 AS j) WHERE json_valid(j) AND json_type(j) = 'object'",
             (text,),
         ).fetchall()
     except apsw.Error:  # nested too deep, ...
-        return None, None, None
+        return None, None, None, None
     if not found:
-        return None, None, None
+        return None, None, None, None
     project_dir, cwd, session = (
         value if isinstance(value, str) and value.strip() and "\0" not in value else None
-        for value in found[0]
+        for value in found[0][:3]
     )
-    return project_dir, cwd, session
+    return project_dir, cwd, session, _cost(found[0][3])
+
+
+def _cost(value: object) -> "float | None":
+    """A figure worth showing: a number from 0 to COST_CAP, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value < COST_CAP else None
 
 
 def _text_at(path: str) -> str:
@@ -205,11 +237,19 @@ def find_root(start: "str | None") -> "str | None":
         folder = parent
 
 
-def summarize(conn: apsw.Connection, session_id: "str | None", now: float) -> Status:
-    """The counts, read in one transaction (one consistent snapshot)."""
+def summarize(
+    conn: apsw.Connection, session_id: "str | None", now: float, live_cost: "float | None" = None
+) -> Status:
+    """The counts, read in one transaction (one consistent snapshot). The cost: `live_cost`
+    (Claude Code's figure from the input) when given, else the session's recorded one (none
+    for the whole project: that would be a sum over every response ever read)."""
     scoped = () if session_id is None else (session_id,)
+    cost, cost_from = live_cost, "claude_code" if live_cost is not None else None
     conn.execute("BEGIN")
     try:
+        if cost is None and session_id is not None:
+            cost = _recorded_cost(conn, session_id)
+            cost_from = "recorded" if cost is not None else None
         kinds = conn.execute(_AGENTS.format(where=_SESSION if scoped else ""), scoped).fetchall()
         having = " AND max(c.session_id = ?2)" if scoped else ""
         contested = conn.execute(_CONTESTED.format(having=having), (now, *scoped)).fetchall()
@@ -222,7 +262,18 @@ def summarize(conn: apsw.Connection, session_id: "str | None", now: float) -> St
     types = [(db.as_text(kind), db.as_int(n)) for kind, n in kinds if kind]
     open_errors, top_step = (db.as_int(value) for value in errors[0])
     paths = [db.as_text(path) for (path,) in contested]
-    return Status(agents, types, paths, open_errors, top_step)
+    return Status(agents, types, paths, open_errors, top_step, cost, cost_from)
+
+
+def _recorded_cost(conn: apsw.Connection, session_id: str) -> "float | None":
+    """What the transcripts read so far say the session cost (None: nothing read yet, or a
+    database from before they were read)."""
+    try:
+        found = conn.execute(_COST, (session_id,)).fetchall()
+    except apsw.SQLError:  # no such table: a database of an older version, opened as it is
+        return None
+    summed, total = found[0] if found else (None, None)
+    return _cost(summed if summed is not None else total)
 
 
 def render(status: Status, color: bool = False, width: int = WIDTH) -> str:
@@ -238,24 +289,32 @@ def render(status: Status, color: bool = False, width: int = WIDTH) -> str:
     if status.contested:
         contested = _plural(len(status.contested), "contested file")
     only = _clip_left(escape_controls(status.contested[0]), 32) if status.contested else ""
-    errors = ""
+    errors = ladder = ""
     if status.open_errors:
         step = status.top_step
         shown = f"{step}/{USER_AT}" if step <= USER_AT else f"{USER_AT}/{USER_AT}+"
-        errors = f"{_plural(status.open_errors, 'open error')} (ladder {shown})"
+        errors = _plural(status.open_errors, "open error")
+        ladder = f" (ladder {shown})"
+    cost = "" if status.cost is None else money(status.cost)
     if not (agents or contested or errors):
-        return f"{PREFIX} idle"
+        return f"{PREFIX} {cost}{SEPARATOR}idle" if cost else f"{PREFIX} idle"
     error_colour = "31" if status.top_step >= RESEARCH_AT else "33"
-    # The contested file's path says more than the subagents' types: types go first.
-    for with_kinds, with_path in ((True, True), (False, True), (False, False)):
-        parts = []
+    # The contested file's path says more than the subagents' types: types go first; the
+    # ladder's step last (its colour still tells research from retries).
+    for with_kinds, with_path, with_ladder in (
+        (True, True, True),
+        (False, True, True),
+        (False, False, True),
+        (False, False, False),
+    ):
+        parts = [(cost, "")] if cost else []
         if agents:
             parts.append((agents + (f" ({kinds})" if with_kinds and kinds else ""), ""))
         if contested:
             one = with_path and len(status.contested) == 1
             parts.append((contested + (f" ({only})" if one else ""), "33"))
         if errors:
-            parts.append((errors, error_colour))
+            parts.append((errors + (ladder if with_ladder else ""), error_colour))
         plain = f"{PREFIX} " + SEPARATOR.join(text for text, _ in parts)
         if len(plain) <= width:
             break
@@ -266,6 +325,13 @@ def render(status: Status, color: bool = False, width: int = WIDTH) -> str:
     return f"{PREFIX} " + SEPARATOR.join(
         f"\x1b[{sgr}m{text}\x1b[0m" if sgr else text for text, sgr in parts
     )
+
+
+def money(usd: float) -> str:
+    """$1.24, $1,024.50; under a cent, <$0.01 (a status line has no room for $0.0042)."""
+    if 0 < usd < 0.005:
+        return "<$0.01"
+    return f"${usd:,.2f}"
 
 
 def _plural(n: int, noun: str) -> str:

@@ -1,5 +1,6 @@
 """What each model response used and cost, from Claude Code's transcripts: the one writer of
-transcript_files, message_usage and session_costs.
+transcript_files, message_usage and session_costs, and of session_usage and
+session_tool_usage, message_usage summed per session for `cost` (refresh_rollup).
 
 The figures are Claude Code's own: each model's `costUSD` in a session's latest cost-state is
 apportioned to that session's messages of that model by their price-weighted tokens, so the
@@ -61,6 +62,23 @@ def weight(row: dict[str, Any]) -> float:
         row["cache_creation_tokens"],
     )
     return sum(as_int(n) * w for n, w in zip(counts, WEIGHTS, strict=True))
+
+
+def usd(value: object) -> str:
+    """$12.34, $0.0056: two decimals from a dollar up, four below; `-` for no figure."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"${value:,.2f}" if abs(value) >= 1 else f"${value:.4f}"
+
+
+def token_count(value: object) -> str:
+    """41k, 1.2M: a token count at a glance."""
+    n = float(value) if isinstance(value, int | float) else 0.0
+    if n < 1000:
+        return f"{n:.0f}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k".replace(".0k", "k") if n < 10_000 else f"{n / 1000:.0f}k"
+    return f"{n / 1_000_000:.1f}M"
 
 
 # --- transcript files ---------------------------------------------------------------------
@@ -139,7 +157,7 @@ def record_messages(
     """Store model responses (keys as message_usage's columns; `tool_uses` a dict). A message
     seen again (streamed in several entries, or read twice) is merged, never counted twice:
     its token counts are the largest seen, its tool calls the union."""
-    turns = _turn_finder(conn, session_id, agent_id)
+    turns = _turn_finder(conn, session_id, agent_id, wait_after=float("-inf"))
     for m in messages:
         prompt_id = m.get("prompt_id")
         conn.execute(
@@ -177,12 +195,21 @@ def record_messages(
                 m.get("at"),
             ),
         )
+    if messages:
+        refresh_rollup(conn, session_id)
     return len(messages)
 
 
-def _turn_finder(conn: apsw.Connection, session_id: str, agent_id: str) -> Any:
+# A message whose promptId names no turn yet waits this long for it (its prompt's hook, or the
+# transcript's fill of a lost one) before the turn is guessed from the times.
+TURN_WAIT = 600.0
+
+
+def _turn_finder(conn: apsw.Connection, session_id: str, agent_id: str, wait_after: float) -> Any:
     """turns.id for a message: by its promptId; for a subagent, else the turn of the Agent
-    call that launched it; else the last turn started before it."""
+    call that launched it; else the last turn started before it. A promptId that names no
+    turn yet is a turn still to be recorded when the message came after `wait_after`: None
+    (turns_found settles it later), never the turn before it."""
     by_prompt: dict[str, int] = {}
     started: list[tuple[float, int]] = []
     for row in rows(
@@ -193,6 +220,8 @@ def _turn_finder(conn: apsw.Connection, session_id: str, agent_id: str) -> Any:
         if row["prompt_id"]:
             by_prompt[str(row["prompt_id"])] = as_int(row["id"])
         started.append((float(row["started_at"]), as_int(row["id"])))
+    # This Claude Code names its prompts in its hooks (2.1.196 on): an unknown one is coming.
+    named = len(by_prompt) == len(started)
     launched: int | None = None
     if agent_id != session_id:
         found = rows(
@@ -206,6 +235,8 @@ def _turn_finder(conn: apsw.Connection, session_id: str, agent_id: str) -> Any:
     def find(prompt_id: str | None, at: float | None) -> int | None:
         if prompt_id and prompt_id in by_prompt:
             return by_prompt[prompt_id]
+        if prompt_id and agent_id == session_id and (at is None or at > wait_after) and named:
+            return None
         if launched is not None:
             return launched
         if at is None:
@@ -216,7 +247,7 @@ def _turn_finder(conn: apsw.Connection, session_id: str, agent_id: str) -> Any:
     return find
 
 
-def turns_found(conn: apsw.Connection, session_id: str) -> list[tuple[int, str, str]]:
+def turns_found(conn: apsw.Connection, session_id: str, now: float) -> list[tuple[int, str, str]]:
     """(turn id, agent, message) for the messages read before their turn was recorded (hooks
     and transcript race) whose turn is known now. Reads only: nothing to write, no lock."""
     waiting = rows(
@@ -229,7 +260,9 @@ def turns_found(conn: apsw.Connection, session_id: str) -> list[tuple[int, str, 
     finders: dict[str, Any] = {}
     for row in waiting:
         agent = str(row["agent_id"])
-        finder = finders.setdefault(agent, _turn_finder(conn, session_id, agent))
+        finder = finders.setdefault(
+            agent, _turn_finder(conn, session_id, agent, wait_after=now - TURN_WAIT)
+        )
         turn = finder(row["prompt_id"], row["at"])
         if turn is not None:
             found.append((turn, agent, str(row["message_id"])))
@@ -243,6 +276,8 @@ def set_turns(conn: apsw.Connection, session_id: str, found: list[tuple[int, str
             " AND message_id = ? AND turn_id IS NULL",
             (turn, session_id, agent, message),
         )
+    if found:
+        refresh_rollup(conn, session_id)
 
 
 # --- Claude Code's totals and the apportioning ---------------------------------------------
@@ -342,6 +377,8 @@ def apportion(conn: apsw.Connection, session_id: str) -> int:
                 (cost, source, session_id, *key),
             )
             changed += 1
+    if changed:
+        refresh_rollup(conn, session_id)
     return changed
 
 
@@ -368,3 +405,50 @@ def _number(value: object) -> float | None:
 def _integer(value: object) -> int | None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     return int(value) if ok else None  # type: ignore[call-overload]
+
+
+# --- the per-session rollups `cost` sums (session_usage, session_tool_usage) ---------------
+
+_TOKEN_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "thinking_tokens",
+)
+_COUNTS = (
+    "count(CASE WHEN m.cost_source = 'claude_code' THEN 1 END),"
+    " count(CASE WHEN m.cost_source = 'price_table' THEN 1 END), sum(m.cost_usd IS NULL)"
+)
+ROLLUP_SQL = (
+    "INSERT INTO session_usage SELECT m.session_id, m.agent_id, m.model, CAST(m.at / 900 AS"
+    " INTEGER), count(*), "
+    + ", ".join(f"sum(m.{t})" for t in _TOKEN_COLUMNS)
+    + ", sum(m.cost_usd), total(CASE WHEN m.cost_source = 'claude_code' THEN m.cost_usd END), "
+    + _COUNTS
+    + ", min(m.at), max(m.at), (SELECT count(DISTINCT t.turn_id) + max(t.turn_id IS NULL) FROM"
+    " message_usage t WHERE t.session_id = m.session_id) FROM message_usage m WHERE {where}"
+    " GROUP BY m.session_id, m.agent_id, m.model, CAST(m.at / 900 AS INTEGER)"
+)
+TOOL_ROLLUP_SQL = (
+    "INSERT INTO session_tool_usage SELECT m.session_id, coalesce(j.value, '(no tool: text)'),"
+    " count(j.key), count(DISTINCT m.agent_id || ' ' || m.message_id), "
+    + ", ".join(
+        f"sum(m.{t} * 1.0 / max(1, (SELECT count(*) FROM json_each(m.tool_uses))))"
+        for t in _TOKEN_COLUMNS
+    )
+    + ", sum(m.cost_usd / max(1, (SELECT count(*) FROM json_each(m.tool_uses)))), "
+    + _COUNTS
+    + " FROM message_usage m LEFT JOIN json_each(m.tool_uses) j WHERE {where}"
+    " GROUP BY m.session_id, 2"
+)
+
+
+def refresh_rollup(conn: apsw.Connection, session_id: str) -> None:
+    """The session's rows of session_usage and session_tool_usage, computed again from its
+    message_usage rows (exact and idempotent): called after every write to them, in its
+    transaction."""
+    conn.execute("DELETE FROM session_usage WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM session_tool_usage WHERE session_id = ?", (session_id,))
+    conn.execute(ROLLUP_SQL.format(where="m.session_id = ?1"), (session_id,))
+    conn.execute(TOOL_ROLLUP_SQL.format(where="m.session_id = ?1"), (session_id,))

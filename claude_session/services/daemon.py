@@ -5,8 +5,12 @@ sessions' transcripts (usage and cost) and keeps the WAL bounded.
 A session whose Claude Code process is recorded (core/processes.py) is over as soon as that
 process is gone: it is looked at every PROCESS_CHECK_SECONDS, not only on the sweep's timer.
 
-It watches the database files and the spool with watchfiles and sweeps on a timer too. Hooks
-never depend on it: if it is down, nothing is lost, only stale marking waits. Its process is
+It watches the database files, the spool and the transcript folders of the live sessions with
+watchfiles, and sweeps on a timer too: a line Claude Code appends to a live session's
+transcript (or a subagent's) is read within about a second, not at the next sweep. The
+transcript folders watched follow the live sessions (looked up again after every pass); a
+folder that disappears is only dropped from the watch. Hooks never depend on it: if it is
+down, nothing is lost, only stale marking waits. Its process is
 `claude_session/resident.py` (which also answers relayed hooks): `claude-session daemon
 start|run`, or the SessionStart hook, starts it.
 """
@@ -14,6 +18,7 @@ start|run`, or the SessionStart hook, starts it.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import os
 import signal
@@ -35,9 +40,15 @@ from .daemon_control import lock_path, status_path, stopped_since
 Clock = Callable[[], float]
 PUBLISH_SECONDS = 0.05  # a counter's change reaches the status file within this
 PROCESS_CHECK_SECONDS = 1.0  # how often the recorded Claude Code processes are looked at
+TRANSCRIPT_READ_SECONDS = 1.0  # at most one pass this often for changed transcripts
+WATCH_RETRY_SECONDS = 60.0  # transcript folders that could not be watched: tried again after
 # Seen gone this long before its session is ended: a SessionEnd that Claude Code's exit left
 # in flight (its hook, or the relay applying it) lands first and gives the real reason.
 EXIT_GRACE_SECONDS = 2.0
+
+
+class WatchFailed(Exception):
+    """The watch could not start (a folder gone, no inotify watch left, ...)."""
 
 
 def acquire_lock(root: str, attempts: int = 25) -> int | None:
@@ -83,6 +94,8 @@ class Daemon:
         self.config: dict[str, object] = configuration.load_or_defaults(root).values
         self.status_lock = threading.Lock()  # a companion's threads count and publish too
         self.publishing = False  # a write of the status file is due (see `count`)
+        self.last_sweep = self.last_live = self.last_check = mono()
+        self.unwatched_until = 0.0  # transcript folders not watched before this (mono)
 
     def count(self, key: str, amount: int = 1, **also: Any) -> None:
         """Add to a counter of the status file (and set other values), then publish it within
@@ -248,46 +261,131 @@ class Daemon:
     # --- the loop ------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        os.makedirs(spool_dir(self.root), mode=0o700, exist_ok=True)
         self.reload_config()
         self.pass_once()
-        last_sweep = last_live = last_check = self.mono()
+        self.last_sweep = self.last_live = self.last_check = self.mono()
+        failed = 0  # watches in a row that could not start
+        while not stop.is_set():
+            os.makedirs(spool_dir(self.root), mode=0o700, exist_ok=True)
+            watched = self.watched_folders()
+            try:
+                if self.watch(stop, watched):
+                    return
+                failed = 0
+            except WatchFailed as exc:
+                if not watched:
+                    raise  # the project's own files cannot be watched: as before, an error
+                # A folder gone between the look and the watch's start: look again at once.
+                # Twice in a row (no inotify watch left, say): the sweep's timer reads the
+                # transcripts for a while.
+                failed += 1
+                if failed >= 2:
+                    self.unwatched_until = self.mono() + WATCH_RETRY_SECONDS
+                    log.write(self.root, "WARNING", "daemon", f"cannot watch transcripts: {exc}")
+
+    def watched_folders(self) -> tuple[str, ...]:
+        if self.mono() < self.unwatched_until:
+            return ()
+        return self.transcript_folders()
+
+    def watch(self, stop: threading.Event, watched: tuple[str, ...]) -> bool:
+        """One watch over the project's files and the transcript folders `watched`, until the
+        folders to watch change (False: watch again) or the loop is over (True)."""
+        folders = frozenset(watched)
         sweep_every = number(self.config, "sweep_interval_seconds")
-        for changes in watchfiles.watch(
+        # A change made while no watch was on (before the first one, or between two) waits
+        # for no sweep: the first look reads the transcripts.
+        pending = True
+
+        def wanted(change: watchfiles.Change, path: str) -> bool:
+            return _ours(change, path) or _transcript_change(folders, path)
+
+        batches = watchfiles.watch(
             self.root,
             spool_dir(self.root),
-            watch_filter=_ours,
+            *watched,
+            watch_filter=wanted,
             recursive=False,
             yield_on_timeout=True,
             rust_timeout=int(min(sweep_every, PROCESS_CHECK_SECONDS) * 1000),
             stop_event=stop,
             debounce=100,
             raise_interrupt=False,
-        ):
+        )
+        try:  # the watch starts here: a folder gone by now fails it
+            first = next(batches)
+        except StopIteration:
+            return True
+        except OSError as exc:
+            raise WatchFailed(str(exc)) from exc
+        for changes in itertools.chain([first], batches):
             if stop.is_set():
-                break
+                return True
             if not os.path.isdir(self.root):
-                break  # the project is gone: nothing left to look after
+                return True  # the project is gone: nothing left to look after
             if any(Path(path).parent.name.endswith(".spool") for _, path in changes):
                 self.ingest()
+            ours = any(_ours(change, path) for change, path in changes)
+            pending |= any(_transcript_change(folders, path) for _, path in changes)
             # On the timer, or at most once a second when the database changed (our own writes
-            # change it too: a sweep per change would chase its own tail).
-            since = self.mono() - last_sweep
+            # change it too: a sweep per change would chase its own tail) or a transcript did
+            # (remembered until then: the last line of a turn must not wait for the timer).
+            since = self.mono() - self.last_sweep
             sweep_every = number(self.config, "sweep_interval_seconds")
-            if since >= sweep_every or (changes and since >= 1.0):
+            if (
+                since >= sweep_every
+                or (ours and since >= 1.0)
+                or (pending and since >= TRANSCRIPT_READ_SECONDS)
+            ):
                 self.reload_config()
                 self.pass_once()
-                last_sweep = last_check = self.mono()
-            elif self.mono() - last_check >= PROCESS_CHECK_SECONDS:
-                last_check = self.mono()
+                self.last_sweep = self.last_check = self.mono()
+                pending = False
+                if self.watched_folders() != watched:
+                    return False  # a session started or ended, a folder came or went
+            elif self.mono() - self.last_check >= PROCESS_CHECK_SECONDS:
+                self.last_check = self.mono()
                 if self.check_processes():  # a Claude Code is gone: its session ends now
                     self.pass_once()
-                    last_sweep = self.mono()
+                    self.last_sweep = self.mono()
             if self.has_live_session():
-                last_live = self.mono()
-            elif self.mono() - last_live >= number(self.config, "daemon_idle_exit_minutes") * 60:
+                self.last_live = self.mono()
+            elif (
+                self.mono() - self.last_live >= number(self.config, "daemon_idle_exit_minutes") * 60
+            ):
                 log.write(self.root, "INFO", "daemon", "no live session: idle exit")
-                break
+                return True
+        return True  # stopped
+
+    def transcript_folders(self) -> tuple[str, ...]:
+        """The folders to watch for the live sessions' transcripts: each one's folder, and its
+        subagents' folder (or, until that exists, the session's own folder, whose creation
+        shows in the one above). Only folders that exist now, under the Claude Code config
+        folder, links resolved (as `transcripts.open_transcript` requires); none when the
+        database cannot be read (the sweep's timer still reads them)."""
+        recent = number(self.config, "session_idle_minutes") * 60
+        try:
+            live = transcripts.sessions_to_read(self.connection(), None, recent, self.clock())
+        except (db.DatabaseError, apsw.Error):
+            return ()
+        base = os.path.realpath(transcripts.config_dir()).rstrip(os.sep)
+        found: set[str] = set()
+        for session_id, main in live:
+            if not os.path.isabs(main):
+                continue
+            folder = os.path.dirname(main)
+            for candidate in (
+                folder,
+                os.path.join(folder, session_id, "subagents"),
+                os.path.join(folder, session_id),
+            ):
+                real = os.path.realpath(candidate)
+                inside = real == base or real.startswith(base + os.sep)
+                if inside and os.path.isdir(real):
+                    found.add(real)
+                    if candidate != folder:
+                        break  # the subagents' folder, else the session's
+        return tuple(sorted(found))
 
     def pass_once(self) -> None:
         try:
@@ -356,6 +454,13 @@ def _ours(change: watchfiles.Change, path: str) -> bool:
         return name.endswith(".json") and not name.startswith(".")
     excluded = (".lock", ".json", ".log", ".tmp", ".stop")
     return name.startswith(DB_NAME) and not name.endswith(excluded) and ".corrupt-" not in name
+
+
+def _transcript_change(folders: frozenset[str], path: str) -> bool:
+    """A change in a watched transcript folder worth a read: a transcript (`.jsonl`), or a
+    folder (a session's, `subagents`) coming or going."""
+    name = os.path.basename(path)
+    return os.path.dirname(path) in folders and (name.endswith(".jsonl") or "." not in name)
 
 
 Companion = Callable[[str, threading.Event, "Daemon"], Callable[[], None]]

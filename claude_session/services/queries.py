@@ -326,6 +326,12 @@ def agents_query(
         "  ELSE a.last_seen_at END) AS silent_seconds,"
         " (SELECT count(*) FROM file_claims c WHERE c.session_id = a.session_id AND c.agent_id ="
         "  CASE WHEN a.is_main THEN 'main' ELSE a.id END) AS files,"
+        # Its own model responses (a subagent's are not its parent's), by the usage table's
+        # key: the session, then the agent (the session id for the main thread).
+        f" (SELECT sum({costs.TOKEN_SUM}) FROM message_usage m WHERE m.session_id ="
+        "  a.session_id AND m.agent_id = a.id) AS tokens,"
+        " (SELECT sum(m.cost_usd) FROM message_usage m WHERE m.session_id = a.session_id"
+        "  AND m.agent_id = a.id) AS cost_usd,"
         " a.status_reason AS reason, a.session_id, a.tool_uses, a.is_internal"
         " FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
         f" WHERE {where} ORDER BY a.status = 'running' DESC, a.last_seen_at DESC",
@@ -452,11 +458,15 @@ def errors_query(*, open_only: bool = False) -> Query:
             f"SELECT 1 FROM error_log WHERE NOT coalesce({unfixed}, 0)",
             "errors fixed, or calls interrupted",
         )
+    # Each entry with what its climb of the ladder cost (core/readings.py: from the climb's
+    # first failure until it was fixed or abandoned, or now): the same on each of its entries.
+    spent = readings.spent_columns("w.session_id", "w.spent_from", "w.spent_to")
     return Query(
         "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
         " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
-        " file_path, exit_code, task_id, error_message, occurred_at, resolved_at FROM error_log"
-        f" WHERE {where} ORDER BY id DESC",
+        " file_path, exit_code, task_id, error_message, occurred_at, resolved_at,"
+        f" {spent} FROM (SELECT e.*, {readings.climb_columns('e')} FROM error_log e"
+        f" WHERE {where}) w ORDER BY id DESC",
         (),
         f"SELECT 1 FROM error_log WHERE {where}",
         left_out,
@@ -474,9 +484,12 @@ def failed_paths_query(*, include_all: bool = False) -> Query:
     shown = "still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
     where = "1" if include_all else shown
     params: tuple[Any, ...] = () if include_all else (time.time(),)
+    # What each approach cost, from its first failure until it was recorded (core/readings.py).
+    spent = readings.spent_columns("w.session_id", "w.spent_from", "w.spent_to")
     return Query(
         "SELECT id, approach, reason_failed, file_path, session_id, still_relevant, created_at,"
-        f" expires_at, context FROM failed_paths WHERE {where} ORDER BY id DESC",
+        f" expires_at, context, {spent} FROM (SELECT f.*, {readings.FAILED_PATH_WINDOW}"
+        f"{readings.FAILED_PATH_WINDOW_FROM} WHERE {where}) w ORDER BY id DESC",
         params,
         f"SELECT 1 FROM failed_paths WHERE {where}",
         None

@@ -54,8 +54,10 @@ def fill(
     settings = config.for_hooks(root, conn)
     settings["workspace_snapshots"] = False  # a snapshot now would not be the files of then
     reader = _Reader(conn, session_id, agent_id, entries)
+    implied = list(reader.payloads())
+    reader.look_up(implied)  # one query for the lot, not one per payload
     added = 0
-    for name, payload, when in reader.payloads():
+    for name, payload, when in implied:
         if reader.recorded(name, payload):
             continue
         raw = json.dumps(payload, ensure_ascii=False).encode("utf-8", "replace")
@@ -71,6 +73,7 @@ def fill(
             source=SOURCE,
         )
         applied = events.apply(conn, ev, delivery, applying.Context(root, when, None, settings))
+        reader.applied(ev, delivery)
         added += not applied.duplicate
     return added
 
@@ -108,29 +111,56 @@ class _Reader:
                 elif entry.get("type") == "assistant" and block.get("type") == "tool_use":
                     self.calls[str(block.get("id"))] = block
         self.agent_type = self._agent_type() if agent_id is not None else None
+        self.prompts: set[str] = set()  # of the prompts recorded (see `look_up`)
+        self.keys: set[str] = set()  # the events keys recorded, of the others
+
+    def look_up(self, implied: list[tuple[str, Payload, float]]) -> None:
+        """Find which of the events `implied` the record has already (from a hook or an
+        earlier fill), in a few queries: `recorded` then answers from what was found."""
+        prompts = sorted({str(p["prompt_id"]) for n, p, _ in implied if n == "UserPromptSubmit"})
+        keys = sorted(
+            {
+                k
+                for n, p, _ in implied
+                if n != "UserPromptSubmit"
+                for k in _keys(self.session_id, n, p)
+            }
+        )
+        for part in _chunks(prompts):
+            self.prompts.update(
+                str(row[0])
+                for row in self.conn.execute(
+                    "SELECT DISTINCT prompt_id FROM events WHERE session_id = ?"
+                    " AND hook_event_name = 'UserPromptSubmit'"
+                    f" AND prompt_id IN ({', '.join('?' * len(part))})",
+                    (self.session_id, *part),
+                )
+            )
+        for part in _chunks(keys):
+            self.keys.update(
+                str(row[0])
+                for row in self.conn.execute(
+                    "SELECT dedup_key FROM events"
+                    f" WHERE dedup_key IN ({', '.join('?' * len(part))})",
+                    part,
+                )
+            )
 
     def recorded(self, name: str, payload: Payload) -> bool:
-        """Whether the record has this event already, from a hook or an earlier fill."""
-        session = self.session_id
+        """Whether the record has this event already, from a hook or an earlier fill (as
+        `look_up` found it, and `applied` since)."""
         if name == "UserPromptSubmit":
-            return bool(
-                self.conn.execute(
-                    "SELECT 1 FROM events WHERE session_id = ? AND hook_event_name = ?"
-                    " AND prompt_id = ? LIMIT 1",
-                    (session, name, payload["prompt_id"]),
-                ).fetchall()
-            )
-        natural = payload.get("tool_use_id") or payload.get("agent_id")
-        names = [name]
-        if name in ("PostToolUse", "PostToolUseFailure"):  # either one ends the call
-            names = ["PostToolUse", "PostToolUseFailure"]
-        keys = [f"{session}|{n}|{natural}" for n in names]
-        marks = ", ".join("?" * len(keys))
-        return bool(
-            self.conn.execute(
-                f"SELECT 1 FROM events WHERE dedup_key IN ({marks}) LIMIT 1", keys
-            ).fetchall()
-        )
+            return payload["prompt_id"] in self.prompts
+        return any(key in self.keys for key in _keys(self.session_id, name, payload))
+
+    def applied(self, ev: event.Event, delivery: applying.Delivery) -> None:
+        """`ev` is in the record now (added, or found there by `events.apply`)."""
+        if ev.name == "UserPromptSubmit":
+            prompt_id = ev.text_of("prompt_id")
+            if prompt_id:
+                self.prompts.add(prompt_id)
+        else:
+            self.keys.add(ev.dedup_key(delivery.delivery_id))
 
     def payloads(self) -> Iterator[tuple[str, Payload, float]]:
         """(event name, payload, when) in transcript order."""
@@ -285,6 +315,21 @@ class _Reader:
             (self.session_id,),
         ).fetchall()
         return found[0][0] if found and isinstance(found[0][0], str) else None
+
+
+def _keys(session_id: str, name: str, payload: Payload) -> list[str]:
+    """The events keys the record would hold this event under (`events.apply`): by session,
+    event and tool_use_id (or agent_id); a call ends with PostToolUse or PostToolUseFailure."""
+    natural = payload.get("tool_use_id") or payload.get("agent_id")
+    names = [name]
+    if name in ("PostToolUse", "PostToolUseFailure"):  # either one ends the call
+        names = ["PostToolUse", "PostToolUseFailure"]
+    return [f"{session_id}|{n}|{natural}" for n in names]
+
+
+def _chunks(values: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 def _blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:

@@ -29,6 +29,10 @@ MAX_LINE = 64 << 20  # a longer line is skipped unread
 # Entries younger than this (in a session still running) wait before `reconcile` sees them:
 # their hooks may still be on the way (see _fill_settled).
 FILL_AFTER = 120.0
+# (database, transcript) -> (inode, offset, time): the entry at that offset of that file was
+# not settled yet, and is not before `time` + FILL_AFTER. A live session's pass (every second
+# while Claude Code writes) skips reading the unsettled entries again until then.
+_unsettled: dict[tuple[str, str], tuple[int, int, float]] = {}
 KEPT = frozenset({"user", "assistant", "cost-state"})
 IGNORED = frozenset(
     {
@@ -71,13 +75,17 @@ def config_dir() -> str:
     return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
 
 
-def open_transcript(path: str) -> int:
+def open_transcript(path: str, resolved: dict[str, str] | None = None) -> int:
     """A read-only descriptor of `path`, or Refused. Its folder, links resolved, must be under
-    the config folder (itself resolved); the file itself is opened without following a link."""
+    the config folder (itself resolved); the file itself is opened without following a link.
+    `resolved` keeps the folders resolved for the length of one catch-up (a session's files
+    share their folders: `realpath` was most of a catch-up with nothing new)."""
     if not os.path.isabs(path):
         raise Refused(f"{path}: not an absolute path")
-    base = os.path.realpath(config_dir())
-    folder = os.path.realpath(os.path.dirname(path))
+    resolved = {} if resolved is None else resolved
+    base = resolved.get("") or resolved.setdefault("", os.path.realpath(config_dir()))
+    parent = os.path.dirname(path)
+    folder = resolved.get(parent) or resolved.setdefault(parent, os.path.realpath(parent))
     if folder != base and not folder.startswith(base.rstrip(os.sep) + os.sep):
         raise Refused(f"{path}: outside the Claude Code config folder {base}")
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -271,14 +279,15 @@ def catch_up(
         "unreadable": [],
         "reconciled": 0,
     }
+    resolved: dict[str, str] = {}  # folder -> its real path, for this catch-up
     try:
         for session, main in sessions_to_read(conn, session_id, recent_seconds, now):
             summary["sessions"] += 1
             changed = False
             for agent, path in files_of(conn, session, main).items():
                 summary["files"] += 1
-                changed |= read_file(conn, root, session, agent, path, summary, now)
-            turns = usage.turns_found(conn, session)
+                changed |= read_file(conn, root, session, agent, path, summary, now, resolved)
+            turns = usage.turns_found(conn, session, now)
             if turns or changed:  # else no write at all: the daemon calls this every second
                 with db.Immediate(conn):
                     usage.set_turns(conn, session, turns)
@@ -353,11 +362,12 @@ def read_file(
     path: str,
     summary: dict[str, Any],
     now: float,
+    resolved: dict[str, str] | None = None,
 ) -> bool:
     """Read what is new in one transcript; True when anything was stored."""
     state = usage.file_state(conn, path) or {}
     try:
-        fd = open_transcript(path)
+        fd = open_transcript(path, resolved)
     except (Refused, OSError) as exc:
         kind = (
             "refused"
@@ -457,6 +467,11 @@ def _fill_settled(
     settled_before = float("inf") if ended else now - FILL_AFTER
     agent = None if agent_id == session_id else agent_id
     added = 0
+    cache, inode = (conn.filename, path), os.fstat(fd).st_ino
+    waiting = _unsettled.pop(cache, None)
+    if waiting is not None and waiting[:2] == (inode, offset) and waiting[2] > settled_before:
+        _unsettled[cache] = waiting  # its first entry is still too young: nothing to read
+        return added
     while True:
         got = read_fd(fd, offset)
         if not got.lines:
@@ -472,6 +487,8 @@ def _fill_settled(
             if taken == len(got.entries)
             else (got.ends[taken - 1] if taken else offset)
         )
+        if taken < len(got.entries) and when is not None:
+            _unsettled[cache] = (inode, settled_to, when)  # the next pass starts there
         if taken:
             try:
                 added += int(reconcile.fill(conn, root, session_id, agent, got.entries[:taken]))

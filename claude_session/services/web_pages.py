@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..core.terminal import escape_controls
+from ..core.usage import token_count, usd
 
 STATUS_COLOURS = {  # agent boxes: the status at a glance
     "running": "#2563eb",
@@ -117,6 +118,8 @@ def sessions_page(base: str, sessions: list[dict[str, Any]]) -> str:
                 f'<td class="num">{esc(s[k] or 0)}</td>'
                 for k in ("prompts", "tool_calls", "tool_failures", "file_edits", "subagents")
             )
+            + f'<td class="num">{esc(_tokens(s.get("tokens")))}</td>'
+            + f'<td class="num cost">{esc(usd(s.get("cost_usd")))}</td>'
             + "</tr>"
         )
     head = "".join(
@@ -132,6 +135,8 @@ def sessions_page(base: str, sessions: list[dict[str, Any]]) -> str:
             "failures",
             "edits",
             "subagents",
+            "tokens",
+            "cost",
         )
     )
     table = (
@@ -152,22 +157,36 @@ def session_page(
     subagents: list[dict[str, Any]],
     frames: list[dict[str, Any]],
     branches: list[dict[str, Any]],
+    spent: dict[str, Any] | None = None,
 ) -> str:
+    """`spent`: what web_server.spent read (the session's, agents', turns' and frames' cost
+    and tokens, and the running total); None or empty: nothing read."""
+    spent = spent or {}
     quoted = quote(session_id, safe="")
+    whole = spent.get("session")
+    cost = (
+        f" · cost {esc(usd(whole['cost_usd']))} · {esc(_tokens(whole['tokens']))} tokens"
+        if whole
+        else ""
+    )
     body = [
         f"<h1>Session {esc(session_id)}</h1>",
         f"<p class=muted>{len(frames)} frames · {len(subagents)} subagents ·"
-        f" {len(branches)} forks and replays</p>",
+        f" {len(branches)} forks and replays{cost}</p>",
         "<h2>Agents</h2>",
-        f'<div class="box">{agent_tree(main, session_id, subagents)}</div>',
+        f'<div class="box">{agent_tree(main, session_id, subagents, spent.get("agents"))}</div>',
         _legend(STATUS_COLOURS),
         "<h2>Timeline</h2>",
         f'<div class="box">{timeline_svg(base, session_id, frames, subagents, branches)}</div>',
         _legend(KIND_COLOURS),
         "<p class=muted>A square above a mark: files changed; a red triangle below: open"
         " errors after it. Click a mark for its diff with the frame before.</p>",
+        "<h2>Cost</h2>",
+        _cost_section(spent),
+        "<h2>Turns</h2>",
+        _turns_table(spent.get("turns") or []),
         "<h2>Frames</h2>",
-        _frames_table(base, quoted, frames),
+        _frames_table(base, quoted, frames, spent.get("frames") or {}),
         "<h2>Undo one agent's work</h2>",
         _agent_reverts(subagents),
     ]
@@ -205,14 +224,19 @@ def _legend(colours: dict[str, str]) -> str:
     return f'<p class="legend">{items}</p>'
 
 
-BOX_W, BOX_H, GAP_X, GAP_Y, PER_ROW = 210, 58, 24, 44, 5
+BOX_W, BOX_H, GAP_X, GAP_Y, PER_ROW = 210, 72, 24, 44, 5
 
 
 def agent_tree(
-    main: dict[str, Any] | None, session_id: str, subagents: list[dict[str, Any]]
+    main: dict[str, Any] | None,
+    session_id: str,
+    subagents: list[dict[str, Any]],
+    figures: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """The main thread on top, its subagents in rows below, each linked to it; a box's
-    colour is its status."""
+    colour is its status; its last line, what its own model responses cost (`figures`, by
+    agent id: the session id for the main thread)."""
+    figures = figures or {}
     columns = max(1, min(PER_ROW, len(subagents)))
     width = max(BOX_W + 40, columns * (BOX_W + GAP_X) + 40)
     rows = (len(subagents) + PER_ROW - 1) // PER_ROW
@@ -236,16 +260,32 @@ def agent_tree(
         )
         title = agent["agent_type"] or "agent"
         detail = agent["description"] or f"turn {agent['turn'] or '?'}"
-        parts.append(_agent_box(x, y, agent["id"], str(title), str(detail), agent["status"]))
+        spent = figures.get(str(agent["id"]))
+        parts.append(_agent_box(x, y, agent["id"], str(title), str(detail), agent["status"], spent))
     status = main["status"] if main else "running"
     task = (main or {}).get("task_description") or "main thread"
-    parts.append(_agent_box(main_x, 20, session_id, "main", str(task), status))
+    spent = figures.get(session_id)
+    parts.append(_agent_box(main_x, 20, session_id, "main", str(task), status, spent))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _agent_box(x: int, y: int, agent_id: object, title: str, detail: str, status: object) -> str:
+def _agent_box(
+    x: int,
+    y: int,
+    agent_id: object,
+    title: str,
+    detail: str,
+    status: object,
+    spent: dict[str, Any] | None = None,
+) -> str:
     colour = STATUS_COLOURS.get(str(status), OTHER_COLOUR)
+    cost = (
+        f'<text class="cost" x="{x + 8}" y="{y + 65}" font-size="11" fill="#0f766e">'
+        f"{esc(usd(spent['cost_usd']))} · {esc(_tokens(spent['tokens']))} tokens</text>"
+        if spent
+        else ""
+    )
     return (
         f'<g class="agent" data-status="{esc(status)}" data-agent="{esc(agent_id)}">'
         f"<title>{esc(title)} {esc(agent_id)}: {esc(status)}\n{esc(detail)}</title>"
@@ -258,7 +298,7 @@ def _agent_box(x: int, y: int, agent_id: object, title: str, detail: str, status
         f'<text x="{x + 8}" y="{y + 35}" font-size="11" fill="#334155">'
         f"{esc(cut(agent_id, 28))}</text>"
         f'<text x="{x + 8}" y="{y + 50}" font-size="11" fill="#64748b">'
-        f"{esc(cut(detail, 32))}</text></g>"
+        f"{esc(cut(detail, 32))}</text>{cost}</g>"
     )
 
 
@@ -360,10 +400,13 @@ def timeline_svg(
     return "".join(parts)
 
 
-def _frames_table(base: str, quoted: str, frames: list[dict[str, Any]]) -> str:
+def _frames_table(
+    base: str, quoted: str, frames: list[dict[str, Any]], spent: dict[int, dict[str, Any]]
+) -> str:
     rows = []
     for f in frames:
         number = int(f["frame"])
+        cost = (spent.get(number) or {}).get("cost_usd")
         link = (
             f'<a href="{esc(f"{base}/diff?a={quoted}:{number - 1}&b={quoted}:{number}")}">diff</a>'
             if number > 1
@@ -374,13 +417,103 @@ def _frames_table(base: str, quoted: str, frames: list[dict[str, Any]]) -> str:
             f"<td class=num>{esc(f['turn'])}</td><td>{esc(f['kind'])}</td>"
             f"<td>{esc(cut(f['agent'], 12))}</td><td>{esc(cut(f['summary'], 80))}</td>"
             f"<td>{esc(cut(', '.join(str(p) for p in f['files']), 80))}</td>"
-            f"<td class=num>{esc(f['open_errors'] or 0)}</td><td>{link}</td></tr>"
+            f"<td class=num>{esc(f['open_errors'] or 0)}</td>"
+            f"<td class=num>{esc(usd(cost))}</td><td>{link}</td></tr>"
         )
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("#", "time (UTC)", "turn", "kind", "agent", "what", "files", "errors", "")
+        for h in ("#", "time (UTC)", "turn", "kind", "agent", "what", "files", "errors", "cost", "")
     )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _tokens(value: object) -> str:
+    return "-" if value is None else token_count(value)
+
+
+def _cost_section(spent: dict[str, Any]) -> str:
+    """The chart of the running cost, and where its figures come from."""
+    if spent.get("old_schema"):
+        return (
+            "<p class=muted>The database is a version behind this claude-session (this page"
+            " opens it read-only, never upgrading it): any other command upgrades it.</p>"
+        )
+    points = spent.get("points") or []
+    whole = spent.get("session")
+    if not points:
+        return (
+            "<p class=muted>No cost read from Claude Code's transcripts for this session yet"
+            " (the daemon reads them; `claude-session cost` reads them now).</p>"
+        )
+    total = f"{usd(whole['cost_usd'])} in all" if whole else ""
+    return (
+        f'<div class="box">{cost_chart(points)}</div>'
+        "<p class=muted>The running total of the model responses' costs, as Claude Code"
+        f" figured them (apportioned per response), over the session's time. {esc(total)}</p>"
+    )
+
+
+CHART_W, CHART_H, CHART_LEFT, CHART_BOTTOM = 640, 200, 70, 30
+
+
+def cost_chart(points: list[tuple[float, float]]) -> str:
+    """Cumulative cost (USD) over time as a step line: a step up at each response."""
+    start, end = points[0][0], points[-1][0]
+    span = max(end - start, 1e-9)
+    top = max(points[-1][1], 1e-9)
+    plot_w, plot_h = CHART_W - CHART_LEFT - 20, CHART_H - CHART_BOTTOM - 20
+
+    def x_of(at: float) -> float:
+        return CHART_LEFT + (at - start) / span * plot_w if end > start else CHART_LEFT + plot_w
+
+    def y_of(cost: float) -> float:
+        return 20 + plot_h - cost / top * plot_h
+
+    base_y = 20 + plot_h
+    path = [f"M{CHART_LEFT} {base_y:.1f}"]
+    path += [f"H{x_of(at):.1f} V{y_of(cost):.1f}" for at, cost in points]
+    path.append(f"H{CHART_LEFT + plot_w}")
+    dots = "".join(
+        f'<circle cx="{x_of(at):.1f}" cy="{y_of(cost):.1f}" r="2.5" fill="#0f766e">'
+        f"<title>{esc(when(at))}: {esc(usd(cost))}</title></circle>"
+        for at, cost in points
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="cost-chart" width="{CHART_W}"'
+        f' height="{CHART_H}" viewBox="0 0 {CHART_W} {CHART_H}" role="img"'
+        ' aria-label="cost over the session">'
+        f'<line x1="{CHART_LEFT}" y1="20" x2="{CHART_LEFT}" y2="{base_y}" stroke="#94a3b8"/>'
+        f'<line x1="{CHART_LEFT}" y1="{base_y}" x2="{CHART_LEFT + plot_w}" y2="{base_y}"'
+        ' stroke="#94a3b8"/>'
+        f'<text x="{CHART_LEFT - 6}" y="24" font-size="11" fill="#334155"'
+        f' text-anchor="end">{esc(usd(points[-1][1]))}</text>'
+        f'<text x="{CHART_LEFT - 6}" y="{base_y}" font-size="11" fill="#334155"'
+        ' text-anchor="end">$0</text>'
+        f'<text x="{CHART_LEFT}" y="{base_y + 18}" font-size="11" fill="#64748b">'
+        f"{esc(when(start))}</text>"
+        f'<text x="{CHART_LEFT + plot_w}" y="{base_y + 18}" font-size="11" fill="#64748b"'
+        f' text-anchor="end">{esc(when(end))}</text>'
+        f'<path class="cost-line" d="{" ".join(path)}" fill="none" stroke="#0f766e"'
+        ' stroke-width="2"/>'
+        f"{dots}</svg>"
+    )
+
+
+def _turns_table(turns: list[dict[str, Any]]) -> str:
+    """Each turn: its prompt, its answer (the Stop's last message), tokens and cost."""
+    if not turns:
+        return "<p class=muted>No turn recorded.</p>"
+    rows = "".join(
+        f"<tr><td class=num>{esc(t['turn'])}</td><td>{esc(cut(t['prompt'], 80))}</td>"
+        f"<td>{esc(cut(t['result_text'], 160))}</td><td>{esc(t['status'])}</td>"
+        f"<td class=num>{esc(_tokens(t['tokens']))}</td>"
+        f'<td class="num cost">{esc(usd(t["cost_usd"]))}</td></tr>'
+        for t in turns
+    )
+    head = "".join(
+        f"<th>{h}</th>" for h in ("turn", "prompt", "answer", "status", "tokens", "cost")
+    )
+    return f"<table class=turns><tr>{head}</tr>{rows}</table>"
 
 
 # --- the diff page ---------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..core import paths
-from . import live, queries, snapshot_files, timetravel, web_pages, workspace
+from ..core import db, paths
+from . import costs, live, queries, snapshot_files, timetravel, web_pages, workspace
 
 HOST = "127.0.0.1"
 REDIRECT_NAME = "open.html"
@@ -59,7 +59,12 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
     conn = live.open_readonly(root)
     try:
         if path in ("", "/"):
-            return web_pages.sessions_page(base, queries.sessions(conn, limit=200))
+            rows = queries.sessions(conn, limit=200)
+            current = db.schema_version(conn) >= db.SCHEMA_VERSION  # older: not migrated here
+            figures = costs.session_figures(conn) if current else {}
+            for row in rows:
+                row |= figures.get(str(row["session_id"]), {"cost_usd": None, "tokens": None})
+            return web_pages.sessions_page(base, rows)
         if path.startswith("/session/"):
             prefix = unquote(path[len("/session/") :])
             session_id = _session(conn, prefix)
@@ -74,6 +79,7 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
                 timetravel.subagents(conn, session_id),
                 timetravel.timeline(conn, session_id),
                 timetravel.branches(conn, session_id),
+                spent(conn, session_id),
             )
         if path == "/diff":
             a, b = query.get("a", [""])[0], query.get("b", [""])[0]
@@ -84,6 +90,22 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
         raise NotFound("no such page")
     finally:
         conn.close()
+
+
+def spent(conn: Any, session_id: str) -> dict[str, Any]:
+    """What the session cost, as read from Claude Code's transcripts (by the daemon, `cost`,
+    `status`...: this read-only page reads no transcript): the whole, per agent, per turn,
+    per frame, and the running total over time. A database a version behind (this page
+    opens it read-only: never migrated) has none of that to show, and says why."""
+    if db.schema_version(conn) < db.SCHEMA_VERSION:
+        return {"old_schema": True}
+    return {
+        "session": costs.session_figures(conn, session_id).get(session_id),
+        "agents": costs.agent_figures(conn, session_id),
+        "turns": costs.turn_figures(conn, session_id),
+        "frames": costs.frame_figures(conn, session_id),
+        "points": costs.cumulative(conn, session_id),
+    }
 
 
 def _session(conn: Any, prefix: str) -> str:
