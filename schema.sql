@@ -168,7 +168,8 @@ CREATE TABLE hook_events (
     note            TEXT,
     dispatcher      TEXT NOT NULL DEFAULT 'settings' CHECK (dispatcher IN ('plugin', 'settings', 'spool')),  -- what delivered it: a plugin hook, a settings.json hook, or the spool replaying it
     payload_summary TEXT,            -- one redacted line, at most 200 characters: "Bash: npm test", "Edit src/a.py", "prompt: ..."
-    timestamp       TEXT  -- UTC
+    timestamp       TEXT,  -- UTC
+    source          TEXT NOT NULL DEFAULT 'hook' CHECK (source IN ('hook', 'transcript'))  -- 'hook': Claude Code sent it; 'transcript': no hook delivered it, it was rebuilt from Claude Code's transcript (version 17)
 );
 CREATE INDEX hook_events_started ON hook_events (started_at);
 
@@ -692,4 +693,4 @@ CREATE TABLE session_tool_usage (
 );
 CREATE INDEX session_tool_usage_session ON session_tool_usage (session_id);
 
-PRAGMA user_version = 16;
+PRAGMA user_version = 17;

@@ -360,3 +360,13 @@ def finished(busy: Path) -> Path:
         run_hook("SubagentStop", stop, busy)
     run_hook("SessionEnd", fixture("SessionEnd", busy) | {"session_id": BUSY_SESSION}, busy)
     return busy
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Claude Code config folder of the test's own ($CLAUDE_CONFIG_DIR): transcripts are
+    read only from under it."""
+    folder = tmp_path / "claude-config"
+    folder.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
+    return folder

@@ -40,14 +40,6 @@ FIGURES = {"claude-opus-4-5": 1.2449, "claude-haiku-4-5": 0.0123}
 
 
 @pytest.fixture
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "claude-config"
-    folder.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
-    return folder
-
-
-@pytest.fixture
 def session(recorder: Recorder, config: Path) -> Recorder:
     """The session, its hooks at T0 + the seconds shown, its transcripts beside them.
 

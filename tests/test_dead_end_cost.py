@@ -130,14 +130,6 @@ class Session:
         self.rec.send(payload)
 
 
-@pytest.fixture
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "claude-config"
-    folder.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
-    return folder
-
-
 def cli(project: Path, config: Path, *args: str) -> Any:
     done = run_cli(project, *args, CLAUDE_CONFIG_DIR=str(config))
     assert done.returncode == 0, done.stderr

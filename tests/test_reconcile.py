@@ -136,6 +136,12 @@ def test_lost_hooks_are_filled_in_from_the_real_transcripts(recorder: Recorder) 
     assert {(outcome, note, mark) for _, outcome, note, mark in filled} == {
         ("stored", reconcile.NOTE, "transcript")
     }
+    assert recorder.rows(
+        "SELECT source, count(*) FROM hook_events GROUP BY source ORDER BY source"
+    ) == [
+        ("hook", len([p for p in hooks(root) if p["hook_event_name"] not in FILLABLE])),
+        ("transcript", 13),
+    ]
     assert reconcile.NOTE.startswith("source=transcript")
     # Claude Code's own fields, as its hooks send them
     post = json.loads(

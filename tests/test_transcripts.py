@@ -116,14 +116,6 @@ def write(path: Path, entries: list[dict[str, Any]], mode: str = "a") -> None:
 
 
 @pytest.fixture
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "claude-config"
-    folder.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
-    return folder
-
-
-@pytest.fixture
 def main_path(config: Path, project: Path) -> Path:
     return config / "projects" / "-tmp-project" / f"{SESSION}.jsonl"
 

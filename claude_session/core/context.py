@@ -26,6 +26,7 @@ from .readings import (
     open_errors,
 )
 from .redact import redact
+from .usage import token_count
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
@@ -324,23 +325,13 @@ def _spent(item: "dict[str, Any]") -> str:
     spent = item.get("spent")
     if not spent:
         return ""
-    parts = [f"{_count(spent['tokens'])} tokens"]
+    parts = [f"{token_count(spent['tokens'])} tokens"]
     if spent.get("cost_usd") is not None:
         parts.append(_dollars(spent["cost_usd"]))
     attempts = spent.get("attempts")
     if isinstance(attempts, int):
         return f"; {attempts} attempt{'s' if attempts != 1 else ''}, " + ", ".join(parts)
     return "; " + ", ".join(parts) + " in the turn it was recorded in"
-
-
-def _count(value: "Any") -> str:
-    """41k, 1.2M: a token count at a glance (as `cost` shows them)."""
-    n = float(value) if isinstance(value, int | float) else 0.0
-    if n < 1000:
-        return f"{n:.0f}"
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k".replace(".0k", "k") if n < 10_000 else f"{n / 1000:.0f}k"
-    return f"{n / 1_000_000:.1f}M"
 
 
 def _dollars(value: float) -> str:
