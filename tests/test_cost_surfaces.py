@@ -31,7 +31,7 @@ from test_transcripts import (
 )
 
 from claude_session.core import db, executions, statusline
-from claude_session.core.usage import usd
+from claude_session.core.figures import usd
 from claude_session.services import costs, transcripts, web_server
 
 SECRET = "sk-ant-api03-" + "c" * 40

@@ -17,7 +17,7 @@ from conftest import WheelInstall, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
 
-from claude_session.core.usage import usd
+from claude_session.core.figures import usd
 from claude_session.services import daemon_control, web_server
 
 pytestmark = pytest.mark.e2e

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from ..core.usage import token_count as tokens
-from ..core.usage import usd
+from ..core.figures import token_count as tokens
+from ..core.figures import usd
 from ..services import costs, transcripts
 from . import cli, json_option, lookup, opened, output
 from .listing import limit_option, stream_rows

@@ -33,8 +33,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..core.figures import token_count, usd
 from ..core.terminal import escape_controls, is_control
-from ..core.usage import token_count, usd
 
 FORMATS = ("table", "json")
 __all__ = [

@@ -92,8 +92,8 @@ def compaction(last: dict[str, Any] | None) -> str:
 
 def cost(latest: dict[str, Any]) -> str:
     """The latest session's cost, and the live sessions' transcripts that cannot be read."""
-    from ..core.usage import token_count as tokens
-    from ..core.usage import usd
+    from ..core.figures import token_count as tokens
+    from ..core.figures import usd
 
     problems = latest.get("transcript_problems") or []
     unread = f"; transcripts not readable: {'; '.join(problems)}" if problems else ""

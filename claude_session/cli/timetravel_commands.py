@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from ..core.usage import usd
+from ..core.figures import usd
 from ..services import costs, snapshot_files, timetravel, transcripts, workspace
 from ..services import fork as forking
 from ..services import revert as reverting

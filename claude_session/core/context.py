@@ -13,6 +13,7 @@ import apsw
 
 from .db import rows
 from .errors import gist, is_check
+from .figures import token_count
 from .quote import for_model
 from .readings import (
     crashed_sessions,
@@ -26,7 +27,6 @@ from .readings import (
     open_errors,
 )
 from .redact import redact
-from .usage import token_count
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ import time
 from typing import Any
 from urllib.parse import quote
 
+from ..core.figures import token_count, usd
 from ..core.terminal import escape_controls
-from ..core.usage import token_count, usd
 
 STATUS_COLOURS = {  # agent boxes: the status at a glance
     "running": "#2563eb",
