@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +74,12 @@ def cost_state(transcript: Path) -> dict[str, Any]:
     return states[-1]
 
 
-def test_cost_of_a_real_session_with_a_subagent(
-    tmp_path: Path, wheel_install: WheelInstall
-) -> None:
+def run_session(
+    tmp_path: Path, wheel_install: WheelInstall, script: Callable[[Path], Any], prompt: str
+) -> tuple[Path, Path, FakeAnthropic]:
+    """One real Claude Code session in a new git project, the hooks installed from the wheel;
+    returns once the daemon (started by the hooks, under the session's HOME) has read the main
+    and the subagent's transcripts."""
     binary = claude_binary()
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
@@ -85,14 +89,20 @@ def test_cost_of_a_real_session_with_a_subagent(
         [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
     )
     try:
-        with FakeAnthropic(Agents(project), usage) as api:
-            run_claude(binary, project, home, api, "TASK-COST: write files")
-        # the daemon (started by the hooks, under the session's HOME) reads the transcripts
+        with FakeAnthropic(script(project), usage) as api:
+            run_claude(binary, project, home, api, prompt)
         assert wait_for(lambda: len(query(project, "SELECT 1 FROM transcript_files")) >= 2, 30), (
             "the daemon read no transcript"
         )
     finally:
         daemon_control.stop(str(project))
+    return project, home, api
+
+
+def test_cost_of_a_real_session_with_a_subagent(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
+    project, home, api = run_session(tmp_path, wheel_install, Agents, "TASK-COST: write files")
     assert (project / "sub.txt").read_text() == "sub\n"
     session = query(project, "SELECT session_id FROM turns")[0][0]
     transcript = Path(query(project, "SELECT transcript_path FROM sessions")[0][0])
@@ -170,20 +180,8 @@ def test_a_real_session_shows_its_cost_per_turn_subagent_and_dead_end_everywhere
     """The real CLI: a Write, a subagent, three failures of one command. Every surface a person
     looks at (cost, errors, status, the status line, the web page) shows the same figures, and
     the dead end's tokens are exactly those of the responses after its first failure."""
-    binary = claude_binary()
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run(
-        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
-    )
-    try:
-        with FakeAnthropic(WithDeadEnd(project), usage) as api:
-            run_claude(binary, project, home, api, "TASK-COST: write files, try the import")
-        assert wait_for(lambda: len(query(project, "SELECT 1 FROM transcript_files")) >= 2, 30)
-    finally:
-        daemon_control.stop(str(project))
+    prompt = "TASK-COST: write files, try the import"
+    project, home, api = run_session(tmp_path, wheel_install, WithDeadEnd, prompt)
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home / ".claude"), "COLUMNS": "200"}
 
     def cli(*args: str, stdin: str | None = None) -> str:

@@ -371,7 +371,7 @@ def transcript_state(conn: apsw.Connection) -> dict[str, Any]:
 # --- cost where people look: agents, frames, turns, the web page ---------------------------
 
 # The tokens a response used, as `status` counts them (thinking is part of output).
-TOKEN_SUM = "m.input_tokens + m.output_tokens + m.cache_read_tokens + m.cache_creation_tokens"
+TOKEN_SUM = readings.SPENT_TOKENS  # one sum of a response's tokens, the dead ends' too
 
 
 def _figures(found: dict[str, Any]) -> dict[str, Any]:
@@ -522,7 +522,7 @@ def dead_ends(
     the session's cost, for the share. None when none of the session's usage was read."""
     messages = db.rows(
         conn,
-        f"SELECT m.at, {readings.SPENT_TOKENS} AS tokens, m.cost_usd FROM message_usage m"
+        f"SELECT m.at, {TOKEN_SUM} AS tokens, m.cost_usd FROM message_usage m"
         " WHERE m.session_id = ?" + ("" if since is None else " AND m.at >= ?"),
         (session_id,) if since is None else (session_id, since),
     )
