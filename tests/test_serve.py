@@ -404,16 +404,28 @@ def test_a_real_browser_follows_the_redirect_file_which_is_then_removed(
     project: Path, tmp_path: Path
 ) -> None:
     """Headless Chromium given the file:// address lands on the sessions page; the server,
-    asked for a page with the token, removes the file at once (serve still running)."""
-    process, _, redirect = open_with_stand_in(project, tmp_path)
-    try:
-        dom = chromium(redirect.as_uri(), tmp_path, "--virtual-time-budget=10000", "--dump-dom")
-        assert "<h1>Sessions</h1>" in dom.stdout and SESSION in dom.stdout, dom.stderr[-3000:]
-        assert wait_for(lambda: not redirect.exists(), 5)
-        assert not redirect.parent.exists() and process.poll() is None
-    finally:
-        process.send_signal(signal.SIGINT)
-        assert process.wait(10) == 0
+    asked for a page with the token, removes the file at once (serve still running).
+
+    Headless Chromium now and then exits 0 having printed no DOM at all when a meta refresh
+    crosses from file:// to http:// (about 1 run in 10 here): such a run still has to have
+    followed the link (the file is gone), and a fresh `serve --open` is tried, three at most."""
+    doms: list[str] = []
+    for attempt in range(3):
+        folder = tmp_path / f"attempt-{attempt}"
+        folder.mkdir()
+        process, _, redirect = open_with_stand_in(project, folder)
+        try:
+            dom = chromium(redirect.as_uri(), folder, "--virtual-time-budget=10000", "--dump-dom")
+            assert dom.returncode == 0, dom.stderr[-3000:]
+            assert wait_for(lambda gone=redirect: not gone.exists(), 5)
+            assert not redirect.parent.exists() and process.poll() is None
+        finally:
+            process.send_signal(signal.SIGINT)
+            assert process.wait(10) == 0
+        doms.append(dom.stdout)
+        if dom.stdout:
+            break
+    assert "<h1>Sessions</h1>" in doms[-1] and SESSION in doms[-1], doms
 
 
 # --- hostile recorded text: escaped like the CLI escapes it ------------------------------------
