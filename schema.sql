@@ -169,7 +169,8 @@ CREATE TABLE hook_events (
     dispatcher      TEXT NOT NULL DEFAULT 'settings' CHECK (dispatcher IN ('plugin', 'settings', 'spool')),  -- what delivered it: a plugin hook, a settings.json hook, or the spool replaying it
     payload_summary TEXT,            -- one redacted line, at most 200 characters: "Bash: npm test", "Edit src/a.py", "prompt: ..."
     timestamp       TEXT,  -- UTC
-    source          TEXT NOT NULL DEFAULT 'hook' CHECK (source IN ('hook', 'transcript'))  -- 'hook': Claude Code sent it; 'transcript': no hook delivered it, it was rebuilt from Claude Code's transcript (version 17)
+    source          TEXT NOT NULL DEFAULT 'hook' CHECK (source IN ('hook', 'transcript')),  -- 'hook': Claude Code sent it; 'transcript': no hook delivered it, it was rebuilt from Claude Code's transcript (version 17)
+    transport       TEXT CHECK (transport IN ('process', 'relay', 'mcp'))  -- how it reached the store: a hook process, the resident process it handed over to, or the hook server of an mcp_tool hook; NULL before version 18, and for rebuilt or spooled events
 );
 CREATE INDEX hook_events_started ON hook_events (started_at);
 
@@ -693,4 +694,4 @@ CREATE TABLE session_tool_usage (
 );
 CREATE INDEX session_tool_usage_session ON session_tool_usage (session_id);
 
-PRAGMA user_version = 17;
+PRAGMA user_version = 18;

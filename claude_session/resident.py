@@ -27,8 +27,8 @@ from collections.abc import Callable
 import apsw
 
 from .core import db
-from .core.paths import db_path
 from .runtime import hookrt, relay
+from .runtime.connections import Connections
 from .services import daemon as sweeper
 
 MAX_REQUEST_BYTES = relay.STDIN_CAP_BYTES + 64 * 1024
@@ -39,55 +39,6 @@ WORKER_IDLE_SECONDS = 30.0  # a serving thread with nothing to do this long ends
 
 class Declined(Exception):
     """A request this server must not serve: the hook does the work itself."""
-
-
-class Connections:
-    """Open connections to the project database, one per working thread at a time, reopened
-    when the file at the path is no longer the one they hold (moved aside, deleted, replaced
-    by a link: `db.connect` then creates or refuses exactly as a hook would)."""
-
-    def __init__(self, root: str) -> None:
-        self.path = db_path(root)
-        self.idle: list[tuple[apsw.Connection, tuple[int, int]]] = []
-        self.lock = threading.Lock()
-
-    def take(self, busy_timeout_ms: int) -> tuple[apsw.Connection, tuple[int, int]]:
-        identity = _identity(self.path)
-        with self.lock:
-            while self.idle:
-                conn, held = self.idle.pop()
-                if held == identity:
-                    db.poll_when_busy(conn, busy_timeout_ms)
-                    return conn, held
-                conn.close()
-        # SQLite's own auto-checkpoint stays on: under 8 writers at once a checkpoint run after
-        # each answer instead let the WAL grow past 100 MB (tests/test_relay.py).
-        conn = db.connect(self.path, busy_timeout_ms=busy_timeout_ms)
-        db.poll_when_busy(conn, busy_timeout_ms)
-        return conn, _identity(self.path)
-
-    def give_back(self, conn: apsw.Connection, held: tuple[int, int]) -> None:
-        if conn.in_transaction:  # never: every write is one `with Immediate` block
-            conn.close()
-            return
-        with self.lock:
-            self.idle.append((conn, held))
-
-    def close(self) -> None:
-        with self.lock:
-            for conn, _ in self.idle:
-                conn.close()
-            self.idle.clear()
-
-
-def _identity(path: str) -> tuple[int, int]:
-    try:
-        found = os.lstat(path)
-    except OSError:
-        return (0, 0)
-    if stat.S_ISLNK(found.st_mode):
-        return (0, 0)
-    return (found.st_dev, found.st_ino)
 
 
 class RelayServer:

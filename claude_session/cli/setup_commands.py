@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from ..services import installer, mcp_install, plugin, statusline_setup
-from . import cli, json_option, output
+from . import cli, hook_transport, json_option, output
 
 
 def say(text: str) -> None:
@@ -180,6 +180,7 @@ def remove_plugin(claude_path: str | None) -> None:
 @click.option(
     "--force", is_flag=True, help="With --statusline: replace a status line that is not ours."
 )
+@hook_transport.option
 @json_option(JSON_SHAPE)
 @click.pass_obj
 def install(
@@ -191,6 +192,7 @@ def install(
     with_mcp: bool,
     statusline: bool,
     force: bool,
+    transport: str,
     as_json: bool,
 ) -> None:
     """Write claude-session's hooks into Claude Code's settings: the project's personal
@@ -199,7 +201,9 @@ def install(
 
     The home folder is no project: there, use --scope user."""
     with reporting(as_json):
-        install_any(root, scope, dry_run, as_plugin, claude_path, with_mcp, statusline, force)
+        install_any(
+            root, scope, dry_run, as_plugin, claude_path, with_mcp, statusline, force, transport
+        )
 
 
 def install_any(
@@ -211,6 +215,7 @@ def install_any(
     with_mcp: bool,
     statusline: bool,
     force: bool,
+    transport: str = "auto",
 ) -> None:
     if statusline and as_plugin:
         raise click.UsageError("--statusline and --plugin are separate installs: run each alone")
@@ -227,7 +232,7 @@ def install_any(
     if as_plugin:
         install_plugin(root, dry_run, claude_path)
     else:
-        install_settings(root, scope, dry_run, claude_path)
+        install_settings(root, scope, dry_run, claude_path, transport)
     if with_mcp and not dry_run:
         install_mcp(claude_path)
 
@@ -276,21 +281,29 @@ def install_mcp(claude_path: str | None) -> None:
     )
 
 
-def install_settings(root: Path, scope: str, dry_run: bool, claude_path: str | None) -> None:
+def install_settings(
+    root: Path, scope: str, dry_run: bool, claude_path: str | None, transport: str = "auto"
+) -> None:
     path = installer.hooks_settings_path(scope, root)
     try:
-        updated = installer.with_ours(installer.read_settings(path))
+        current = installer.read_settings(path)
+        installer.with_ours(current)  # a settings file we cannot add to: before registering
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    if not dry_run:
+        refuse_unless_runnable()
+    chosen = hook_transport.choose(root, scope, dry_run, claude_path, transport, say)
+    updated = installer.with_ours(current, transport=chosen)
     events = len(installer.installed_events())
     if dry_run:
         say_settings(updated, path, f"claude-session's hooks for {events} events")
         if scope != "user":
             say_gitignore(root, installer.gitignore_plan(root), "would add")
         return
-    refuse_unless_runnable()
     backup = installer.write_settings(path, updated)
-    say(f"installed {events} hooks into {path}")
+    carried = len(installer.MCP_EVENTS & set(installer.installed_events()))
+    how = f" ({carried} through the hook server)" if chosen == "mcp" else ""
+    say(f"installed {events} hooks into {path}{how}")
     if backup:
         say(f"previous settings saved as {backup}")
     if scope != "user":
@@ -455,7 +468,10 @@ def uninstall_any(
     if scope == "project":  # where `install` writes them, and where older installs did
         paths.insert(0, installer.hooks_settings_path(scope, root))
     for path in paths:
+        had = installer.transport_of(installer.read_settings(path)) if path.exists() else None
         uninstall_from(path, statusline, dry_run)
+        if not dry_run and not statusline:
+            hook_transport.release(root, scope, claude_path, had, say)
 
 
 def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> None:

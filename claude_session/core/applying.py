@@ -30,6 +30,7 @@ class Delivery:
         note: str | None = None,
         dispatcher: str = "settings",
         source: str = "hook",
+        transport: str | None = None,
     ) -> None:
         self.delivery_id = delivery_id
         self.received_at = received_at  # time.time() when the hook process started
@@ -46,6 +47,8 @@ class Delivery:
         # Where the event came from: 'hook' (Claude Code sent it), or 'transcript' (it never
         # came from a hook and was rebuilt from Claude Code's transcript: services/reconcile).
         self.source = source
+        # How it reached the store: 'process', 'relay' or 'mcp' (hook_events.transport).
+        self.transport = transport
 
 
 class Context:

@@ -204,8 +204,8 @@ def _audit(
     outcome = "duplicate" if duplicate else ("spooled" if delivery.via == "spool" else "stored")
     conn.execute(
         "INSERT INTO hook_events (event_id, event_type, session_id, started_at, duration_ms,"
-        " exit_code, outcome, note, dispatcher, payload_summary, timestamp, source)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?9, datetime(?4, 'unixepoch'), ?10)",
+        " exit_code, outcome, note, dispatcher, payload_summary, timestamp, source, transport)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?9, datetime(?4, 'unixepoch'), ?10, ?11)",
         (
             event_id,
             ev.name,
@@ -217,6 +217,7 @@ def _audit(
             delivery.dispatcher,
             ev.summary(root),
             delivery.source,
+            delivery.transport,
         ),
     )
     return conn.last_insert_rowid()

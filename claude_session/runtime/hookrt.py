@@ -105,6 +105,7 @@ def process(
     start_daemon: bool = False,
     scratch: "apsw.Connection | None" = None,
     claude_process: "tuple[int, int, str] | None" = None,
+    transport: str | None = None,
 ) -> None:
     """One hook run, wherever it runs (this process, or the resident one for a relayed hook):
     the answer goes into `outcome`, side effects into `outcome.deferred`.
@@ -112,7 +113,8 @@ def process(
     `root_hint`: the project the relaying hook named; `connect`: the resident process's own
     open connections; `start_daemon`: no resident process answered, start one; `scratch`: an
     in-memory connection to use for JSON (the resident process reuses its own);
-    `claude_process`: the Claude Code process the hook found above itself (relay.main)."""
+    `claude_process`: the Claude Code process the hook found above itself (relay.main);
+    `transport`: how the event came (default: 'relay' with `connect`, else 'process')."""
     import apsw
 
     from ..core import applying, config, db, event
@@ -151,6 +153,7 @@ def process(
         truncated,
         started_clock=started_clock,
         dispatcher=dispatcher,
+        transport=transport or ("relay" if connect is not None else "process"),
     )
     root = root_hint or project_root(ev.get("cwd"))
     if root is None:

@@ -3,8 +3,9 @@
 A project (or local) install writes `<project>/.claude/settings.local.json`, a user install
 `~/.claude/settings.json` (`hooks_settings_path`).
 
-Our handlers are recognised by a shell comment at the end of the command, so `uninstall`
-never touches anyone else's hooks. Commands use absolute paths to the venv interpreter and the
+Our handlers are recognised by a shell comment at the end of the command (an mcp_tool hook:
+our server's name and the install named in its input), so `uninstall` never touches anyone
+else's hooks. Commands use absolute paths to the venv interpreter and the
 hook scripts (a pyenv shim costs ~90 ms per event). The shell wrapper turns every exit status
 into 0 except the runtime's deliberate block (3, which becomes the contract's 2): a broken
 installation, whose python may itself exit 2 ("can't open file"), can never block Claude Code.
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core import hook_fields
 from ..core.events import EVENTS
 from ..core.paths import DB_NAME
 
@@ -49,6 +51,72 @@ TIMEOUTS = {
 }
 DEFAULT_TIMEOUT = 10
 
+# The transports (docs/design.md, "Hooks without a process"): 'mcp' delivers the events of a
+# running session to the session's own hook server (runtime/mcp_transport.py) as mcp_tool
+# hooks, no process started; 'command' starts a hook process per event (which hands the
+# event to the project's resident process when one runs).
+TRANSPORTS = ("mcp", "command")
+HOOK_SERVER = "claude-session-hooks"  # the MCP server's name, as `install` registers it
+HOOK_TOOL = "hook"
+# The events the hook server carries: those of a running session. The rest stay commands:
+# SessionStart and Setup (Claude Code gives an mcp_tool hook there no MCP client, checked in
+# 2.1.330), SessionEnd (the server is gone by then), InstructionsLoaded and DirectoryAdded
+# (they fire while the server may still be connecting, and such events are not waited for),
+# TaskCompleted (its block is an exit code, which an mcp_tool hook cannot give).
+MCP_EVENTS = frozenset(
+    [
+        "UserPromptSubmit",
+        "UserPromptExpansion",
+        "MessageDisplay",
+        "PreToolUse",
+        "PermissionRequest",
+        "PermissionDenied",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PostToolBatch",
+        "Notification",
+        "SubagentStart",
+        "SubagentStop",
+        "TaskCreated",
+        "Stop",
+        "StopFailure",
+        "TeammateIdle",
+        "ConfigChange",
+        "CwdChanged",
+        "FileChanged",
+        "WorktreeRemove",
+        "PreCompact",
+        "PostCompact",
+        "PreModelSwitch",
+        "PostModelSwitch",
+        "Elicitation",
+        "ElicitationResult",
+    ]
+)
+
+
+def package_folder() -> str:
+    """This install's package folder: named in every mcp_tool hook, so that the hook server
+    of another install refuses it (runtime/mcp_transport.py)."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def hook_server_argv(python: str | None = None) -> list[str]:
+    """The hook server as Claude Code starts it: this install's interpreter and entry."""
+    interpreter = os.path.abspath(python or sys.executable)
+    return [interpreter, "-I", "-S", str(Path(package_folder()) / "hookserver.py")]
+
+
+def mcp_handler(event: str) -> dict[str, Any]:
+    """Our mcp_tool hook for `event`: every payload field by reference (core/hook_fields)."""
+    return {
+        "type": "mcp_tool",
+        "server": HOOK_SERVER,
+        "tool": HOOK_TOOL,
+        "input": hook_fields.input_template(package_folder()),
+        "timeout": TIMEOUTS.get(event, DEFAULT_TIMEOUT),
+    }
+
 
 def hook_entry() -> Path:
     """The hook entry inside this installed package (site-packages for a wheel, the checkout
@@ -72,12 +140,18 @@ def hook_command(event: str, python: str | None = None, entry: Path | None = Non
 
 
 def our_handlers(
-    python: str | None = None, command_for: Callable[[str], str] | None = None
+    python: str | None = None,
+    command_for: Callable[[str], str] | None = None,
+    transport: str = "command",
 ) -> dict[str, dict[str, Any]]:
     """One handler per installed event; `command_for` makes the command (default: this
-    install's interpreter and entry), so settings.json and the plugin share everything else."""
+    install's interpreter and entry), so settings.json and the plugin share everything else.
+    With the 'mcp' transport, the events of a running session are mcp_tool hooks."""
     handlers = {}
     for event in installed_events():
+        if transport == "mcp" and event in MCP_EVENTS:
+            handlers[event] = mcp_handler(event)
+            continue
         handler: dict[str, Any] = {
             "type": "command",
             "command": command_for(event) if command_for else hook_command(event, python),
@@ -90,7 +164,30 @@ def our_handlers(
 
 
 def is_ours(handler: Any) -> bool:
-    return isinstance(handler, dict) and str(handler.get("command", "")).endswith(MARKER)
+    if not isinstance(handler, dict):
+        return False
+    if handler.get("type") == "mcp_tool":
+        given = handler.get("input")
+        return (
+            handler.get("server") == HOOK_SERVER
+            and isinstance(given, dict)
+            and (hook_fields.INSTALL_ARGUMENT in given)
+        )
+    return str(handler.get("command", "")).endswith(MARKER)
+
+
+def transport_of(settings: dict[str, Any]) -> str | None:
+    """Which transport our hooks in `settings` use: 'mcp', 'command', or None (none there)."""
+    hooks = settings.get("hooks")
+    found = None
+    for groups in hooks.values() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            for handler in group.get("hooks", []) if isinstance(group, dict) else ():
+                if is_ours(handler):
+                    if handler.get("type") == "mcp_tool":
+                        return "mcp"
+                    found = "command"
+    return found
 
 
 def settings_path(scope: str, root: Path) -> Path:
@@ -138,11 +235,13 @@ def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def with_ours(settings: dict[str, Any], python: str | None = None) -> dict[str, Any]:
+def with_ours(
+    settings: dict[str, Any], python: str | None = None, transport: str = "command"
+) -> dict[str, Any]:
     """`settings` with exactly one claude-session handler per event (idempotent)."""
     result = without_ours(settings)
     hooks = result.setdefault("hooks", {})
-    for event, handler in our_handlers(python).items():
+    for event, handler in our_handlers(python, transport=transport).items():
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise ValueError(f"settings: hooks.{event} is not a list; fix it by hand first")

@@ -1,4 +1,7 @@
-"""Registering the MCP server with Claude Code at user scope (`claude mcp add -s user`).
+"""Registering our MCP servers with Claude Code: the memory server at user scope (`claude mcp
+add -s user`), and the hook server of the mcp_tool transport (runtime/mcp_transport.py) at
+local scope for a project install (the project's entry in ~/.claude.json: private to this
+user, no approval asked, nothing written into the project), user scope for a user install.
 
 User scope, because a project-scope `.mcp.json` server waits for the user's approval while a
 user-scope one connects at once (checked in the real CLI 2.1.330). The command is this
@@ -12,7 +15,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
+from . import installer
 from .plugin import ClaudeError, _claude, _tail
 
 NAME = "claude-session"
@@ -73,4 +79,63 @@ def register(claude: str, python: str | None = None) -> list[str]:
 
 def unregister(claude: str) -> bool:
     done = _claude(claude, "mcp", "remove", "-s", "user", NAME)
+    return done.returncode == 0
+
+
+# Where an organization's policy lives (Linux, macOS): it may forbid MCP servers of our own.
+MANAGED_SETTINGS = (
+    Path("/etc/claude-code/managed-settings.json"),
+    Path("/Library/Application Support/ClaudeCode/managed-settings.json"),
+)
+
+
+def policy_problem(paths: tuple[Path, ...] = MANAGED_SETTINGS) -> str | None:
+    """Why the organization's managed settings would not let the hook server connect, or None:
+    only managed servers allowed, an allow list without it, or a deny list with it."""
+    for path in paths:
+        try:
+            managed = json.loads(path.read_text())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            return f"the managed settings {path} could not be read ({exc})"
+        if not isinstance(managed, dict):
+            continue
+        if managed.get("allowManagedMcpServersOnly") is True:
+            return f"{path} allows only the organization's own MCP servers"
+        allowed = managed.get("allowedMcpServers")
+        if isinstance(allowed, list) and not _names(allowed, installer.HOOK_SERVER):
+            return f"{path} has an allowedMcpServers list without {installer.HOOK_SERVER}"
+        denied = managed.get("deniedMcpServers")
+        if isinstance(denied, list) and _names(denied, installer.HOOK_SERVER):
+            return f"{path} denies the MCP server {installer.HOOK_SERVER}"
+    return None
+
+
+def _names(entries: list[Any], name: str) -> bool:
+    return any(isinstance(e, dict) and e.get("serverName") == name for e in entries)
+
+
+def hook_server_scope(install_scope: str) -> str:
+    return "user" if install_scope == "user" else "local"
+
+
+def register_hooks(claude: str, root: Path, install_scope: str) -> list[str]:
+    """Register the hook server for the project (local scope) or every project (user scope),
+    after checking it answers `initialize`; returns the command."""
+    argv = installer.hook_server_argv()
+    problem = probe(argv)
+    if problem:
+        raise ClaudeError(f"hook server not registered: {problem}")
+    scope = hook_server_scope(install_scope)
+    _claude(claude, "mcp", "remove", "-s", scope, installer.HOOK_SERVER, cwd=root)
+    done = _claude(claude, "mcp", "add", "-s", scope, installer.HOOK_SERVER, "--", *argv, cwd=root)
+    if done.returncode != 0:
+        raise ClaudeError(f"claude mcp add failed: {_tail(done)}")
+    return argv
+
+
+def unregister_hooks(claude: str, root: Path, install_scope: str) -> bool:
+    scope = hook_server_scope(install_scope)
+    done = _claude(claude, "mcp", "remove", "-s", scope, installer.HOOK_SERVER, cwd=root)
     return done.returncode == 0

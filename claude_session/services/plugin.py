@@ -99,10 +99,16 @@ def find_claude(explicit: str | None = None) -> str | None:
     return explicit or shutil.which("claude")
 
 
-def _claude(claude: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _claude(claude: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, DISABLE_AUTOUPDATER="1")
     return subprocess.run(
-        [claude, *args], capture_output=True, text=True, timeout=120, env=env, check=False
+        [claude, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+        cwd=cwd,
     )
 
 

@@ -1,0 +1,156 @@
+"""The payload of an `mcp_tool` hook, field by field: what `install` writes as the hook's input
+and how the hook server puts the payload back together.
+
+Why this is needed: Claude Code 2.1.330 gives an `mcp_tool` hook no whole payload. It fills
+each `${name}` of the hook's `input` from the payload's top-level field `name`: a string as it
+is, a number or boolean as its text, an object or array as its JSON text, and a missing or
+null field as "" (read in the CLI, checked with the real one: docs/design.md). So the input
+names every field we know, each with its kind, and the server turns the strings back into
+the payload. A field Claude Code adds later is not carried until it is listed here; the
+command transport carries everything.
+"""
+
+from __future__ import annotations
+
+import json
+
+TEXT, JSON, NUMBER, FLAG = "text", "json", "number", "flag"
+
+# Every top-level payload field of Claude Code 2.1.330 (its fixtures and hooks reference).
+FIELDS: dict[str, str] = {
+    name: TEXT
+    for name in [
+        "hook_event_name",
+        "session_id",
+        "transcript_path",
+        "cwd",
+        "prompt_id",
+        "permission_mode",
+        "agent_id",
+        "agent_type",
+        "tool_name",
+        "tool_use_id",
+        "prompt",
+        "source",
+        "reason",
+        "trigger",
+        "custom_instructions",
+        "compact_summary",
+        "last_assistant_message",
+        "agent_transcript_path",
+        "error",
+        "error_details",
+        "message",
+        "title",
+        "notification_type",
+        "task_id",
+        "task_subject",
+        "task_description",
+        "teammate_name",
+        "team_name",
+        "model",
+        "session_title",
+        "cache_ttl",
+        "pricing",
+        "from_model",
+        "to_model",
+        "requested_model",
+        "file_path",
+        "old_cwd",
+        "new_cwd",
+        "event",
+        "load_reason",
+        "memory_type",
+        "trigger_file_path",
+        "parent_file_path",
+        "name",
+        "worktree_path",
+        "mcp_server_name",
+        "expansion_type",
+        "command_name",
+        "command_args",
+        "command_source",
+        "directory",
+        "elicitation_id",
+        "mode",
+        "url",
+        "action",
+        "message_id",
+        "turn_id",
+    ]
+}
+FIELDS |= {
+    name: JSON
+    for name in [
+        "tool_input",
+        "tool_response",
+        "effort",
+        "background_tasks",
+        "session_crons",
+        "tool_calls",
+        "permission_suggestions",
+        "requested_schema",
+        "content",
+        "globs",
+    ]
+}
+FIELDS |= {
+    name: NUMBER
+    for name in [
+        "duration_ms",
+        "context_tokens",
+        "seconds_since_last_response",
+        "estimated_cache_write_usd",
+    ]
+}
+FIELDS |= {
+    name: FLAG
+    for name in [
+        "is_interrupt",
+        "stop_hook_active",
+        "prompt_cache_likely_expired",
+        "prompt_cache_warm",
+    ]
+}
+
+# The argument that names the install that wrote the hook (its package folder): a hook
+# server of another install refuses the call, as the relay declines another install's hook.
+INSTALL_ARGUMENT = "claude_session_install"
+
+
+def input_template(install: str) -> dict[str, str]:
+    """The `input` of our mcp_tool hook: every field by reference, and the install's name."""
+    template = {name: f"${{{name}}}" for name in FIELDS}
+    template[INSTALL_ARGUMENT] = install
+    return template
+
+
+def payload_from(arguments: dict[str, object]) -> dict[str, object]:
+    """The payload as Claude Code had it, from the filled-in input: "" is a missing field; a
+    JSON field that does not read as an object or array was a string and stays one."""
+    payload: dict[str, object] = {}
+    for name, value in arguments.items():
+        kind = FIELDS.get(name)
+        if kind is None or not isinstance(value, str) or value == "":
+            continue
+        payload[name] = _typed(kind, value)
+    return payload
+
+
+def _typed(kind: str, value: str) -> object:
+    if kind == JSON and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    if kind == NUMBER:
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                return value
+    if kind == FLAG and value in ("true", "false"):
+        return value == "true"
+    return value

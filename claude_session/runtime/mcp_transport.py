@@ -1,0 +1,308 @@
+"""The hook server: Claude Code's `mcp_tool` hooks delivered to a process that is already
+running, instead of a Python process started per event.
+
+Claude Code starts this server itself, as a stdio MCP server of the session (`install`
+registers it as `claude-session-hooks`, local scope), so it is a child of the very `claude`
+process and private to it: no port another user could take, no proxy in between, no secret to
+leak. Each hook calls its tool `hook`, which the server never lists: the model is offered no
+such tool and cannot call it; only a hook can (Claude Code calls a hook's tool by name).
+
+A call is the payload's fields (core/hook_fields.py); the server puts the payload back
+together and runs `hookrt.process` on it, the same work a hook process does, on connections
+it keeps open, and answers with what the hook would have printed. The side effects (starting
+a capture, the daemon) run after the answer, in order, on a thread of their own.
+
+Refused, like the relay declines: a call written by another install (its package folder is in
+the call), and everything while CLAUDE_SESSION_DISABLED is set. When this install's code
+changed on disk since the server started (an upgrade in place), each call is handed to a hook
+process of the new code (the command transport) rather than applied by the old one.
+
+Only the standard library, apsw and our core: this is the hot path now.
+"""
+
+import json
+import os
+import queue
+import sys
+import threading
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import apsw
+
+    from .connections import Connections
+
+NAME = "claude-session-hooks"
+HOOK_TOOL = "hook"
+PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a payload past the hook's own cap (32 MB) is no event
+WORKERS = 8  # hooks applied at once: a judge on Stop must not hold up a subagent's PreToolUse
+DRAIN_SECONDS = 5.0  # at the end of the session, how long the side effects may still run
+
+
+class HookServer:
+    """One session's server: reads JSON-RPC lines, answers them, applies hook calls."""
+
+    def __init__(self, stdout: "Callable[[bytes], None]") -> None:
+        from ..core import db
+        from ..core.paths import project_root
+        from . import relay
+
+        self.write_out = stdout
+        self.out_lock = threading.Lock()
+        self.package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.fingerprint = relay.fingerprint()
+        self.root = project_root()
+        self.connections: dict[str, Connections] = {}
+        self.pool_lock = threading.Lock()
+        self.calls: queue.SimpleQueue[tuple[object, dict[str, object], float, float] | None] = (
+            queue.SimpleQueue()
+        )
+        self.after: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self.scratch = threading.local()
+        self.claude_process = _claude_process()
+        self.served = 0
+        # Hooks and side effects write from threads of this one process: they take turns on
+        # a lock rather than through SQLite's sleeping busy handler (as the resident does).
+        db.serialize_writers(threading.RLock())
+        self.workers = [
+            threading.Thread(target=self._work, name=f"hook-{n}", daemon=True)
+            for n in range(WORKERS)
+        ]
+        for worker in self.workers:
+            worker.start()
+        self.side = threading.Thread(target=self._side_effects, name="after", daemon=True)
+        self.side.start()
+
+    # --- the protocol ------------------------------------------------------------------------
+
+    def serve(self, lines: "Callable[[], bytes]") -> None:
+        """Until stdin ends; then let the side effects finish (bounded) and return."""
+        while True:
+            line = lines()
+            if not line:
+                break
+            if len(line) > MAX_LINE_BYTES:  # its rest follows and does not read as JSON either
+                self._log("ERROR", f"an MCP message of {len(line)} bytes was not read")
+                continue
+            received_at, started_clock = time.time(), time.perf_counter()
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                self._dispatch(message, received_at, started_clock)
+        for _ in self.workers:
+            self.calls.put(None)
+        for worker in self.workers:
+            worker.join(DRAIN_SECONDS)
+        self.after.put(None)
+        self.side.join(DRAIN_SECONDS)
+
+    def _dispatch(self, message: "dict[str, object]", received_at: float, clock: float) -> None:
+        method = message.get("method")
+        ident = message.get("id")
+        if ident is None:
+            return  # a notification (initialized, cancelled): nothing to answer
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            self._reply(
+                ident,
+                {
+                    "protocolVersion": asked if asked in PROTOCOLS else PROTOCOLS[0],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": NAME, "version": _version()},
+                },
+            )
+        elif method == "ping":
+            self._reply(ident, {})
+        elif method == "tools/list":
+            self._reply(ident, {"tools": []})  # `hook` is for hooks only: never offered
+        elif method == "tools/call" and params.get("name") == HOOK_TOOL:
+            arguments = params.get("arguments")
+            arguments = arguments if isinstance(arguments, dict) else {}
+            self.calls.put((ident, arguments, received_at, clock))
+        elif method == "tools/call":
+            self._reply(ident, _tool_result(f"no tool {params.get('name')!r} here", True))
+        else:
+            self._error(ident, -32601, f"method {method!r} not served")
+
+    def _reply(self, ident: object, result: "dict[str, object]") -> None:
+        self._send({"jsonrpc": "2.0", "id": ident, "result": result})
+
+    def _error(self, ident: object, code: int, message: str) -> None:
+        self._send({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
+
+    def _send(self, message: "dict[str, object]") -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        with self.out_lock:
+            self.write_out(data.encode("utf-8", "surrogateescape"))
+
+    # --- the hooks ---------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            call = self.calls.get()
+            if call is None:
+                return
+            ident, arguments, received_at, clock = call
+            try:
+                text, failed = self.hook(arguments, received_at, clock)
+            except BaseException as exc:  # fail open: Claude Code goes on without an answer
+                self._internal_error("hook server", exc)
+                text, failed = "", False
+            self._reply(ident, _tool_result(text, failed))
+
+    def hook(
+        self, arguments: "dict[str, object]", received_at: float, clock: float
+    ) -> "tuple[str, bool]":
+        """(what the hook answers, whether Claude Code is to see it as the hook's failure)."""
+        from ..core import hook_fields
+        from . import hookrt, relay
+
+        if os.environ.get("CLAUDE_SESSION_DISABLED"):
+            return "", False
+        install = arguments.get(hook_fields.INSTALL_ARGUMENT)
+        if install != self.package:
+            why = f"a hook of another install of claude-session ({install!r}) was refused"
+            self._log("ERROR", why)
+            return f"claude-session: {why}; run `claude-session install` again", True
+        payload = hook_fields.payload_from(arguments)
+        event_name = str(payload.get("hook_event_name") or "")
+        if relay.dropped(event_name):
+            return "", False
+        raw = json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogateescape")
+        delivery_id = os.urandom(12).hex()
+        if relay.fingerprint() != self.fingerprint:
+            return self._new_code(event_name, raw), False
+        outcome = hookrt.Outcome()
+        taken: list[tuple[apsw.Connection, tuple[int, int], Connections]] = []
+        pool = self._pool(self.root) if self.root else None
+
+        def connect(root: str, busy_timeout_ms: int) -> "apsw.Connection":
+            chosen = pool if root == self.root and pool is not None else self._pool(root)
+            conn, held = chosen.take(busy_timeout_ms)
+            taken.append((conn, held, chosen))
+            return conn
+
+        try:
+            hookrt.process(
+                outcome,
+                event_name,
+                raw,
+                None,
+                received_at,
+                clock,
+                delivery_id,
+                root_hint=self.root,
+                transport="mcp",
+                connect=connect,
+                scratch=self._scratch(),
+                claude_process=self.claude_process if event_name in relay.NAMES_PROCESS else None,
+            )
+        finally:
+            for conn, held, chosen in taken:
+                chosen.give_back(conn, held)
+        if outcome.deferred:
+            self.after.put(outcome.finish)
+        self.served += 1
+        if outcome.code == hookrt.BLOCK_EXIT:  # never for the events this transport carries
+            return json.dumps({"decision": "block", "reason": outcome.err.strip()}), False
+        return outcome.out, False
+
+    def _new_code(self, event_name: str, raw: bytes) -> str:
+        """This install was upgraded under us: its own hook entry (never a path from a call)
+        applies the event with the new code, as the command transport would."""
+        import subprocess
+
+        entry = os.path.join(self.package, "hook.py")
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", entry, event_name],
+            input=raw,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        return done.stdout.decode("utf-8", "replace")
+
+    def _pool(self, root: str) -> "Connections":
+        from .connections import Connections
+
+        with self.pool_lock:
+            pool = self.connections.get(root)
+            if pool is None:
+                pool = self.connections[root] = Connections(root)
+            return pool
+
+    def _scratch(self) -> "apsw.Connection":
+        import apsw
+
+        conn = getattr(self.scratch, "conn", None)
+        if conn is None:
+            conn = self.scratch.conn = apsw.Connection(":memory:")
+        return conn
+
+    def _side_effects(self) -> None:
+        while True:
+            step = self.after.get()
+            if step is None:
+                return
+            try:
+                step()
+            except BaseException as exc:
+                self._internal_error("hook server side effect", exc)
+
+    def _log(self, level: str, message: str) -> None:
+        from . import hookrt
+
+        hookrt._log(level, self.root, "hook server", message)
+
+    def _internal_error(self, where: str, exc: BaseException) -> None:
+        from . import hookrt
+
+        try:
+            hookrt._internal_error(self.root, where, exc)
+        except BaseException:
+            pass
+
+
+def _tool_result(text: str, failed: bool) -> "dict[str, object]":
+    result: dict[str, object] = {"content": [{"type": "text", "text": text}]}
+    if failed:
+        result["isError"] = True
+    return result
+
+
+def _claude_process() -> "tuple[int, int, str] | None":
+    """The Claude Code process that started this server (its parent): recorded with the
+    events that name it, for the daemon's exit check."""
+    try:
+        from ..core.processes import claude_code
+
+        return claude_code()
+    except Exception:
+        return None
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def main() -> None:
+    """Serve stdin/stdout until Claude Code closes stdin."""
+    out = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    stdin = sys.stdin.buffer
+    server = HookServer(write)
+    server.serve(lambda: stdin.readline(MAX_LINE_BYTES + 1))
