@@ -232,6 +232,15 @@ def set_exit_code(conn: apsw.Connection, audit_id: int, exit_code: int, note: st
         )
 
 
+def add_note(conn: apsw.Connection, audit_id: int, note: str) -> None:
+    """Say more of the event behind audit row `audit_id` (an answer it missed, say)."""
+    with Immediate(conn):
+        conn.execute(
+            "UPDATE hook_events SET note = COALESCE(note || '; ', '') || ?2 WHERE id = ?1",
+            (audit_id, note),
+        )
+
+
 def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
     """Drop the raw event log and audit rows of sessions that ended before `before`.
 

@@ -26,7 +26,8 @@ from typing import Any
 
 import apsw
 
-from ..core import applying, config, event, events
+from ..core import applying, config, event, events, registry, store
+from ..core.paths import relative_to_root
 
 SOURCE = "transcript"
 NOTE = "source=transcript: never received from a hook; rebuilt from Claude Code's transcript"
@@ -75,7 +76,30 @@ def fill(
         applied = events.apply(conn, ev, delivery, applying.Context(root, when, None, settings))
         reader.applied(ev, delivery)
         added += not applied.duplicate
+        missed = None if applied.duplicate else missed_answer(conn, root, ev, when)
+        if missed:
+            events.add_note(conn, applied.audit_id, missed)
     return added
+
+
+MISSED = "missed answer: "  # in the audit row's note: what the hook would have told the agent
+
+
+def missed_answer(conn: apsw.Connection, root: str, ev: event.Event, when: float) -> str | None:
+    """What a hook that never came would have told the agent, now that it cannot: a conflict
+    warning before an edit of a file another live agent held then. Said in the audit row,
+    never given late or made up (the agent has moved on)."""
+    if ev.name != "PreToolUse" or ev.text_of("tool_name") not in store.EDIT_TOOLS:
+        return None
+    target = ev.text_of("file_path") or ev.text_of("notebook_path")
+    if not target:
+        return None
+    path = relative_to_root(root, target)
+    holders = registry.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, when)
+    if not holders:
+        return None
+    agents = ", ".join(sorted({str(h[0]) for h in holders}))
+    return f"{MISSED}a conflict warning: {path} was held by {agents}"
 
 
 class _Reader:
