@@ -125,6 +125,25 @@ def input_template(install: str) -> dict[str, str]:
     return template
 
 
+def arguments_for(payload: dict[str, object], install: str) -> dict[str, str]:
+    """What Claude Code makes of `input_template(install)` for `payload` (its substitution:
+    a string as it is, an object or array as compact JSON, a number or flag as its text, a
+    missing or null field as ""): for the doctor, the benchmarks and the tests."""
+    arguments = {}
+    for name in FIELDS:
+        value = payload.get(name)
+        if value is None:
+            arguments[name] = ""
+        elif isinstance(value, bool):
+            arguments[name] = "true" if value else "false"
+        elif isinstance(value, (dict, list)):
+            arguments[name] = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        else:
+            arguments[name] = str(value)
+    arguments[INSTALL_ARGUMENT] = install
+    return arguments
+
+
 def payload_from(arguments: dict[str, object]) -> dict[str, object]:
     """The payload as Claude Code had it, from the filled-in input: "" is a missing field; a
     JSON field that does not read as an object or array was a string and stays one."""

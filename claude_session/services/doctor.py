@@ -88,6 +88,7 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
             if missing:
                 detail += f"; missing: {', '.join(sorted(missing))}"
             results.append(_row(f"settings {scope}", not missing, detail))
+    results += _hook_server_registered(root, found)
     if not found:
         sources = hook_sources.Found(root)
         if sources.plugin is not None or sources.replay:
@@ -96,6 +97,28 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
             detail = "no claude-session hooks in any settings file; run `claude-session install`"
             results.append(_row("installed", False, detail))
     return found
+
+
+def _hook_server_registered(
+    root: Path, found: list[tuple[str, str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """mcp_tool hooks need their server registered with Claude Code, as this install would
+    start it: else every one of them fails, and only the transcript fills the record."""
+    from .hook_client import registration
+
+    rows = []
+    for scope in sorted({s for s, _, h in found if h.get("type") == "mcp_tool"}):
+        entry = registration(root, "user" if scope == "user" else "local")
+        wanted = installer.hook_server_argv()
+        if entry is None:
+            detail = f"not registered for these {scope} hooks: run `claude-session install`"
+            rows.append(_row("hook server", False, detail))
+        elif [entry.get("command"), *entry.get("args", [])] != wanted:
+            detail = f"registered as {entry.get('command')} {entry.get('args')}, not this install"
+            rows.append(_row("hook server", False, detail))
+        else:
+            rows.append(_row("hook server", True, f"registered: {' '.join(wanted)}"))
+    return rows
 
 
 def _duplicates(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -124,8 +147,10 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
     share the CPUs and each looks several times slower than it is)."""
     distinct: dict[tuple[str, str], dict[str, Any]] = {}
     for _, event, handler in found:
-        distinct.setdefault((event, str(handler.get("command"))), handler)
-    if not distinct:
+        if handler.get("type") != "mcp_tool":
+            distinct.setdefault((event, str(handler.get("command"))), handler)
+    served = sorted({event for _, event, handler in found if handler.get("type") == "mcp_tool"})
+    if not distinct and not served:
         return []
     from . import payloads  # the output contract's models, loaded before any hook is timed
 
@@ -156,6 +181,7 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
                 ": " + "; ".join(problems) if problems else ""
             )
             results.append(_row(f"hook {event}", not problems, detail))
+        results += _run_served(served, project, times)
     ordered = sorted(times)
     slowest, name = ordered[-1]
     results.append(
@@ -166,6 +192,42 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
             f" median {ordered[len(ordered) // 2][0]:.0f} ms, slowest {slowest:.0f} ms ({name})",
         )
     )
+    return results
+
+
+def _run_served(
+    events: list[str], project: Path, times: list[tuple[float, str]]
+) -> list[dict[str, Any]]:
+    """The mcp_tool hooks: one hook server started as Claude Code starts it, each event sent
+    to it with a sample payload, timed from the call to the answer (what Claude Code waits)."""
+    if not events:
+        return []
+    from .hook_client import HookServer, HookServerError
+
+    results = []
+    try:
+        server = HookServer(project, installer.probe_env(project))
+    except (OSError, HookServerError) as exc:
+        return [_row("hook server", False, f"did not start: {exc}")]
+    try:
+        for event in events:
+            payload = sample_payload(event, project)
+            try:
+                text, failed, seconds = server.call(payload)
+            except HookServerError as exc:
+                results.append(_row(f"hook {event} (hook server)", False, str(exc)))
+                break
+            times.append((seconds * 1000, event))
+            problems = ["answered with an error: " + text[:160]] if failed else []
+            problem = _output_contract(text)
+            if problem:
+                problems.append(problem)
+            if not _stored(project, payload["session_id"], event):
+                problems.append("event not recorded")
+            detail = f"{seconds * 1000:.1f} ms" + (": " + "; ".join(problems) if problems else "")
+            results.append(_row(f"hook {event} (hook server)", not problems, detail))
+    finally:
+        server.close()
     return results
 
 
