@@ -10,6 +10,7 @@ wrote them and the 22 hook payloads it sent, with its paths moved to /home/dev.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -362,3 +363,62 @@ def test_the_transcript_waits_for_hooks_still_on_their_way(
         lost.rows("SELECT tool_use_id, agent_id, tool_name, status FROM tool_calls")
     ) == sorted(CALLS)
     assert transcripts.catch_up(lost.conn, SESSION, now=later + 60)["reconciled"] == 0
+
+
+def test_a_rebuilt_edit_of_a_held_file_notes_the_warning_it_missed(recorder: Recorder) -> None:
+    """A subagent holds shared.txt (its hooks came); the main agent's Write of it reached us
+    only through the transcript, too late for the conflict warning its PreToolUse hook would
+    have answered: the rebuilt event's audit row says what was missed. A rebuilt Write of a
+    file no one holds says nothing of the kind."""
+    root = Path(recorder.root)
+    holder = "a7e1d2c3b4a5f6e7d"
+    start = fixture("SessionStart.startup", root) | {"session_id": SESSION}
+    subagent = fixture("SubagentStart", root) | {"session_id": SESSION, "agent_id": holder}
+    send_all(recorder, [start, subagent])
+    for name in ("PreToolUse.Write", "PostToolUse.Write"):
+        write = fixture(name, root) | {"session_id": SESSION, "agent_id": holder}
+        write |= {"agent_type": "general-purpose", "tool_use_id": "toolu_held"}
+        write["tool_input"]["file_path"] = str(root / "shared.txt")
+        send_all(recorder, [write])
+    assert recorder.rows("SELECT agent_id, file_path FROM file_claims") == [(holder, "shared.txt")]
+
+    def at(second: int) -> str:  # after the subagent's claim (the recorder's clock)
+        return datetime.fromtimestamp(recorder.now + second, UTC).isoformat()
+
+    def written(tool_use_id: str, path: Path, second: int) -> list[dict[str, Any]]:
+        """A Write as the main transcript shows it: the call, its result a second later."""
+        use = call(tool_use_id, "Write", file_path=str(path), content="x\n")
+        done = result(tool_use_id, "File created", is_error=False)
+        return [
+            entry("assistant", [use], "00", timestamp=at(second)),
+            entry("user", [done], "00", timestamp=at(second + 1)),
+        ]
+
+    entries = written("toolu_main_shared", root / "shared.txt", 5)
+    entries += written("toolu_main_other", root / "other.txt", 7)
+    assert reconcile.fill(recorder.conn, recorder.root, SESSION, None, entries) == 4
+
+    notes = dict(
+        recorder.rows(
+            "SELECT e.tool_use_id || ' ' || e.hook_event_name, h.note FROM hook_events h"
+            " JOIN events e ON e.id = h.event_id WHERE h.source = 'transcript'"
+        )
+    )
+    missed = notes["toolu_main_shared PreToolUse"]
+    assert missed.startswith(reconcile.NOTE)
+    assert f"{reconcile.MISSED}a conflict warning: shared.txt was held by {holder}" in missed
+    assert "missed answer: a conflict warning: shared.txt was held by" in missed
+    assert notes["toolu_main_other PreToolUse"] == reconcile.NOTE
+    assert notes["toolu_main_shared PostToolUse"] == reconcile.NOTE
+    assert notes["toolu_main_other PostToolUse"] == reconcile.NOTE
+
+    # once the subagent stopped (its claims released), a rebuilt Write of the file missed nothing
+    recorder.advance(10)
+    stop = fixture("SubagentStop", root) | {"session_id": SESSION, "agent_id": holder}
+    send_all(recorder, [stop | {"agent_type": "general-purpose"}])
+    later = written("toolu_main_after", root / "shared.txt", 20)
+    assert reconcile.fill(recorder.conn, recorder.root, SESSION, None, later) == 2
+    assert recorder.rows(
+        "SELECT h.note FROM hook_events h JOIN events e ON e.id = h.event_id"
+        " WHERE e.tool_use_id = 'toolu_main_after' AND e.hook_event_name = 'PreToolUse'"
+    ) == [(reconcile.NOTE,)]

@@ -43,9 +43,12 @@ def choose(
     say: Callable[[str], None],
 ) -> str:
     """The transport to write, with the hook server registered for it (unless a dry run)."""
-    if wanted == "command":
-        return "command"
     claude = plugin.find_claude(claude_path)
+    if wanted == "command":
+        # an earlier mcp install's registration goes: nothing of ours would call it any more
+        if not dry_run and claude and mcp_install.unregister_hooks(claude, root, scope):
+            say(f"removed the hook server {installer.HOOK_SERVER}: the hooks are commands now")
+        return "command"
     why = (
         "no `claude` command on PATH (or --claude) to register the hook server with"
         if claude is None
@@ -83,6 +86,12 @@ def release(
     if had != "mcp":
         return
     claude = plugin.find_claude(claude_path)
-    if claude and mcp_install.unregister_hooks(claude, root, scope):
-        scope_name = mcp_install.hook_server_scope(scope)
+    scope_name = mcp_install.hook_server_scope(scope)
+    if claude is None:
+        say(
+            f"the hook server {installer.HOOK_SERVER} is still registered ({scope_name} scope):"
+            " no `claude` command on PATH (or --claude) to remove it with; run `claude mcp"
+            f" remove -s {scope_name} {installer.HOOK_SERVER}`"
+        )
+    elif mcp_install.unregister_hooks(claude, root, scope):
         say(f"removed the hook server {installer.HOOK_SERVER} ({scope_name} scope)")

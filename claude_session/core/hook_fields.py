@@ -77,6 +77,7 @@ FIELDS: dict[str, str] = {
         "action",
         "message_id",
         "turn_id",
+        "delta",
     ]
 }
 FIELDS |= {
@@ -101,6 +102,7 @@ FIELDS |= {
         "context_tokens",
         "seconds_since_last_response",
         "estimated_cache_write_usd",
+        "index",
     ]
 }
 FIELDS |= {
@@ -110,6 +112,7 @@ FIELDS |= {
         "stop_hook_active",
         "prompt_cache_likely_expired",
         "prompt_cache_warm",
+        "final",
     ]
 }
 
@@ -160,7 +163,7 @@ def _typed(kind: str, value: str) -> object:
     if kind == JSON and value[:1] in ("{", "["):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past Python's limit: kept as text
             return value
     if kind == NUMBER:
         try:

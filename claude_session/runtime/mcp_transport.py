@@ -41,6 +41,7 @@ PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a payload past the hook's own cap (32 MB) is no event
 WORKERS = 8  # hooks applied at once: a judge on Stop must not hold up a subagent's PreToolUse
 DRAIN_SECONDS = 5.0  # at the end of the session, how long the side effects may still run
+STOP_GRACE_SECONDS = 0.3  # stopped by a signal: Claude Code kills us 0.5 s after the first
 
 
 class HookServer:
@@ -80,27 +81,37 @@ class HookServer:
     # --- the protocol ------------------------------------------------------------------------
 
     def serve(self, lines: "Callable[[], bytes]") -> None:
-        """Until stdin ends; then let the side effects finish (bounded) and return."""
+        """Until stdin ends, or Claude Code stops the server (on Linux it sends SIGINT, then
+        SIGTERM 100 ms later, SIGKILL 400 ms after that, never closing stdin first); then let
+        the hooks in hand and the side effects finish, within that grace, and return."""
+        grace = DRAIN_SECONDS
+        try:
+            self._read(lines)
+        except KeyboardInterrupt:  # SIGINT, or SIGTERM (main): Claude Code is stopping us
+            grace = STOP_GRACE_SECONDS
+        deadline = time.monotonic() + grace
+        for _ in self.workers:
+            self.calls.put(None)
+        for worker in self.workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        self.after.put(None)
+        self.side.join(max(0.0, deadline - time.monotonic()))
+
+    def _read(self, lines: "Callable[[], bytes]") -> None:
         while True:
             line = lines()
             if not line:
-                break
+                return
             if len(line) > MAX_LINE_BYTES:  # its rest follows and does not read as JSON either
                 self._log("ERROR", f"an MCP message of {len(line)} bytes was not read")
                 continue
             received_at, started_clock = time.time(), time.perf_counter()
             try:
                 message = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested past Python's limit: not ours either
                 continue
             if isinstance(message, dict):
                 self._dispatch(message, received_at, started_clock)
-        for _ in self.workers:
-            self.calls.put(None)
-        for worker in self.workers:
-            worker.join(DRAIN_SECONDS)
-        self.after.put(None)
-        self.side.join(DRAIN_SECONDS)
 
     def _dispatch(self, message: "dict[str, object]", received_at: float, clock: float) -> None:
         method = message.get("method")
@@ -176,7 +187,10 @@ class HookServer:
         event_name = str(payload.get("hook_event_name") or "")
         if relay.dropped(event_name):
             return "", False
-        raw = json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogateescape")
+        try:
+            raw = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (text cut mid-emoji): escaped, as Claude
+            raw = json.dumps(payload).encode("ascii")  # Code writes it to a command hook
         delivery_id = os.urandom(12).hex()
         if relay.fingerprint() != self.fingerprint:
             return self._new_code(event_name, raw), False
@@ -303,6 +317,13 @@ def main() -> None:
         out.write(data)
         out.flush()
 
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped like SIGINT
     stdin = sys.stdin.buffer
     server = HookServer(write)
-    server.serve(lambda: stdin.readline(MAX_LINE_BYTES + 1))
+    try:
+        server.serve(lambda: stdin.readline(MAX_LINE_BYTES + 1))
+    except KeyboardInterrupt:  # a second signal while finishing: nothing more to do
+        pass
+    os._exit(0)  # the daemon threads and open connections go with the process

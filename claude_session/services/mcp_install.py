@@ -91,8 +91,13 @@ MANAGED_SETTINGS = (
 
 def policy_problem(paths: tuple[Path, ...] = MANAGED_SETTINGS) -> str | None:
     """Why the organization's managed settings would not let the hook server connect, or None:
-    only managed servers allowed, an allow list without it, or a deny list with it."""
+    only managed servers allowed (or a managed-mcp.json beside them, whose servers alone
+    load), MCP kept to plugins, an allow list that admits it neither by name nor (when it
+    lists commands) by command, or a deny list naming it or its command."""
+    argv = installer.hook_server_argv()
     for path in paths:
+        if (path.parent / "managed-mcp.json").exists():
+            return f"{path.parent / 'managed-mcp.json'} makes its MCP servers the only ones"
         try:
             managed = json.loads(path.read_text())
         except FileNotFoundError:
@@ -103,17 +108,34 @@ def policy_problem(paths: tuple[Path, ...] = MANAGED_SETTINGS) -> str | None:
             continue
         if managed.get("allowManagedMcpServersOnly") is True:
             return f"{path} allows only the organization's own MCP servers"
+        strict = managed.get("strictPluginOnlyCustomization")
+        if strict is True or (isinstance(strict, list) and "mcp" in strict):
+            return f"{path} allows MCP servers from plugins only"
         allowed = managed.get("allowedMcpServers")
-        if isinstance(allowed, list) and not _names(allowed, installer.HOOK_SERVER):
-            return f"{path} has an allowedMcpServers list without {installer.HOOK_SERVER}"
+        if isinstance(allowed, list) and not _admits(allowed, argv):
+            return (
+                f"{path} has an allowedMcpServers list that does not admit {installer.HOOK_SERVER}"
+            )
         denied = managed.get("deniedMcpServers")
-        if isinstance(denied, list) and _names(denied, installer.HOOK_SERVER):
+        if isinstance(denied, list) and _names(denied, argv):
             return f"{path} denies the MCP server {installer.HOOK_SERVER}"
     return None
 
 
-def _names(entries: list[Any], name: str) -> bool:
-    return any(isinstance(e, dict) and e.get("serverName") == name for e in entries)
+def _names(entries: list[Any], argv: list[str]) -> bool:
+    """An entry names our server: by its name, or by its exact command."""
+    return any(
+        isinstance(e, dict)
+        and (e.get("serverName") == installer.HOOK_SERVER or e.get("serverCommand") == argv)
+        for e in entries
+    )
+
+
+def _admits(entries: list[Any], argv: list[str]) -> bool:
+    """An allow list with command entries admits a stdio server by its command only."""
+    if any(isinstance(e, dict) and "serverCommand" in e for e in entries):
+        return any(isinstance(e, dict) and e.get("serverCommand") == argv for e in entries)
+    return _names(entries, argv)
 
 
 def hook_server_scope(install_scope: str) -> str:

@@ -101,15 +101,18 @@ def find_claude(explicit: str | None = None) -> str | None:
 
 def _claude(claude: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, DISABLE_AUTOUPDATER="1")
-    return subprocess.run(
-        [claude, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-        cwd=cwd,
-    )
+    try:
+        return subprocess.run(
+            [claude, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
+            cwd=cwd,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:  # said like a failed command
+        return subprocess.CompletedProcess([claude, *args], 127, "", f"cannot run {claude}: {exc}")
 
 
 def register(claude: str, folder: Path) -> None:
