@@ -17,8 +17,9 @@ from pathlib import Path
 import apsw
 import pytest
 from conftest import PYTHON, ROOT, WheelInstall, fixture
+from test_e2e_claude import claude_binary
 
-from claude_session.core import db
+from claude_session.core import db, hook_fields
 from claude_session.services import installer
 
 BIN = Path(PYTHON).parent
@@ -65,6 +66,62 @@ def install_and_fire(cli: str, project: Path, site_marker: str) -> None:
         conn.close()
     assert rows == [(payload["tool_use_id"],)]
     assert version == db.SCHEMA_VERSION  # the schema.sql the wheel carries
+    serve_and_fire(cli, project, site_marker)
+
+
+def serve_and_fire(cli: str, project: Path, site_marker: str) -> None:
+    """The same install with the mcp_tool transport, registered with the real claude: the
+    hook server it registered, started as Claude Code starts it (the command from
+    ~/.claude.json, a minimal environment), records a payload sent as an mcp_tool hook."""
+    home = project.parent / f"home-{project.name}"
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(home))
+    claude = str(claude_binary())
+    done = subprocess.run(
+        [cli, "--project", str(project), "install", "--transport", "mcp", "--claude", claude],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "registered the hook server claude-session-hooks (local scope)" in done.stdout
+    config = json.loads((home / ".claude.json").read_text())
+    entry = config["projects"][str(project)]["mcpServers"]["claude-session-hooks"]
+    argv = [entry["command"], *entry["args"]]
+    assert os.path.isabs(argv[0]) and argv[1:3] == ["-I", "-S"]
+    assert site_marker in argv[3] and argv[3].endswith("claude_session/hookserver.py")
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    handler = settings["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert handler["type"] == "mcp_tool" and handler["server"] == "claude-session-hooks"
+    payload = fixture("PreToolUse.Bash", project) | {"tool_use_id": "toolu_served_by_mcp"}
+    arguments = hook_fields.arguments_for(payload, handler["input"]["claude_session_install"])
+    calls = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "x"}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        | {"params": {"name": handler["tool"], "arguments": arguments}},
+    ]
+    served = subprocess.run(
+        argv,
+        input="".join(json.dumps(c) + "\n" for c in calls).encode(),
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home), "CLAUDE_PROJECT_DIR": str(project)}
+        | {"CLAUDE_SESSION_NO_DAEMON": "1", "CLAUDE_SESSION_STATE_DIR": str(project / "state")},
+        cwd=project,
+        timeout=60,
+    )
+    answers = [json.loads(line) for line in served.stdout.splitlines()]
+    assert served.returncode == 0 and [a["id"] for a in answers] == [1, 2], served.stderr
+    assert "isError" not in answers[1]["result"], answers[1]
+    conn = apsw.Connection(str(project / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        found = conn.execute(
+            "SELECT h.transport FROM events e JOIN hook_events h ON h.event_id = e.id"
+            " WHERE e.tool_use_id = 'toolu_served_by_mcp'"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert found == [("mcp",)]
 
 
 def test_the_wheel_carries_the_entry_and_the_schema(wheel_install: WheelInstall) -> None:
