@@ -54,7 +54,7 @@ class HookServer:
 
         self.write_out = stdout
         self.out_lock = threading.Lock()
-        self.package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
         self.fingerprint = relay.fingerprint()
         self.root = project_root()
         self.connections: dict[str, Connections] = {}
@@ -179,7 +179,7 @@ class HookServer:
         if os.environ.get("CLAUDE_SESSION_DISABLED"):
             return "", False
         install = arguments.get(hook_fields.INSTALL_ARGUMENT)
-        if install != self.package:
+        if not isinstance(install, str) or os.path.realpath(install) != self.package:
             why = f"a hook of another install of claude-session ({install!r}) was refused"
             self._log("ERROR", why)
             return f"claude-session: {why}; run `claude-session install` again", True

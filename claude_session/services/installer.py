@@ -63,36 +63,10 @@ HOOK_TOOL = "hook"
 # 2.1.330), SessionEnd (the server is gone by then), InstructionsLoaded and DirectoryAdded
 # (they fire while the server may still be connecting, and such events are not waited for),
 # TaskCompleted (its block is an exit code, which an mcp_tool hook cannot give).
-MCP_EVENTS = frozenset(
-    [
-        "UserPromptSubmit",
-        "UserPromptExpansion",
-        "MessageDisplay",
-        "PreToolUse",
-        "PermissionRequest",
-        "PermissionDenied",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "PostToolBatch",
-        "Notification",
-        "SubagentStart",
-        "SubagentStop",
-        "TaskCreated",
-        "Stop",
-        "StopFailure",
-        "TeammateIdle",
-        "ConfigChange",
-        "CwdChanged",
-        "FileChanged",
-        "WorktreeRemove",
-        "PreCompact",
-        "PostCompact",
-        "PreModelSwitch",
-        "PostModelSwitch",
-        "Elicitation",
-        "ElicitationResult",
-    ]
+COMMAND_ONLY = frozenset(
+    ("SessionStart", "Setup", "InstructionsLoaded", "DirectoryAdded", "SessionEnd", "TaskCompleted")
 )
+MCP_EVENTS = frozenset(e for e in EVENTS if e not in COMMAND_ONLY and e not in SKIPPED_EVENTS)
 
 
 def package_folder() -> str:
