@@ -484,9 +484,7 @@ def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> None:
     without_hooks = current if statusline else installer.without_ours(current)
     updated = statusline_setup.without_ours(without_hooks)
     if dry_run:
-        from ..services.hook_sources import ours
-
-        found = set() if statusline else {event for event, _ in ours(current)}
+        found = set() if statusline else {event for event, _ in installer.ours(current)}
         events = [e for e in installer.installed_events() if e in found]
         events += sorted(found - set(events))  # an event a newer install handled, say
         plan_removal(path, updated, events, updated != without_hooks)

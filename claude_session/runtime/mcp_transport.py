@@ -65,7 +65,6 @@ class HookServer:
         self.after: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self.scratch = threading.local()
         self.claude_process = _claude_process()
-        self.served = 0
         # Hooks and side effects write from threads of this one process: they take turns on
         # a lock rather than through SQLite's sleeping busy handler (as the resident does).
         db.serialize_writers(threading.RLock())
@@ -196,10 +195,9 @@ class HookServer:
             return self._new_code(event_name, raw), False
         outcome = hookrt.Outcome()
         taken: list[tuple[apsw.Connection, tuple[int, int], Connections]] = []
-        pool = self._pool(self.root) if self.root else None
 
         def connect(root: str, busy_timeout_ms: int) -> "apsw.Connection":
-            chosen = pool if root == self.root and pool is not None else self._pool(root)
+            chosen = self._pool(root)
             conn, held = chosen.take(busy_timeout_ms)
             taken.append((conn, held, chosen))
             return conn
@@ -224,7 +222,6 @@ class HookServer:
                 chosen.give_back(conn, held)
         if outcome.deferred:
             self.after.put(outcome.finish)
-        self.served += 1
         if outcome.code == hookrt.BLOCK_EXIT:  # never for the events this transport carries
             return json.dumps({"decision": "block", "reason": outcome.err.strip()}), False
         return outcome.out, False

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import hook_sources, installer
+from . import installer
 
 RECORDED_PROJECT = "/home/dev/project"
 RECORDED_HOME = "/home/dev"
@@ -36,7 +36,7 @@ def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
     started in a kept one records)."""
     path = installer.hooks_settings_path("project", project)
     installer.write_settings(path, installer.with_ours({}))
-    written = dict(hook_sources.ours(installer.read_settings(path)))
+    written = dict(installer.ours(installer.read_settings(path)))
     played = []
     for payload in recorded_events(project):
         event = payload["hook_event_name"]

@@ -79,7 +79,7 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
         except (OSError, ValueError) as exc:
             results.append(_row(f"settings {scope}", False, f"{path}: {exc}"))
             continue
-        ours = [(scope, event, handler) for event, handler in hook_sources.ours(settings)]
+        ours = [(scope, event, handler) for event, handler in installer.ours(settings)]
         found += ours
         if ours:
             events = {event for _, event, _ in ours}

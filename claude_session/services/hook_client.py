@@ -26,19 +26,13 @@ class HookServer:
     it. `call` sends one hook payload and gives back (answer text, failed, seconds)."""
 
     def __init__(self, project: Path, extra_env: dict[str, str] | None = None) -> None:
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "HOME": os.environ.get("HOME", str(project)),
-            "CLAUDE_PROJECT_DIR": str(project),
-            **(extra_env or {}),
-        }
         self.process = subprocess.Popen(
             installer.hook_server_argv(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=project,
-            env=env,
+            env=installer.hook_environment(project, extra_env),
         )
         self.next_id = 0
         self.install = installer.package_folder()

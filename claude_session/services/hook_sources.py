@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import apsw
 
@@ -55,19 +54,6 @@ def settings_files(root: Path) -> list[tuple[str, Path]]:
     return files
 
 
-def ours(settings: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(event, handler) for every claude-session handler of a settings object."""
-    hooks = settings.get("hooks")
-    found = []
-    for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
-        for group in groups if isinstance(groups, list) else []:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else []:
-                if installer.is_ours(handler):
-                    found.append((str(event), handler))
-    return found
-
-
 def replayed_here(root: Path) -> bool:
     """`claude-session replay` made this folder: its database holds the replay's branch."""
     from ..core import db
@@ -104,7 +90,7 @@ class Found:
             except (OSError, ValueError):
                 self.unreadable.append(str(path))
                 continue
-            events = {event for event, _ in ours(settings)}
+            events = {event for event, _ in installer.ours(settings)}
             if events:
                 self.files.append((scope, path, events))
         plugin_hooks = plugin.plugin_dir() / "hooks" / "hooks.json"

@@ -150,18 +150,25 @@ def is_ours(handler: Any) -> bool:
     return str(handler.get("command", "")).endswith(MARKER)
 
 
+def ours(settings: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(event, handler) for every claude-session handler of a settings object."""
+    hooks = settings.get("hooks")
+    found = []
+    for event, groups in (hooks if isinstance(hooks, dict) else {}).items():
+        for group in groups if isinstance(groups, list) else []:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                if is_ours(handler):
+                    found.append((str(event), handler))
+    return found
+
+
 def transport_of(settings: dict[str, Any]) -> str | None:
     """Which transport our hooks in `settings` use: 'mcp', 'command', or None (none there)."""
-    hooks = settings.get("hooks")
-    found = None
-    for groups in hooks.values() if isinstance(hooks, dict) else ():
-        for group in groups if isinstance(groups, list) else ():
-            for handler in group.get("hooks", []) if isinstance(group, dict) else ():
-                if is_ours(handler):
-                    if handler.get("type") == "mcp_tool":
-                        return "mcp"
-                    found = "command"
-    return found
+    types = {handler.get("type") for _, handler in ours(settings)}
+    if not types:
+        return None
+    return "mcp" if "mcp_tool" in types else "command"
 
 
 def settings_path(scope: str, root: Path) -> Path:
@@ -350,6 +357,21 @@ class HookRun:
         return None if isinstance(value, dict) else "stdout is JSON but not an object"
 
 
+def hook_environment(project_dir: Path, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment Claude Code gives a hook (or the hook server it starts) in
+    `project_dir`, with a minimal PATH, so a hook that needs the user's shell setup shows up."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", str(project_dir)),
+        "CLAUDE_PROJECT_DIR": str(project_dir),
+    }
+    for name in ("CLAUDE_SESSION_STATE_DIR", "XDG_STATE_HOME", "CLAUDE_SESSION_NO_DAEMON"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env.update(extra_env or {})
+    return env
+
+
 def run_hook_command(
     command: str,
     payload: bytes,
@@ -361,15 +383,7 @@ def run_hook_command(
     Code does (with a minimal PATH, so a hook that needs the user's shell setup shows up)."""
     import subprocess
 
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": os.environ.get("HOME", str(project_dir)),
-        "CLAUDE_PROJECT_DIR": str(project_dir),
-    }
-    for name in ("CLAUDE_SESSION_STATE_DIR", "XDG_STATE_HOME", "CLAUDE_SESSION_NO_DAEMON"):
-        if name in os.environ:
-            env[name] = os.environ[name]
-    env.update(extra_env or {})
+    env = hook_environment(project_dir, extra_env)
     started = time.perf_counter()
     try:
         done = subprocess.run(
