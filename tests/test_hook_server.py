@@ -12,6 +12,7 @@ on every recorded fixture and on generated payloads."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -36,13 +37,14 @@ from conftest import (
     log_file,
     query,
     run_hook,
+    wait_for,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claude_session.core import hook_fields
 from claude_session.runtime import mcp_transport
-from claude_session.services import installer
+from claude_session.services import capture, capture_control, installer, workspace
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"  # the recorded fixtures' session
 AGENT = "a026341fa5086f41e"  # the recorded SubagentStart's agent
@@ -683,6 +685,71 @@ def test_fifty_calls_sent_at_once_are_all_answered_and_recorded(project: Path) -
     assert query(
         project, "SELECT count(DISTINCT tool_use_id), min(status), max(status) FROM tool_calls"
     ) == [(calls, "running", "running")]
+
+
+def test_a_backlog_of_frames_larger_than_one_capture_gets_exact_snapshots(project: Path) -> None:
+    """Snapshots on: many tool calls answered while no capture may run (the test holds its
+    lock), then one capture process catches up in batches (services/capture.py), and every
+    frame's snapshot is the work tree as it was right after its own tool, byte for byte."""
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    (project / "keep.txt").write_text("kept\n")
+    start_session(project)
+    assert wait_for(lambda: count(project, "vcs_tags", "status = 'pending'") == 0, 30)
+    calls = capture.CAPTURE_BATCH + 44
+    expected: dict[str, dict[str, bytes]] = {}
+    lock = capture_control.try_lock(str(project))
+    assert lock is not None
+    try:
+        with Server(project) as server:
+            server.initialize()
+            for n in range(calls):
+                path = project / f"src/f{n % 7}.py"
+                write = {"file_path": str(path), "content": f"N = {n}\n"}
+                pre = fixture("PreToolUse.Write", project) | {"session_id": SESSION}
+                pre |= {"tool_use_id": f"toolu_backlog{n:03}", "tool_input": write}
+                assert server.hook(pre)["content"][0]["text"] == ""
+                path.parent.mkdir(exist_ok=True)
+                path.write_text(write["content"])
+                post = (
+                    fixture("PostToolUse.Write", project) | pre | {"hook_event_name": "PostToolUse"}
+                )
+                server.hook(post)
+                expected[pre["tool_use_id"]] = tree_now(project)
+            assert server.close() == 0
+        assert count(project, "vcs_tags", "status = 'pending'") >= calls
+    finally:
+        os.close(lock)
+    capture_control.ensure_running(str(project))
+    assert wait_for(lambda: count(project, "vcs_tags", "status = 'pending'") == 0, 120)
+    rows = query(
+        project,
+        "SELECT t.tool_use_id, v.snapshot_commit, v.status, coalesce(v.note, '') FROM tool_calls t"
+        " JOIN vcs_tags v ON v.session_id = t.session_id AND v.frame_no = t.frame_no"
+        " WHERE t.tool_use_id LIKE 'toolu_backlog%'",
+    )
+    assert len(rows) == calls
+    env = {**os.environ, "GIT_DIR": workspace.snapshot_dir(str(project))}
+    for use, commit, status, note in rows:
+        assert status == "captured" and "may hold" not in note, (use, note)
+        listing = subprocess.run(
+            ["git", "ls-tree", "-r", "-z", commit], env=env, capture_output=True, check=True
+        ).stdout
+        blobs = {}
+        for line in filter(None, listing.split(b"\0")):
+            meta, _, name = line.partition(b"\t")
+            blobs[name.decode()] = meta.split()[2].decode()
+        assert blobs == expected[use], use
+
+
+def tree_now(project: Path) -> dict[str, str]:
+    """Each file of the work tree (ours and .git left out) -> its git blob id."""
+    out = {}
+    for path in sorted(project.rglob("*")):
+        name = path.relative_to(project).as_posix()
+        if path.is_file() and not name.startswith((".git", ".claude-session")):
+            data = path.read_bytes()
+            out[name] = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return out
 
 
 def test_a_closed_stdin_ends_an_idle_server_at_once(project: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from claude_session.services import snapshot_files as files_of_snapshots
-from claude_session.services import workspace
+from claude_session.services import snapshot_over, workspace
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "u",
@@ -242,3 +242,64 @@ def test_prune_keeps_what_is_asked_and_frees_the_rest(repo: Path) -> None:
     (repo / "src" / "a.py").write_text("after prune\n")
     files_of_snapshots.restore(str(repo), keep.commit)
     assert (repo / "src" / "a.py").read_text() == "print('a changed')\n"
+
+
+def test_snapshots_made_over_an_earlier_one_hold_any_name_and_leave_ignored_paths_alone(
+    repo: Path,
+) -> None:
+    """capture_over_all: many snapshots from one capture in one go; names with a newline, a
+    quote, a backslash, a space or bytes that are not UTF-8 are kept exactly; an ignored path
+    is never put; a file dropped is gone; the count of files is right; each has its ref."""
+    base = workspace.capture(str(repo), label="s/1")
+    odd = ["line\nbreak.txt", 'quo"te\\slash.txt', "sp ace/é.txt", os.fsdecode(b"raw\xff.bin")]
+    jobs = [
+        snapshot_over.Over(
+            f"s/{n}",
+            base.commit,
+            [
+                (
+                    name,
+                    0o100755 if n % 2 else 0o100644,
+                    f"{n}:{name}".encode("utf-8", "surrogateescape"),
+                )
+            ],
+            ["README.md"] if n == 3 else [],
+        )
+        for n, name in enumerate(odd, start=2)
+    ]
+    jobs.append(snapshot_over.Over("s/9", base.commit, [("debug.log", 0o100644, b"no")], []))
+    made = snapshot_over.capture_over_all(str(repo), jobs)
+    git_dir = workspace.snapshot_dir(str(repo))
+    before = snapshot_files(repo, base.commit)
+    for n, (job, capture) in enumerate(zip(jobs, made, strict=True), start=2):
+        listing = subprocess.run(
+            ["git", "--git-dir", git_dir, "ls-tree", "-r", "-z", capture.commit],
+            capture_output=True,
+            check=True,
+        ).stdout
+        entries = {}
+        for line in filter(None, listing.split(b"\0")):
+            meta, _, name = line.partition(b"\t")
+            entries[os.fsdecode(name)] = meta.split()[0].decode()
+        parents = subprocess.run(
+            ["git", "--git-dir", git_dir, "rev-list", "--parents", "-n", "1", capture.commit],
+            capture_output=True,
+            check=True,
+        ).stdout.split()
+        assert parents == [capture.commit.encode()]  # a root commit: prune can free it
+        if job.label == "s/9":
+            assert capture.tree == base.tree  # an ignored path is never put
+            continue
+        name = odd[n - 2]
+        want = before | {name}
+        if n == 3:
+            want -= {"README.md"}
+        assert set(entries) == want and capture.files == len(want)
+        assert entries[name] == ("100755" if n % 2 else "100644")
+        content = subprocess.run(
+            ["git", "--git-dir", git_dir, "cat-file", "blob", f"{capture.commit}:{name}"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        assert content == f"{n}:{name}".encode("utf-8", "surrogateescape")
+    assert {f"s/{n}" for n in (1, 2, 3, 4, 5, 9)} <= set(workspace.refs(str(repo)))

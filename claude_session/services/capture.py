@@ -21,7 +21,15 @@ from ..core import db, executions, facts, frames, log, state
 from ..core.config import megabytes
 from ..core.paths import db_path
 from ..core.redact import redact  # a frame's note: redacted whole, then cut
-from . import before_images, capture_control, configuration, timetravel, vcs, workspace
+from . import (
+    before_images,
+    capture_control,
+    configuration,
+    snapshot_over,
+    timetravel,
+    vcs,
+    workspace,
+)
 
 
 def run(root: str) -> int:
@@ -73,11 +81,14 @@ def capture_all_pending(conn: apsw.Connection, root: str) -> int:
     return done
 
 
+CAPTURE_BATCH = 256  # frames one capture serves at most: its write transaction stays short
+
+
 def capture_pending(conn: apsw.Connection, root: str) -> int:
-    """Snapshot the work tree for every frame pending. A frame committed before a later tool
-    started gets the files that tool changed as they were before it (before_images): on the
-    snapshot taken now, or, where a tool that names no file ran since, on the last snapshot."""
-    pending = frames.pending_captures(conn)
+    """Snapshot the work tree for the oldest frames pending. A frame committed before a later
+    tool started gets the files that tool changed as they were before it (before_images): on
+    the snapshot taken now, or, where a tool that names no file ran since, on the last one."""
+    pending = frames.pending_captures(conn)[:CAPTURE_BATCH]
     if not pending:
         return 0
     session_id, frame_no, _ = pending[-1]
@@ -109,6 +120,7 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
     where = vcs.pointer(root) if now[0] == "captured" else vcs.Pointer()
     groups: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     notes: dict[tuple[str, int], str] = {}
+    wanted: dict[tuple[str, ...], tuple[tuple[str, ...], list[before_images.Entry], str]] = {}
     for s, f, requested in pending:
         put, blurred, covered = _before(entries, requested)
         base = ("last",) if covered and not blurred and ("last",) in snapshots else ("now",)
@@ -118,8 +130,9 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
         groups.setdefault(key, []).append((s, f))
         if blurred:
             notes[(s, f)] = f"may hold changes of {', '.join(sorted(blurred))}, started before it"
-        if key not in snapshots:
-            snapshots[key] = _earlier(root, snapshots[base], list(put.values()), f"{s}/{f}")
+        if key not in snapshots and key not in wanted:
+            wanted[key] = (base, list(put.values()), f"{s}/{f}")
+    snapshots |= _earlier(root, snapshots, wanted)
     with db.Immediate(conn):
         for key, members in groups.items():
             status, note, commit, files = snapshots[key]
@@ -173,19 +186,37 @@ def _before(
     return put, blurred, covered
 
 
-def _earlier(root: str, base: Snapshot, put: list[before_images.Entry], label: str) -> Snapshot:
-    """The snapshot `base` with the files of `put` as they were before their tools ran."""
-    status, note, commit, files = base
-    if status != "captured" or not commit or not put:
-        return base
-    keep = [(e.path or "", e.mode, e.content) for e in put if e.kind in ("file", "link")]
-    drop = [e.path or "" for e in put if e.kind in ("absent", "large")]
+def _earlier(
+    root: str,
+    snapshots: dict[tuple[str, ...], Snapshot],
+    wanted: dict[tuple[str, ...], tuple[tuple[str, ...], list[before_images.Entry], str]],
+) -> dict[tuple[str, ...], Snapshot]:
+    """Each snapshot `wanted` (key: its base's key, the files to put back as they were before
+    their tools ran, a label): made all at once (snapshot_over.capture_over_all); one that has
+    nothing to put back, or no base, is its base."""
+    made: dict[tuple[str, ...], Snapshot] = {}
+    jobs: dict[tuple[str, ...], snapshot_over.Over] = {}
+    for key, (base, put, label) in wanted.items():
+        status, _, commit, _ = snapshots[base]
+        if status != "captured" or not commit or not put:
+            made[key] = snapshots[base]
+            continue
+        keep = [(e.path or "", e.mode, e.content) for e in put if e.kind in ("file", "link")]
+        drop = [e.path or "" for e in put if e.kind in ("absent", "large")]
+        jobs[key] = snapshot_over.Over(label, commit, keep, drop)
     try:
-        made = workspace.capture_over(root, commit, keep, drop, label=label)
-    except workspace.WorkspaceError as exc:  # the frame still has the later snapshot, said so
-        tools = ", ".join(sorted({e.tool for e in put}))
-        return status, redact(f"may hold changes of {tools} ({exc})")[:500], commit, files
-    return status, note, made.commit, made.files
+        done = snapshot_over.capture_over_all(root, list(jobs.values()))
+    except workspace.WorkspaceError as exc:  # each frame keeps its later snapshot, said so
+        for key in jobs:
+            base, put, _ = wanted[key]
+            status, _, commit, files = snapshots[base]
+            tools = ", ".join(sorted({e.tool for e in put}))
+            made[key] = status, redact(f"may hold changes of {tools} ({exc})")[:500], commit, files
+        return made
+    for (key, _job), capture in zip(jobs.items(), done, strict=True):
+        status, note, _, _ = snapshots[wanted[key][0]]
+        made[key] = status, note, capture.commit, capture.files
+    return made
 
 
 def _printable(paths: list[str]) -> list[str]:

@@ -332,48 +332,6 @@ def _commit_index(root: str, git_dir: str, q: snapshot_store.Quarantine, label: 
     return Capture(commit, tree, files, 0.0)
 
 
-def capture_over(
-    root: str, base: str, put: list[tuple[str, int, bytes]], drop: list[str], *, label: str
-) -> Capture:
-    """A snapshot that is snapshot `base` with some files as they were before later tool
-    calls changed them (services/before_images.py): `put` (path, git mode, bytes: a file's
-    content, a link's target) and `drop` (paths the earlier tree did not hold). A path that
-    is ignored, or in a nested repository, stays as `base` has it: a capture never takes it."""
-    started = time.perf_counter()
-    try:
-        git_dir = _ensure_repo(root)
-        with _Lock(git_dir):
-            snapshot_store.heal(git_dir, root)
-            keep = _capturable(root, git_dir, [p for p, _, _ in put] + drop)
-            scratch = _scratch_index(git_dir, "over", seeded=False)
-            try:
-                with snapshot_store.Quarantine(git_dir, scratch) as q:
-                    _git(root, git_dir, ["read-tree", base + "^{tree}"], index=q.index, env=q.env)
-                    lines = [b"0 " + b"0" * 40 + b"\t" + os.fsencode(p) for p in drop if p in keep]
-                    for path, mode, content in put:
-                        if path not in keep:
-                            continue
-                        args = ["hash-object", "-w", "--no-filters", "--stdin"]
-                        blob = _git(root, git_dir, args, stdin=content, env=q.env).stdout.strip()
-                        lines.append(b"%o %s\t%s" % (mode, blob, os.fsencode(path)))
-                    if lines:
-                        _git(
-                            root,
-                            git_dir,
-                            ["update-index", "-z", "--index-info"],
-                            index=q.index,
-                            env=q.env,
-                            stdin=b"\0".join(lines) + b"\0",
-                        )
-                    made = _commit_index(root, git_dir, q, label)
-            finally:
-                if os.path.exists(scratch):
-                    os.unlink(scratch)
-    except OSError as exc:
-        raise _store_error(exc) from exc
-    return Capture(made.commit, made.tree, made.files, time.perf_counter() - started)
-
-
 def _capturable(root: str, git_dir: str, paths: list[str]) -> set[str]:
     """Those of `paths` a capture would take: not ignored (the project's rules and ours), not
     in or at a nested repository, not under a link."""
