@@ -32,6 +32,16 @@ def fixture(name: str, project: Path | None = None) -> dict[str, Any]:
     return json.loads(text)
 
 
+def capture_lock(project: Path, seconds: float = 15.0) -> int:
+    """The project's capture lock, as a revert takes it: a capture process that lingers after
+    its last frame (services/capture.py) lets it go. No capture runs while the test holds it."""
+    from claude_session.services import capture_control
+
+    fd = capture_control.take_lock(str(project), seconds)
+    assert fd is not None, "the capture process kept its lock"
+    return fd
+
+
 def stream(project: Path) -> list[dict[str, Any]]:
     text = (FIXTURES / "session-stream.jsonl").read_text().replace(RECORDED_PROJECT, str(project))
     return [json.loads(line) for line in text.splitlines() if line.strip()]

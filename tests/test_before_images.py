@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import fixture, query, run_cli, run_hook, wait_for, write_config
+from conftest import capture_lock, fixture, query, run_cli, run_hook, wait_for, write_config
 from workbench import Workbench, git
 
 from claude_session.services import before_images, capture_control, workspace
@@ -79,7 +79,7 @@ def test_tools_in_a_row_never_wait_and_every_frame_is_exact(project: Path) -> No
     send(project, "UserPromptSubmit", prompt="go")
     assert wait_for(lambda: pending(project) == 0, 30)  # the turn's snapshot, as usual
 
-    lock = capture_control.try_lock(str(project))  # no capture runs until the tools are done
+    lock = capture_lock(project)  # no capture runs until the tools are done
     assert lock is not None
     after: dict[str, dict[str, bytes]] = {}
     try:
@@ -130,7 +130,7 @@ def test_a_tool_that_names_no_file_after_a_turn_still_pending_says_so(project: P
     """With the turn's own snapshot not yet taken (it can hold the user's edits of any file),
     a Bash started at once cannot keep what it will change: the frames say so."""
     (project / "a.txt").write_text("one\n")
-    lock = capture_control.try_lock(str(project))
+    lock = capture_lock(project)
     assert lock is not None
     try:
         send(project, "SessionStart.startup")

@@ -31,6 +31,7 @@ from conftest import (
     FIXTURES,
     PYTHON,
     ROOT,
+    capture_lock,
     count,
     fixture,
     hook_env,
@@ -697,7 +698,7 @@ def test_a_backlog_of_frames_larger_than_one_capture_gets_exact_snapshots(projec
     assert wait_for(lambda: count(project, "vcs_tags", "status = 'pending'") == 0, 30)
     calls = capture.CAPTURE_BATCH + 44
     expected: dict[str, dict[str, bytes]] = {}
-    lock = capture_control.try_lock(str(project))
+    lock = capture_lock(project)
     assert lock is not None
     try:
         with Server(project) as server:

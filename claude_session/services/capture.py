@@ -4,9 +4,11 @@ Started by a hook whose frame asked for a workspace snapshot (see capture_contro
 project's capture lock, it snapshots the work tree into claude-session's own snapshot
 repository (services/workspace.py) and fills in the pointer of every frame that was pending
 when the capture started, with the user's HEAD, branch and jj ids (services/vcs.py); then
-again while anything is pending. No hook waits for it: a tool that started after a frame was
-committed kept what it was about to change (services/before_images.py), and the frame's
-snapshot is built from the capture with those files put back as they were.
+again while anything is pending, at most every ROUND_SECONDS, and it stays LINGER_SECONDS
+after the last frame, so that a stream of frames costs one process and a few walks of the
+work tree a second, not one of each per frame. No hook waits for it: a tool that started
+after a frame was committed kept what it was about to change (services/before_images.py),
+and the frame's snapshot is built from the capture with those files put back as they were.
 """
 
 from __future__ import annotations
@@ -31,26 +33,32 @@ from . import (
     workspace,
 )
 
+# A capture at most this often while frames keep coming: each walks the work tree however few
+# frames it serves, and no hook waits for it (before_images).
+ROUND_SECONDS = 1.0
+LINGER_SECONDS = 2.0  # nothing pending this long: exit; a burst's next frame starts no process
+IDLE_POLL_SECONDS = 0.05
+BOUND_EVERY_SECONDS = 30.0  # the store's size checked at most this often while at work
+
 
 def run(root: str) -> int:
-    """Capture until nothing is pending; the number of frames given a pointer."""
+    """Capture while frames are pending and for a moment after; the number of frames given a
+    pointer."""
     keep_facts(root)
     done = 0
     while True:
         fd = capture_control.try_lock(root)
         if fd is None:
             return done  # another capture process runs: it re-reads the pending rows
+        capture_control.started(root)
         try:
             conn = _connect(root)
             try:
-                done += capture_all_pending(conn, root)
-                pack_states(conn)
+                done += _serve(conn, root)
             finally:
                 conn.close()
         finally:
             os.close(fd)
-        if done:
-            _keep_bounded(root)
         # A hook may have committed a frame after our last read and seen our lock held:
         # look once more now that the lock is free.
         conn = _connect(root)
@@ -59,6 +67,33 @@ def run(root: str) -> int:
                 return done
         finally:
             conn.close()
+
+
+def _serve(conn: apsw.Connection, root: str) -> int:
+    """Capture rounds, the project's capture lock held: a backlog batch after batch, a stream
+    of frames one round per ROUND_SECONDS, until nothing is pending for LINGER_SECONDS or
+    someone waits for the lock."""
+    done = unbounded = 0
+    idle_since = bounded_at = time.monotonic()
+    while True:
+        began = time.monotonic()
+        count = capture_pending(conn, root)
+        done += count
+        unbounded += count
+        if count:
+            pack_states(conn)
+            idle_since = time.monotonic()
+        if unbounded and (not count or began - bounded_at >= BOUND_EVERY_SECONDS):
+            _keep_bounded(root)
+            unbounded, bounded_at = 0, time.monotonic()
+        if count >= CAPTURE_BATCH:
+            continue  # a backlog: its next batch at once
+        if capture_control.lock_wanted(root):
+            return done  # a revert waits for the lock (capture_control.take_lock)
+        if not count and time.monotonic() - idle_since >= LINGER_SECONDS:
+            return done
+        pause = ROUND_SECONDS - (time.monotonic() - began) if count else IDLE_POLL_SECONDS
+        time.sleep(max(pause, IDLE_POLL_SECONDS))
 
 
 def pack_states(conn: apsw.Connection) -> int:

@@ -3,8 +3,8 @@
 A frame that may follow a change of files asks for a workspace snapshot (`vcs_tags` row
 'pending'); the hook that committed it then makes sure a capture process runs
 (`ensure_running`, ~0.5 ms: a lock probe and a posix_spawn). One capture process per project,
-decided by an OS lock (a POSIX record lock) on a lock file in our per-user state folder; it
-captures until nothing is pending.
+decided by an OS lock (a POSIX record lock) on a lock file in our per-user state folder, and,
+while it starts, by a marker file; it captures until nothing has been pending for a moment.
 
 No hook waits for a capture: a tool that starts while a snapshot is pending keeps what it
 will change instead (services/before_images.py). `wait_for_pending` serves the demo, and a
@@ -24,12 +24,19 @@ if TYPE_CHECKING:
 NICE = "/usr/bin/nice"
 SH = "/bin/sh"
 START_DELAY_SECONDS = 0.1
+STARTING_SECONDS = 5.0  # a capture process started this recently is taken to be on its way
 POLL_SECONDS = 0.02
 MAX_STARTS = 3
 
 
 def lock_path(root: str) -> str:
     return project_file(root, ".capture.lock")
+
+
+def starting_path(root: str) -> str:
+    """Touched by `spawn`, removed by the capture process once it holds the lock: until then
+    (its start delay and imports) the lock is free, and every hook would start another."""
+    return project_file(root, ".capture.starting")
 
 
 def try_lock(root: str) -> int | None:
@@ -62,10 +69,55 @@ def ensure_running(root: str) -> bool:
 
     Safe against the race with a process about to exit: it re-reads the pending rows after
     releasing its lock, and this hook committed its row before probing the lock."""
-    if is_running(root):
+    if is_running(root) or _starting(root):
         return False
     spawn(root)
     return True
+
+
+def wanted_path(root: str) -> str:
+    """Present while someone waits for the lock (`take_lock`): a capture process lingering
+    for more frames lets it go at once."""
+    return project_file(root, ".capture.wanted")
+
+
+def take_lock(root: str, timeout: float) -> int | None:
+    """The capture lock, waited for at most `timeout` seconds (a revert: no snapshot may be
+    taken while it restores files); its fd, or None. A capture at work finishes its round."""
+    deadline = time.monotonic() + timeout
+    fd = os.open(wanted_path(root), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    os.close(fd)
+    try:
+        while (held := try_lock(root)) is None:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(POLL_SECONDS)
+        return held
+    finally:
+        try:
+            os.unlink(wanted_path(root))
+        except OSError:
+            pass
+
+
+def lock_wanted(root: str) -> bool:
+    return os.path.lexists(wanted_path(root))
+
+
+def _starting(root: str) -> bool:
+    try:
+        age = time.time() - os.stat(starting_path(root), follow_symlinks=False).st_mtime
+    except OSError:
+        return False
+    return 0 <= age < STARTING_SECONDS
+
+
+def started(root: str) -> None:
+    """Called by the capture process holding the lock: the next hook may start one again."""
+    try:
+        os.unlink(starting_path(root))
+    except OSError:
+        pass
 
 
 def spawn(root: str) -> int:
@@ -82,6 +134,11 @@ def spawn(root: str) -> int:
     if os.path.exists(SH):
         quoted = " ".join("'" + arg.replace("'", "'\\''") + "'" for arg in argv)
         argv = [SH, "-c", f"sleep {START_DELAY_SECONDS}; exec {quoted}"]
+    fd = os.open(starting_path(root), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.utime(fd)  # its age is what counts: one left by a start that failed expires
+    finally:
+        os.close(fd)
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),

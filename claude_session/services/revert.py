@@ -404,14 +404,10 @@ def _finish(
 
 def _lock(root: str) -> int:
     """The project's capture lock: no snapshot is taken while files are being restored."""
-    deadline = time.monotonic() + LOCK_WAIT_SECONDS
-    while True:
-        fd = capture_control.try_lock(root)
-        if fd is not None:
-            return fd
-        if time.monotonic() > deadline:
-            raise RevertError(
-                f"the project is locked by a snapshot in progress"
-                f" ({capture_control.lock_path(root)}); try again"
-            )
-        time.sleep(0.05)
+    fd = capture_control.take_lock(root, LOCK_WAIT_SECONDS)
+    if fd is None:
+        raise RevertError(
+            f"the project is locked by a snapshot in progress"
+            f" ({capture_control.lock_path(root)}); try again"
+        )
+    return fd
