@@ -28,7 +28,8 @@ def pending(project: Path) -> int:
 
 
 def capture_processes(project: Path) -> list[int]:
-    listing = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    ps = ["ps", "-ww", "-eo", "pid=,args="]
+    listing = subprocess.run(ps, capture_output=True, text=True).stdout
     return [
         int(line.split()[0])
         for line in listing.splitlines()

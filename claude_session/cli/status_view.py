@@ -36,6 +36,8 @@ def show(found: dict[str, Any]) -> None:
     output.emit_pairs(out, "database", database(found["database"]))
     output.emit_pairs(out, "daemon", found["daemon"])
     output.emit_pairs(out, "hooks", found["hooks"])
+    if found.get("otel"):
+        output.emit_pairs(out, "opentelemetry export", found["otel"])
 
 
 def headline(found: dict[str, Any], width: int = 80) -> list[str]:

@@ -66,8 +66,23 @@ DEFAULTS: dict[str, object] = {
     # The snapshot repository is kept under this size: past it, the snapshots of the oldest
     # ended sessions go first (their frames and states stay).
     "snapshot_store_max_mb": 2048.0,
+    # OpenTelemetry traces of every session, sent by the background process (off when empty;
+    # else the standard OTEL_EXPORTER_OTLP_* variables of the process decide): the collector
+    # or backend, as OTEL_EXPORTER_OTLP_ENDPOINT takes it (http://host:4318; gRPC: :4317).
+    "otel_endpoint": "",
+    "otel_protocol": "http/protobuf",
+    # Headers for the backend's auth, as OTEL_EXPORTER_OTLP_HEADERS: "key=value,key2=value2";
+    # ${NAME} is taken from the environment, so the secret itself need not be in this file.
+    "otel_headers": "",
+    # Prompts, commands, file paths and error text in the spans (redacted); off: left out.
+    "otel_log_content": False,
+    # A span goes out this long after it ended: the transcripts' tokens and cost are in by then.
+    "otel_export_delay_seconds": 30.0,
 }
-CHOICES: dict[str, tuple[str, ...]] = {"conflict_policy": ("warn", "deny")}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "conflict_policy": ("warn", "deny"),
+    "otel_protocol": ("http/protobuf", "grpc"),
+}
 JUDGE_EVENTS = ("TaskCompleted", "Stop", "SubagentStop")
 
 
@@ -118,6 +133,10 @@ def check(key: str, value: object) -> str | None:
             return f"unknown events {', '.join(unknown)}; use {', '.join(JUDGE_EVENTS)}"
     if key == "judge_command" and not value.strip():
         return "must not be empty"
+    if key == "otel_endpoint" and value and not value.startswith(("http://", "https://")):
+        return "must be a URL starting with http:// or https:// (or empty: off)"
+    if key == "otel_headers" and any("=" not in pair for pair in value.split(",") if pair.strip()):
+        return "must be key=value pairs separated by commas"
     return None
 
 

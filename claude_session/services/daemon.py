@@ -34,7 +34,7 @@ import watchfiles
 from ..core import db, events, log, processes, registry, spool, staleness, store
 from ..core.config import number
 from ..core.paths import DB_NAME, SPOOL_SUFFIX, db_path, spool_dir
-from . import configuration, transcripts
+from . import configuration, otel_export, transcripts
 from .daemon_control import lock_path, status_path, stopped_since
 
 Clock = Callable[[], float]
@@ -491,12 +491,16 @@ def run(
         signal.signal(signal.SIGINT, lambda *_: stop.set())
     daemon = Daemon(root)
     close_companion = companion(root, stop, daemon) if companion is not None else None
+    # OpenTelemetry export, when configured: a thread of its own, nothing waits for it.
+    exporting = otel_export.Exporter(root, lambda: daemon.config).start(stop)
     try:
         daemon.run(stop)
     except Exception as exc:
         log.error(root, "daemon", f"stopped by an internal error: {type(exc).__name__}: {exc}")
         return 1
     finally:
+        stop.set()
+        exporting.join(otel_export.TIMEOUT_SECONDS + 1)
         if close_companion is not None:
             close_companion()
         daemon.close()

@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,40 @@ def check(root: Path, full: bool = False, fsck: bool = False) -> list[dict[str, 
     results += _configuration(root)
     results += _trust(root)
     results += _snapshot_store(root, fsck)
+    results += _otel(root)
     return results
+
+
+def _otel(root: Path) -> list[dict[str, Any]]:
+    """OpenTelemetry export, when configured: where to, what went out, the lag, the last
+    error; and whether the exporter for its protocol is installed."""
+    from . import configuration, otel_export
+
+    where = otel_export.target(configuration.load_or_defaults(str(root)).values)
+    if where is None:
+        return [
+            _row("opentelemetry export", True, "off (no otel_endpoint, no OTEL_EXPORTER_OTLP_*)")
+        ]
+    try:
+        otel_export.make_exporter(where)
+    except ImportError as exc:
+        extra = " (pip install 'claude-session[otel-grpc]')" if where.protocol == "grpc" else ""
+        return [_row("opentelemetry export", False, f"{where.protocol}: {exc}{extra}")]
+    path = db_path(str(root))
+    if not os.path.exists(path):
+        return [_row("opentelemetry export", True, f"to {where.endpoint}: nothing recorded yet")]
+    conn = db.connect(path, create=False)
+    try:
+        told = otel_export.status(conn, str(root), time.time()) or {}
+    finally:
+        conn.close()
+    detail = f"to {where.endpoint} ({where.protocol}): {told.get('spans_sent') or 0} spans sent"
+    lag = told.get("lag_seconds")
+    if lag is not None:
+        detail += f", oldest waiting {lag:.0f} s"
+    if told.get("last_error"):
+        detail += f"; failing ({told.get('failures')} in a row): {told['last_error']}"
+    return [_row("opentelemetry export", not told.get("last_error"), detail)]
 
 
 def _snapshot_store(root: Path, fsck: bool) -> list[dict[str, Any]]:

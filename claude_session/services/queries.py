@@ -13,7 +13,7 @@ import apsw
 from ..core import db, log, readings, spool
 from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
-from . import costs
+from . import costs, otel_export
 
 
 def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
@@ -60,6 +60,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "hooks": hook_runs(conn) | {"installed_in": hooks_from(root)},
         "cost": costs.latest(conn)
         | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
+        "otel": otel_export.status(conn, root, now),  # None: export is off
     }
     return {"now": happening(conn, root, found, now)} | found
 

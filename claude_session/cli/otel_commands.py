@@ -1,0 +1,48 @@
+"""`claude-session export-otel`: sessions sent as OpenTelemetry traces on demand (the
+background process sends them as they finish, when export is configured)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..services import configuration, costs, otel_export
+from . import cli, json_option, opened, output
+
+
+@cli.command(name="export-otel")
+@click.option(
+    "--since",
+    required=True,
+    metavar="WHEN",
+    help="Sessions active since then: 90m, 2h, 3d, 1w, or a date (2026-11-01).",
+)
+@json_option("an object: endpoint, sessions, spans")
+@click.pass_obj
+def export_otel(root: Path, since: str, as_json: bool) -> None:
+    """Send the sessions active since WHEN to the configured OpenTelemetry backend, every
+    span, whether it was sent before or not: the ids are derived from the rows, so the
+    backend keeps one of each. Configured by `otel_endpoint` (`claude-session config`) or
+    the standard OTEL_EXPORTER_OTLP_* variables."""
+    try:
+        start = costs.since_time(since)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from None
+    where = otel_export.target(configuration.load_or_defaults(str(root)).values)
+    if where is None:
+        raise click.ClickException(
+            "OpenTelemetry export is not configured: `claude-session config --set"
+            " otel_endpoint=http://localhost:4318`, or set OTEL_EXPORTER_OTLP_ENDPOINT"
+        )
+    send = otel_export.sender(str(root), where)
+    with opened(root) as conn:
+        try:
+            sessions, spans = otel_export.export_since(conn, where, send, start)
+        except RuntimeError as exc:
+            raise click.ClickException(f"not sent: {exc}") from None
+    found = {"endpoint": where.endpoint, "sessions": sessions, "spans": spans}
+    if as_json:
+        output.emit(found, "json")
+        return
+    click.echo(f"sent {spans} spans of {sessions} sessions to {where.endpoint}")

@@ -1,0 +1,337 @@
+"""Sessions as OpenTelemetry traces (services/otel_spans.py, services/otel_export.py): the
+span tree a session makes, what content goes out (nothing typed or run, unless asked, and
+then redacted), and the export itself through the SDK's real OTLP/HTTP exporter to a receiver
+on loopback (tests/otlp_receiver.py) that decodes the wire format: every span once, nothing
+lost while the backend is down, nothing sent twice after it returns, the lag and the last
+error told, a cloned configuration never obeyed, and the background process sending on its
+own. The same against a real backend (Arize Phoenix): tests/test_otel_backend.py.
+
+The session is tests/test_cost_surfaces.py's (a Write, an Agent call whose subagent writes,
+transcripts with Claude Code's cost figures), plus a failing Bash whose error holds a secret
+and a compaction."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CLI, hook_env, run_cli, wait_for
+from inproc import Recorder
+from otlp_receiver import Receiver
+from test_cost_surfaces import SECRET, session  # noqa: F401 (the session fixture)
+from test_transcripts import AGENT, SESSION, T0
+
+from claude_session.services import otel_export, otel_spans
+
+FAILED_BASH = "toolu_bash_fail"
+NOW = T0 + 3600  # long after the session: every span is due
+
+
+@pytest.fixture
+def recorded(session: Recorder) -> Recorder:  # noqa: F811 (the fixture it extends)
+    rec = session
+    rec.now = T0 + 10.2
+    bash = {"tool_name": "Bash", "tool_use_id": FAILED_BASH, "session_id": SESSION}
+    command = {"command": f"deploy --token {SECRET}", "description": "deploy"}
+    rec.send(bash | {"hook_event_name": "PreToolUse", "tool_input": command, "cwd": rec.root})
+    rec.now = T0 + 10.4
+    failure = {"hook_event_name": "PostToolUseFailure", "tool_input": command, "cwd": rec.root}
+    rec.send(bash | failure | {"error": f"Exit code 1\nauth failed for {SECRET}"})
+    rec.now = T0 + 10.6
+    compact = {"hook_event_name": "PreCompact", "trigger": "manual", "session_id": SESSION}
+    rec.send(compact | {"custom_instructions": "", "cwd": rec.root})
+    rec.now = T0 + 12
+    rec.send({"hook_event_name": "SessionEnd", "reason": "other", "session_id": SESSION})
+    return rec
+
+
+def by_key(spans: list[otel_spans.Span]) -> dict[str, otel_spans.Span]:
+    return {s.key: s for s in spans}
+
+
+def test_a_session_is_one_trace_with_its_turns_tools_and_subagent_nested(
+    recorded: Recorder,
+) -> None:
+    spans = otel_spans.session_spans(recorded.conn, SESSION, content=False)
+    found = by_key(spans)
+    assert set(found) == {
+        "session",
+        "turn:1",
+        "tool:toolu_w1",
+        "tool:toolu_agent1",
+        f"agent:{AGENT}",
+        "tool:toolu_sw",
+        f"tool:{FAILED_BASH}",
+    }
+    assert {s.trace_id for s in spans} == {otel_spans.trace_id(SESSION)}
+    session_span = found["session"]
+    assert session_span.parent_id is None and spans[0] is session_span
+    parent = {key: s.parent_id for key, s in found.items()}
+    assert parent["turn:1"] == session_span.span_id
+    assert parent["tool:toolu_w1"] == found["turn:1"].span_id
+    assert parent[f"tool:{FAILED_BASH}"] == found["turn:1"].span_id
+    assert parent[f"agent:{AGENT}"] == found["tool:toolu_agent1"].span_id  # under its launch
+    assert parent["tool:toolu_sw"] == found[f"agent:{AGENT}"].span_id
+    assert found[f"agent:{AGENT}"].name == "invoke_agent general-purpose"
+    assert found["tool:toolu_sw"].name == "execute_tool Write"
+    assert found["tool:toolu_sw"].attributes["gen_ai.tool.call.id"] == "toolu_sw"
+    # Times are the rows' own.
+    assert found["tool:toolu_w1"].start == T0 + 3 and found["tool:toolu_w1"].end == T0 + 4
+    assert session_span.start == T0 and session_span.end == T0 + 12
+    # The failure: an error status, and its step on the ladder as an event.
+    bash = found[f"tool:{FAILED_BASH}"]
+    assert bash.error and bash.attributes["claude_session.tool.status"] == "failed"
+    [failure] = bash.events
+    assert failure.name == "claude_session.failure"
+    assert failure.attributes["claude_session.failure.attempt"] == 1
+    assert failure.attributes["claude_session.failure.resolution"] == "abandoned"  # at the end
+    assert [e.name for e in session_span.events] == ["claude_session.compaction"]
+    # Ids come from the rows: built again, the same.
+    again = otel_spans.session_spans(recorded.conn, SESSION, content=False)
+    assert [(s.key, s.span_id, s.parent_id) for s in again] == [
+        (s.key, s.span_id, s.parent_id) for s in spans
+    ]
+
+
+def test_tokens_and_cost_are_the_stores_figures(recorded: Recorder) -> None:
+    found = by_key(otel_spans.session_spans(recorded.conn, SESSION, content=False))
+    rows = recorded.rows(
+        "SELECT agent_id, sum(input_tokens), sum(output_tokens), sum(cost_usd)"
+        " FROM message_usage WHERE session_id = ? GROUP BY agent_id",
+        (SESSION,),
+    )
+    total_in = sum(r[1] for r in rows)
+    total_cost = sum(r[3] for r in rows)
+    session_attrs = found["session"].attributes
+    assert session_attrs["gen_ai.usage.input_tokens"] == total_in > 0
+    assert session_attrs["claude_session.cost_usd"] == pytest.approx(total_cost, abs=1e-5)
+    [agent] = [r for r in rows if r[0] == AGENT]
+    agent_attrs = found[f"agent:{AGENT}"].attributes
+    assert agent_attrs["gen_ai.usage.output_tokens"] == agent[2] > 0
+    assert agent_attrs["claude_session.cost_usd"] == pytest.approx(agent[3], abs=1e-5)
+    turn_in = recorded.rows(
+        "SELECT sum(input_tokens) FROM message_usage m JOIN turns t ON t.id = m.turn_id"
+        " WHERE t.session_id = ? AND t.turn_no = 1",
+        (SESSION,),
+    )[0][0]
+    assert found["turn:1"].attributes["gen_ai.usage.input_tokens"] == turn_in > 0
+
+
+def test_content_is_left_out_unless_asked_and_redacted_when_it_is(recorded: Recorder) -> None:
+    def everything(spans: list[otel_spans.Span]) -> str:
+        parts = []
+        for s in spans:
+            parts.append(json.dumps(s.attributes))
+            parts += [json.dumps(e.attributes) for e in s.events]
+        return "\n".join(parts)
+
+    without = everything(otel_spans.session_spans(recorded.conn, SESSION, content=False))
+    for typed in ("make it configurable", "deploy --token", "src/config.py", "auth failed"):
+        assert typed not in without
+    with_content = everything(otel_spans.session_spans(recorded.conn, SESSION, content=True))
+    assert "make it configurable" in with_content and "deploy --token" in with_content
+    assert "auth failed" in with_content
+    assert SECRET not in with_content and SECRET[:20] not in with_content
+
+
+def target(receiver: Receiver, **more: Any) -> otel_export.Target:
+    values: dict[str, object] = {"otel_endpoint": receiver.endpoint} | more
+    where = otel_export.target(values, environ={})
+    assert where is not None
+    return where
+
+
+def export(rec: Recorder, where: otel_export.Target, now: float) -> otel_export.Pass:
+    send = otel_export.sender(rec.root, where)
+    return otel_export.export_pass(rec.conn, where, send, now, idle_seconds=3600)
+
+
+def test_every_span_reaches_the_backend_once_with_ids_tree_and_resource(
+    recorded: Recorder,
+) -> None:
+    receiver = Receiver()
+    try:
+        where = target(receiver, otel_headers="x-team-key=${TEAM_KEY}")
+        assert where.endpoint == receiver.endpoint + "/v1/traces"
+        done = export(recorded, where, NOW)
+        assert done.error is None and done.sent == 7
+        assert export(recorded, where, NOW + 60).sent == 0  # nothing twice
+    finally:
+        receiver.stop()
+    spans = otel_spans.session_spans(recorded.conn, SESSION, content=False)
+    got = receiver.by_id()
+    assert len(receiver.spans) == len(got) == len(spans)
+    for span in spans:
+        arrived = got[f"{span.span_id:016x}"]
+        assert arrived.trace_id == f"{span.trace_id:032x}"
+        assert arrived.parent_id == (None if span.parent_id is None else f"{span.parent_id:016x}")
+        assert arrived.name == span.name
+        assert arrived.start_ns == round(span.start * 1e6) * 1000
+        assert arrived.attributes == span.attributes
+        assert arrived.status_code == (2 if span.error else 1)  # ERROR, OK
+        assert arrived.resource["service.name"] == "claude-session"
+        assert arrived.resource["claude_session.project"] == os.path.basename(recorded.root)
+    assert recorded.rows("SELECT session_id, spans FROM otel_sessions") == [(SESSION, 7)]
+    assert recorded.rows("SELECT count(*) FROM otel_sent") == [(0,)]  # done: its rows went
+    assert recorded.rows("SELECT spans_sent, failures, last_error FROM otel_export") == [
+        (7, 0, None)
+    ]
+
+
+def test_a_backend_down_loses_nothing_doubles_nothing_and_says_so(recorded: Recorder) -> None:
+    receiver = Receiver()
+    where = target(receiver)
+    receiver.refusing = True
+    try:
+        failed = export(recorded, where, NOW)
+        assert failed.sent == 0 and failed.error and failed.waiting == 7
+        state = recorded.rows(
+            "SELECT failures, last_error IS NOT NULL, next_attempt_at FROM otel_export"
+        )[0]
+        assert state[0] == 1 and state[1] and state[2] > NOW
+        told = otel_export.status(recorded.conn, recorded.root, NOW + 1)
+        assert told is None  # the project's configuration says nothing: off for status
+        tried = receiver.requests  # the SDK's exporter itself retries a 503 a few times
+        assert export(recorded, where, NOW + 1).sent == 0
+        assert receiver.requests == tried  # backing off: not even tried
+        receiver.stop()  # down for good, then back on the same port
+        assert export(recorded, where, state[2] + 1).error
+        receiver.refusing = False
+        receiver.start()
+        later = recorded.rows("SELECT next_attempt_at FROM otel_export")[0][0]
+        done = export(recorded, where, later + 1)
+        assert done.error is None and done.sent == 7
+    finally:
+        receiver.stop()
+    assert len(receiver.spans) == len({s.span_id for s in receiver.spans}) == 7
+    assert recorded.rows("SELECT failures, last_error FROM otel_export") == [(0, None)]
+
+
+def test_a_live_session_sends_what_has_ended_and_the_rest_when_it_ends(tmp_path: Path) -> None:
+    (tmp_path / "live").mkdir()
+    rec = Recorder(tmp_path / "live")
+    receiver = Receiver()
+    try:
+        base = {"session_id": "live-1", "cwd": rec.root}
+        rec.send(base | {"hook_event_name": "SessionStart", "source": "startup"})
+        rec.advance(1)
+        rec.send(base | {"hook_event_name": "UserPromptSubmit", "prompt": "go"})
+        call = {"tool_name": "Bash", "tool_use_id": "toolu_live1", "tool_input": {"command": "ls"}}
+        rec.send(base | call | {"hook_event_name": "PreToolUse"})
+        rec.advance(1)
+        rec.send(base | call | {"hook_event_name": "PostToolUse", "tool_response": {}})
+        running = {"tool_name": "Bash", "tool_use_id": "toolu_live2"}
+        rec.send(base | running | {"hook_event_name": "PreToolUse", "tool_input": {}})
+        where = target(receiver, otel_export_delay_seconds=5.0)
+        assert export(rec, where, rec.now + 1).sent == 0  # ended too recently
+        first = export(rec, where, rec.now + 10)
+        assert first.sent == 1  # the finished call; the turn, the running call and the session wait
+        assert [s.name for s in receiver.spans] == ["execute_tool Bash"]
+        rec.advance(2)
+        rec.send(base | running | {"hook_event_name": "PostToolUse", "tool_response": {}})
+        rec.send(base | {"hook_event_name": "Stop", "last_assistant_message": "done"})
+        rec.send(base | {"hook_event_name": "SessionEnd", "reason": "other"})
+        second = export(rec, where, rec.now + 10)
+        assert second.sent == 3  # the second call, the turn, then the session
+        names = [s.name for s in receiver.spans]
+        assert sorted(names) == sorted(
+            ["execute_tool Bash", "execute_tool Bash", "turn 1", "claude_session.session"]
+        )
+        assert names[-1] == "claude_session.session"
+    finally:
+        receiver.stop()
+        rec.close()
+
+
+def test_a_cloned_configuration_never_sends_anything(project: Path) -> None:
+    """An otel_endpoint in a `.claude-session.json` that came with the repository is data:
+    the configuration is not trusted, so export stays off (it would send the user's work to
+    whoever wrote it)."""
+    from claude_session.services import configuration
+
+    receiver = Receiver()
+    try:
+        (project / ".claude-session.json").write_text(
+            json.dumps({"otel_endpoint": receiver.endpoint})
+        )
+        loaded = configuration.load_or_defaults(str(project))
+        assert any(p.startswith("untrusted") for p in loaded.problems)
+        assert otel_export.target(loaded.values, environ={}) is None
+        done = run_cli(project, "config", "--set", "otel_endpoint=http://127.0.0.1:9")
+        assert done.returncode != 0 and "not trusted" in done.stderr
+    finally:
+        receiver.stop()
+
+
+def test_the_standard_variables_configure_it_and_can_turn_it_off() -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/",
+        "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20${TOKEN},x-b=2",
+        "TOKEN": "abc",
+    }
+    where = otel_export.target({}, environ=env)
+    assert where is not None and where.endpoint == "http://collector:4318/v1/traces"
+    assert where.headers == {"authorization": "Bearer abc", "x-b": "2"}
+    assert where.protocol == "http/protobuf" and where.content is False
+    traces = env | {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:1/custom"}
+    assert otel_export.target({}, environ=traces).endpoint == "http://t:1/custom"  # type: ignore[union-attr]
+    grpc = otel_export.target({}, environ=env | {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+    assert grpc is not None and grpc.endpoint == "http://collector:4318/"
+    assert otel_export.target({}, environ=env | {"OTEL_SDK_DISABLED": "true"}) is None
+    assert otel_export.target({}, environ={}) is None  # off by default
+
+
+def test_the_background_process_sends_a_recorded_session_and_status_shows_it(
+    project: Path,
+) -> None:
+    """As a user runs it: `config --set otel_endpoint`, real hook processes record a session,
+    the background process sends it on its own; `status --json` and `doctor` tell."""
+    from conftest import fixture, run_hook
+
+    receiver = Receiver()
+    try:
+        for pair in (f"otel_endpoint={receiver.endpoint}", "otel_export_delay_seconds=0.1"):
+            done = run_cli(project, "config", "--set", pair)
+            assert done.returncode == 0, done.stderr
+        for name in ("SessionStart.startup", "UserPromptSubmit", "PreToolUse.Bash"):
+            run_hook(name.split(".")[0], fixture(name, project), project)
+        run_hook("PostToolUse", fixture("PostToolUse.Bash", project), project)
+        run_hook("Stop", fixture("Stop", project), project)
+        run_hook("SessionEnd", fixture("SessionEnd", project), project)
+        daemon = subprocess.Popen(
+            [CLI, "--project", str(project), "daemon", "run"],
+            env=hook_env(project),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            names = lambda: sorted(s.name for s in receiver.spans)  # noqa: E731
+            assert wait_for(lambda: "claude_session.session" in names(), 60), names()
+            assert names() == ["claude_session.session", "execute_tool Bash", "turn 1"]
+            status = run_cli(project, "status", "--json")
+            assert status.returncode == 0, status.stderr
+            shown = json.loads(status.stdout)["otel"]
+            assert shown["endpoint"] == receiver.endpoint + "/v1/traces"
+            assert shown["spans_sent"] == 3 and shown["last_error"] is None
+        finally:
+            daemon.terminate()
+            daemon.wait(30)
+    finally:
+        receiver.stop()
+
+
+def test_export_otel_sends_history_again_with_the_same_ids(recorded: Recorder) -> None:
+    receiver = Receiver()
+    try:
+        where = target(receiver)
+        assert export(recorded, where, NOW).sent == 7
+        send = otel_export.sender(recorded.root, where)
+        assert otel_export.export_since(recorded.conn, where, send, T0 - 1) == (1, 7)
+        ids = [s.span_id for s in receiver.spans]
+        assert len(ids) == 14 and len(set(ids)) == 7  # the backend sees the same 7 again
+    finally:
+        receiver.stop()
