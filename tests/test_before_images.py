@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from conftest import capture_lock, fixture, query, run_cli, run_hook, wait_for, write_config
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from workbench import Workbench, git
 
-from claude_session.services import before_images, capture_control, workspace
+from claude_session.services import before_images, capture, capture_control, workspace
 
 SESSION = "bi-session-0001"
 
@@ -247,3 +249,58 @@ def test_a_planted_link_for_the_folder_is_refused(project: Path, tmp_path: Path)
     except OSError:
         pass
     assert list(elsewhere.iterdir()) == []
+
+
+def reference_before(
+    entries: list[before_images.Entry], requested: float
+) -> tuple[dict[str, before_images.Entry], set[str], bool]:
+    """The rule for one frame, as written first (one pass over the entries after it): the
+    capture's one walk for a whole backlog must give the same for every frame."""
+    later = [e for e in entries if e.at > requested]
+    markers = [e for e in later if e.kind in (before_images.BLUR, before_images.COVER)]
+    covered = bool(markers) and markers[0].kind == before_images.COVER
+    until = markers[0].at if covered else float("inf")
+    put: dict[str, before_images.Entry] = {}
+    seen: set[str] = set()
+    blurred: set[str] = set()
+    for entry in later:
+        if entry.at > until or entry.kind == before_images.COVER:
+            continue
+        if entry.path is None or entry.kind == before_images.UNKNOWN:
+            blurred.add(entry.tool)
+            seen.add(entry.path or "")
+        elif entry.path not in seen:
+            seen.add(entry.path)
+            put[entry.path] = entry
+    return put, blurred, covered
+
+
+KINDS = [before_images.FILE, before_images.ABSENT, before_images.UNKNOWN]
+ENTRY_KINDS = st.sampled_from([*KINDS, before_images.BLUR, before_images.COVER])
+
+
+@given(
+    st.lists(
+        st.tuples(ENTRY_KINDS, st.sampled_from(["a", "b", "c/d"]), st.sampled_from(["T1", "T2"])),
+        max_size=30,
+    ),
+    st.lists(st.integers(min_value=0, max_value=31), max_size=12),
+)
+@settings(max_examples=300, deadline=None)
+def test_one_walk_gives_every_frame_what_the_rule_gives_it(
+    made: list[tuple[str, str, str]], frames: list[int]
+) -> None:
+    entries = []
+    for n, (kind, path, tool) in enumerate(made):
+        marker = kind in (before_images.BLUR, before_images.COVER)
+        at = float(n // 3 + 1)  # a tool keeps several entries at one moment (a Bash's)
+        entries.append(
+            before_images.Entry(f"{n:03}", at, kind, 0o100644, None if marker else path, tool, b"x")
+        )
+    requested = [f / 3 + 0.5 for f in frames]
+    walked = capture._before_all(entries, requested)
+    for at in requested:
+        put, blurred, covered = reference_before(entries, at)
+        got_put, got_blurred, got_covered = walked[at]
+        assert {p: e.name for p, e in got_put.items()} == {p: e.name for p, e in put.items()}
+        assert (got_blurred, got_covered) == (blurred, covered)

@@ -155,19 +155,24 @@ def _read(full: str, max_bytes: int) -> "tuple[str, int, bytes]":
     return FILE, 0o100755 if opened.st_mode & 0o100 else 0o100644, content
 
 
-def read_all(root: str) -> "list[Entry]":
+def read_all(root: str, cache: "dict[str, Entry] | None" = None) -> "list[Entry]":
     """Every entry kept for the project, oldest first; one that cannot be read or parsed is
-    left out (and removed once it is old)."""
+    left out (and removed once it is old). `cache`: the entries read before, by name (an
+    entry never changes once written): only new ones are read, and the gone ones dropped."""
     where = folder(root)
     try:
         names = sorted(n for n in os.listdir(where) if not n.startswith("."))
     except OSError:
         return []
+    known = {} if cache is None else cache
     out = []
     for name in names:
-        entry = _load(where, name)
+        entry = known.get(name) or _load(where, name)
         if entry is not None:
             out.append(entry)
+    if cache is not None:
+        cache.clear()
+        cache.update((e.name, e) for e in out)
     return out
 
 

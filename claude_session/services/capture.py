@@ -75,9 +75,10 @@ def _serve(conn: apsw.Connection, root: str) -> int:
     someone waits for the lock."""
     done = unbounded = 0
     idle_since = bounded_at = time.monotonic()
+    kept: dict[str, before_images.Entry] = {}  # the entries read so far (before_images.read_all)
     while True:
         began = time.monotonic()
-        count = capture_pending(conn, root)
+        count = capture_pending(conn, root, kept)
         done += count
         unbounded += count
         if count:
@@ -119,7 +120,9 @@ def capture_all_pending(conn: apsw.Connection, root: str) -> int:
 CAPTURE_BATCH = 256  # frames one capture serves at most: its write transaction stays short
 
 
-def capture_pending(conn: apsw.Connection, root: str) -> int:
+def capture_pending(
+    conn: apsw.Connection, root: str, cache: dict[str, before_images.Entry] | None = None
+) -> int:
     """Snapshot the work tree for the oldest frames pending. A frame committed before a later
     tool started gets the files that tool changed as they were before it (before_images): on
     the snapshot taken now, or, where a tool that names no file ran since, on the last one."""
@@ -141,7 +144,7 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
             note = redact(note)  # whole, before the notes are joined and cut
         snapshots[("now",)] = ("captured", note, captured.commit, captured.files)
         # Read after the capture: a tool that wrote while it ran has its entry by now.
-        entries = before_images.read_all(root)
+        entries = before_images.read_all(root, cache)
     except workspace.WorkspaceError as exc:
         snapshots[("now",)] = ("failed", redact(str(exc))[:500], None, None)
         entries = []
@@ -156,8 +159,9 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
     groups: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     notes: dict[tuple[str, int], str] = {}
     wanted: dict[tuple[str, ...], tuple[tuple[str, ...], list[before_images.Entry], str]] = {}
+    before = _before_all(entries, [requested for _, _, requested in pending])
     for s, f, requested in pending:
-        put, blurred, covered = _before(entries, requested)
+        put, blurred, covered = before[requested]
         base = ("last",) if covered and not blurred and ("last",) in snapshots else ("now",)
         if covered and base == ("now",):
             blurred.add("a tool")
@@ -195,30 +199,62 @@ def capture_pending(conn: apsw.Connection, root: str) -> int:
 Snapshot = tuple[str, "str | None", "str | None", "int | None"]  # status, note, commit, files
 
 
-def _before(
-    entries: list[before_images.Entry], requested: float
-) -> tuple[dict[str, before_images.Entry], set[str], bool]:
-    """For a frame committed at `requested`: per path, the first state kept after it (what
-    the file was until a tool changed it); the tools that changed what was not kept; and
-    whether the first tool after it that names no file kept every file changed since the
-    last snapshot (then the frame is that snapshot plus what was kept until that tool)."""
-    later = [e for e in entries if e.at > requested]  # oldest first
-    markers = [e for e in later if e.kind in (before_images.BLUR, before_images.COVER)]
-    covered = bool(markers) and markers[0].kind == before_images.COVER
-    until = markers[0].at if covered else float("inf")
-    put: dict[str, before_images.Entry] = {}
-    seen: set[str] = set()
-    blurred: set[str] = set()
-    for entry in later:
-        if entry.at > until or entry.kind == before_images.COVER:
-            continue
+Before = tuple[dict[str, before_images.Entry], set[str], bool]  # put, blurred, covered
+
+
+class _Since:
+    """What the kept entries after some moment say, built from the newest entry back: per
+    path, the first state kept (an entry of a tool that could not keep its file takes the
+    path out), and the tools that changed what was not kept."""
+
+    def __init__(self) -> None:
+        self.put: dict[str, before_images.Entry] = {}
+        self.blurred: set[str] = set()
+
+    def add_earlier(self, entry: before_images.Entry) -> None:
         if entry.path is None or entry.kind == before_images.UNKNOWN:
-            blurred.add(entry.tool)
-            seen.add(entry.path or "")
-        elif entry.path not in seen:
-            seen.add(entry.path)
-            put[entry.path] = entry
-    return put, blurred, covered
+            self.blurred.add(entry.tool)
+            if entry.path is not None:
+                self.put.pop(entry.path, None)
+        else:
+            self.put[entry.path] = entry
+
+
+def _before_all(entries: list[before_images.Entry], requested: list[float]) -> dict[float, Before]:
+    """For each frame committed at a time of `requested`: per path, the first state kept
+    after it (what the file was until a tool changed it); the tools that changed what was
+    not kept; and whether the first tool after it that names no file kept every file changed
+    since the last snapshot (then the frame is that snapshot plus what was kept until that
+    tool, and nothing after it counts).
+
+    One walk from the newest entry back, the frames newest first: a backlog of frames costs
+    the entries once, not once per frame (each frame on its own was the entries after it)."""
+    ordered = sorted(entries, key=lambda e: e.at)  # stable: entries of one moment by name
+    every = _Since()  # all entries after the frame (markers of covering tools left out)
+    window = _Since()  # the entries between the frame and the first marker after it
+    first_marker: before_images.Entry | None = None
+    out: dict[float, Before] = {}
+    j = len(ordered)
+    for at in sorted(set(requested), reverse=True):
+        while j > 0 and ordered[j - 1].at > at:
+            moment = ordered[j - 1].at  # the entries of one moment go together: the first
+            i = j - 1  # marker among them bounds the window, and they are all inside it
+            while i > 0 and ordered[i - 1].at == moment:
+                i -= 1
+            group = ordered[i:j]
+            j = i
+            markers = [e for e in group if e.kind in (before_images.BLUR, before_images.COVER)]
+            if markers:
+                first_marker, window = markers[0], _Since()
+            for entry in reversed(group):
+                if entry.kind != before_images.COVER:
+                    every.add_earlier(entry)
+                    window.add_earlier(entry)
+        if first_marker is not None and first_marker.kind == before_images.COVER:
+            out[at] = dict(window.put), set(window.blurred), True
+        else:
+            out[at] = dict(every.put), set(every.blurred), False
+    return out
 
 
 def _earlier(
