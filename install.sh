@@ -27,6 +27,28 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extra}"
 echo "claude-session installed in $(pwd)/.venv ($(.venv/bin/python --version))" >&2
 
+# The OpenTelemetry export tests send to a real backend, Arize Phoenix, run as its own server
+# (tests/otel_backend.py): with --dev, install the pinned version into .venv-otel-backend, apart
+# from .venv so its ~150 packages never touch ours. Skipped when that version is already there.
+otel_backend_version="20.26.1"  # the pin: tests/otel_backend.py PHOENIX_VERSION says the same
+if [ -n "$extra" ] && ! .venv-otel-backend/bin/python -c \
+  'import sys; from importlib.metadata import version; sys.exit(version("arize-phoenix") != sys.argv[1])' \
+  "$otel_backend_version" 2>/dev/null; then
+  echo "install.sh: installing arize-phoenix==$otel_backend_version into .venv-otel-backend" \
+    "(for tests/test_otel_backend.py)" >&2
+  [ -x .venv-otel-backend/bin/python ] || "$python" -m venv .venv-otel-backend
+  otel_log=$(mktemp)
+  if ! .venv-otel-backend/bin/python -m pip install --quiet --disable-pip-version-check \
+    "arize-phoenix==$otel_backend_version" >"$otel_log" 2>&1; then
+    cat "$otel_log" >&2
+    rm -f "$otel_log"
+    echo "install.sh: installing arize-phoenix==$otel_backend_version into .venv-otel-backend" \
+      "failed (see above)" >&2
+    exit 1
+  fi
+  rm -f "$otel_log"
+fi
+
 # The live views' tests drive a real terminal (tmux) and a real browser (chromium): with --dev,
 # install those Debian packages when missing (as root), or say what is missing.
 if [ -n "$extra" ]; then

@@ -283,6 +283,17 @@ def test_the_standard_variables_configure_it_and_can_turn_it_off() -> None:
     assert grpc is not None and grpc.endpoint == "http://collector:4318/"
     assert otel_export.target({}, environ=env | {"OTEL_SDK_DISABLED": "true"}) is None
     assert otel_export.target({}, environ={}) is None  # off by default
+    # Claude Code strips every OTEL_* variable from its hooks' environment: ours get through.
+    ours = {
+        "CLAUDE_SESSION_OTEL_ENDPOINT": "https://api.example:443",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:1",
+    }
+    picked = otel_export.target({}, environ=ours | {"CLAUDE_SESSION_OTEL_LOG_CONTENT": "1"})
+    assert picked is not None and picked.endpoint == "https://api.example:443/v1/traces"
+    assert picked.content is True
+    configured = otel_export.target({"otel_endpoint": "http://c:4318"}, environ=ours)
+    assert configured is not None and configured.endpoint == "http://c:4318/v1/traces"
+    assert otel_export.target({}, environ={"CLAUDE_SESSION_OTEL_ENDPOINT": "file:///x"}) is None
 
 
 def test_the_background_process_sends_a_recorded_session_and_status_shows_it(

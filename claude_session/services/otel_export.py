@@ -42,6 +42,7 @@ SESSIONS_PER_PASS = 200
 MAX_BACKOFF_SECONDS = 300.0
 TIMEOUT_SECONDS = 10.0
 SCOPE = "claude-session"
+TRANSCRIPT_WAIT_SECONDS = 600.0  # a session's transcripts not read by then: sent without them
 
 
 @dataclass(frozen=True)
@@ -59,15 +60,25 @@ class Target:
 
 def target(values: Mapping[str, object], environ: Mapping[str, str] | None = None) -> Target | None:
     """The configured target, or None when export is off. The configuration's keys first;
-    without `otel_endpoint`, the standard variables (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
-    OTEL_EXPORTER_OTLP_ENDPOINT, _PROTOCOL, _HEADERS). OTEL_SDK_DISABLED=true turns it off."""
+    then CLAUDE_SESSION_OTEL_ENDPOINT (_PROTOCOL, _HEADERS, _LOG_CONTENT): Claude Code gives
+    its hooks, and so the background process they start, none of the OTEL_* variables, so
+    this is the one a team sets in `.claude/settings.json` `env`; then the standard
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT (_PROTOCOL, _HEADERS),
+    seen by `export-otel` and a background process started from a shell.
+    OTEL_SDK_DISABLED=true turns it off."""
     env = os.environ if environ is None else environ
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return None
     endpoint = str(values.get("otel_endpoint") or "")
     protocol = str(values.get("otel_protocol") or "http/protobuf")
     headers = str(values.get("otel_headers") or "")
+    content = values.get("otel_log_content") is True
     traces_url = ""
+    if not endpoint and env.get("CLAUDE_SESSION_OTEL_ENDPOINT", "").strip():
+        endpoint = env["CLAUDE_SESSION_OTEL_ENDPOINT"].strip()
+        protocol = env.get("CLAUDE_SESSION_OTEL_PROTOCOL", "").strip() or "http/protobuf"
+        headers = env.get("CLAUDE_SESSION_OTEL_HEADERS", "")
+        content = content or env.get("CLAUDE_SESSION_OTEL_LOG_CONTENT", "") in ("1", "true")
     if not endpoint:
         traces_url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
         endpoint = traces_url or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
@@ -79,7 +90,7 @@ def target(values: Mapping[str, object], environ: Mapping[str, str] | None = Non
         headers = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get(
             "OTEL_EXPORTER_OTLP_HEADERS", ""
         )
-    if not endpoint:
+    if not endpoint.startswith(("http://", "https://")):
         return None
     if protocol not in ("http/protobuf", "grpc"):
         protocol = "http/protobuf"
@@ -90,7 +101,7 @@ def target(values: Mapping[str, object], environ: Mapping[str, str] | None = Non
         endpoint,
         protocol,
         parse_headers(headers, env),
-        values.get("otel_log_content") is True,
+        content,
         float(delay) if isinstance(delay, int | float) else 30.0,
     )
 
@@ -285,6 +296,8 @@ def export_pass(
         session, children = spans[0], spans[1:]
         complete = status == "ended" or float(last) < now - idle_seconds  # type: ignore[arg-type]
         settled = complete and now - session.end >= where.delay
+        if settled and now - session.end < TRANSCRIPT_WAIT_SECONDS:
+            settled = transcripts_read(conn, sid)  # its tokens and cost are in first
         left = 0
         for span in children:
             if _signed(span.span_id) in sent:
@@ -317,6 +330,29 @@ def export_pass(
             (where.endpoint, now, now if done.sent else None, done.oldest_waiting, done.sent > 0),
         )
     return done
+
+
+def transcripts_read(conn: apsw.Connection, session_id: str) -> bool:
+    """Whether every transcript of the session was read to its end (the background process
+    reads them as they grow): a span goes out once, so its tokens and cost must be in. One
+    that is gone, or that could not be read, counts as read: it will not get any further."""
+    rows = conn.execute(
+        "SELECT path, read_to, last_error FROM transcript_files WHERE session_id = ?",
+        (session_id,),
+    ).fetchall()
+    if not rows:
+        named = conn.execute(
+            "SELECT transcript_path FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchall()
+        return not (named and named[0][0] and os.path.exists(str(named[0][0])))
+    for path, read_to, error in rows:
+        try:
+            size = os.path.getsize(str(path))
+        except OSError:
+            continue
+        if error is None and isinstance(read_to, int) and size > read_to:
+            return False
+    return True
 
 
 def _flush(
