@@ -134,7 +134,8 @@ def main() -> None:
         f" {found['sessions_done']} sessions done"
     )
     print(
-        f"  {found['spans_per_second'] or 0:,} spans/s; {found['spans_per_session']} spans a session;"
+        f"  {found['spans_per_second'] or 0:,} spans/s;"
+        f" {found['spans_per_session']} spans a session;"
         f" {found['spans_per_million_events']:,} spans per 1M events;"
         f" {found['bytes_per_span']} bytes a span on the wire"
     )
