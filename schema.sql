@@ -210,7 +210,8 @@ CREATE TABLE events (
     payload_bytes   INTEGER NOT NULL,      -- size of the payload as it arrived
     payload_sha256  TEXT,                  -- of the payload as it arrived, when it was capped
     truncated       INTEGER NOT NULL DEFAULT 0,
-    via             TEXT NOT NULL DEFAULT 'hook' CHECK (via IN ('hook', 'spool'))
+    via             TEXT NOT NULL DEFAULT 'hook' CHECK (via IN ('hook', 'spool')),
+    traceparent     TEXT                   -- Claude Code's active span when it ran the hook (W3C traceparent, from TRACEPARENT: command hooks, with its traces on; version 19)
 );
 CREATE INDEX events_session ON events (session_id, id);
 CREATE INDEX events_name ON events (hook_event_name, id);

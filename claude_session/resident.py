@@ -170,7 +170,7 @@ class RelayServer:
         _check_peer(conn)
         head, body = _read_head(conn)
         parts = head.split(b" ")
-        if parts[0] != relay.MAGIC or not all(p.isdigit() for p in parts[1:]) or len(parts) != 12:
+        if parts[0] != relay.MAGIC or not all(p.isdigit() for p in parts[1:]) or len(parts) != 13:
             raise Declined("not a relay request")
         sizes = [int(p) for p in parts[1:]]
         if sum(sizes) > MAX_REQUEST_BYTES:
@@ -219,6 +219,7 @@ class RelayServer:
                 connect=connect,
                 scratch=scratch,
                 claude_process=relay.decode_process(fields[10]),
+                traceparent=fields[11].decode("utf-8", "replace") or None,
             )
         finally:
             for conn, held in taken:

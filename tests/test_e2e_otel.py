@@ -9,15 +9,17 @@ arrives once it is back, nothing is lost, nothing is sent twice."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import query, run_cli, wait_for
+from conftest import CLI, query, run_cli, wait_for
 from fake_api import FakeAnthropic, text, tool
 from otel_backend import OtelBackend
-from test_e2e_claude import claude_binary
-from test_e2e_transport import Session, install_mcp, new_home, run_session
+from test_e2e_claude import claude_binary, claude_env
+from test_e2e_transport import Session, debug_lines, install_mcp, new_home, run_session
 
 from claude_session.core import db
 from claude_session.core.paths import db_path
@@ -42,7 +44,12 @@ def built(project: Path, session: str) -> list[otel_spans.Span]:
 
 
 def spans_of(backend: OtelBackend, session: str) -> list[dict[str, Any]]:
-    return [s for s in backend.spans() if s["attributes"].get("session.id") == session]
+    """Our spans of the session (Claude Code's own spans, when on, carry session.id too)."""
+    return [
+        s
+        for s in backend.spans()
+        if s["attributes"].get("session.id") == session and not s["name"].startswith("claude_code.")
+    ]
 
 
 def export_state(project: Path, home: Path) -> dict[str, Any]:
@@ -167,3 +174,81 @@ def check_trace(project: Path, backend: OtelBackend, session: str) -> None:
     [root] = [s for s in stored.values() if s["parent_id"] is None]
     assert root["attributes"]["gen_ai.usage.input_tokens"] == tokens[0] > 0
     assert root["attributes"]["gen_ai.usage.output_tokens"] == tokens[1] > 0
+
+
+CLAUDE_TRACES = {  # what a team sets for Claude Code's own traces (docs/guides/opentelemetry.md)
+    "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+    "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
+    "OTEL_TRACES_EXPORTER": "otlp",
+    "OTEL_METRICS_EXPORTER": "none",
+    "OTEL_LOGS_EXPORTER": "none",
+    "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+    # Claude Code passes TRACEPARENT to its hooks with its traces on against its own API; with
+    # another ANTHROPIC_BASE_URL (a gateway, this test's scripted API) only when asked to.
+    "CLAUDE_CODE_PROPAGATE_TRACEPARENT": "1",
+}
+
+
+@pytest.mark.usefixtures("reap_daemons")
+def test_with_claude_codes_traces_on_our_spans_hang_under_its_own(project: Path) -> None:
+    """Command hooks see TRACEPARENT when Claude Code's traces are on: our turn goes under
+    its `claude_code.interaction` span, our tool calls under its spans of the same calls,
+    in its trace; our session span links to them. Both arrive in the same backend."""
+    binary = claude_binary()
+    home = new_home(project)
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"} | {"HOME": str(home)}
+    done = subprocess.run(
+        [CLI, "--project", str(project), "install", "--transport", "command"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    with OtelBackend(project.parent / "backend") as backend:
+        config(
+            project,
+            home,
+            f"otel_endpoint={backend.otlp_http_endpoint}",
+            "otel_export_delay_seconds=1",
+        )
+        traces = CLAUDE_TRACES | {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": backend.otlp_http_endpoint}
+        model = Session(project)
+        with FakeAnthropic(model) as api:
+            # The tests' CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC turns its telemetry off.
+            env = claude_env(home, api.url) | traces
+            del env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"]
+            args = ["-p", "TASK-JOIN: make hello.py", "--output-format", "json"]
+            args += ["--dangerously-skip-permissions", "--debug-file"]
+            first = subprocess.run(
+                [str(binary), *args, str(project.parent / "debug.log")],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+        session = json.loads(first.stdout)["session_id"]
+        assert backend.wait_for_spans(
+            lambda spans: any(s["name"] == "claude_session.session" for s in spans), 90
+        ), export_state(project, home)
+        every = {s["span_id"]: s for s in backend.spans()}
+    # Claude Code's spans carry session.id too (the join): ours are the ids our rows make.
+    made = {f"{span.span_id:016x}" for span in built(project, session)}
+    ours = {k: s for k, s in every.items() if k in made}
+    assert len(ours) == len(made)
+    theirs = {k: s for k, s in every.items() if k not in ours}
+    told = debug_lines(project, "[3P telemetry]")
+    assert any(s["name"] == "claude_code.interaction" for s in theirs.values()), told
+    [turn] = [s for s in ours.values() if s["name"] == "turn 1"]
+    parent = theirs[turn["parent_id"]]
+    assert parent["name"] == "claude_code.interaction"
+    assert parent["trace_id"] == turn["trace_id"]
+    tools = [s for s in ours.values() if s["name"].startswith("execute_tool ")]
+    under = [s for s in tools if s["parent_id"] in theirs]
+    assert under, [(s["name"], s["parent_id"]) for s in tools]
+    for call in tools:
+        assert call["trace_id"] == turn["trace_id"]
+    [root] = [s for s in ours.values() if s["name"] == "claude_session.session"]
+    assert root["trace_id"] != turn["trace_id"]

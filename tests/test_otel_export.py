@@ -346,3 +346,25 @@ def test_export_otel_sends_history_again_with_the_same_ids(recorded: Recorder) -
         assert len(ids) == 14 and len(set(ids)) == 7  # the backend sees the same 7 again
     finally:
         receiver.stop()
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", True),
+        ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01", False),  # not lowercase
+        ("00-00000000000000000000000000000000-00f067aa0ba902b7-01", False),  # zero trace id
+        ("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", False),  # zero span id
+        ("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", False),  # another version
+        ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\n", False),
+        ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\x1b", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_only_a_well_formed_traceparent_is_kept(given: str | None, kept: bool) -> None:
+    """TRACEPARENT is Claude Code's variable, but a hook keeps it only in W3C form: it
+    becomes span ids in what we send (and nothing else of it is ever printed)."""
+    from claude_session.runtime.hookrt import valid_traceparent
+
+    assert valid_traceparent(given) == (given if kept else None)

@@ -31,6 +31,7 @@ class Delivery:
         dispatcher: str = "settings",
         source: str = "hook",
         transport: str | None = None,
+        traceparent: str | None = None,
     ) -> None:
         self.delivery_id = delivery_id
         self.received_at = received_at  # time.time() when the hook process started
@@ -49,6 +50,9 @@ class Delivery:
         self.source = source
         # How it reached the store: 'process', 'relay' or 'mcp' (hook_events.transport).
         self.transport = transport
+        # Claude Code's active span when it ran the hook (W3C traceparent, from TRACEPARENT:
+        # only with its traces on, and only a command hook sees it): events.traceparent.
+        self.traceparent = traceparent
 
 
 class Context:

@@ -94,7 +94,7 @@ def apply(
         conn.execute(
             "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, tool_name,"
             " tool_use_id, agent_id, agent_type, prompt_id, payload, payload_bytes,"
-            " payload_sha256, truncated, via) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " payload_sha256, truncated, via, traceparent) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT (dedup_key) DO NOTHING",
             (
                 key,
@@ -111,6 +111,7 @@ def apply(
                 delivery.payload_sha256,
                 int(delivery.truncated),
                 delivery.via,
+                delivery.traceparent,
             ),
         )
         duplicate = conn.changes() == 0

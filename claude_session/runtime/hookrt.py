@@ -106,6 +106,7 @@ def process(
     scratch: "apsw.Connection | None" = None,
     claude_process: "tuple[int, int, str] | None" = None,
     transport: str | None = None,
+    traceparent: str | None = None,
 ) -> None:
     """One hook run, wherever it runs (this process, or the resident one for a relayed hook):
     the answer goes into `outcome`, side effects into `outcome.deferred`.
@@ -114,7 +115,8 @@ def process(
     open connections; `start_daemon`: no resident process answered, start one; `scratch`: an
     in-memory connection to use for JSON (the resident process reuses its own);
     `claude_process`: the Claude Code process the hook found above itself (relay.main);
-    `transport`: how the event came (default: 'relay' with `connect`, else 'process')."""
+    `transport`: how the event came (default: 'relay' with `connect`, else 'process');
+    `traceparent`: the TRACEPARENT the relaying hook had (a hook process reads its own)."""
     import apsw
 
     from ..core import applying, config, db, event
@@ -154,6 +156,9 @@ def process(
         started_clock=started_clock,
         dispatcher=dispatcher,
         transport=transport or ("relay" if connect is not None else "process"),
+        traceparent=valid_traceparent(
+            os.environ.get("TRACEPARENT") if connect is None else traceparent
+        ),
     )
     root = root_hint or project_root(ev.get("cwd"))
     if root is None:
@@ -226,6 +231,21 @@ def process(
     finally:
         if reader is not None:
             reader.close()
+
+
+def valid_traceparent(value: "str | None") -> "str | None":
+    """A W3C traceparent (version 00: `00-<32 hex>-<16 hex>-<2 hex>`, ids not all zero), or
+    None: the variable is Claude Code's, but whatever is in it is stored only in this form."""
+    if not value or len(value) != 55:
+        return None
+    parts = value.split("-")
+    if [len(p) for p in parts] != [2, 32, 16, 2] or parts[0] != "00":
+        return None
+    if any(c not in "0123456789abcdef" for c in value.replace("-", "")):
+        return None
+    if parts[1] == "0" * 32 or parts[2] == "0" * 16:
+        return None
+    return value
 
 
 def _capture(root: str) -> "Callable[[], None]":

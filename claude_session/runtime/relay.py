@@ -229,6 +229,7 @@ def deliver(
         (why_short or "").encode(),
         raw,
         encode_process(claude),
+        os.environ.get("TRACEPARENT", "").encode("utf-8", "surrogateescape"),
     ]
     if _hung_lately(path):
         return None, False

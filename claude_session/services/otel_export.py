@@ -188,7 +188,7 @@ def to_sdk(spans: Sequence[otel_spans.Span], resource: Any) -> list[ReadableSpan
     """Our records as the SDK's finished spans, with our ids (no tracer: nothing is drawn)."""
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
     from .. import __version__
 
@@ -201,6 +201,8 @@ def to_sdk(spans: Sequence[otel_spans.Span], resource: Any) -> list[ReadableSpan
             flags = TraceFlags(TraceFlags.SAMPLED)
             parent = SpanContext(span.trace_id, span.parent_id, False, flags)
         status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.OK)
+        flags = TraceFlags(TraceFlags.SAMPLED)
+        links = [Link(SpanContext(t, s, False, flags)) for t, s in span.links]
         out.append(
             ReadableSpan(
                 name=span.name,
@@ -210,6 +212,7 @@ def to_sdk(spans: Sequence[otel_spans.Span], resource: Any) -> list[ReadableSpan
                 attributes=dict(span.attributes),
                 events=[Event(e.name, dict(e.attributes), _ns(e.at)) for e in span.events],
                 kind=SpanKind.INTERNAL,
+                links=links,
                 status=status,
                 start_time=_ns(span.start),
                 end_time=_ns(span.end),

@@ -54,6 +54,7 @@ class Span:
     events: list[Event] = field(default_factory=list)
     error: str | None = None  # the span's status: None is OK, else ERROR with this description
     open: bool = False  # its end is not known yet: `end` is the session's last activity
+    links: list[tuple[int, int]] = field(default_factory=list)  # (trace id, span id) elsewhere
 
 
 def _float(value: object, default: float = 0.0) -> float:
@@ -119,6 +120,8 @@ class Builder:
         self.session_id = session_id
         self.content = content
         self.trace = trace_id(session_id)
+        self.turn_trace: dict[object, int] = {}  # turn id -> the trace its spans are in
+        self.agent_trace: dict[object, int] = {}  # subagent id -> the same
 
     def id_of(self, key: str) -> int:
         return span_id(self.session_id, key)
@@ -158,7 +161,9 @@ class Builder:
             session.attributes["gen_ai.request.model"] = str(model)
         if (where := self.text(cwd)) is not None:
             session.attributes["claude_session.session.cwd"] = where
+        self.claude_turns, self.claude_tools = self._claude_code_spans()
         turns = list(self._turns(session))
+        session.links += [(t.trace_id, t.span_id) for t in turns if t.trace_id != self.trace]
         agents = list(self._agents(session))
         tools = list(self._tools(session))
         usage = Usage()
@@ -185,6 +190,29 @@ class Builder:
             out.setdefault(found[0], Usage()).add(found[1:])
         return out
 
+    def _claude_code_spans(
+        self,
+    ) -> tuple[dict[object, tuple[int, int]], dict[object, tuple[int, int]]]:
+        """Claude Code's own active span (trace id, span id) when it ran a turn's
+        UserPromptSubmit hook (its `claude_code.interaction`) and a tool call's PreToolUse hook
+        (its `tool` span): from the TRACEPARENT its command hooks see with its traces on."""
+        turns: dict[object, tuple[int, int]] = {}
+        for turn_id, parent in self.conn.execute(
+            "SELECT t.id, e.traceparent FROM turns t JOIN events e ON e.session_id = t.session_id"
+            " AND e.prompt_id = t.prompt_id AND e.hook_event_name = 'UserPromptSubmit'"
+            " WHERE t.session_id = ? AND e.traceparent IS NOT NULL",
+            (self.session_id,),
+        ):
+            turns.setdefault(turn_id, _context(str(parent)))
+        tools: dict[object, tuple[int, int]] = {}
+        for tool_use_id, parent in self.conn.execute(
+            "SELECT c.tool_use_id, e.traceparent FROM tool_calls c JOIN events e"
+            " ON e.id = c.pre_event_id WHERE c.session_id = ? AND e.traceparent IS NOT NULL",
+            (self.session_id,),
+        ):
+            tools[tool_use_id] = _context(str(parent))
+        return turns, tools
+
     def _turns(self, session: Span) -> Iterator[Span]:
         usage = self._usage_by("turn_id")
         for turn_id, number, prompt_id, prompt, started, ended, status in self.conn.execute(
@@ -192,11 +220,13 @@ class Builder:
             " WHERE session_id = ? ORDER BY turn_no",
             (self.session_id,),
         ):
+            trace, parent = self.claude_turns.get(turn_id, (self.trace, session.span_id))
+            self.turn_trace[turn_id] = trace
             span = Span(
                 f"turn:{number}",
-                self.trace,
+                trace,
                 self.id_of(f"turn:{number}"),
-                session.span_id,
+                parent,
                 f"turn {number}",
                 _float(started),
                 max(_float(started), _float(ended, session.end)),
@@ -208,6 +238,9 @@ class Builder:
                 "claude_session.turn.status": str(status),
             }
             span.open = ended is None
+            if trace != self.trace:  # in Claude Code's trace, under its interaction span
+                span.attributes["claude_session.parent"] = "claude_code"
+                span.links.append((self.trace, session.span_id))
             if prompt_id:
                 span.attributes["prompt.id"] = str(prompt_id)
             if (text := self.text(prompt)) is not None:
@@ -224,6 +257,13 @@ class Builder:
 
     def _agents(self, session: Span) -> Iterator[Span]:
         usage = self._usage_by("agent_id")
+        launched_in: dict[object, object] = {
+            tool_use_id: turn_id
+            for tool_use_id, turn_id in self.conn.execute(
+                "SELECT tool_use_id, turn_id FROM tool_calls WHERE session_id = ?",
+                (self.session_id,),
+            )
+        }
         for (
             agent_id,
             agent_type,
@@ -243,9 +283,11 @@ class Builder:
         ):
             parent = self.id_of(f"tool:{tool_use_id}") if tool_use_id else session.span_id
             start = _float(started, session.start)
+            trace = self.turn_trace.get(launched_in.get(tool_use_id), self.trace)
+            self.agent_trace[agent_id] = trace
             span = Span(
                 f"agent:{agent_id}",
-                self.trace,
+                trace,
                 self.id_of(f"agent:{agent_id}"),
                 parent,
                 f"invoke_agent {agent_type or 'subagent'}",
@@ -296,15 +338,20 @@ class Builder:
         ):
             if agent_id != self.session_id:
                 parent = self.id_of(f"agent:{agent_id}")
+                trace = self.agent_trace.get(agent_id, self.trace)
             elif turn_id in turns:
                 parent = self.id_of(turns[turn_id])
+                trace = self.turn_trace.get(turn_id, self.trace)
             else:
-                parent = session.span_id
+                parent, trace = session.span_id, self.trace
+            under_claude = self.claude_tools.get(tool_use_id)
+            if under_claude is not None and under_claude[0] == trace:
+                parent = under_claude[1]  # under Claude Code's own span of the tool call
             end = _float(ended, session.end)
             start = _float(started, end - _float(duration_ms) / 1000)
             span = Span(
                 f"tool:{tool_use_id}",
-                self.trace,
+                trace,
                 self.id_of(f"tool:{tool_use_id}"),
                 parent,
                 f"execute_tool {tool_name or 'tool'}",
@@ -406,6 +453,12 @@ class Builder:
                 if isinstance(value, str | int | float | bool):
                     event.attributes[f"claude_session.{key}"] = value
             yield event
+
+
+def _context(traceparent: str) -> tuple[int, int]:
+    """(trace id, span id) of a W3C traceparent (checked when it was stored)."""
+    _, trace, span, _ = traceparent.split("-")
+    return int(trace, 16), int(span, 16)
 
 
 def _snake(name: str) -> str:

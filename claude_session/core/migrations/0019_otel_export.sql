@@ -1,6 +1,8 @@
 -- Version 19: OpenTelemetry export (services/otel_export.py). What went out and what is left:
 -- spans sent of sessions not yet done (their rows go once the session's own span is sent, so
 -- the table stays small), sessions done, and the exporter's one state row (lag, last error).
+-- And Claude Code's active span when it ran a hook, to put our spans under its own.
+ALTER TABLE events ADD COLUMN traceparent TEXT;  -- W3C traceparent from TRACEPARENT (command hooks, with Claude Code's traces on)
 CREATE TABLE otel_sent (
     span_id    INTEGER PRIMARY KEY,  -- the span's id (derived from its row) as a signed 64-bit integer
     session_id TEXT NOT NULL,
