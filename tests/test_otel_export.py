@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from conftest import CLI, hook_env, run_cli, wait_for
 from inproc import Recorder
+from otel_backend import OtelBackend
 from otlp_receiver import Receiver
 from test_cost_surfaces import SECRET, session  # noqa: F401 (the session fixture)
 from test_transcripts import AGENT, SESSION, T0
@@ -368,3 +369,82 @@ def test_only_a_well_formed_traceparent_is_kept(given: str | None, kept: bool) -
     from claude_session.runtime.hookrt import valid_traceparent
 
     assert valid_traceparent(given) == (given if kept else None)
+
+
+def test_the_resource_says_who_and_where_and_the_standard_variable_overrides_it(
+    recorded: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    subprocess.run(["git", "init", "-q", "-b", "feature/x"], cwd=recorded.root, check=True)
+    subprocess.run(
+        [
+            "git",
+            "remote",
+            "add",
+            "origin",
+            "https://someone:ghp_secret123@example.com/team/app.git",
+        ],
+        cwd=recorded.root,
+        check=True,
+    )
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "team=payments,host.name=build-7")
+    receiver = Receiver()
+    try:
+        assert export(recorded, target(receiver), NOW).sent == 7
+    finally:
+        receiver.stop()
+    resource = receiver.spans[0].resource
+    assert resource["service.name"] == "claude-session"
+    assert resource["vcs.repository.url.full"] == "https://example.com/team/app.git"
+    assert resource["vcs.repository.ref.name"] == "feature/x"
+    assert resource["team"] == "payments" and resource["host.name"] == "build-7"
+    assert "user.name" in resource
+
+
+def test_export_otel_sends_history_on_demand_as_a_user_runs_it(recorded: Recorder) -> None:
+    receiver = Receiver()
+    try:
+        done = run_cli(
+            Path(recorded.root),
+            "export-otel",
+            "--since",
+            "2020-01-01",
+            "--json",
+            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {
+            "endpoint": receiver.endpoint + "/v1/traces",
+            "sessions": 1,
+            "spans": 7,
+        }
+        assert len({s.span_id for s in receiver.spans}) == 7
+        receiver.stop()
+        down = run_cli(
+            Path(recorded.root),
+            "export-otel",
+            "--since",
+            "2020-01-01",
+            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+        )
+        assert down.returncode == 1 and "not sent" in down.stderr
+        off = run_cli(Path(recorded.root), "export-otel", "--since", "1d")
+        assert off.returncode != 0 and "not configured" in off.stderr
+    finally:
+        receiver.stop()
+
+
+def test_spans_over_grpc_reach_a_real_backend(recorded: Recorder, tmp_path: Path) -> None:
+    """otel_protocol = grpc: the SDK's gRPC exporter (the otel-grpc extra) to Phoenix's
+    OTLP/gRPC port; every span of the recorded session arrives, with our ids."""
+    with OtelBackend(tmp_path / "grpc-backend") as backend:
+        values = {"otel_endpoint": f"http://{backend.otlp_grpc_endpoint}", "otel_protocol": "grpc"}
+        where = otel_export.target(values, environ={})
+        assert where is not None and where.protocol == "grpc"
+        assert where.endpoint == f"http://{backend.otlp_grpc_endpoint}"
+        send = otel_export.sender(recorded.root, where)
+        done = otel_export.export_pass(recorded.conn, where, send, NOW, idle_seconds=3600)
+        assert done.error is None and done.sent == 7
+        assert backend.wait_for_spans(lambda spans: len(spans) >= 7, 30)
+        stored = {s["span_id"] for s in backend.spans()}
+    made = otel_spans.session_spans(recorded.conn, SESSION, content=False)
+    assert stored == {f"{s.span_id:016x}" for s in made}
