@@ -9,22 +9,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import fixture, query, run_hook, wait_for
+from conftest import wait_for
+from test_before_images import pending, send  # the same session's hooks, as a user's
 
 from claude_session.services import capture, capture_control
-
-SESSION = "cp-session-0001"
-
-
-def send(project: Path, name: str, **changes: object) -> None:
-    payload = fixture(name, project) | {"session_id": SESSION} | changes
-    payload.pop("agent_id", None)
-    done = run_hook(name.split(".")[0], payload, project)
-    assert done.returncode == 0 and not done.stdout.strip(), done.stderr
-
-
-def pending(project: Path) -> int:
-    return len(query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"))
 
 
 def capture_processes(project: Path) -> list[int]:

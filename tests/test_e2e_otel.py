@@ -28,8 +28,10 @@ from claude_session.services import otel_spans
 pytestmark = pytest.mark.e2e
 
 
-def config(project: Path, home: Path, *pairs: str) -> None:
-    for pair in pairs:
+def send_to(project: Path, home: Path, backend: OtelBackend) -> None:
+    """`claude-session config --set otel_endpoint=...`, as a user turns the export on (and a
+    short delay: the test's sessions are seconds long)."""
+    for pair in (f"otel_endpoint={backend.otlp_http_endpoint}", "otel_export_delay_seconds=1"):
         done = run_cli(project, "config", "--set", pair, HOME=str(home))
         assert done.returncode == 0, done.stderr
 
@@ -86,12 +88,7 @@ def test_real_sessions_arrive_in_a_real_backend_outage_included(project: Path) -
     home = new_home(project)
     install_mcp(project, home, binary)
     with OtelBackend(project.parent / "backend") as backend:
-        config(
-            project,
-            home,
-            f"otel_endpoint={backend.otlp_http_endpoint}",
-            "otel_export_delay_seconds=1",
-        )
+        send_to(project, home, backend)
         # 1. A session with a subagent and a failing command, the backend up.
         model = Session(project)
         with FakeAnthropic(model) as api:
@@ -206,12 +203,7 @@ def test_with_claude_codes_traces_on_our_spans_hang_under_its_own(project: Path)
     )
     assert done.returncode == 0, done.stdout + done.stderr
     with OtelBackend(project.parent / "backend") as backend:
-        config(
-            project,
-            home,
-            f"otel_endpoint={backend.otlp_http_endpoint}",
-            "otel_export_delay_seconds=1",
-        )
+        send_to(project, home, backend)
         traces = CLAUDE_TRACES | {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": backend.otlp_http_endpoint}
         model = Session(project)
         with FakeAnthropic(model) as api:

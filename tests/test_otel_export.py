@@ -300,20 +300,25 @@ def test_the_standard_variables_configure_it_and_can_turn_it_off() -> None:
 def test_the_background_process_sends_a_recorded_session_and_status_shows_it(
     project: Path,
 ) -> None:
-    """As a user runs it: `config --set otel_endpoint`, real hook processes record a session,
-    the background process sends it on its own; `status --json` and `doctor` tell."""
-    from conftest import fixture, run_hook
+    """As a user runs it: `config --set otel_endpoint`, the background process running, real
+    hook processes record a session, which it sends on its own; `status --json` tells. A
+    session that ended before the export was on is left for `export-otel --since`."""
+    from conftest import fixture, query, run_hook
+
+    def record(session_id: str) -> None:
+        names = ("SessionStart.startup", "UserPromptSubmit", "PreToolUse.Bash")
+        for name in (*names, "PostToolUse.Bash", "Stop", "SessionEnd"):
+            payload = fixture(name, project) | {"session_id": session_id}
+            if "tool_use_id" in payload:  # a tool call's id is Claude Code's, unique
+                payload["tool_use_id"] += session_id
+            run_hook(name.split(".")[0], payload, project)
 
     receiver = Receiver()
     try:
+        record("before-the-export")
         for pair in (f"otel_endpoint={receiver.endpoint}", "otel_export_delay_seconds=0.1"):
             done = run_cli(project, "config", "--set", pair)
             assert done.returncode == 0, done.stderr
-        for name in ("SessionStart.startup", "UserPromptSubmit", "PreToolUse.Bash"):
-            run_hook(name.split(".")[0], fixture(name, project), project)
-        run_hook("PostToolUse", fixture("PostToolUse.Bash", project), project)
-        run_hook("Stop", fixture("Stop", project), project)
-        run_hook("SessionEnd", fixture("SessionEnd", project), project)
         daemon = subprocess.Popen(
             [CLI, "--project", str(project), "daemon", "run"],
             env=hook_env(project),
@@ -321,9 +326,14 @@ def test_the_background_process_sends_a_recorded_session_and_status_shows_it(
             stderr=subprocess.PIPE,
         )
         try:
+            turned_on = "SELECT count(*) FROM otel_export WHERE enabled_at IS NOT NULL"
+            assert wait_for(lambda: query(project, turned_on) == [(1,)], 30)
+            record("with-the-export")
             names = lambda: sorted(s.name for s in receiver.spans)  # noqa: E731
             assert wait_for(lambda: "claude_session.session" in names(), 60), names()
             assert names() == ["claude_session.session", "execute_tool Bash", "turn 1"]
+            sessions = {s.attributes["session.id"] for s in receiver.spans}
+            assert sessions == {"with-the-export"}
             status = run_cli(project, "status", "--json")
             assert status.returncode == 0, status.stderr
             shown = json.loads(status.stdout)["otel"]

@@ -270,9 +270,10 @@ def export_pass(
     send: Send,
     now: float,
     idle_seconds: float,
+    since: float | None = None,
 ) -> Pass:
-    """Send what is due and not sent, oldest sessions first, in batches; after a failure,
-    nothing until the backoff is over."""
+    """Send what is due and not sent of the sessions active since `since` (None: all),
+    oldest first, in batches; after a failure, nothing until the backoff is over."""
     done = Pass()
     state = conn.execute(
         "SELECT failures, next_attempt_at FROM otel_export WHERE id = 1"
@@ -284,8 +285,9 @@ def export_pass(
     finishing: dict[str, int] = {}  # sessions whose own span is in `batch`: spans sent in all
     rows = conn.execute(
         "SELECT session_id, status, last_activity_at FROM sessions WHERE session_id NOT IN"
-        " (SELECT session_id FROM otel_sessions) ORDER BY last_activity_at LIMIT ?",
-        (SESSIONS_PER_PASS,),
+        " (SELECT session_id FROM otel_sessions) AND last_activity_at >= ?"
+        " ORDER BY last_activity_at LIMIT ?",
+        (since if since is not None else float("-inf"), SESSIONS_PER_PASS),
     ).fetchall()
     for session_id, status, last in rows:
         sid = str(session_id)
@@ -313,7 +315,7 @@ def export_pass(
                     done.oldest_waiting = min(done.oldest_waiting or span.end, span.end)
         if settled and not left:
             batch.append(session)  # last: once it went out, the session is done
-            finishing[sid] = len(sent) + sum(1 for s in batch if s.trace_id == session.trace_id)
+            finishing[sid] = len(sent) + sum(1 for s in batch if s.attributes["session.id"] == sid)
         elif complete:
             done.oldest_waiting = min(done.oldest_waiting or session.end, session.end)
         while len(batch) >= BATCH_SPANS:
@@ -478,10 +480,28 @@ class Exporter:
             self.current = (where, sender(self.root, where))
         idle = self.values().get("session_idle_minutes", 60.0)
         minutes = float(idle) if isinstance(idle, int | float) else 60.0
-        done = export_pass(conn, where, self.current[1], time.time(), minutes * 60)
+        now = time.time()
+        done = export_pass(conn, where, self.current[1], now, minutes * 60, enabled_at(conn, now))
         if done.error:
             log.write(self.root, "WARNING", "otel", f"export to {where.endpoint}: {done.error}")
         return done
+
+
+def enabled_at(conn: apsw.Connection, now: float) -> float:
+    """When the background process first found export on (recorded now, the first time):
+    it sends the sessions active since; older ones go with `export-otel --since`, on demand,
+    so turning the export on does not send a project's whole history by surprise."""
+    rows = conn.execute("SELECT enabled_at FROM otel_export WHERE id = 1").fetchall()
+    if rows and isinstance(rows[0][0], int | float):
+        return float(rows[0][0])
+    with db.Immediate(conn):
+        conn.execute(
+            "INSERT INTO otel_export (id, enabled_at) VALUES (1, ?)"
+            " ON CONFLICT (id) DO UPDATE SET"
+            " enabled_at = coalesce(enabled_at, excluded.enabled_at)",
+            (now,),
+        )
+    return now
 
 
 def status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] | None:

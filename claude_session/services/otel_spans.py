@@ -126,6 +126,10 @@ class Builder:
     def id_of(self, key: str) -> int:
         return span_id(self.session_id, key)
 
+    def span(self, key: str, trace: int, parent: int, name: str, start: float, end: float) -> Span:
+        """A span of this session, its id derived from `key`; it never ends before it starts."""
+        return Span(key, trace, self.id_of(key), parent, name, start, max(start, end))
+
     def text(self, value: object) -> str | None:
         """Content, when content is on: redacted, then cut."""
         if not self.content or value is None or value == "":
@@ -222,15 +226,9 @@ class Builder:
         ):
             trace, parent = self.claude_turns.get(turn_id, (self.trace, session.span_id))
             self.turn_trace[turn_id] = trace
-            span = Span(
-                f"turn:{number}",
-                trace,
-                self.id_of(f"turn:{number}"),
-                parent,
-                f"turn {number}",
-                _float(started),
-                max(_float(started), _float(ended, session.end)),
-            )
+            start = _float(started)
+            end = _float(ended, session.end)
+            span = self.span(f"turn:{number}", trace, parent, f"turn {number}", start, end)
             span.attributes |= {
                 "session.id": self.session_id,
                 "gen_ai.operation.name": "invoke_agent",
@@ -285,14 +283,9 @@ class Builder:
             start = _float(started, session.start)
             trace = self.turn_trace.get(launched_in.get(tool_use_id), self.trace)
             self.agent_trace[agent_id] = trace
-            span = Span(
-                f"agent:{agent_id}",
-                trace,
-                self.id_of(f"agent:{agent_id}"),
-                parent,
-                f"invoke_agent {agent_type or 'subagent'}",
-                start,
-                max(start, _float(ended, session.end)),
+            name = f"invoke_agent {agent_type or 'subagent'}"
+            span = self.span(
+                f"agent:{agent_id}", trace, parent, name, start, _float(ended, session.end)
             )
             span.attributes |= {
                 "session.id": self.session_id,
@@ -349,15 +342,8 @@ class Builder:
                 parent = under_claude[1]  # under Claude Code's own span of the tool call
             end = _float(ended, session.end)
             start = _float(started, end - _float(duration_ms) / 1000)
-            span = Span(
-                f"tool:{tool_use_id}",
-                trace,
-                self.id_of(f"tool:{tool_use_id}"),
-                parent,
-                f"execute_tool {tool_name or 'tool'}",
-                start,
-                max(start, end),
-            )
+            name = f"execute_tool {tool_name or 'tool'}"
+            span = self.span(f"tool:{tool_use_id}", trace, parent, name, start, end)
             span.attributes |= {
                 "session.id": self.session_id,
                 "gen_ai.operation.name": "execute_tool",

@@ -23,5 +23,6 @@ CREATE TABLE otel_export (
     failures        INTEGER NOT NULL DEFAULT 0,  -- attempts failed in a row
     next_attempt_at REAL,            -- backoff: no attempt before this
     spans_sent      INTEGER NOT NULL DEFAULT 0,  -- in all
-    oldest_waiting  REAL             -- end of the oldest span due and not sent at the last look (the lag)
+    oldest_waiting  REAL,            -- end of the oldest span due and not sent at the last look (the lag)
+    enabled_at      REAL             -- when the background process first found export on: sessions idle since before it go only with `export-otel --since`
 );
