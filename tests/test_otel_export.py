@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -458,3 +459,58 @@ def test_spans_over_grpc_reach_a_real_backend(recorded: Recorder, tmp_path: Path
         stored = {s["span_id"] for s in backend.spans()}
     made = otel_spans.session_spans(recorded.conn, SESSION, content=False)
     assert stored == {f"{s.span_id:016x}" for s in made}
+
+
+def test_a_background_process_killed_and_started_again_sends_the_rest_once(
+    project: Path,
+) -> None:
+    """Exactly once across a crash: what the first background process sent is in the
+    database; killed (SIGKILL, no clean-up), the next one sends only the session that
+    came after, and nothing of the first again."""
+    from conftest import fixture, query, run_hook
+
+    def record(session_id: str) -> None:
+        names = ("SessionStart.startup", "UserPromptSubmit", "PreToolUse.Bash")
+        for name in (*names, "PostToolUse.Bash", "Stop", "SessionEnd"):
+            payload = fixture(name, project) | {"session_id": session_id}
+            if "tool_use_id" in payload:
+                payload["tool_use_id"] += session_id
+            run_hook(name.split(".")[0], payload, project)
+
+    def background() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [CLI, "--project", str(project), "daemon", "run"],
+            env=hook_env(project),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    receiver = Receiver()
+    first = second = None
+    try:
+        for pair in (f"otel_endpoint={receiver.endpoint}", "otel_export_delay_seconds=0.1"):
+            assert run_cli(project, "config", "--set", pair).returncode == 0
+        first = background()
+        turned_on = "SELECT count(*) FROM otel_export WHERE enabled_at IS NOT NULL"
+        database = project / ".claude-session.db"  # made by the background process
+        assert wait_for(lambda: database.exists() and query(project, turned_on) == [(1,)], 30)
+        record("one")
+        assert wait_for(lambda: len(receiver.spans) == 3, 60), receiver.spans
+        first.kill()
+        first.wait(10)
+        record("two")
+        second = background()
+        assert wait_for(lambda: len(receiver.spans) == 6, 60), [s.name for s in receiver.spans]
+        time.sleep(otel_export.EXPORT_EVERY_SECONDS + 1)  # a later pass sends nothing more
+        assert len(receiver.spans) == len({s.span_id for s in receiver.spans}) == 6
+        assert {s.attributes["session.id"] for s in receiver.spans[3:]} == {"two"}
+        assert query(project, "SELECT session_id FROM otel_sessions ORDER BY done_at") == [
+            ("one",),
+            ("two",),
+        ]
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(30)
+        receiver.stop()
