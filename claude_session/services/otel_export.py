@@ -276,7 +276,7 @@ def export_pass(
     oldest first, in batches; after a failure, nothing until the backoff is over."""
     done = Pass()
     state = conn.execute(
-        "SELECT failures, next_attempt_at FROM otel_export WHERE id = 1"
+        "SELECT failures, next_attempt_at, endpoint, oldest_waiting FROM otel_export WHERE id = 1"
     ).fetchall()
     failures = int(state[0][0]) if state else 0  # type: ignore[arg-type]
     if state and state[0][1] is not None and now < float(state[0][1]):
@@ -324,6 +324,13 @@ def export_pass(
             del batch[:BATCH_SPANS]
     if batch and not _flush(conn, batch, send, finishing, now, done, where):
         return _failed(conn, done, failures, now, batch, where)
+    if (
+        state
+        and not done.sent
+        and not failures
+        and state[0][2:] == (where.endpoint, done.oldest_waiting)
+    ):
+        return done  # nothing changed: no write (the background process watches the database)
     with db.Immediate(conn):
         conn.execute(
             "INSERT INTO otel_export (id, endpoint, last_attempt_at, last_success_at, failures,"
