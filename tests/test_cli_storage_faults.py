@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 import subprocess
 from pathlib import Path
 
 import apsw
-from conftest import PYTHON, fixture, query, run_hook, wait_for
+from conftest import PYTHON, capture_lock, fixture, query, run_hook, wait_for
 from test_faults import hold_write_lock
 
 CLI = str(Path(PYTHON).parent / "claude-session")
@@ -51,8 +52,10 @@ def test_a_write_on_a_full_disk(project: Path) -> None:
     # The file size limit stands in for a full disk: set just past the WAL's end, the next
     # write is cut short there, as on a disk that fills up (one wholly past the limit fails
     # with EFBIG, which SQLite reports as an I/O error, not as a full disk).
-    # The prompt's workspace snapshot is recorded by a process of its own: let it finish.
+    # The prompt's workspace snapshot is recorded by a process of its own: let it finish,
+    # and hold its lock (it stays a moment for the next frame, and writes after a capture).
     assert wait_for(lambda: not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'"))
+    held = capture_lock(project)
     # An empty WAL: the next write appends to it (a WAL that a checkpoint has let go would be
     # written again from its start, under any limit set past its end).
     checkpoint = apsw.Connection(str(project / ".claude-session.db"))
@@ -66,5 +69,8 @@ def test_a_write_on_a_full_disk(project: Path) -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    done = cli(project, "fail", "approach", "--reason", "why", preexec_fn=tiny_files)
+    try:
+        done = cli(project, "fail", "approach", "--reason", "why", preexec_fn=tiny_files)
+    finally:
+        os.close(held)
     assert_one_clear_line(done, "full")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from ..core import db, log
+from ..core import db, log, otel_state
 from ..core.paths import db_path
 from ..core.redact import redact
 from . import configuration, otel_spans
@@ -294,10 +294,7 @@ def export_pass(
         spans = otel_spans.session_spans(conn, sid, content=where.content)
         if not spans:
             continue
-        sent = {
-            int(r[0])
-            for r in conn.execute("SELECT span_id FROM otel_sent WHERE session_id = ?", (sid,))
-        }
+        sent = otel_state.sent_ids(conn, sid)
         session, children = spans[0], spans[1:]
         complete = status == "ended" or float(last) < now - idle_seconds  # type: ignore[arg-type]
         settled = complete and now - session.end >= where.delay
@@ -331,16 +328,7 @@ def export_pass(
         and state[0][2:] == (where.endpoint, done.oldest_waiting)
     ):
         return done  # nothing changed: no write (the background process watches the database)
-    with db.Immediate(conn):
-        conn.execute(
-            "INSERT INTO otel_export (id, endpoint, last_attempt_at, last_success_at, failures,"
-            " last_error, next_attempt_at, oldest_waiting) VALUES (1, ?, ?, ?, 0, NULL, NULL, ?)"
-            " ON CONFLICT (id) DO UPDATE SET endpoint = excluded.endpoint,"
-            " last_attempt_at = excluded.last_attempt_at, last_success_at = CASE WHEN ? THEN"
-            " excluded.last_success_at ELSE otel_export.last_success_at END, failures = 0,"
-            " last_error = NULL, next_attempt_at = NULL, oldest_waiting = excluded.oldest_waiting",
-            (where.endpoint, now, now if done.sent else None, done.oldest_waiting, done.sent > 0),
-        )
+    otel_state.record_pass(conn, where.endpoint, now, done.sent > 0, done.oldest_waiting)
     return done
 
 
@@ -381,26 +369,14 @@ def _flush(
     if error is not None:
         done.error = error
         return False
-    with db.Immediate(conn):
-        for span in spans:
-            sid = str(span.attributes.get("session.id", ""))
-            conn.execute(
-                "INSERT OR IGNORE INTO otel_sent (span_id, session_id, sent_at) VALUES (?, ?, ?)",
-                (_signed(span.span_id), sid, now),
-            )
-            if span.key == "session" and sid in finishing:
-                conn.execute(
-                    "INSERT OR REPLACE INTO otel_sessions (session_id, done_at, spans)"
-                    " VALUES (?, ?, ?)",
-                    (sid, now, finishing[sid]),
-                )
-                conn.execute("DELETE FROM otel_sent WHERE session_id = ?", (sid,))
-        conn.execute(
-            "INSERT INTO otel_export (id, endpoint, spans_sent) VALUES (1, ?, ?)"
-            " ON CONFLICT (id) DO UPDATE SET"
-            " spans_sent = otel_export.spans_sent + excluded.spans_sent",
-            (where.endpoint, len(spans)),
-        )
+    sessions = [str(span.attributes.get("session.id", "")) for span in spans]
+    finished = {
+        sid: finishing[sid]
+        for span, sid in zip(spans, sessions, strict=True)
+        if span.key == "session" and sid in finishing
+    }
+    ids = [(_signed(span.span_id), sid) for span, sid in zip(spans, sessions, strict=True)]
+    otel_state.record_sent(conn, ids, finished, where.endpoint, now)
     done.sent += len(spans)
     return True
 
@@ -414,21 +390,11 @@ def _failed(
     where: Target,
 ) -> Pass:
     done.waiting = len(batch)
-    done.oldest_waiting = min(
-        [s.end for s in batch] + ([done.oldest_waiting] if done.oldest_waiting else [])
-    )
+    ends = [s.end for s in batch]
+    done.oldest_waiting = min([*ends, done.oldest_waiting] if done.oldest_waiting else ends)
     pause = min(MAX_BACKOFF_SECONDS, EXPORT_EVERY_SECONDS * 2**failures)
     error = redact(done.error or "failed")[:500]
-    with db.Immediate(conn):
-        conn.execute(
-            "INSERT INTO otel_export (id, endpoint, last_attempt_at, failures, last_error,"
-            " next_attempt_at, oldest_waiting) VALUES (1, ?, ?, 1, ?, ?, ?)"
-            " ON CONFLICT (id) DO UPDATE SET endpoint = excluded.endpoint,"
-            " last_attempt_at = excluded.last_attempt_at, failures = otel_export.failures + 1,"
-            " last_error = excluded.last_error, next_attempt_at = excluded.next_attempt_at,"
-            " oldest_waiting = excluded.oldest_waiting",
-            (where.endpoint, now, error, now + pause, done.oldest_waiting),
-        )
+    otel_state.record_failure(conn, where.endpoint, now, error, now + pause, done.oldest_waiting)
     return done
 
 
@@ -498,17 +464,7 @@ def enabled_at(conn: apsw.Connection, now: float) -> float:
     """When the background process first found export on (recorded now, the first time):
     it sends the sessions active since; older ones go with `export-otel --since`, on demand,
     so turning the export on does not send a project's whole history by surprise."""
-    rows = conn.execute("SELECT enabled_at FROM otel_export WHERE id = 1").fetchall()
-    if rows and isinstance(rows[0][0], int | float):
-        return float(rows[0][0])
-    with db.Immediate(conn):
-        conn.execute(
-            "INSERT INTO otel_export (id, enabled_at) VALUES (1, ?)"
-            " ON CONFLICT (id) DO UPDATE SET"
-            " enabled_at = coalesce(enabled_at, excluded.enabled_at)",
-            (now,),
-        )
-    return now
+    return otel_state.enabled_at(conn, now)
 
 
 def status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] | None:
