@@ -317,9 +317,12 @@ def test_the_background_process_sends_a_recorded_session_and_status_shows_it(
     receiver = Receiver()
     try:
         record("before-the-export")
-        for pair in (f"otel_endpoint={receiver.endpoint}", "otel_export_delay_seconds=0.1"):
+        # Sessions idle for session_idle_minutes before the export was on are left out.
+        pairs = (f"otel_endpoint={receiver.endpoint}", "otel_export_delay_seconds=0.1")
+        for pair in (*pairs, "session_idle_minutes=0.02"):
             done = run_cli(project, "config", "--set", pair)
             assert done.returncode == 0, done.stderr
+        time.sleep(2)
         daemon = subprocess.Popen(
             [CLI, "--project", str(project), "daemon", "run"],
             env=hook_env(project),

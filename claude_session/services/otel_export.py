@@ -285,7 +285,8 @@ def export_pass(
     finishing: dict[str, int] = {}  # sessions whose own span is in `batch`: spans sent in all
     rows = conn.execute(
         "SELECT session_id, status, last_activity_at FROM sessions WHERE session_id NOT IN"
-        " (SELECT session_id FROM otel_sessions) AND last_activity_at >= ?"
+        " (SELECT session_id FROM otel_sessions)"
+        " AND max(last_activity_at, coalesce(ended_at, 0)) >= ?"
         " ORDER BY last_activity_at LIMIT ?",
         (since if since is not None else float("-inf"), SESSIONS_PER_PASS),
     ).fetchall()
@@ -454,7 +455,10 @@ class Exporter:
         idle = self.values().get("session_idle_minutes", 60.0)
         minutes = float(idle) if isinstance(idle, int | float) else 60.0
         now = time.time()
-        done = export_pass(conn, where, self.current[1], now, minutes * 60, enabled_at(conn, now))
+        # Sessions active since an idle period before the export was first found on: one that
+        # ran while it was configured goes out even if this process started after it ended.
+        since = enabled_at(conn, now) - minutes * 60
+        done = export_pass(conn, where, self.current[1], now, minutes * 60, since)
         if done.error:
             log.write(self.root, "WARNING", "otel", f"export to {where.endpoint}: {done.error}")
         return done
@@ -462,8 +466,9 @@ class Exporter:
 
 def enabled_at(conn: apsw.Connection, now: float) -> float:
     """When the background process first found export on (recorded now, the first time):
-    it sends the sessions active since; older ones go with `export-otel --since`, on demand,
-    so turning the export on does not send a project's whole history by surprise."""
+    it sends the sessions active since (less `session_idle_minutes`); older ones go with
+    `export-otel --since`, on demand, so turning the export on does not send a project's
+    whole history by surprise."""
     return otel_state.enabled_at(conn, now)
 
 
