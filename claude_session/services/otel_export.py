@@ -436,15 +436,21 @@ class Exporter:
 
     def run(self, stop: threading.Event) -> None:
         conn: apsw.Connection | None = None
+        failed = ""
         try:
             while not stop.is_set():
-                where = target(self.values())
-                if where is not None:
-                    conn = conn or db.connect(db_path(self.root))
-                    self.once(conn, where)
+                try:
+                    where = target(self.values())
+                    if where is not None:
+                        conn = conn or db.connect(db_path(self.root))
+                        self.once(conn, where)
+                    failed = ""
+                except Exception as exc:  # a locked database, our bug: logged, tried again
+                    said = f"export pass failed: {type(exc).__name__}: {exc}"
+                    if said != failed:  # once, not every 5 s
+                        log.error(self.root, "otel", said)
+                    failed = said
                 stop.wait(EXPORT_EVERY_SECONDS)
-        except Exception as exc:  # our bug: the log has it; the process goes on
-            log.error(self.root, "otel", f"export stopped: {type(exc).__name__}: {exc}")
         finally:
             if conn is not None:
                 conn.close()
