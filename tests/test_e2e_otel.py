@@ -18,7 +18,7 @@ import pytest
 from conftest import CLI, query, run_cli, wait_for
 from fake_api import FakeAnthropic, text, tool
 from otel_backend import OtelBackend
-from test_e2e_claude import claude_binary, claude_env
+from test_e2e_claude import claude_binary
 from test_e2e_transport import Session, debug_lines, install_mcp, new_home, run_session
 
 from claude_session.core import db
@@ -208,18 +208,9 @@ def test_with_claude_codes_traces_on_our_spans_hang_under_its_own(project: Path)
         model = Session(project)
         with FakeAnthropic(model) as api:
             # The tests' CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC turns its telemetry off.
-            env = claude_env(home, api.url) | traces
-            del env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"]
-            args = ["-p", "TASK-JOIN: make hello.py", "--output-format", "json"]
-            args += ["--dangerously-skip-permissions", "--debug-file"]
-            first = subprocess.run(
-                [str(binary), *args, str(project.parent / "debug.log")],
-                cwd=project,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
+            quiet = ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",)
+            prompt = "TASK-JOIN: make hello.py"
+            first = run_session(binary, project, home, api, prompt, drop=quiet, **traces)
         assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
         session = json.loads(first.stdout)["session_id"]
         assert backend.wait_for_spans(

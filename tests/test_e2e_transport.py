@@ -78,9 +78,17 @@ def check_installed(project: Path, home: Path, said: str) -> None:
 
 
 def run_session(
-    binary: Path, project: Path, home: Path, api: FakeAnthropic, prompt: str, **extra: str
+    binary: Path,
+    project: Path,
+    home: Path,
+    api: FakeAnthropic,
+    prompt: str,
+    drop: tuple[str, ...] = (),
+    **extra: str,
 ) -> subprocess.CompletedProcess[str]:
-    """`claude -p PROMPT`, its debug log in the test's folder; the exit status not checked."""
+    """`claude -p PROMPT`, its debug log in the test's folder; the exit status not checked.
+    `extra` is added to the tests' environment for the CLI, `drop` taken out of it."""
+    env = {k: v for k, v in (claude_env(home, api.url) | extra).items() if k not in drop}
     return subprocess.run(
         [
             str(binary),
@@ -93,7 +101,7 @@ def run_session(
             str(project.parent / "debug.log"),
         ],
         cwd=project,
-        env=claude_env(home, api.url) | extra,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
