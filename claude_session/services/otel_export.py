@@ -193,15 +193,14 @@ def to_sdk(spans: Sequence[otel_spans.Span], resource: Any) -> list[ReadableSpan
     from .. import __version__
 
     scope = InstrumentationScope(SCOPE, __version__)
+    flags = TraceFlags(TraceFlags.SAMPLED)
     out = []
     for span in spans:
-        context = SpanContext(span.trace_id, span.span_id, False, TraceFlags(TraceFlags.SAMPLED))
+        context = SpanContext(span.trace_id, span.span_id, False, flags)
         parent = None
         if span.parent_id is not None:
-            flags = TraceFlags(TraceFlags.SAMPLED)
             parent = SpanContext(span.trace_id, span.parent_id, False, flags)
         status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.OK)
-        flags = TraceFlags(TraceFlags.SAMPLED)
         links = [Link(SpanContext(t, s, False, flags)) for t, s in span.links]
         out.append(
             ReadableSpan(

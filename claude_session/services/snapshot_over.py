@@ -56,7 +56,7 @@ def capture_over_all(root: str, jobs: list[Over]) -> list[workspace.Capture]:
                     made = _rev_parse(root, git_dir, [c + "^{tree}" for c in commits], q.env)
                     refs = [workspace.REF_PREFIX + workspace._ref_name(job.label) for job in jobs]
                     named = dict(zip(refs, commits, strict=True))
-                    q.publish(lambda: _update_refs(root, git_dir, named))
+                    q.publish(lambda: workspace._update_refs(root, git_dir, named))
             finally:
                 if os.path.exists(scratch):
                     os.unlink(scratch)
@@ -142,18 +142,3 @@ def _rev_parse(
 def _tree_paths(root: str, git_dir: str, commit: str) -> set[str]:
     done = workspace._git(root, git_dir, ["ls-tree", "-r", "-z", "--name-only", commit])
     return {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
-
-
-def _update_refs(root: str, git_dir: str, refs: dict[str, str]) -> None:
-    """The refs set at once (`update-ref --stdin` is all or nothing); should git fail after
-    they were written after all, that is success, as for one (_update_ref)."""
-    lines = "".join(f"update {ref} {commit}\n" for ref, commit in refs.items())
-    try:
-        workspace._git(root, git_dir, ["update-ref", "--stdin"], stdin=lines.encode())
-    except workspace.WorkspaceError:
-        names = ["--format=%(refname) %(objectname)", *refs]
-        listed = workspace._git(root, git_dir, ["for-each-ref", *names], check=False).stdout
-        found = listed.decode().splitlines()
-        now = dict(line.split(" ", 1) for line in found if " " in line)
-        if any(now.get(ref) != commit for ref, commit in refs.items()):
-            raise

@@ -328,7 +328,7 @@ def _commit_index(root: str, git_dir: str, q: snapshot_store.Quarantine, label: 
     args = ["commit-tree", tree, "-m", f"claude-session snapshot {label}"]
     commit = _git(root, git_dir, args, env=q.env).stdout.decode().strip()
     files = _index_entries(q.index)
-    q.publish(lambda: _update_ref(root, git_dir, REF_PREFIX + _ref_name(label), commit))
+    q.publish(lambda: _update_refs(root, git_dir, {REF_PREFIX + _ref_name(label): commit}))
     return Capture(commit, tree, files, 0.0)
 
 
@@ -386,14 +386,19 @@ def _store_error(exc: OSError) -> WorkspaceError:
     return WorkspaceError(f"snapshot failed: {exc.strerror or exc}{where}")
 
 
-def _update_ref(root: str, git_dir: str, ref: str, commit: str) -> None:
-    """`update-ref`; should git fail (or time out) after the ref was written after all, that is
-    success: the quarantine must not take back objects a ref reaches."""
+def _update_refs(root: str, git_dir: str, refs: dict[str, str]) -> None:
+    """Set `refs` (ref -> commit) at once: `update-ref --stdin` is all or nothing. Should git
+    fail (or time out) after they were written after all, that is success: the quarantine
+    must not take back objects a ref reaches."""
+    lines = "".join(f"update {ref} {commit}\n" for ref, commit in refs.items())
     try:
-        _git(root, git_dir, ["update-ref", ref, commit])
+        _git(root, git_dir, ["update-ref", "--stdin"], stdin=lines.encode())
     except WorkspaceError:
-        now = _git(root, git_dir, ["rev-parse", "-q", "--verify", ref], check=False).stdout
-        if now.decode().strip() != commit:
+        names = ["--format=%(refname) %(objectname)", *refs]
+        listed = _git(root, git_dir, ["for-each-ref", *names], check=False).stdout
+        found = listed.decode().splitlines()
+        now = dict(line.split(" ", 1) for line in found if " " in line)
+        if any(now.get(ref) != commit for ref, commit in refs.items()):
             raise
 
 
