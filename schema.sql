@@ -40,10 +40,17 @@ CREATE TABLE agent_registry (
     is_main          INTEGER NOT NULL DEFAULT 0,  -- 1: the session's main thread
     spawn_time       TEXT,  -- when it started, UTC
     end_time         TEXT,  -- when it finished, UTC; NULL while running
-    files_changed    TEXT NOT NULL DEFAULT '[]'  -- JSON array of the project-relative paths it changed (Write, Edit, MultiEdit, NotebookEdit), each once, in order
+    files_changed    TEXT NOT NULL DEFAULT '[]',  -- JSON array of the project-relative paths it changed (Write, Edit, MultiEdit, NotebookEdit), each once, in order
+    parent_id        TEXT,              -- the registry id of the agent that launched it (the session id for the main thread); NULL for a main thread
+    launched_at      REAL,              -- when the Agent call that launched it was made
+    background       INTEGER CHECK (background IN (0, 1)),  -- 1: its parent ran on beside it; 0: its parent waited for it; NULL: not known
+    claude_pid       INTEGER,           -- the Claude Code process it runs in (see sessions.claude_pid); a main thread's is its session's
+    claude_started_ticks INTEGER,
+    claude_pid_space TEXT
 );
 CREATE INDEX agent_registry_session ON agent_registry (session_id, status);
 CREATE INDEX agent_registry_last_seen ON agent_registry (status, last_seen_at);
+CREATE INDEX agent_registry_parent ON agent_registry (parent_id) WHERE parent_id IS NOT NULL;
 
 -- Files being changed, per agent: a lease renewed by the agent's activity, released when the
 -- agent finishes or goes quiet. Two live agents holding one file is a conflict.
@@ -236,7 +243,8 @@ CREATE TABLE agent_launches (
     background    INTEGER,
     launched_at   REAL NOT NULL,
     agent_id      TEXT,
-    confirmed     INTEGER NOT NULL DEFAULT 0  -- 1: PostToolUse(Agent) named the agent
+    confirmed     INTEGER NOT NULL DEFAULT 0,  -- 1: PostToolUse(Agent) named the agent
+    parent_agent_id TEXT                       -- the agent that made the Agent call: a subagent's id, NULL for the main thread
 );
 CREATE INDEX agent_launches_pending ON agent_launches (session_id, agent_id);
 CREATE INDEX agent_launches_agent ON agent_launches (agent_id);
@@ -722,4 +730,4 @@ CREATE TABLE otel_export (
     enabled_at      REAL             -- when the background process first found export on: sessions idle since before it go only with `export-otel --since`
 );
 
-PRAGMA user_version = 19;
+PRAGMA user_version = 20;

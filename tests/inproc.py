@@ -26,14 +26,18 @@ class Recorder:
     def advance(self, seconds: float) -> None:
         self.now += seconds
 
-    def send(self, payload: dict[str, Any]) -> tuple[applying.Applied, dict[str, Any] | None]:
+    def send(
+        self, payload: dict[str, Any], process: tuple[int, int, str] | None = None
+    ) -> tuple[applying.Applied, dict[str, Any] | None]:
         """Apply one payload as the hook would (capped, redacted, parsed, applied at `now`),
-        and return what the hook would answer (its JSON object, or None)."""
+        and return what the hook would answer (its JSON object, or None). `process`: the
+        Claude Code process the hook found above itself (SessionStart, UserPromptSubmit)."""
         raw = json.dumps(payload).encode()
         ev, truncated = event.load(self.scratch, raw, str(payload.get("hook_event_name", "")))
         delivery = applying.Delivery(events.new_delivery_id(), self.now, len(raw), None, truncated)
         settings = config.for_hooks(self.root, self.scratch)
         ctx = applying.Context(self.root, self.now, None, settings)
+        ctx.claude_process = process
         applied = events.apply(self.conn, ev, delivery, ctx)
         handler = HANDLERS.get(ev.name)
         answer = None

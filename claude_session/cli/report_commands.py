@@ -78,8 +78,8 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
 @click.pass_obj
 def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
-    query = queries.claims_query(include_released=include_all)
     with opened(root) as conn:
+        query = queries.claims_query(conn, include_released=include_all)
         show(conn, query, include_all, limit, as_json, "claims", "claims")
 
 

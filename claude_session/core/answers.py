@@ -74,28 +74,66 @@ def refused_edit(path: str, attempts: int, error_text: str) -> str:
     )
 
 
+# What a conflict warning advises, by how the holder stands to the acting agent (the relations
+# of core/relations.py; docs/guides/coordination.md has the same table).
+ADVICE = {
+    "parent": "Your parent changed this file after it launched you and runs on beside you:"
+    " re-read the file right before any edit and keep your change to what you were asked,"
+    " or report what you would change instead of editing it.",
+    "child": "Your background subagent is still working on this file: wait for its result"
+    " before you edit it (work on other files meanwhile), then re-read it.",
+    "sibling": "A subagent launched beside you is changing this file: two agents editing one"
+    " file overwrite each other's work. Leave the file to it, or report back to your parent"
+    " so it can coordinate, and re-read the file right before any edit.",
+    "same session": "Two agents editing one file overwrite each other's work: leave this file"
+    " to that agent or coordinate first, and re-read the file right before any edit.",
+    "other session": "Another Claude Code session in this project is changing this file:"
+    " leave it to that session or ask the user, and re-read the file right before any edit.",
+}
+ADVICE["ancestor"] = ADVICE["parent"]
+ADVICE["descendant"] = ADVICE["child"]
+
+
+def _holder(holder: "dict[str, Any]", session_id: str) -> str:
+    """Who holds the file, named by how it stands to the acting agent."""
+    agent, kind = holder["agent"], holder["relation"]
+    if agent == MAIN:
+        who = "the main thread"
+    else:
+        who = f"subagent {for_model(agent, 60)}"
+        who += f" ({for_model(holder['agent_type'], 60)})" if holder.get("agent_type") else ""
+    if holder["session_id"] != session_id:
+        who += f" of session {for_model(str(holder['session_id'])[:8])}"
+    return {
+        "parent": f"your parent, {who}, still working",
+        "ancestor": f"{who}, which launched your parent and is still working",
+        "child": f"your background subagent {who.removeprefix('subagent ')}",
+        "descendant": f"{who}, launched in the background under you",
+        "sibling": f"a sibling subagent, {who}",
+        "same session": who,
+        "other session": f"{who}, another Claude Code session",
+    }.get(kind, who)
+
+
 def conflict_warning(
-    path: str, holders: "Sequence[tuple[Any, ...]]", session_id: str, now: float
+    path: str, holders: "Sequence[dict[str, Any]]", session_id: str, now: float
 ) -> str:
-    """The warning before an edit of `path` that other live agents are changing (the first
-    three `registry.conflicts` rows): who, on what, and how recently."""
+    """The warning before an edit of `path` that other live agents can change at the same
+    time (the first three `relations.conflicts` holders): who, how each stands to the acting
+    agent, on what, how recently, and advice that fits the closest relation."""
     lines = [f"claude-session: {for_model(path)} is being changed by another live agent."]
-    for agent, session, touched, tool, edits, agent_type, description, task in holders[:3]:
-        who = "the main thread" if agent == MAIN else f"subagent {for_model(agent, 60)}"
-        who += f" ({for_model(agent_type, 60)})" if agent_type and agent != MAIN else ""
-        if session != session_id:
-            who += f" of session {for_model(str(session)[:8])}"
-        about = f' "{for_model(description, 200)}"' if description else ""
+    for holder in holders[:3]:
+        about = f' "{for_model(holder["description"], 200)}"' if holder.get("description") else ""
+        task = holder.get("task")
         doing = f", working on: {for_model(task)}" if task else ""
-        minutes = max(0, int((now - touched) // 60))
+        minutes = max(0, int((now - holder["touched"]) // 60))
+        edits = holder["edits"]
         lines.append(
-            f"- {who}{about}{doing}; it last changed this file {minutes} min ago"
-            f" ({for_model(tool, 40)}, {edits} edit{'s' if edits != 1 else ''})."
+            f"- {_holder(holder, session_id)}{about}{doing}; it last changed this file"
+            f" {minutes} min ago ({for_model(holder['tool'], 40)}, {edits}"
+            f" edit{'s' if edits != 1 else ''})."
         )
-    lines.append(
-        "Two agents editing one file overwrite each other's work: leave this file to that agent"
-        " or coordinate first, and re-read the file right before any edit."
-    )
+    lines.append(ADVICE.get(holders[0]["relation"], ADVICE["same session"]))
     return "\n".join(lines)
 
 

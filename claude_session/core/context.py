@@ -16,6 +16,7 @@ from .errors import gist, is_check
 from .figures import token_count
 from .quote import for_model
 from .readings import (
+    CLAUDE_EXITED,
     crashed_sessions,
     failed_paths,
     failed_paths_spent,
@@ -25,6 +26,7 @@ from .readings import (
     latest_snapshot,
     live_agents,
     open_errors,
+    sessions_beside,
 )
 from .redact import redact
 
@@ -126,6 +128,7 @@ def for_new_session(
         previous = str(found[0]["session_id"]) if found else None
     state: dict[str, Any] = {"failed_paths": failed_paths(conn, now, previous)}
     state["crashed"] = crashed_sessions(conn, session_id, now)
+    state["beside"] = sessions_beside(conn, session_id)
     if previous:
         state["agents"] = live_agents(conn, previous)
         state["errors"] = with_changes_since(
@@ -198,13 +201,35 @@ def for_fork(conn: apsw.Connection, parent_session: str, frame_no: int, state_ha
 
 
 def _crashed(session: "dict[str, Any]", now: float) -> str:
+    """An interrupted session: how it stopped, its last step, and the exact resume command."""
     last = session.get("last_step") or "no step recorded"
     errors = session.get("open_errors") or 0
     ago = _ago(now, session["last_activity_at"])
-    line = f"- {session['session_id']} never ended (last active {ago}; last step: {_one_line(last)}"
+    how = (
+        "Claude Code exited without ending it"
+        if session.get("end_reason") == CLAUDE_EXITED
+        else "it went silent without ending"
+    )
+    line = (
+        f"- {session['session_id']} never ended: interrupted ({how}; last active {ago};"
+        f" last step: {_one_line(last)}"
+    )
     if errors:
         line += f"; {errors} open error{'s' if errors != 1 else ''}"
-    return line + f"); the user can resume it with `claude --resume {session['session_id']}`"
+    where = f" in {_one_line(session['cwd'])}" if session.get("cwd") else ""
+    return line + f"); the user can resume it with `claude --resume {session['session_id']}`{where}"
+
+
+def _beside(session: "dict[str, Any]", now: float) -> str:
+    """Another session of this project whose Claude Code process runs now."""
+    line = f"- {session['session_id']} (last active {_ago(now, session['last_activity_at'])}"
+    if session.get("subagents"):
+        n = session["subagents"]
+        line += f", {n} subagent{'s' if n != 1 else ''} running"
+    line += ")"
+    if session.get("task"):
+        line += f"; its latest prompt: {_one_line(session['task'])[:200]}"
+    return line
 
 
 def render(state: "dict[str, Any]", intro: str, cap: int = CONTEXT_CAP) -> str:
@@ -232,7 +257,11 @@ def render(state: "dict[str, Any]", intro: str, cap: int = CONTEXT_CAP) -> str:
         ),
         ("Live subagents", [_agent(a, now) for a in state.get("agents") or []]),
         (
-            "Sessions that never ended (crashed?)",
+            "Other sessions running in this project now",
+            [_beside(b, now) for b in state.get("beside") or []],
+        ),
+        (
+            "Sessions that never ended (interrupted)",
             [_crashed(c, now) for c in state.get("crashed") or []],
         ),
         (

@@ -49,13 +49,24 @@ def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any
 
 
 def live_agents(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
-    return rows(
+    """The session's subagents alive now: running, and their Claude Code process too (never
+    the main thread: it is no subagent)."""
+    from .liveness import process_columns, row_gone
+
+    found = rows(
         conn,
-        "SELECT id, agent_type, description, task_description, status, last_seen_at, tool_uses"
-        " FROM agent_registry WHERE session_id = ? AND status = 'running' AND is_internal = 0"
-        " ORDER BY last_seen_at DESC",
+        "SELECT r.id, r.agent_type, r.description, r.task_description, r.status,"
+        f" r.last_seen_at, r.tool_uses, r.parent_id, r.background, {process_columns()}"
+        " FROM agent_registry r LEFT JOIN sessions s ON s.session_id = r.session_id"
+        " WHERE r.session_id = ? AND r.status = 'running' AND r.is_internal = 0"
+        " AND r.is_main = 0 ORDER BY r.last_seen_at DESC",
         (session_id,),
     )
+    return [
+        {k: v for k, v in agent.items() if not k.startswith("claude_")}
+        for agent in found
+        if not row_gone(agent)
+    ]
 
 
 def finished_agents(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
@@ -154,6 +165,31 @@ CRASHED_SQL = (
     f"  OR {NEVER_ENDED})"
     " ORDER BY s.last_activity_at DESC LIMIT 3"
 )
+
+
+def sessions_beside(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
+    """The other sessions of this project running now: active, and their Claude Code process
+    seen alive (one whose process cannot be judged is not claimed to run), newest first."""
+    from .liveness import gone, pid_space
+
+    found = rows(
+        conn,
+        "SELECT s.session_id, s.last_activity_at, s.claude_pid, s.claude_started_ticks,"
+        " s.claude_pid_space, (SELECT count(*) FROM agent_registry r WHERE r.session_id ="
+        "  s.session_id AND r.status = 'running' AND r.is_main = 0 AND r.is_internal = 0)"
+        "  AS subagents,"
+        " (SELECT prompt FROM prompts p WHERE p.session_id = s.session_id ORDER BY p.id DESC"
+        "  LIMIT 1) AS task"
+        " FROM sessions s WHERE s.status = 'active' AND s.session_id != ?1"
+        " AND s.claude_pid IS NOT NULL AND s.claude_pid_space = ?2"
+        " ORDER BY s.last_activity_at DESC LIMIT 5",
+        (session_id, pid_space()),
+    )
+    return [
+        {k: v for k, v in s.items() if not k.startswith("claude_")}
+        for s in found
+        if not gone(s["claude_pid"], s["claude_started_ticks"], s["claude_pid_space"])
+    ]
 
 
 def crashed_sessions(conn: apsw.Connection, session_id: str, now: float) -> "list[dict[str, Any]]":

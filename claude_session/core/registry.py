@@ -10,10 +10,6 @@ import apsw
 
 from .db import as_opt_text, as_text
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 MAIN = "main"
 RUNNING = "running"
 FINISHED = ("completed", "failed")
@@ -44,11 +40,17 @@ def register(
     main: bool = False,
 ) -> bool:
     """Record an agent the first time it shows up; False if it was known already."""
+    # A subagent hangs under its session's main thread until its launch says otherwise
+    # (`describe`), and runs in the Claude Code process its session has now.
     conn.execute(
         "INSERT INTO agent_registry (id, session_id, agent_type, status, status_reason,"
-        " is_internal, is_main, started_at, ended_at, last_seen_at, spawn_time, end_time)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, datetime(?8, 'unixepoch'),"
-        " datetime(?9, 'unixepoch')) ON CONFLICT (id) DO NOTHING",
+        " is_internal, is_main, started_at, ended_at, last_seen_at, spawn_time, end_time,"
+        " parent_id, claude_pid, claude_started_ticks, claude_pid_space)"
+        " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?8, datetime(?8, 'unixepoch'),"
+        " datetime(?9, 'unixepoch'), CASE WHEN ?7 THEN NULL ELSE ?2 END,"
+        " s.claude_pid, s.claude_started_ticks, s.claude_pid_space"
+        " FROM (SELECT 1) LEFT JOIN sessions s ON s.session_id = ?2 AND NOT ?7"
+        " WHERE true ON CONFLICT (id) DO NOTHING",
         (
             agent_id,
             session_id,
@@ -94,13 +96,17 @@ def describe(conn: apsw.Connection, agent_id: str, tool_use_id: str | None) -> N
     if tool_use_id is None:
         conn.execute(
             "UPDATE agent_registry SET tool_use_id = NULL, description = NULL,"
-            " task_description = NULL WHERE id = ?",
+            " task_description = NULL, parent_id = session_id, launched_at = NULL,"
+            " background = NULL WHERE id = ?",
             (agent_id,),
         )
         return
+    # The launch also places it in the tree: its parent (the agent that made the Agent call),
+    # when, and whether that parent waits for it.
     conn.execute(
         "UPDATE agent_registry SET tool_use_id = l.tool_use_id, description = l.description,"
-        " task_description = l.prompt FROM agent_launches AS l"
+        " task_description = l.prompt, parent_id = coalesce(l.parent_agent_id, l.session_id),"
+        " launched_at = l.launched_at, background = l.background FROM agent_launches AS l"
         " WHERE l.tool_use_id = ?1 AND agent_registry.id = ?2",
         (tool_use_id, agent_id),
     )
@@ -301,20 +307,3 @@ def close_out_session(conn: apsw.Connection, session_id: str, now: float, reason
         closed += transition(conn, as_text(agent_id), STALE, reason, now, (RUNNING,))
     transition(conn, session_id, "completed", reason, now, (RUNNING, STALE))
     return closed
-
-
-def conflicts(
-    conn: apsw.Connection, session_id: str, agent_id: str | None, file_path: str, now: float
-) -> "list[tuple[Any, ...]]":
-    """Live claims on `file_path` held by other running agents, most recent first."""
-    me = claim_owner(agent_id)
-    return conn.execute(
-        "SELECT c.agent_id, c.session_id, c.last_touched_at, c.operation, c.edits,"
-        " r.agent_type, r.description, r.task_description"
-        " FROM file_claims c JOIN agent_registry r ON r.id ="
-        "  CASE WHEN c.agent_id = 'main' THEN c.session_id ELSE c.agent_id END"
-        " WHERE c.file_path = ?1 AND c.released_at IS NULL AND c.expires_at > ?4"
-        " AND r.status = 'running' AND NOT (c.session_id = ?2 AND c.agent_id = ?3)"
-        " ORDER BY c.last_touched_at DESC",
-        (file_path, session_id, me, now),
-    ).fetchall()

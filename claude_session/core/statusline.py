@@ -11,10 +11,12 @@ What it says, for the session named in the input (else for the whole project):
 - its cost so far: Claude Code's own live figure from the input (`cost.total_cost_usd`) when
   there is one, else what was recorded from its transcripts (one query by the session's key:
   Claude Code's last total, and the responses read since); never a transcript read here;
-- agents running: agent_registry rows in `running` (Claude Code's internal helpers aside), the
-  main thread included, with the subagents' types when they fit;
-- contested files: files live-claimed (lease not expired, holder running) by two agents or
-  more, one of them this session's (another pair of sessions' quarrel is not this one's news);
+- agents running: agent_registry rows in `running` whose Claude Code process is alive
+  (core/liveness; Claude Code's internal helpers aside), the main thread included, with the
+  subagents' types when they fit;
+- contested files: files live-claimed by two agents or more that can change them at the same
+  time (core/relations: a parent and the child it handed the file to are not), one of them
+  this session's (another pair of sessions' quarrel is not this one's news);
 - open errors: ladders still open (`readings.OPEN`; a user's interrupt is no error here),
   counted once per ladder as `status` does, with the highest step among them.
 """
@@ -24,7 +26,7 @@ import time
 
 import apsw
 
-from . import db
+from . import db, liveness, relations
 from .paths import DB_NAME
 from .terminal import escape_controls
 
@@ -44,21 +46,12 @@ OPEN = "(resolution IS NULL OR resolution IN ('escalated_research', 'escalated_u
 RESEARCH_AT = 3  # from this step on the ladder, research is required: shown in red
 USER_AT = 4  # the step where the user is asked: the top of the ladder as shown
 
+# The running agents (an index on status), each with its Claude Code process: one whose
+# process is gone is not counted (core/liveness). Contested files: core/relations.
 _AGENTS = (
-    "SELECT CASE WHEN is_main THEN '' ELSE coalesce(agent_type, '') END AS kind, count(*)"
-    " FROM agent_registry WHERE status = 'running' AND is_internal = 0{where}"
-    " GROUP BY kind ORDER BY count(*) DESC, kind"
-)
-# From the running agents (an index on status) to their live claims (an index on session and
-# agent), never a scan of every claim ever made.
-_CONTESTED = (
-    "SELECT c.file_path FROM agent_registry r JOIN file_claims c"
-    " ON c.session_id = r.session_id"
-    " AND c.agent_id = CASE WHEN r.is_main THEN 'main' ELSE r.id END"
-    " AND c.released_at IS NULL"
-    " WHERE r.status = 'running' AND c.expires_at > ?1"
-    " GROUP BY c.file_path HAVING count(*) > 1{having}"
-    " ORDER BY max(c.last_touched_at) DESC"
+    "SELECT CASE WHEN r.is_main THEN '' ELSE coalesce(r.agent_type, '') END AS kind,"
+    " {process} FROM agent_registry r LEFT JOIN sessions s ON s.session_id = r.session_id"
+    " WHERE r.status = 'running' AND r.is_internal = 0{where}"
 )
 _ERRORS = (
     "SELECT count(DISTINCT session_id || '|' || coalesce(ladder_key, signature)),"
@@ -250,18 +243,29 @@ def summarize(
         if cost is None and session_id is not None:
             cost = _recorded_cost(conn, session_id)
             cost_from = "recorded" if cost is not None else None
-        kinds = conn.execute(_AGENTS.format(where=_SESSION if scoped else ""), scoped).fetchall()
-        having = " AND max(c.session_id = ?2)" if scoped else ""
-        contested = conn.execute(_CONTESTED.format(having=having), (now, *scoped)).fetchall()
+        where = " AND r.session_id = ?1" if scoped else ""
+        running = conn.execute(
+            _AGENTS.format(process=liveness.process_columns(), where=where), scoped
+        ).fetchall()
+        contested = relations.contested(conn, now)
         errors = conn.execute(
             _ERRORS.format(where=_SESSION if scoped else _UNFIXED), scoped
         ).fetchall()
     finally:
         conn.execute("COMMIT")
-    agents = sum(db.as_int(n) for _, n in kinds)
-    types = [(db.as_text(kind), db.as_int(n)) for kind, n in kinds if kind]
+    counted: dict[str, int] = {}
+    for kind, pid, ticks, space in running:
+        if not liveness.gone(pid, ticks, space):
+            counted[db.as_text(kind)] = counted.get(db.as_text(kind), 0) + 1
+    agents = sum(counted.values())
+    ordered = sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+    types = [(kind, n) for kind, n in ordered if kind]
     open_errors, top_step = (db.as_int(value) for value in errors[0])
-    paths = [db.as_text(path) for (path,) in contested]
+    paths = [
+        path
+        for path, holders in contested.items()
+        if session_id is None or any(session == session_id for session, _ in holders)
+    ]
     return Status(agents, types, paths, open_errors, top_step, cost, cost_from)
 
 

@@ -74,6 +74,7 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (registry.STALE, "completed"),
     )
     close_out_finished_sessions(conn, ev.session_id, ctx)
+    close_out_gone(conn, ctx)
     from . import state as project_state
 
     project_state.set_values(
@@ -134,6 +135,25 @@ def close_out_finished_sessions(conn: apsw.Connection, current: str, ctx: "Conte
         registry.close_out_session(conn, session_id, ctx.now, reason)
 
 
+def close_out_gone(conn: apsw.Connection, ctx: "Context") -> None:
+    """Agents whose Claude Code process is gone (killed, crashed): a main thread's session
+    ends with its agents, and a subagent of an earlier process of a resumed session is stale.
+    The background sweep does the same after a grace period; this runs before SessionStart
+    says anything, so a session started a second after a kill is never told they are live."""
+    from . import liveness
+    from .readings import CLAUDE_EXITED
+
+    for agent_id, session_id, is_main in liveness.gone_agents(conn):
+        if is_main:
+            end_session(conn, session_id, ctx.now, CLAUDE_EXITED)
+            registry.close_out_session(conn, session_id, ctx.now, CLAUDE_EXITED)
+        else:
+            reason = "its Claude Code process exited (the session went on in another)"
+            registry.transition(
+                conn, agent_id, registry.STALE, reason, ctx.now, (registry.RUNNING,)
+            )
+
+
 def record_claude_process(
     conn: apsw.Connection,
     session_id: str,
@@ -182,8 +202,8 @@ def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         background = ev.get("run_in_background")
         conn.execute(
             "INSERT INTO agent_launches (tool_use_id, session_id, description, prompt,"
-            " subagent_type, background, launched_at) VALUES (?,?,?,?,?,?,?)"
-            " ON CONFLICT (tool_use_id) DO NOTHING",
+            " subagent_type, background, launched_at, parent_agent_id)"
+            " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (tool_use_id) DO NOTHING",
             (
                 ev.text_of("tool_use_id"),
                 ev.session_id,
@@ -192,6 +212,7 @@ def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
                 ev.text_of("subagent_type"),
                 None if background is None else int(bool(background)),
                 ctx.now,
+                ev.text_of("agent_id"),
             ),
         )
 
@@ -274,7 +295,8 @@ def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     tool_use_id = ev.text_of("tool_use_id") or ""
     conn.execute(
         "INSERT INTO agent_launches (tool_use_id, session_id, description, prompt, subagent_type,"
-        " launched_at) VALUES (?,?,?,?,?,?) ON CONFLICT (tool_use_id) DO NOTHING",
+        " launched_at, parent_agent_id) VALUES (?,?,?,?,?,?,?)"
+        " ON CONFLICT (tool_use_id) DO NOTHING",
         (
             tool_use_id,
             ev.session_id,
@@ -282,6 +304,7 @@ def link_agent_launch(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
             _cap(ev.text_of("task_prompt"), PROMPT_CAP),
             ev.text_of("subagent_type"),
             ctx.now,
+            ev.text_of("agent_id"),
         ),
     )
     background = ev.text_of("response_status") == "async_launched"

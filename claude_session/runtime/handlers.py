@@ -8,7 +8,7 @@ import os
 
 import apsw
 
-from ..core import executions, ladder, readings, registry, store
+from ..core import executions, ladder, readings, relations, store
 from ..core.applying import Applied, Context
 from ..core.event import Event
 
@@ -56,7 +56,7 @@ def answer_session_start(
     forked = ctx.forked_from
     remember = _memories_possible(conn, ctx)
     quiet = forked is None and source != "compact" and not remember
-    if quiet and not _anything_open(conn, ctx.now):
+    if quiet and not _anything_open(conn, ev.session_id, ctx.now):
         return None  # the common start: nothing to say, and `context` need not even load
     if _untrusted(ctx):
         return None  # a database that came with a clone is data, never put before the model
@@ -113,7 +113,7 @@ def answer_prompt(
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
 
 
-def _anything_open(conn: apsw.Connection, now: float) -> bool:
+def _anything_open(conn: apsw.Connection, session_id: str, now: float) -> bool:
     """A cheap superset of what `context.for_new_session` may report."""
     return bool(
         conn.execute(
@@ -123,11 +123,14 @@ def _anything_open(conn: apsw.Connection, now: float) -> bool:
             f"  AND {readings.UNFIXED})"
             " OR EXISTS (SELECT 1 FROM agent_registry WHERE status = 'running'"
             "  AND is_main = 0 AND is_internal = 0)"
-            # A session that never ended, recently (the activity index bounds the look).
+            # A session that never ended, recently (the activity index bounds the look): long
+            # silent, or ended because its Claude Code exited (this very SessionStart may have
+            # seen that a second after the kill), or another one running beside this.
             " OR EXISTS (SELECT 1 FROM sessions WHERE last_activity_at > ?1 - 604800"
-            "  AND last_activity_at < ?1 - 600 AND (status = 'active'"
-            f"  OR {readings.NEVER_ENDED}))",
-            (now,),
+            "  AND ((last_activity_at < ?1 - 600 AND status = 'active')"
+            f"  OR {readings.NEVER_ENDED}"
+            "  OR (status = 'active' AND claude_pid IS NOT NULL AND session_id != ?2)))",
+            (now, session_id),
         ).fetchall()[0][0]
     )
 
@@ -163,7 +166,7 @@ def answer_pre_tool_use(
     holders = (
         []
         if blocked
-        else registry.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, ctx.now)
+        else relations.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, ctx.now)
     )
     if not blocked and not holders:
         return None

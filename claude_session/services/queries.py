@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import apsw
 
-from ..core import db, log, readings, spool
+from ..core import db, liveness, log, readings, relations, spool
 from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
 from . import costs, otel_export
@@ -248,14 +248,16 @@ def stream(conn: apsw.Connection, query: Query) -> Iterator[dict[str, Any]]:
         names = [d[0] for d in cursor.getdescription()]
     except apsw.ExecutionCompleteError:
         return
+    finish = query.finisher(conn)
     for row in cursor:
-        yield dict(zip(names, row, strict=True))
+        yield finish(dict(zip(names, row, strict=True)))
 
 
 def page(conn: apsw.Connection, query: Query, limit: int = PAGE) -> Page:
     """The first `limit` rows and the count of all that match (counted apart, through the same
     filter and its index, never by reading every row)."""
-    found = db.rows(conn, f"{query.sql} LIMIT ?", (*query.params, limit))
+    finish = query.finisher(conn)
+    found = [finish(row) for row in db.rows(conn, f"{query.sql} LIMIT ?", (*query.params, limit))]
     if len(found) < limit:
         return Page(found, len(found))
     total = db.rows(conn, f"SELECT count(*) AS n FROM ({query.count_sql})", query.params)
@@ -282,11 +284,24 @@ class Query:
         params: tuple[Any, ...],
         count_sql: str | None = None,
         hidden: Hidden | None = None,
+        judge: Callable[[apsw.Connection], Callable[[dict[str, Any]], dict[str, Any]]]
+        | None = None,
     ) -> None:
         self.sql = sql
         self.params = params
         self.count_sql = count_sql or sql
         self.hidden = hidden
+        # What SQL cannot know, judged as the rows are read: whose process is alive now,
+        # which live claims conflict (core/liveness, core/relations). Given the connection,
+        # it returns the function that finishes each row.
+        self.judge = judge
+
+    def finisher(self, conn: apsw.Connection) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        return self.judge(conn) if self.judge is not None else _as_is
+
+
+def _as_is(row: dict[str, Any]) -> dict[str, Any]:
+    return row
 
 
 def hidden(conn: apsw.Connection, query: Query) -> int:
@@ -333,14 +348,30 @@ def agents_query(
         "  a.session_id AND m.agent_id = a.id) AS tokens,"
         " (SELECT sum(m.cost_usd) FROM message_usage m WHERE m.session_id = a.session_id"
         "  AND m.agent_id = a.id) AS cost_usd,"
-        " a.status_reason AS reason, a.session_id, a.tool_uses, a.is_internal"
+        " a.status_reason AS reason, a.session_id, a.tool_uses, a.is_internal,"
+        f" {liveness.process_columns('a', 's')}"
         " FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
         f" WHERE {where} ORDER BY a.status = 'running' DESC, a.last_seen_at DESC",
         tuple(params),
         "SELECT 1 FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
         f" WHERE ?1 = ?1 AND ?2 = ?2 AND {where}",
         left_out,
+        lambda conn: _judge_agent,
     )
+
+
+EXITED = "exited"  # an agent recorded as running whose Claude Code process is gone
+
+
+def _judge_agent(row: dict[str, Any]) -> dict[str, Any]:
+    """A running agent whose Claude Code process is gone is not running: `exited` (the sweep
+    soon records it as stale, or ends its session)."""
+    gone = row["state"] == "running" and liveness.row_gone(row)
+    out = {k: v for k, v in row.items() if not k.startswith("claude_")}
+    if gone:
+        out["state"] = EXITED
+        out["reason"] = "its Claude Code process exited"
+    return out
 
 
 def agents(
@@ -354,10 +385,12 @@ def agents(
     return page(conn, agents_query(include_all=include_all, session=session), limit).rows
 
 
-def claims_query(*, include_released: bool = False, now: float | None = None) -> Query:
-    """Claims with their lease state; a file live-held by more than one agent is contested.
-    Whether another agent holds the file live is looked up (by path, through its index) for
-    live claims only: never a pass over every claim for every claim."""
+def claims_query(
+    conn: apsw.Connection, *, include_released: bool = False, now: float | None = None
+) -> Query:
+    """Claims with their lease state, contested first: a claim whose holder can change its file
+    at the same time as another live holder (core/relations: a parent and the child it handed
+    the file to are not). The contested ones are judged once, before the listing is read."""
     now = time.time() if now is None else now
     where = "1" if include_released else "c.released_at IS NULL"
     holder = "CASE WHEN {c}.agent_id = 'main' THEN {c}.session_id ELSE {c}.agent_id END"
@@ -365,6 +398,11 @@ def claims_query(*, include_released: bool = False, now: float | None = None) ->
         "({c}.released_at IS NULL AND {c}.expires_at > ?1 AND (SELECT status FROM"
         " agent_registry WHERE id = " + holder + ") = 'running')"
     )
+    contested = [
+        [path, session, agent]
+        for path, holders in relations.contested(conn, now).items()
+        for session, agent in holders
+    ]
     return Query(
         "SELECT c.file_path, c.agent_id AS agent, c.session_id, c.operation, c.edits,"
         " c.last_touched_at, c.expires_at,"
@@ -372,18 +410,18 @@ def claims_query(*, include_released: bool = False, now: float | None = None) ->
         "  WHEN c.expires_at <= ?1 THEN 'expired'"
         f"  WHEN NOT {live.format(c='c')} THEN 'agent ' || coalesce(r.status, 'unknown')"
         "  ELSE 'live' END AS lease,"
-        f" CASE WHEN {live.format(c='c')} THEN EXISTS (SELECT 1 FROM file_claims c2"
-        f"  WHERE c2.file_path = c.file_path AND c2.id != c.id AND {live.format(c='c2')})"
-        "  ELSE 0 END AS contested"
+        f" c.released_at IS NULL AND EXISTS (SELECT 1 FROM json_each(?2) j"
+        "  WHERE j.value ->> 0 = c.file_path AND j.value ->> 1 = c.session_id"
+        "  AND j.value ->> 2 = c.agent_id) AS contested"
         f" FROM file_claims c LEFT JOIN agent_registry r ON r.id = {holder.format(c='c')}"
         f" WHERE {where} ORDER BY c.released_at IS NULL DESC, contested DESC,"
         " c.last_touched_at DESC",
-        (now,),
-        f"SELECT 1 FROM file_claims c WHERE ?1 = ?1 AND {where}",
+        (now, json.dumps(contested)),
+        f"SELECT 1 FROM file_claims c WHERE ?1 = ?1 AND ?2 = ?2 AND {where}",
         None
         if include_released
         else Hidden(
-            "SELECT 1 FROM file_claims c WHERE ?1 = ?1 AND c.released_at IS NOT NULL",
+            "SELECT 1 FROM file_claims c WHERE ?1 = ?1 AND ?2 = ?2 AND c.released_at IS NOT NULL",
             "released claims",
         ),
     )
@@ -393,7 +431,7 @@ def claims(
     conn: apsw.Connection, *, include_released: bool = False, limit: int = 1_000_000
 ) -> list[dict[str, Any]]:
     """The first `limit` claims (see `claims_query`)."""
-    return page(conn, claims_query(include_released=include_released), limit).rows
+    return page(conn, claims_query(conn, include_released=include_released), limit).rows
 
 
 OPEN_ERRORS_SHOWN = 30  # ladders `status` lists; `errors --open` has them all

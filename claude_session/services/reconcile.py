@@ -26,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from ..core import applying, config, event, events, registry, store
+from ..core import applying, config, event, events, relations, store
 from ..core.paths import relative_to_root
 
 SOURCE = "transcript"
@@ -95,10 +95,10 @@ def missed_answer(conn: apsw.Connection, root: str, ev: event.Event, when: float
     if not target:
         return None
     path = relative_to_root(root, target)
-    holders = registry.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, when)
+    holders = relations.conflicts(conn, ev.session_id, ev.text_of("agent_id"), path, when)
     if not holders:
         return None
-    agents = ", ".join(sorted({str(h[0]) for h in holders}))
+    agents = ", ".join(sorted({f"{h['agent']} ({h['relation']})" for h in holders}))
     return f"{MISSED}a conflict warning: {path} was held by {agents}"
 
 
