@@ -8,7 +8,7 @@ hand-over's latency, and the servers' memory as the events add up. Figures, not 
 
 Why this shape: with the mcp transport, Claude Code starts one hook server per session
 (`<venv python> -I -S claude_session/hookserver.py`, stdio pipes, in the project) and calls
-its `hook` tool once per event, waiting for the answer before it goes on; so the figure that
+its tool once per event, waiting for the answer before it goes on; so the figure that
 counts is how many events per second the receiving processes store while several sessions
 work on one project at once (one database, so they share its write lock), and how long one
 hand-over takes (send to answer) at that rate.

@@ -11,12 +11,16 @@ delivers the events of the running session to it.
 3. Killed for good (each restart killed at once): Claude Code gives up on the server and goes
    on (fail open); the CLI's catch-up from Claude Code's transcript fills in every tool call
    the server never received, once.
+4. `/compact` in the middle of a session: the model is never offered the server's tool, and is
+   told of it only where Claude Code lists every mcp_tool hook's tool among the tools used
+   before the summary, under a name that says it is not the model's; every event is recorded.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -27,7 +31,7 @@ from typing import Any
 import pytest
 from conftest import CLI, query, run_cli, wait_for
 from fake_api import FakeAnthropic, text, tool
-from test_e2e_claude import _blocks, _has_prompt, claude_binary, claude_env
+from test_e2e_claude import _blocks, _has_prompt, add_tap, claude_binary, claude_env
 
 from claude_session.services import installer, reconcile
 
@@ -84,16 +88,19 @@ def run_session(
     api: FakeAnthropic,
     prompt: str,
     drop: tuple[str, ...] = (),
+    resume: str | None = None,
     **extra: str,
 ) -> subprocess.CompletedProcess[str]:
-    """`claude -p PROMPT`, its debug log in the test's folder; the exit status not checked.
-    `extra` is added to the tests' environment for the CLI, `drop` taken out of it."""
+    """`claude -p PROMPT` (`--resume` a session), its debug log in the test's folder; the exit
+    status not checked. `extra` is added to the tests' environment for the CLI, `drop` taken
+    out of it."""
     env = {k: v for k, v in (claude_env(home, api.url) | extra).items() if k not in drop}
     return subprocess.run(
         [
             str(binary),
             "-p",
             prompt,
+            *(("--resume", resume) if resume else ()),
             "--output-format",
             "json",
             "--dangerously-skip-permissions",
@@ -292,7 +299,7 @@ def test_real_claude_code_session_over_the_hook_server(project: Path) -> None:
     assert query(project, "SELECT count(*) FROM hook_events WHERE source != 'hook'") == [(0,)]
 
     # 6. Claude Code delivered every mcp_tool hook: none skipped, none failed.
-    assert debug_lines(project, f"mcp_tool calling {SERVER}/hook")
+    assert debug_lines(project, f"mcp_tool calling {SERVER}/{installer.HOOK_TOOL}")
     assert not debug_lines(project, *UNDELIVERED), debug_lines(project, *UNDELIVERED)
     assert not debug_lines(project, "not connected")
 
@@ -457,3 +464,147 @@ def test_hook_server_that_cannot_come_back_is_filled_from_the_transcript(project
     )
     catch_up(project, home)  # again: nothing twice
     assert len(tool_events(project)) == 2 * WRITES
+
+
+# --- 4. a compaction: the hook server's tool is never named to the model as its own -----------
+
+COMPACT_TASK = "TASK-MCP-COMPACT: make hello.py"
+AFTER_TASK = "TASK-MCP-AFTER: check hello.py"
+SUMMARY_ASKED = "CRITICAL: Respond with TEXT ONLY"
+# Claude Code (2.1.330) records every mcp_tool hook's tool in the session's list of tools used
+# and a compaction's summary message lists them all (docs/limitations.md): the one place the
+# hook server's tool may appear, under a name that says it is not the model's.
+HOOK_TOOL_NAME = f"mcp__{SERVER}__{installer.HOOK_TOOL}"
+TOOLS_USED = re.compile(r"<tools-used-before-summary>([^<]*)</tools-used-before-summary>")
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    """Claude Code's request for a compaction's summary: its instructions in a user message
+    (after which Claude Code may put a system-role message, so not always the last one)."""
+    return any(
+        SUMMARY_ASKED in b.get("text", "")
+        for m in body.get("messages") or []
+        if m.get("role") == "user"
+        for b in (m["content"] if isinstance(m["content"], list) else [{"text": m["content"]}])
+    )
+
+
+class Compacted(Calls):
+    """Before the compaction: Write hello.py, a failing Bash, a subagent (Read); the summary;
+    after it: Edit hello.py. Each phase is told by its prompt, not by counting calls (the
+    compaction drops the earlier ones)."""
+
+    def __init__(self, project: Path) -> None:
+        super().__init__()
+        self.project = project
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = body.get("messages") or []
+        hello = str(self.project / "hello.py")
+        if is_summary_request(body):
+            return [text("<summary>Wrote hello.py; a command failed.</summary>")]
+        if _has_prompt(messages, SUBTASK):
+            done = any(b.get("type") == "tool_result" for b in _blocks(messages))
+            if done:
+                return [text("first line: print('hi')")]
+            return self.add(tool("Read", file_path=hello), "sub")
+        made = {name for _, name, who in self.made if who == "main"}
+        if _has_prompt(messages, AFTER_TASK):
+            if "Edit" in made:
+                return [text("Checked after the compaction.")]
+            return self.add(
+                tool("Edit", file_path=hello, old_string="hi", new_string="hello"), "main"
+            )
+        plan = [
+            ("Write", lambda: tool("Write", file_path=hello, content="print('hi')\n")),
+            ("Bash", lambda: tool("Bash", command=FAILING, description="read the config")),
+            (
+                "Agent",
+                lambda: tool(
+                    "Agent",
+                    description="check hello",
+                    prompt=SUBTASK,
+                    subagent_type="general-purpose",
+                    run_in_background=False,
+                ),
+            ),
+        ]
+        for name, make in plan:
+            if name not in made:
+                return self.add(make(), "main")
+        return [text("Done before the compaction.")]
+
+
+@pytest.mark.usefixtures("reap_daemons")
+def test_compaction_never_names_the_hook_tool_as_the_models(project: Path) -> None:
+    """A session over the hook server, `/compact`, then more work: no request the model gets
+    (the summary request included) offers or names the hook server's tool as a tool of its
+    own, but for Claude Code's list of the tools used before the summary, where the name says
+    whose it is; every event is recorded, through the hook server."""
+    binary = claude_binary()
+    home = new_home(project)
+    check_installed(project, home, install_mcp(project, home, binary))
+    tap = project.parent / "tap"
+    tap.mkdir()
+    add_tap(project / ".claude" / "settings.local.json", tap)
+
+    model = Compacted(project)
+    with FakeAnthropic(model) as api:
+        first = run_session(binary, project, home, api, COMPACT_TASK)
+        assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+        session = json.loads(first.stdout)["session_id"]
+        for prompt in ("/compact", AFTER_TASK):
+            done = run_session(binary, project, home, api, prompt, resume=session)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        requests = api.message_requests()
+    assert json.loads(done.stdout)["result"] == "Checked after the compaction."
+    assert (project / "hello.py").read_text() == "print('hello')\n"
+
+    # 1. The requests: the summary's, those before it, those after it.
+    asked = [i for i, body in enumerate(requests) if is_summary_request(body)]
+    assert asked, "no compaction summary was asked for"
+    after = requests[asked[-1] + 1 :]
+    assert any(_has_prompt(b.get("messages") or [], AFTER_TASK) for b in after)
+    seen = [json.dumps(b, ensure_ascii=False) for b in requests]
+
+    # 2. Never offered; never named by its earlier name (`hook`), anywhere.
+    offered = {t.get("name", "") for b in requests for t in b.get("tools") or []}
+    assert "Bash" in offered and not [n for n in offered if SERVER in n], offered
+    assert not [i for i, s in enumerate(seen) if f"{SERVER}__hook" in s]
+
+    # 3. Up to the summary request, included: the server's tool is not named at all.
+    assert not [i for i, s in enumerate(seen[: asked[-1] + 1]) if f"mcp__{SERVER}" in s]
+
+    # 4. After it: only in Claude Code's list of the tools used before the summary, under a
+    # name that says it is not the model's (if Claude Code stops listing it, docs/limitations.md
+    # and this test change).
+    for s in seen[asked[-1] + 1 :]:
+        lists = TOOLS_USED.findall(s)
+        assert any(HOOK_TOOL_NAME in found.split(", ") for found in lists), lists
+        assert f"mcp__{SERVER}" not in TOOLS_USED.sub("", s), s[-3000:]
+    assert HOOK_TOOL_NAME.endswith("__called_by_claude_code_not_the_model")
+
+    # 5. Every event Claude Code sent is recorded once; those of the running session came
+    # through the hook server, the compaction's included.
+    sent = [json.loads(p.read_text()) for p in tap.iterdir()]
+    stored = query(project, "SELECT hook_event_name, tool_use_id FROM events")
+    assert sorted((r[0], r[1] or "") for r in stored) == sorted(
+        (p["hook_event_name"], p.get("tool_use_id") or "") for p in sent
+    )
+    transports = query(
+        project,
+        "SELECT event_type, group_concat(DISTINCT coalesce(transport, '-')),"
+        " group_concat(DISTINCT source) FROM hook_events GROUP BY event_type",
+    )
+    by_event = {r[0]: (r[1], r[2]) for r in transports}
+    for name in ("PreCompact", "PostCompact", "PreToolUse", "PostToolUse", "SubagentStop", "Stop"):
+        assert by_event.get(name) == ("mcp", "hook"), (name, by_event)
+    found = query(project, "SELECT tool_use_id, tool_name, status FROM tool_calls")
+    assert {r[0]: (r[1], r[2]) for r in found} == {
+        ident: (name, "failed" if name == "Bash" else "succeeded") for ident, name, _ in model.made
+    }
+    assert sorted(name for _, name, _ in model.made) == ["Agent", "Bash", "Edit", "Read", "Write"]
+    assert query(project, "SELECT count(*) FROM hook_events WHERE exit_code != 0") == [(0,)]
+    catch_up(project, home)
+    assert query(project, "SELECT count(*) FROM hook_events WHERE source != 'hook'") == [(0,)]
+    assert not debug_lines(project, *UNDELIVERED), debug_lines(project, *UNDELIVERED)

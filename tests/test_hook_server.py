@@ -3,7 +3,7 @@ started as Claude Code starts it (`<python> -I -S <pkg>/hookserver.py`, pipes, t
 environment with CLAUDE_PROJECT_DIR, in the project), spoken to in newline-delimited
 JSON-RPC, its calls filled in the way Claude Code fills an mcp_tool hook's `input`.
 
-What it must do: answer the MCP handshake and never list its `hook` tool; record each call
+What it must do: answer the MCP handshake and never list its tool; record each call
 as the command hook records the same payload (same rows, same answer, transport 'mcp');
 refuse another install's calls, honour the disable and drop switches; outlive any garbage on
 its stdin; answer every call of a burst; hand events to the new code after an upgrade in
@@ -51,6 +51,7 @@ SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"  # the recorded fixtures' sessi
 AGENT = "a026341fa5086f41e"  # the recorded SubagentStart's agent
 PACKAGE = installer.package_folder()
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
+TOOL = installer.HOOK_TOOL  # what install's mcp_tool hooks call
 
 
 # --- filling an mcp_tool hook's input as Claude Code does ------------------------------------
@@ -174,16 +175,18 @@ class Server:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return result
 
-    def hook(self, payload: dict[str, Any], install: str | None = None) -> dict[str, Any]:
+    def hook(
+        self, payload: dict[str, Any], install: str | None = None, tool: str = TOOL
+    ) -> dict[str, Any]:
         """One mcp_tool hook call, as Claude Code makes it: the tool result."""
         arguments = filled(payload, install or self.install)
-        answer = self.request("tools/call", {"name": "hook", "arguments": arguments})
+        answer = self.request("tools/call", {"name": tool, "arguments": arguments})
         result: dict[str, Any] = answer["result"]
         return result
 
     def call(self, arguments: dict[str, object]) -> dict[str, Any]:
         """A hook call with arguments as given (already filled in)."""
-        answer = self.request("tools/call", {"name": "hook", "arguments": arguments})
+        answer = self.request("tools/call", {"name": TOOL, "arguments": arguments})
         result: dict[str, Any] = answer["result"]
         return result
 
@@ -228,8 +231,10 @@ def test_the_handshake_lists_no_tool_and_answers_each_request_in_turn(project: P
         other = server.request("initialize", {"protocolVersion": "1999-01-01"})["result"]
         assert other["protocolVersion"] in mcp_transport.PROTOCOLS
 
-        # the model is offered nothing: `hook` is for hooks only
+        # the model is offered nothing: the tool is for hooks only, and named so (Claude Code
+        # lists it among the tools used in a compaction's summary)
         assert server.request("tools/list")["result"] == {"tools": []}
+        assert TOOL == mcp_transport.HOOK_TOOL == "called_by_claude_code_not_the_model"
         unknown = server.request("tools/call", {"name": "Bash", "arguments": {"command": "ls"}})
         assert unknown["result"]["isError"] is True
         assert "Bash" in text_of(unknown["result"])
@@ -466,6 +471,27 @@ def test_a_conflict_warning_comes_back_as_the_command_hook_gives_it(tmp_path: Pa
     assert query(by_server, claims) == query(by_command, claims) == [(AGENT, "hello.py", 1)]
 
 
+def test_the_hooks_of_an_earlier_install_still_call_the_tool_by_its_old_name(
+    project: Path,
+) -> None:
+    """Hooks written before the tool was renamed call `hook`: served the same until `install`
+    writes them again (an upgrade in place keeps the settings as they were)."""
+    start_session(project)
+    with Server(project) as server:
+        server.initialize()
+        for name in ("PreToolUse.Write", "PostToolUse.Write"):
+            result = server.hook(fixture(name, project), tool="hook")
+            assert "isError" not in result, result
+        other = server.hook(fixture("PreToolUse.Bash", project), tool="hooks")
+        assert other["isError"] is True and "'hooks'" in text_of(other)
+        assert server.close() == 0
+    assert audit(project) == [
+        ("SessionStart", "stored", "process"),
+        ("PreToolUse", "stored", "mcp"),
+        ("PostToolUse", "stored", "mcp"),
+    ]
+
+
 # --- 4. refusals and switches -----------------------------------------------------------------
 
 
@@ -478,7 +504,7 @@ def test_a_call_written_by_another_install_is_refused_and_logged(project: Path) 
         assert result["isError"] is True
         assert "another install" in text_of(result) and elsewhere in text_of(result)
         # an argument-less call (no install named) is refused the same way
-        bare = server.request("tools/call", {"name": "hook", "arguments": {}})["result"]
+        bare = server.request("tools/call", {"name": TOOL, "arguments": {}})["result"]
         assert bare["isError"] is True
         assert server.close() == 0
     assert query(project, "SELECT hook_event_name FROM events") == [("SessionStart",)]
@@ -592,7 +618,7 @@ def test_a_line_over_the_cap_is_skipped_and_logged(project: Path, tmp_path: Path
         long["tool_input"]["content"] = "x" * (3 * cap)
         arguments = filled(long, PACKAGE)
         call = {"jsonrpc": "2.0", "id": 50, "method": "tools/call"}
-        call["params"] = {"name": "hook", "arguments": arguments}
+        call["params"] = {"name": TOOL, "arguments": arguments}
         server.send(call)
         # no answer for it: the next line answers the ping
         assert server.request("ping", ident=51)["result"] == {}
@@ -671,7 +697,7 @@ def test_fifty_calls_sent_at_once_are_all_answered_and_recorded(project: Path) -
             payload = fixture("PreToolUse.Bash", project) | {"tool_use_id": f"toolu_burst{n:02}"}
             payload["tool_input"] = {"command": f"echo {n}", "description": f"step {n}"}
             message = {"jsonrpc": "2.0", "id": 1000 + n, "method": "tools/call"}
-            message["params"] = {"name": "hook", "arguments": filled(payload, PACKAGE)}
+            message["params"] = {"name": TOOL, "arguments": filled(payload, PACKAGE)}
             batch += json.dumps(message).encode() + b"\n"
         server.write(batch)  # back to back, no answer awaited
         answers = [server.answer() for _ in range(calls)]

@@ -16,6 +16,7 @@ import pytest
 from conftest import PYTHON, hook_env, run_cli
 from test_e2e_claude import claude_binary
 
+from claude_session.runtime import mcp_transport
 from claude_session.services import installer, mcp_install
 
 SERVER = installer.HOOK_SERVER
@@ -122,7 +123,7 @@ def test_install_with_the_mcp_transport_writes_mcp_tool_hooks_and_registers_the_
         assert len(ours) == 1, event
         if event in installer.MCP_EVENTS:
             assert ours[0] == installer.mcp_handler(event)
-            assert ours[0]["server"] == SERVER and ours[0]["tool"] == "hook"
+            assert ours[0]["server"] == SERVER and ours[0]["tool"] == mcp_transport.HOOK_TOOL
             assert ours[0]["input"]["claude_session_install"] == installer.package_folder()
         else:
             assert ours[0]["type"] == "command", event

@@ -4,8 +4,11 @@ running, instead of a Python process started per event.
 Claude Code starts this server itself, as a stdio MCP server of the session (`install`
 registers it as `claude-session-hooks`, local scope), so it is a child of the very `claude`
 process and private to it: no port another user could take, no proxy in between, no secret to
-leak. Each hook calls its tool `hook`, which the server never lists: the model is offered no
-such tool and cannot call it; only a hook can (Claude Code calls a hook's tool by name).
+leak. Each hook calls its tool HOOK_TOOL, which the server never lists: the model is offered
+no such tool and cannot call it; only a hook can (Claude Code calls a hook's tool by name).
+Its name says so because Claude Code still shows it to the model: from the first mcp_tool hook
+on, the session's list of tools used holds `mcp__claude-session-hooks__<tool>`, and a
+compaction's summary lists them all (docs/limitations.md).
 
 A call is the payload's fields (core/hook_fields.py); the server puts the payload back
 together and runs `hookrt.process` on it, the same work a hook process does, on connections
@@ -36,7 +39,9 @@ if TYPE_CHECKING:
     from .connections import Connections
 
 NAME = "claude-session-hooks"
-HOOK_TOOL = "hook"
+# Listed to the model after a compaction as a tool used: the name says whose it is.
+HOOK_TOOL = "called_by_claude_code_not_the_model"
+LEGACY_TOOLS = ("hook",)  # what the hooks of an earlier install call, until install runs again
 PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a payload past the hook's own cap (32 MB) is no event
 WORKERS = 8  # hooks applied at once: a judge on Stop must not hold up a subagent's PreToolUse
@@ -132,8 +137,8 @@ class HookServer:
         elif method == "ping":
             self._reply(ident, {})
         elif method == "tools/list":
-            self._reply(ident, {"tools": []})  # `hook` is for hooks only: never offered
-        elif method == "tools/call" and params.get("name") == HOOK_TOOL:
+            self._reply(ident, {"tools": []})  # HOOK_TOOL is for hooks only: never offered
+        elif method == "tools/call" and params.get("name") in (HOOK_TOOL, *LEGACY_TOOLS):
             arguments = params.get("arguments")
             arguments = arguments if isinstance(arguments, dict) else {}
             self.calls.put((ident, arguments, received_at, clock))

@@ -57,7 +57,10 @@ DEFAULT_TIMEOUT = 10
 # event to the project's resident process when one runs).
 TRANSPORTS = ("mcp", "command")
 HOOK_SERVER = "claude-session-hooks"  # the MCP server's name, as `install` registers it
-HOOK_TOOL = "hook"
+# The hook server's tool (runtime/mcp_transport.HOOK_TOOL): never offered to the model, but
+# Claude Code lists every mcp_tool hook's tool among the tools used in a compaction's summary,
+# so its name says it is not the model's.
+HOOK_TOOL = "called_by_claude_code_not_the_model"
 # The events the hook server carries: those of a running session. The rest stay commands:
 # SessionStart and Setup (Claude Code gives an mcp_tool hook there no MCP client, checked in
 # 2.1.330), SessionEnd (the server is gone by then), InstructionsLoaded and DirectoryAdded
