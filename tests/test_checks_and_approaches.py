@@ -95,7 +95,7 @@ def test_a_failing_check_is_an_error_to_rerun_and_never_a_failed_path(project: P
     assert text is not None
     assert "do not repeat" not in text and "Failed approaches" not in text
     assert CHECK not in section(text, "Open errors (not yet fixed)")
-    rerun = section(text, "Checks to re-run: files changed since they last failed")
+    rerun = section(text, "To re-run: files they depend on changed since they last failed")
     line = next(x for x in rerun.splitlines() if CHECK in x)
     assert "failed 3 times [test]" in line
     assert f"calc.py changed since by subagent {SUBAGENT} (Edit); re-run to confirm" in line

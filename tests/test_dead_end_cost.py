@@ -154,7 +154,8 @@ def test_each_dead_end_carries_its_tokens_and_cost(
     # a ladder climbed three times (a failed path at the third), never fixed: [100, ...)
     for t in (100, 120, 140):
         s.at(t).bash(STUCK, "never_there")
-    # turn 2, an approach recorded by hand while it runs: the turn up to then, [300, 330]
+    # turn 2, an approach recorded by hand while it runs: no window (its failures are not
+    # known; the turn it happened to be recorded in says nothing of what it cost)
     s.at(300).send("UserPromptSubmit", prompt="try another way", prompt_id=PROMPT_2)
     by_hand = ladder.add_failed_path(
         recorder.conn, SESSION, "vendoring the module", "same import error", None,
@@ -180,8 +181,8 @@ def test_each_dead_end_carries_its_tokens_and_cost(
     assert f"last_try'; 1 attempt, {k('m11', 'm12')} tokens, ${cost('m11', 'm12'):.2f}" in text
     path = f"{k('m5', 's1', 'm6')} tokens, ${cost('m5', 's1', 'm6'):.2f}"
     assert f"3 attempts, {path}" in text
-    hand = f"{k('m8', 'm9')} tokens, ${cost('m8', 'm9'):.2f}"
-    assert f"same import error; {hand} in the turn it was recorded in" in text
+    after = text.split("vendoring the module; failed because: same import error")[1]
+    assert not after.startswith(";")  # no figure: nothing says what it cost
 
     # The session ends: what was open is abandoned at 500; nothing after counts.
     s.at(500).send("SessionEnd", reason="other")
@@ -201,10 +202,9 @@ def test_each_dead_end_carries_its_tokens_and_cost(
     assert (auto["tokens"], auto["cost_usd"]) == (tokens("m5", "s1", "m6"), pytest.approx(
         cost("m5", "s1", "m6")
     ))  # fmt: skip
-    assert paths[by_hand]["tokens"] == tokens("m8", "m9")
-    assert paths[by_hand]["cost_usd"] == pytest.approx(cost("m8", "m9"))
+    assert (paths[by_hand]["tokens"], paths[by_hand]["cost_usd"]) == (None, None)
     table = cli(project, config, "failed-paths", "--wide")
-    assert "cost" in table and "tokens" in table and f"${cost('m8', 'm9'):.4f}" in table
+    assert "cost" in table and "tokens" in table and f"${cost('m5', 's1', 'm6'):.4f}" in table
 
     # The next session is told what the last one left open, and what it cost.
     restored = context.for_new_session(recorder.conn, "next-session", "startup", T0 + 600)

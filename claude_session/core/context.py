@@ -12,7 +12,7 @@ import time
 import apsw
 
 from .db import rows
-from .errors import gist, is_check
+from .errors import depends_on, gist, is_check
 from .figures import token_count
 from .quote import for_model
 from .readings import (
@@ -51,23 +51,66 @@ CHANGED_SINCE_SQL = (
 )
 
 
+# The same for the files one failure depends on (errors.depends_on): a claim on one of them,
+# by its project-relative path or as the end of a path the command named.
+CHANGED_FILES_SINCE_SQL = (
+    "SELECT c.file_path, c.agent_id, c.session_id, c.operation, c.last_touched_at"
+    " FROM sessions s INDEXED BY sessions_activity JOIN file_claims c INDEXED BY"
+    " file_claims_agent ON c.session_id = s.session_id"
+    " WHERE s.last_activity_at > ?1 - 2 AND c.last_touched_at > ?1 AND EXISTS (SELECT 1 FROM"
+    " json_each(?2) j WHERE j.value = c.file_path OR (length(j.value) > length(c.file_path)"
+    " AND substr(j.value, -length(c.file_path) - 1) = '/' || c.file_path))"
+    " ORDER BY c.last_touched_at DESC LIMIT 4"
+)
+
+
+def changed_since(
+    conn: apsw.Connection, last: "Any", check: bool, file_path: "Any", command: "Any"
+) -> "list[dict[str, Any]]":
+    """The files changed, by any agent of any session, after a failure at `last`: for a check
+    (a test, build, lint or type check concerns the project's code as a whole) any file, the
+    file its output named first; for any other command the files it depends on (the file at
+    fault, the files it names). Then it is not known to fail still, only to be re-run."""
+    if not isinstance(last, int | float):
+        return []
+    if check:
+        changed = rows(conn, CHANGED_SINCE_SQL, (last,))
+        changed.sort(key=lambda c: c["file_path"] != file_path)
+        return changed
+    files = depends_on(file_path, command)
+    if not files:
+        return []
+    import json  # only when a failure's files are looked for
+
+    return rows(conn, CHANGED_FILES_SINCE_SQL, (last, json.dumps(files)))
+
+
 def with_changes_since(
     conn: apsw.Connection, errors: "list[dict[str, Any]]"
 ) -> "list[dict[str, Any]]":
-    """Each open check (a test, build, lint or type check command) with the files changed in
-    the project after its last failure, if any: then it is not known to fail still, only to be
-    re-run. A check concerns the project's code as a whole (a test fails for the code it
-    tests), so any file changed anywhere counts; the file its output named comes first."""
+    """Each open error with the files changed after its last failure that it depends on (see
+    `changed_since`), whatever class the classifier gave it."""
     for error in errors:
-        if not is_check(error.get("error_category"), error.get("command")):
-            continue
-        last = error.get("last_at")
-        if not isinstance(last, int | float):
-            continue
-        changed = rows(conn, CHANGED_SINCE_SQL, (last,))
-        changed.sort(key=lambda c: c["file_path"] != error.get("file_path"))
-        error["changed_since"] = changed
+        check = is_check(error.get("error_category"), error.get("command"))
+        changed = changed_since(
+            conn, error.get("last_at"), check, error.get("file_path"), error.get("command")
+        )
+        if changed:
+            error["changed_since"] = changed
     return errors
+
+
+def failed_paths_changed(
+    conn: apsw.Connection, paths: "list[dict[str, Any]]"
+) -> "list[dict[str, Any]]":
+    """Each failed approach with the files it depends on that changed after its last failure:
+    such a one is no dead end any more, only something to re-run (never "do not repeat")."""
+    for path in paths:
+        last = path.get("last_failed_at") or path.get("created_at")
+        changed = changed_since(conn, last, False, path.get("file_path"), path.get("approach"))
+        if changed:
+            path["changed_since"] = changed
+    return paths
 
 
 def with_spending(
@@ -99,6 +142,7 @@ def for_compaction(conn: apsw.Connection, session_id: str, now: float) -> str:
     state["errors"] = with_changes_since(
         conn, open_errors(conn, session_id, include_abandoned=True)
     )
+    state["failed_paths"] = failed_paths_changed(conn, state["failed_paths"])
     with_spending(conn, session_id, state, include_abandoned=True)
     state["finished"] = finished_agents(conn, session_id)
     snapshot = latest_snapshot(conn, session_id)
@@ -126,7 +170,9 @@ def for_new_session(
             (session_id,),
         )
         previous = str(found[0]["session_id"]) if found else None
-    state: dict[str, Any] = {"failed_paths": failed_paths(conn, now, previous)}
+    state: dict[str, Any] = {
+        "failed_paths": failed_paths_changed(conn, failed_paths(conn, now, previous))
+    }
     state["crashed"] = crashed_sessions(conn, session_id, now)
     state["beside"] = sessions_beside(conn, session_id)
     if previous:
@@ -236,16 +282,18 @@ def render(state: "dict[str, Any]", intro: str, cap: int = CONTEXT_CAP) -> str:
     """Priority-ordered sections within `cap` characters, clearly marked as recorded state."""
     now = state.get("gathered_at") or time.time()
     errors = state.get("errors") or []
+    paths = state.get("failed_paths") or []
     sections: list[tuple[str, list[str]]] = [
         ("Task (latest user prompts, oldest first)", [_task(p) for p in state.get("task") or []]),
         (
             "Failed approaches: do not repeat these",
-            [_failed(f) for f in state.get("failed_paths") or []],
+            [_failed(f) for f in paths if not f.get("changed_since")],
         ),
         ("Open errors (not yet fixed)", [_error(e) for e in errors if _kind(e) == "open"]),
         (
-            "Checks to re-run: files changed since they last failed",
-            [_rerun(e) for e in errors if _kind(e) == "rerun"],
+            "To re-run: files they depend on changed since they last failed",
+            [_rerun(e) for e in errors if _kind(e) == "rerun"]
+            + [_rerun_path(f) for f in paths if f.get("changed_since")],
         ),
         (
             "Abandoned errors: left unfixed when their session ended",
@@ -332,21 +380,34 @@ def _ended(error: "dict[str, Any]") -> str:
 def _rerun(error: "dict[str, Any]") -> str:
     """Not "still failing": the code changed after the last failure and nobody re-ran it."""
     what = _one_line(error["command"] or error["signature"])
-    changes = []
-    for change in error["changed_since"]:
-        agent = change["agent_id"]
-        who = "the main thread" if agent == "main" else f"subagent {agent}"
-        if change["session_id"] != error.get("session_id"):
-            who += f" of session {change['session_id']}"
-        changes.append((change["file_path"], f"by {who} ({change['operation'] or 'edit'})"))
-    (path, by), *rest = changes
     line = (
         f"- `{what}` failed {error['attempts']} times [{error['error_category']}]:"
-        f" {gist(error['error_message'] or '')}; {path} changed since {by}"
+        f" {gist(error['error_message'] or '')}; {_changes(error['changed_since'], error)}"
     )
-    line += "".join(f", {other} {other_by}" for other, other_by in rest)
     line += _spent(error) + "; re-run to confirm"
     return line + (f" ({_ended(error)})" if _was_abandoned(error) else "")
+
+
+def _rerun_path(path: "dict[str, Any]") -> str:
+    """A failed approach whose files changed since: to try again, not to avoid."""
+    why = _one_line(path["reason_failed"])
+    return (
+        f"- {_one_line(path['approach'])} failed: {why};"
+        f" {_changes(path['changed_since'], path)}{_spent(path)}; re-run to confirm"
+    )
+
+
+def _changes(changed: "list[dict[str, Any]]", failure: "dict[str, Any]") -> str:
+    """`a.py changed since by subagent X (Edit), b.py by the main thread (Write)`."""
+    parts = []
+    for change in changed:
+        agent = change["agent_id"]
+        who = "the main thread" if agent == "main" else f"subagent {agent}"
+        if change["session_id"] != failure.get("session_id"):
+            who += f" of session {change['session_id']}"
+        parts.append((change["file_path"], f"by {who} ({change['operation'] or 'edit'})"))
+    (first, by), *rest = parts
+    return f"{first} changed since {by}" + "".join(f", {other} {o_by}" for other, o_by in rest)
 
 
 def _spent(item: "dict[str, Any]") -> str:
@@ -360,7 +421,7 @@ def _spent(item: "dict[str, Any]") -> str:
     attempts = spent.get("attempts")
     if isinstance(attempts, int):
         return f"; {attempts} attempt{'s' if attempts != 1 else ''}, " + ", ".join(parts)
-    return "; " + ", ".join(parts) + " in the turn it was recorded in"
+    return "; " + ", ".join(parts)
 
 
 def _dollars(value: float) -> str:

@@ -6,6 +6,7 @@ to import `re` and compile patterns.
 
 ERROR_TEXT_CAP = 2000
 _SEPARATORS = str.maketrans({c: " " for c in "/;&|()`'\""})
+_WORD_SEPARATORS = str.maketrans({c: " " for c in ";&|()`'\",:"})
 
 # (category, words that mark a command of that kind), first match wins.
 _COMMAND_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -228,6 +229,28 @@ def _is_path(text: str) -> bool:
     name = text.rsplit("/", 1)[-1]
     stem, dot, ext = name.rpartition(".")
     return bool(stem and dot and 1 <= len(ext) <= 5 and ext.isalnum()) and set(text) <= _PATH_CHARS
+
+
+def named_files(command: object) -> list[str]:
+    """The files a shell command names (words that look like a path with an extension,
+    quotes and redirections aside), each once, in order: what it reads or checks."""
+    if not isinstance(command, str):
+        return []
+    found: list[str] = []
+    for word in command.translate(_WORD_SEPARATORS).split():
+        word = word.lstrip("<>").removeprefix("./")
+        if "=" in word:  # --config=setup.cfg, PYTHONPATH=src
+            word = word.rsplit("=", 1)[1]
+        if word and not word.startswith("-") and _is_path(word) and word not in found:
+            found.append(word)
+    return found[:20]
+
+
+def depends_on(file_path: object, command: object) -> list[str]:
+    """The files a failure depends on: the file at fault and the files its command names.
+    A change to one of them after the failure means it may pass now."""
+    files = [file_path] if isinstance(file_path, str) and file_path else []
+    return list(dict.fromkeys([*files, *named_files(command)]))
 
 
 def _in_site(path: str) -> bool:

@@ -183,9 +183,12 @@ def _short(text: object, limit: int = 60) -> str:
 
 
 def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) -> int:
-    """A success of a command or file that had failed: its open entries are auto_fixed. A
-    check's entries are also fixed in the other sessions that ran it lately (abandoned ones
-    too): whoever runs it, the check passing is what says the work is right now."""
+    """An error is judged by what happened next. A success of a command or file that had
+    failed resolves its open entries (auto_fixed), whichever agent of the session ran it; a
+    check (test, build, lint, type check) that passes over every file a failed command named
+    resolves that one too; a check's entries are also fixed in the other sessions that ran it
+    lately (abandoned ones too): whoever runs it, the check passing is what says the work is
+    right now. The failed approaches recorded on a resolved ladder stop being dead ends."""
     here = conn.execute(
         f"SELECT 1 FROM error_log WHERE session_id = ? AND {OPEN} LIMIT 1", (ev.session_id,)
     ).fetchall()
@@ -203,7 +206,7 @@ def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) 
     file_path = relative_to_root(root, target) if target else None
     signature = errors.signature(tool, command, file_path, "")
     ladders: list[tuple[Any, ...]] = []
-    fixed = 0
+    resolved: list[tuple[str, str]] = []  # (session, ladder key)
     if here:
         ladder = conn.execute(
             "SELECT ?1, max(attempt_number), min(occurred_at), error_message, error_category,"
@@ -211,13 +214,12 @@ def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) 
             " AND interrupted = 0",
             (ev.session_id, signature),
         ).fetchall()[0]
-        conn.execute(
-            "UPDATE error_log SET resolution = 'auto_fixed', resolved_at = ?3"
-            f" WHERE session_id = ?1 AND signature = ?2 AND {OPEN}",
-            (ev.session_id, signature, now),
+        resolved += _fix(
+            conn, "session_id = ?1 AND signature = ?2", (ev.session_id, signature), now
         )
-        fixed += conn.changes()
         ladders.append(ladder)
+        if command and errors.category(command, "") in errors.CHECKS:
+            resolved += _fix_checked_files(conn, ev.session_id, root, command, now)
     if elsewhere:
         found = conn.execute(
             "SELECT e.session_id, max(e.attempt_number), min(e.occurred_at), e.error_message,"
@@ -226,18 +228,62 @@ def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) 
             (ev.session_id, since, signature),
         ).fetchall()
         for ladder in found:
-            conn.execute(
-                "UPDATE error_log SET resolution = 'auto_fixed', resolved_at = ?3"
-                f" WHERE session_id = ?1 AND signature = ?2 AND {CHECK} AND {UNFIXED}",
-                (ladder[0], signature, now),
+            resolved += _fix(
+                conn,
+                f"session_id = ?1 AND signature = ?2 AND {CHECK} AND {UNFIXED}",
+                (ladder[0], signature),
+                now,
             )
-            fixed += conn.changes()
             ladders.append(ladder)
+    for session, key in set(resolved):
+        conn.execute(
+            "UPDATE failed_paths SET still_relevant = 0 WHERE session_id = ?1"
+            " AND still_relevant = 1 AND instr(coalesce(context, ''), '; ladder ' || ?2 || '; ')",
+            (session, key),
+        )
     # One learning for the longest ladder it resolved after two or more failures.
     tried = [ladder for ladder in ladders if isinstance(ladder[1], int) and ladder[1] >= 2]
     if tried:
         _learn(conn, ev, root, now, signature, max(tried, key=lambda ladder: ladder[1]))
-    return fixed
+    return len(resolved)
+
+
+def _fix(
+    conn: apsw.Connection, where: str, params: "tuple[Any, ...]", now: float
+) -> "list[tuple[str, str]]":
+    """Resolve the entries `where` selects as auto_fixed: their (session, ladder key)s."""
+    found = conn.execute(
+        f"UPDATE error_log SET resolution = 'auto_fixed', resolved_at = ?{len(params) + 1}"
+        f" WHERE {where} AND {UNFIXED} RETURNING session_id, ladder_key",
+        (*params, now),
+    ).fetchall()
+    return [(as_text(session), as_text(key)) for session, key in found]
+
+
+def _fix_checked_files(
+    conn: apsw.Connection, session_id: str, root: str, command: str, now: float
+) -> "list[tuple[str, str]]":
+    """A passing check resolves the session's open ladders whose failed command named only
+    files it checks too (or, naming none, whose file at fault it names)."""
+    from .errors import named_files
+
+    def files_of(text: object) -> set[str]:
+        return {relative_to_root(root, f) if f.startswith("/") else f for f in named_files(text)}
+
+    checked = files_of(command)
+    if not checked:
+        return []
+    found = conn.execute(
+        "SELECT ladder_key, command, file_path FROM error_log WHERE session_id = ?1"
+        f" AND {OPEN} AND interrupted = 0 GROUP BY ladder_key",
+        (session_id,),
+    ).fetchall()
+    out: list[tuple[str, str]] = []
+    for key, failed, at_fault in found:
+        files = files_of(failed) or ({as_text(at_fault)} if at_fault else set())
+        if files and files <= checked:
+            out += _fix(conn, "session_id = ?1 AND ladder_key = ?2", (session_id, key), now)
+    return out
 
 
 def _learn(

@@ -119,7 +119,11 @@ def failed_paths(
     files it changed first, then the rest of the project's, newest first."""
     return rows(
         conn,
-        "SELECT id, approach, reason_failed, file_path, created_at FROM failed_paths f"
+        "SELECT id, approach, reason_failed, file_path, created_at, session_id,"
+        # its ladder's latest failure (the context names the ladder: "...; ladder <key>; ")
+        " (SELECT max(x.occurred_at) FROM error_log x WHERE x.session_id = f.session_id"
+        "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
+        "  AS last_failed_at FROM failed_paths f"
         " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
         f" AND NOT {LEGACY_CHECK_PATH}"
         " ORDER BY (f.session_id = ?2) DESC,"
@@ -211,9 +215,9 @@ def crashed_sessions(conn: apsw.Connection, session_id: str, now: float) -> "lis
 # - a failed path recorded at a third failure (its context names the ladder, its time is that
 #   failure's): from the first failure of that climb until it was recorded, the approach then
 #   known dead (what came after is the error's: research, another approach).
-# - a failed path recorded by hand: its first failure is not known, so the turn it was
-#   recorded in, from the turn's start until the path was recorded (or the turn ended, if that
-#   came first: recorded from a terminal after the turn).
+# - a failed path recorded by hand: no window. Its failures are not known, and the turn it
+#   happened to be recorded in (from a terminal, after the session, say) says nothing of what
+#   it cost.
 #
 # A session none of whose usage was read has no figure (NULL), never 0: its cost is unknown.
 
@@ -255,23 +259,14 @@ _FAILED_FROM = (
     " AND x.occurred_at = f.created_at AND x.interrupted = 0"
     " AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
 )
-# The turn a failed path was recorded in: its session's latest started by then.
-_FAILED_TURN = (
-    "(SELECT y.id FROM turns y WHERE y.session_id = f.session_id AND y.started_at <= f.created_at"
-    " ORDER BY y.started_at DESC LIMIT 1)"
-)
 # FROM and result columns for a failed_paths row `f`: attempts (the failures its ladder had,
-# when it came from one), spent_from, spent_to.
-FAILED_PATH_WINDOW_FROM = (
-    f" FROM failed_paths f LEFT JOIN error_log e ON e.id = {_FAILED_FROM}"
-    f" LEFT JOIN turns t ON t.id = {_FAILED_TURN}"
-)
+# when it came from one), spent_from, spent_to (both NULL for one recorded by hand).
+FAILED_PATH_WINDOW_FROM = f" FROM failed_paths f LEFT JOIN error_log e ON e.id = {_FAILED_FROM}"
 FAILED_PATH_WINDOW = (
     "e.attempt_number AS attempts,"
     " CASE WHEN e.id IS NOT NULL THEN (SELECT y.occurred_at FROM error_log y WHERE y.id ="
-    f" coalesce({_climb_start_id('e')}, e.id)) ELSE t.started_at END AS spent_from,"
-    " CASE WHEN e.id IS NOT NULL THEN f.created_at"
-    " ELSE min(f.created_at, coalesce(t.ended_at, f.created_at)) END AS spent_to"
+    f" coalesce({_climb_start_id('e')}, e.id)) END AS spent_from,"
+    " CASE WHEN e.id IS NOT NULL THEN f.created_at END AS spent_to"
 )
 
 

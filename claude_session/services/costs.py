@@ -516,10 +516,11 @@ def dead_ends(
     total: float | None = None,
 ) -> dict[str, Any] | None:
     """What the session spent on dead ends: the climbs of its error ladders that were never
-    fixed (abandoned, or still open) and its failed approaches, each over its window (see
-    core/readings.py: from the first failure until the fix, the abandonment or now; a failed
-    approach until it was recorded). A response inside several windows counts once. `total`:
-    the session's cost, for the share. None when none of the session's usage was read."""
+    fixed (abandoned, or still open) and its failed approaches not resolved since, each over
+    its window (see core/readings.py: from the first failure until the fix, the abandonment or
+    now; a failed approach until it was recorded; one recorded by hand has none). A response
+    inside several windows counts once. `total`: the session's cost, for the share. None when
+    none of the session's usage was read."""
     messages = db.rows(
         conn,
         f"SELECT m.at, {TOKEN_SUM} AS tokens, m.cost_usd FROM message_usage m"
@@ -541,13 +542,13 @@ def dead_ends(
     paths = db.rows(
         conn,
         f"SELECT {readings.FAILED_PATH_WINDOW}{readings.FAILED_PATH_WINDOW_FROM}"
-        " WHERE f.session_id = ?",
+        " WHERE f.session_id = ? AND f.still_relevant = 1",  # a resolved one was no dead end
         (session_id,),
     )
-    paths = [p for p in paths if p["spent_from"] is not None]
     windows = [
         (float(w["spent_from"]), float("inf") if w["spent_to"] is None else float(w["spent_to"]))
         for w in [*climbs, *paths]
+        if w["spent_from"] is not None
     ]
     inside = [
         m
