@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, query, wait_for
+from conftest import WheelInstall, capture_lock, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, claude_env, run_claude
 
@@ -217,3 +219,118 @@ def test_real_session_timeline_diff_revert_undo_and_fork(
     # The user's own repository: no ref, no stash, no object written by any of this.
     assert (git(project, "for-each-ref"), git(project, "stash", "list")) == user_repo
     assert git(project, "count-objects", "-v") == objects
+
+
+FIX = "SUBTASK-FIX: fix add() in calc.py"
+BUG = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+
+
+class WriteThenFix:
+    """Main: Write calc.py, an Agent whose subagent Edits it, then Write notes.txt. In the
+    background, notes.txt is written while the subagent's Edit runs (held by a slow PreToolUse
+    hook of the user's): the main thread's frame falls between the Edit's start and its end."""
+
+    def __init__(self, project: Path, background: bool) -> None:
+        self.project = project
+        self.background = background
+        self.edit_sent = threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        messages = body.get("messages") or []
+        calc = str(self.project / "calc.py")
+        if _has_prompt(messages, FIX):
+            if any(b.get("type") == "tool_result" for b in _blocks(messages)):
+                return [text("fixed add()")]
+            self.edit_sent.set()
+            return [tool("Edit", file_path=calc, old_string="a - b", new_string="a + b")]
+        used = [b["name"] for b in _blocks(messages) if b.get("type") == "tool_use"]
+        if len(used) == 2:  # the Agent call is back (at once, in the background)
+            assert self.edit_sent.wait(60)
+            time.sleep(0.5)  # the Edit's PreToolUse has run; the slow hook still holds it
+        plan = [
+            tool("Write", file_path=calc, content=BUG),
+            tool(
+                "Agent",
+                description="fix add",
+                prompt=FIX,
+                subagent_type="general-purpose",
+                run_in_background=self.background,
+            ),
+            tool("Write", file_path=str(self.project / "notes.txt"), content="notes\n"),
+        ]
+        return [plan[len(used)]] if len(used) < len(plan) else [text("Done.")]
+
+
+@pytest.mark.parametrize("background", [True, False], ids=["background", "foreground"])
+def test_real_subagent_edit_is_its_own_frame_to_diff_and_revert(
+    tmp_path: Path, wheel_install: WheelInstall, background: bool
+) -> None:
+    """The main thread writes calc.py, a subagent fixes it: the subagent's Edit frame holds
+    exactly the fix, revert to the frame before brings the main thread's calc.py back, and
+    `revert --undo` the fix. The captures run only after the session (held by the test, as a
+    capture that is behind on a large project), so every frame's snapshot is built late."""
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    git(project, "init", "-q")
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
+    settings_path = project / ".claude" / "settings.local.json"
+    settings = json.loads(settings_path.read_text())
+    slow = {"matcher": "Edit", "hooks": [{"type": "command", "command": "sleep 3"}]}
+    settings["hooks"]["PreToolUse"].append(slow)
+    settings_path.write_text(json.dumps(settings, indent=2))
+    lock = capture_lock(project)
+    try:
+        with FakeAnthropic(WriteThenFix(project, background)) as api:
+            run_claude(binary, project, home, api, "TASK-FIX: write calc.py and have it fixed")
+    finally:
+        os.close(lock)
+        daemon_control.stop(str(project))
+    assert (project / "calc.py").read_text() == FIXED
+    after = files_of(project)
+    subprocess.run(
+        [wheel_install.python, "-m", "claude_session.services.capture", str(project)], check=True
+    )
+    assert not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'")
+
+    def cli(*args: str) -> Any:
+        done = subprocess.run(
+            [wheel_install.cli, "--project", str(project), *args, "--json"],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    session = query(project, "SELECT session_id FROM turns")[0][0]
+    frames = cli("timeline", session)["frames"]
+    agent = query(project, "SELECT id FROM agent_registry WHERE is_main = 0 AND is_internal = 0")
+    edit = next(f for f in frames if f["kind"] == "tool" and f["summary"].startswith("Edit"))
+    notes = next(f for f in frames if f["kind"] == "tool" and f["files"] == ["notes.txt"])
+    assert edit["agent"] == agent[0][0] and edit["files"] == ["calc.py"]
+    assert notes["agent"] == "main"
+    # in the background, the main thread's frame came while the Edit ran: between the two
+    assert (notes["frame"] < edit["frame"]) is background
+    before = edit["frame"] - 1
+    diff = cli("diff", f"{session}:{before}", f"{session}:{edit['frame']}")
+    assert [s["path"] for s in diff["files"]["stat"]] == ["calc.py"]
+    assert "-    return a - b\n+    return a + b" in diff["files"]["diff"]
+    diff = cli("diff", f"{session}:{notes['frame'] - 1}", f"{session}:{notes['frame']}")
+    assert [s["path"] for s in diff["files"]["stat"]] == ["notes.txt"]
+
+    done = cli("revert", f"{session}:{before}", "--yes")
+    later = [] if background else [("deleted", "notes.txt")]  # written after the fix
+    assert sorted((d["action"], d["path"]) for d in done["done"]) == [
+        *later,
+        ("restored", "calc.py"),
+    ]
+    expected = {**after, "calc.py": BUG.encode()}
+    assert files_of(project) == {
+        p: b for p, b in expected.items() if background or p != "notes.txt"
+    }
+    cli("revert", "--undo", "--yes")
+    assert files_of(project) == after

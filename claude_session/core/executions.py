@@ -72,6 +72,35 @@ def snapshot_pending(conn: apsw.Connection) -> bool:
     return bool(conn.execute("SELECT 1 FROM vcs_tags WHERE status = 'pending' LIMIT 1").fetchall())
 
 
+# An agent not heard of for this long is taken to be gone (a session that never ended): it no
+# longer makes every tool keep its files for the frames committed beside it.
+LIVE_SECONDS = 3600.0
+
+
+def others_live(conn: apsw.Connection, agent_id: str, now: float) -> bool:
+    """Another agent of the project (the main thread, a subagent, another session) is running:
+    it may commit a frame while a tool of `agent_id` runs, and that frame's snapshot must not
+    take the tool's changes (services/before_images.py)."""
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM agent_registry WHERE status = 'running' AND last_seen_at > ?2"
+            " AND id != ?1 AND is_internal = 0 LIMIT 1",
+            (agent_id, now - LIVE_SECONDS),
+        ).fetchall()
+    )
+
+
+def tool_ends(conn: apsw.Connection, tool_use_ids: "list[str]") -> "dict[str, float | None]":
+    """When each of these tool calls ended (its PostToolUse or PostToolUseFailure, the moment
+    its frame was committed), None while it runs; a call never seen is left out."""
+    found = conn.execute(
+        "SELECT tool_use_id, ended_at FROM tool_calls WHERE tool_use_id IN"
+        " (SELECT value FROM json_each(?1))",
+        ("[" + ",".join('"' + i + '"' for i in tool_use_ids) + "]",),
+    ).fetchall()
+    return {str(i): float(e) if isinstance(e, int | float) else None for i, e in found}
+
+
 def track(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     """Keep the execution tables current for one stored event."""
     name = ev.name

@@ -146,12 +146,18 @@ def start_daemon(ctx: Context) -> None:
 def answer_pre_tool_use(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
 ) -> "dict[str, Any] | None":
-    """Before a tool that can change files while a snapshot is still pending: keep what it will
-    change, never wait (services/before_images.py). Before a Write/Edit: name any other live
-    agent holding the file (warn, or deny)."""
+    """Before a tool that can change files while a snapshot is still pending, or while another
+    agent may commit a frame before this tool ends: keep what it will change, never wait
+    (services/before_images.py). Before a Write/Edit: name any other live agent holding the
+    file (warn, or deny)."""
     tool = ev.text_of("tool_name")
-    if tool not in executions.READ_ONLY_TOOLS and executions.snapshot_pending(conn):
-        _before_tool(conn, ev, ctx, tool or "tool")
+    if tool not in executions.READ_ONLY_TOOLS:
+        if executions.snapshot_pending(conn):
+            _before_tool(conn, ev, ctx, tool or "tool", True)
+        elif ctx.config.get("workspace_snapshots") is True and executions.others_live(
+            conn, ev.text_of("agent_id") or ev.session_id, ctx.now
+        ):
+            _before_tool(conn, ev, ctx, tool or "tool", False)
     if tool not in store.EDIT_TOOLS:
         return None
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
@@ -183,26 +189,31 @@ def answer_pre_tool_use(
     return _pre_tool_use({"additionalContext": text})
 
 
-def _before_tool(conn: apsw.Connection, ev: Event, ctx: Context, tool: str) -> None:
-    """The state of the files before this tool, for the snapshots still pending: the file a
-    Write/Edit names; for a tool that names none, the files the pending frames named, or a
-    marker that it may blur them; or (only where `snapshot_wait_seconds` is above 0) a wait."""
+def _before_tool(conn: apsw.Connection, ev: Event, ctx: Context, tool: str, pending: bool) -> None:
+    """The state of the files before this tool, for the snapshots still pending (`pending`)
+    and those other agents commit while it runs: the file a Write/Edit names; for a tool that
+    names none, the files the pending frames named, or a marker that it may blur them (no
+    pending frame: the marker only, for the frames committed while it runs); or (only where
+    `snapshot_wait_seconds` is above 0) a wait."""
     from ..services import before_images
 
     wait = ctx.number("snapshot_wait_seconds")
-    if tool not in store.EDIT_TOOLS and wait > 0:
+    if pending and tool not in store.EDIT_TOOLS and wait > 0:
         from ..services import capture_control
 
         capture_control.wait_for_pending(conn, ctx.root, wait)
         return
     cap = int(ctx.number("snapshot_max_file_mb") * 1024 * 1024)
+    use = ev.text_of("tool_use_id")
     try:
         if tool in store.EDIT_TOOLS:
             target = ev.text_of("file_path") or ev.text_of("notebook_path")
             if target:
-                before_images.keep(ctx.root, target, tool, ctx.now, cap)
+                before_images.keep(ctx.root, target, tool, ctx.now, cap, use=use)
+        elif pending:
+            before_images.keep_all(ctx.root, _pending_files(conn), tool, ctx.now, cap, use)
         else:
-            before_images.keep_all(ctx.root, _pending_files(conn), tool, ctx.now, cap)
+            before_images.keep(ctx.root, None, tool, ctx.now, cap, before_images.BLUR, use)
     except OSError as exc:  # the tool still runs; the frame's snapshot may then hold its change
         from ..core import log
 

@@ -17,6 +17,13 @@ its changes could land in the earlier frame's snapshot. So its PreToolUse, inste
   `blur`: the snapshots of the frames before it say they may hold part of its changes. Set
   `snapshot_wait_seconds` above 0 to have such a tool wait for the snapshot instead.
 
+A tool of one agent may also still be running when another agent (the main thread, a sibling
+subagent, another session) commits a frame: its changes belong to its own frame, committed at
+its PostToolUse, not to that one. So the same is kept when another agent is live, even with
+nothing pending (a Bash: only the marker `blur`), and each entry names its tool call
+(`tool_use_id`): the capture process puts it back into every frame committed before that tool
+call ended (tool_calls.ended_at), not only before it started.
+
 Entries live in our per-user folder for the project (never in the project), one file each,
 written under a temporary name and renamed, so the capture process never reads half of one.
 """
@@ -26,7 +33,8 @@ import stat
 
 from ..core.paths import canonical, project_state_dir
 
-MAGIC = b"claude-session-before 1"
+MAGIC = b"claude-session-before 2"  # 2: the header ends with the tool call's id
+MAGIC_1 = b"claude-session-before 1"  # written by an older version: no id
 FILE, LINK, ABSENT, LARGE, UNKNOWN = "file", "link", "absent", "large", "unknown"
 BLUR, COVER = "blur", "cover"  # markers of a tool that names no file (see above)
 KINDS = (FILE, LINK, ABSENT, LARGE, UNKNOWN, BLUR, COVER)
@@ -36,7 +44,7 @@ GRACE_SECONDS = 60.0  # kept this long after use: a frame committed a moment bef
 class Entry:
     """One kept state of one path (`path` None: a marker of a tool that names no file)."""
 
-    __slots__ = ("at", "content", "kind", "mode", "name", "path", "tool")
+    __slots__ = ("at", "content", "kind", "mode", "name", "path", "tool", "use")
 
     def __init__(
         self,
@@ -47,6 +55,7 @@ class Entry:
         path: "str | None",
         tool: str,
         content: bytes,
+        use: "str | None" = None,
     ) -> None:
         self.name = name  # the entry's file name in the folder
         self.at = at  # when the tool's PreToolUse ran (time.time())
@@ -55,21 +64,29 @@ class Entry:
         self.path = path  # relative to the project
         self.tool = tool
         self.content = content  # a file's bytes, a link's target
+        self.use = use  # the tool call's tool_use_id (None: unknown, or an older entry)
 
 
 def folder(root: str) -> str:
     return os.path.join(project_state_dir(root), "before")
 
 
-def keep_all(root: str, targets: "list[str] | None", tool: str, now: float, max_bytes: int) -> None:
+def keep_all(
+    root: str,
+    targets: "list[str] | None",
+    tool: str,
+    now: float,
+    max_bytes: int,
+    use: "str | None" = None,
+) -> None:
     """Before a tool that names no file: `targets`, the files every pending frame named
     (None: some pending frame may have changed any file), then the marker."""
     if targets is None:
-        keep(root, None, tool, now, max_bytes, BLUR)
+        keep(root, None, tool, now, max_bytes, BLUR, use)
         return
     for target in targets:
-        keep(root, target, tool, now, max_bytes)
-    keep(root, None, tool, now, max_bytes, COVER)
+        keep(root, target, tool, now, max_bytes, use=use)
+    keep(root, None, tool, now, max_bytes, COVER, use)
 
 
 def keep(
@@ -79,10 +96,12 @@ def keep(
     now: float,
     max_bytes: int,
     marker: str = BLUR,
+    use: "str | None" = None,
 ) -> "str | None":
     """Keep `target` (a path as the tool named it; None: the `marker` only) as it is now,
-    before `tool` runs. Returns the entry's name, or None when there is nothing to keep (a
-    file outside the project). Raises OSError when the entry cannot be written."""
+    before `tool` (its call: `use`, the tool_use_id) runs. Returns the entry's name, or None
+    when there is nothing to keep (a file outside the project). Raises OSError when the entry
+    cannot be written."""
     path = None
     kind, mode, content = marker, 0, b""
     if target is not None:
@@ -97,7 +116,15 @@ def keep(
     name = f"{int(now * 1e9):020d}-{os.getpid()}-{os.urandom(4).hex()}"
     raw_path = os.fsencode(path) if path is not None else b""
     safe_tool = "".join(c for c in tool if c.isalnum() or c in "_.:-")[:64] or "tool"
-    header = b"%s %s %o %d %s\n" % (MAGIC, kind.encode(), mode, len(raw_path), safe_tool.encode())
+    safe_use = "".join(c for c in use or "" if c.isalnum() or c in "_.:-")[:128] or "-"
+    header = b"%s %s %o %d %s %s\n" % (
+        MAGIC,
+        kind.encode(),
+        mode,
+        len(raw_path),
+        safe_tool.encode(),
+        safe_use.encode(),
+    )
     temporary = os.path.join(where, "." + name)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
@@ -183,22 +210,31 @@ def _load(where: str, name: str) -> "Entry | None":
         with os.fdopen(fd, "rb") as f:
             data = f.read()
         header, _, rest = data.partition(b"\n")
-        magic_1, magic_2, kind, mode, length, tool = header.split(b" ", 5)
-        if magic_1 + b" " + magic_2 != MAGIC or kind.decode() not in KINDS:
+        fields = header.split(b" ")
+        magic = b" ".join(fields[:2])
+        if (magic, len(fields)) not in ((MAGIC, 7), (MAGIC_1, 6)):
+            return None
+        kind, mode, length, tool = fields[2:6]
+        use = fields[6].decode() if len(fields) == 7 and fields[6] != b"-" else None
+        if kind.decode() not in KINDS:
             return None
         size = int(length)
         path = os.fsdecode(rest[:size]) if size else None
         if (path is None) != (kind.decode() in (BLUR, COVER)):
             return None
-        return Entry(name, at, kind.decode(), int(mode, 8), path, tool.decode(), rest[size:])
+        content = rest[size:]
+        return Entry(name, at, kind.decode(), int(mode, 8), path, tool.decode(), content, use)
     except (OSError, ValueError):
         return None
 
 
-def discard(root: str, now: float, oldest_pending: "float | None") -> int:
+def discard(
+    root: str, now: float, oldest_pending: "float | None", needed: "frozenset[str]" = frozenset()
+) -> int:
     """Remove the entries no pending frame can need any more: older than every frame still
-    pending (or all, when none is), and older than a moment's grace; the number removed.
-    Temporary files of a hook killed mid-write and unreadable entries go the same way."""
+    pending (or all, when none is), and older than a moment's grace, but for those `needed`
+    (of a tool call still running: a frame committed before it ends needs them); the number
+    removed. Temporary files of a hook killed mid-write and unreadable entries go the same way."""
     where = folder(root)
     try:
         names = os.listdir(where)
@@ -210,8 +246,8 @@ def discard(root: str, now: float, oldest_pending: "float | None") -> int:
             at = int(name.lstrip(".").split("-", 1)[0]) / 1e9
         except ValueError:
             at = 0.0
-        needed = oldest_pending is not None and at >= oldest_pending
-        if needed or at > now - GRACE_SECONDS:
+        later = oldest_pending is not None and at >= oldest_pending
+        if later or name in needed or at > now - GRACE_SECONDS:
             continue
         try:
             os.unlink(os.path.join(where, name))

@@ -13,6 +13,7 @@ and the frame's snapshot is built from the capture with those files put back as 
 
 from __future__ import annotations
 
+import bisect
 import os
 import sys
 import time
@@ -159,9 +160,16 @@ def capture_pending(
     groups: dict[tuple[str, ...], list[tuple[str, int]]] = {}
     notes: dict[tuple[str, int], str] = {}
     wanted: dict[tuple[str, ...], tuple[tuple[str, ...], list[before_images.Entry], str]] = {}
-    before = _before_all(entries, [requested for _, _, requested in pending])
+    times = [requested for _, _, requested in pending]
+    ends = executions.tool_ends(conn, sorted({e.use for e in entries if e.use}))
+    before = _before_all(entries, times)
+    running = _running(entries, ends, times)
     for s, f, requested in pending:
         put, blurred, covered = before[requested]
+        if requested in running:  # tools of other agents ran across it: their changes go back
+            flying, flying_blurred, unknown = running[requested]
+            put = {p: e for p, e in (put | flying).items() if p not in unknown}
+            blurred = blurred | flying_blurred
         base = ("last",) if covered and not blurred and ("last",) in snapshots else ("now",)
         if covered and base == ("now",):
             blurred.add("a tool")
@@ -192,8 +200,29 @@ def capture_pending(
                     note="; ".join(said)[:500] or None,
                 )
     still = frames.pending_captures(conn)
-    before_images.discard(root, time.time(), still[0][2] if still else None)
+    oldest = still[0][2] if still else None
+    before_images.discard(root, time.time(), oldest, _needed(entries, ends, oldest, time.time()))
     return len(pending)
+
+
+def _needed(
+    entries: list[before_images.Entry],
+    ends: dict[str, float | None],
+    oldest: float | None,
+    now: float,
+) -> frozenset[str]:
+    """The entries of tool calls still running (for at most executions.LIVE_SECONDS: one whose
+    end never came is let go), or that ended after the oldest frame still pending: a frame
+    committed before such a call ended needs them, however long ago the call started."""
+    needed = set()
+    for entry in entries:
+        if entry.use is None or entry.use not in ends:
+            continue
+        end = ends[entry.use]
+        running = end is None and entry.at > now - executions.LIVE_SECONDS
+        if running or (end is not None and oldest is not None and end > oldest):
+            needed.add(entry.name)
+    return frozenset(needed)
 
 
 Snapshot = tuple[str, "str | None", "str | None", "int | None"]  # status, note, commit, files
@@ -254,6 +283,48 @@ def _before_all(entries: list[before_images.Entry], requested: list[float]) -> d
             out[at] = dict(window.put), set(window.blurred), True
         else:
             out[at] = dict(every.put), set(every.blurred), False
+    return out
+
+
+Running = tuple[dict[str, before_images.Entry], set[str], set[str]]  # put, blurred, unknown
+
+
+def _running(
+    entries: list[before_images.Entry], ends: dict[str, float | None], requested: list[float]
+) -> dict[float, Running]:
+    """For each frame committed at a time of `requested` while a tool call whose entries are
+    kept was running (it started at or before the frame and ended after it, or has not ended:
+    `ends`, from tool_calls): per path, the state kept by the earliest such call (the file
+    before any of them changed it: their changes are in their own frames, committed when they
+    end); the tools that named no file, or kept a path they could not read (`blurred`); and
+    those paths (`unknown`: the frame cannot be told without that call's changes).
+
+    The files a tool that names no file kept for the pending frames (keep_all) are what those
+    frames named, not what it changes: only its marker counts here (it blurs). Entries of a
+    call not recorded in tool_calls, and of an older version (no tool_use_id), count only
+    before the call started (_before_all)."""
+    calls: dict[str, list[before_images.Entry]] = {}
+    for entry in entries:
+        if entry.use is not None and entry.use in ends:
+            calls.setdefault(entry.use, []).append(entry)
+    times = sorted(set(requested))
+    out: dict[float, Running] = {}
+    for use, kept in calls.items():
+        start, end = min(e.at for e in kept), ends[use]
+        first = bisect.bisect_left(times, start)
+        last = len(times) if end is None else bisect.bisect_left(times, end)
+        if first >= last:
+            continue  # no frame committed while it ran: the usual case
+        marker = any(e.path is None for e in kept)
+        for at in times[first:last]:
+            put, blurred, unknown = out.setdefault(at, ({}, set(), set()))
+            for entry in kept:
+                if marker or entry.path is None or entry.kind == before_images.UNKNOWN:
+                    blurred.add(entry.tool)
+                    if not marker and entry.path is not None:
+                        unknown.add(entry.path)
+                elif entry.path not in put or entry.at < put[entry.path].at:
+                    put[entry.path] = entry
     return out
 
 
