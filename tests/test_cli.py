@@ -161,9 +161,14 @@ def test_status_events_and_restore_after_a_recorded_session(project: Path) -> No
     )
     assert json.loads(one[0]["payload"])["compact_summary"] == "Done."
 
-    restored = cli("restore", project=project).stdout
+    restored = cli("restore", "--preview", project=project).stdout
     assert "hello.py" in restored and "nonexistent_mod" in restored
     assert "TASK-A: write hello.py" in restored
+    # what was put back after the one compaction, as given then: the other session's
+    given = cli("restore", "--session", "93a0", project=project)
+    assert given.stdout.startswith("<claude-session-recorded-state>\nContext was just compacted.")
+    assert "nonexistent_mod" not in given.stdout
+    assert "put back into session 93a0fe30" in " ".join(given.stderr.split())
 
 
 def test_status_without_a_database_says_what_to_do(project: Path) -> None:
@@ -176,7 +181,7 @@ def test_demo_plays_the_recorded_session_through_the_hooks() -> None:
     said = " ".join(done.stdout.split())  # lines are folded at the width
     assert "played 35 recorded Claude Code 2.1.330 events" in said
     assert "(0 hook failures)" in said
-    assert "<claude-session-recorded-state>" in said and "hello.py" in said
+    assert "<claude-session-recorded-state>" in said and "nonexistent_mod" in said
 
 
 def test_every_command_has_help() -> None:

@@ -180,8 +180,10 @@ def test_commands_that_act_answer_json(project: Path, reap_daemons: None) -> Non
     for payload in stream(project):
         run_hook(payload["hook_event_name"], payload, project)
     p = ("--project", str(project))
-    restored = json.loads(run(*p, "restore", "--json").stdout)
+    restored = json.loads(run(*p, "restore", "--preview", "--json").stdout)
     assert restored["session_id"] == SESSION and "hello.py" in restored["context"]
+    given = json.loads(run(*p, "restore", "--json").stdout)  # never compacted: nothing given
+    assert given["session_id"] == SESSION and given["context"] is None
     failed = json.loads(run(*p, "fail", "sed -i", "--reason", "breaks", "--json").stdout)
     assert failed["recorded"] is True and isinstance(failed["id"], int)
     resolved = json.loads(run(*p, "fail", "--resolve", str(failed["id"]), "--json").stdout)
@@ -219,11 +221,17 @@ def test_doctor_fails_on_a_broken_configuration(project: Path, text: str, reason
     assert check["ok"] is False and reason in check["detail"]
 
 
-def test_demo_summary_agrees_with_its_restored_context_and_says_where_it_was() -> None:
+def test_demo_shows_the_compacted_sessions_restore_as_given_and_says_where_it_was() -> None:
+    """The recorded project has two sessions; only the first was compacted. The demo shows
+    what SessionStart really put back into that session (the injection log), naming it, not a
+    block built now for the other session."""
     done = run("demo", columns="100")
-    # its session ended with the error open: shown as abandoned, as `status` says it too
-    assert "## Abandoned errors: left unfixed when their session ended" in done.stdout
-    assert "## Open errors (not yet fixed)" not in done.stdout
+    flat = " ".join(done.stdout.split())
+    assert "after session 93a0fe30-97e0-463f-b74a-dcf3bfd9a886 was compacted" in flat
+    block = done.stdout[done.stdout.index("<claude-session-recorded-state>") :]
+    assert "Context was just compacted." in block
+    assert "Session 93a0fe30-97e0-463f-b74a-dcf3bfd9a886, state as of" in block
+    assert "nonexistent_mod" not in block  # the other session's error: never in this one
     head = done.stdout.split("\n\n", 2)[1]
     assert "open errors: 1" in head and "nonexistent_mod" in head
     deleted = re.search(r"scratch project deleted: (\S+)", done.stdout)
@@ -234,7 +242,8 @@ def test_demo_summary_agrees_with_its_restored_context_and_says_where_it_was() -
     assert [e["what"] for e in as_json["status"]["open_errors"]] == [
         "python3 -c 'import nonexistent_mod'"
     ]
-    assert "nonexistent_mod" in as_json["context"] and not as_json["hook_failures"]
+    assert as_json["session_id"] == "93a0fe30-97e0-463f-b74a-dcf3bfd9a886"
+    assert "Context was just compacted." in as_json["context"] and not as_json["hook_failures"]
     assert as_json["deleted"] is True and not Path(as_json["project"]).exists()
 
 

@@ -20,8 +20,10 @@ from conftest import (
     LONG,
     LONG_FILE,
     cli_at,
+    fixture,
     hook_argv,
     hook_env,
+    run_hook,
     write_config,
 )
 
@@ -295,15 +297,20 @@ def test_a_live_session_hides_nothing_and_says_nothing(busy: Path) -> None:
 def test_restore_piped_is_exactly_what_the_model_got_and_folds_on_a_terminal(day: Path) -> None:
     """`restore > context.txt` holds the injected text line for line (`--json` has it too); a
     person at an 80-column terminal gets it folded, nothing cut."""
+    compacted = fixture("SessionStart.compact", day) | {"session_id": BUSY_SESSION}
+    given = run_hook("SessionStart", compacted, day).json()["hookSpecificOutput"]
     exact = json.loads(cli_at("--project", str(day), "restore", "--json").stdout)["context"]
     piped = cli_at("--project", str(day), "restore", columns="80").stdout
 
     def same(text: str) -> str:  # "0s ago" a second later may read "1s ago"
         return re.sub(r"\d+", "0", text.rstrip("\n"))
 
-    assert same(piped) == same(exact)
+    assert exact == given["additionalContext"]  # verbatim: what the model got, as it got it
+    assert piped.rstrip("\n") == exact
     assert any(len(line) > 80 for line in exact.splitlines())  # so folding is needed at 80
     shown = run(day, "restore", width=80, terminal=True)
     assert all(len(line) <= 80 for line in shown)
-    folded = "".join(shown)  # a long path is folded mid-word: compare without whitespace
+    header = next(i for i, line in enumerate(shown) if line.startswith("put back into session"))
+    assert "(SessionStart, compact), as the model got it:" in said(shown[header:])  # stderr
+    folded = "".join(shown[:header])  # a long path is folded mid-word: compare without whitespace
     assert same("".join(folded.split())) == same("".join(exact.split()))

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..core import context, db, spool
+from ..core import db, injections, spool
 from ..core.paths import log_path
 from ..services import queries
 from . import cli, json_option, lookup, opened, output, status_view
@@ -301,8 +301,9 @@ def demo(keep: bool, as_json: bool) -> None:
     failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
     with opened(project) as conn:
         found = queries.status(conn, str(project))
-        session = queries.latest_session(conn) or ""
-        restored = context.for_compaction(conn, session, time.time())
+        given = injections.latest_compaction_restore(conn)  # as the model got it, and when
+        session = str(given["session_id"]) if given else ""
+        restored = str(given["text"]) if given else ""
     gone = keep or player.remove(scratch, project)
     if as_json:
         result: dict[str, Any] = {
@@ -324,8 +325,14 @@ def demo(keep: bool, as_json: bool) -> None:
         )
         click.echo()
         status_view.show(found)
-        click.echo("\nWhat SessionStart puts back into the model's context after a compaction:\n")
-        output.echo_text(restored)
+        if given is not None:
+            click.echo()
+            output.echo_wrapped(
+                f"What SessionStart put back into the model's context after session {session}"
+                f" was compacted ({output.local_time(given['at'])}), as the model got it:"
+            )
+            click.echo()
+            output.echo_text(restored)
         if keep:
             click.echo(f"\nscratch project kept: {project}")
         elif gone:

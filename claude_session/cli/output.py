@@ -22,6 +22,7 @@ carriage return, bidirectional overrides) is shown escaped, never sent raw to th
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterable
@@ -482,11 +483,12 @@ def note(line: str) -> None:
         click.echo(part, err=True)
 
 
-def echo_wrapped(line: str, indent: int = 4) -> None:
+def echo_wrapped(line: str, indent: int = 4, err: bool = False) -> None:
     """One line of recorded text, escaped and folded at the console's width (80 when piped,
-    or `COLUMNS`), its continuation lines indented under it: nothing is cut."""
+    or `COLUMNS`), its continuation lines indented under it: nothing is cut. `err`: on stderr
+    (what is said about an output, so that the output itself stays exact)."""
     for part in wrap(line, console().width, indent):
-        print(part)
+        print(part, file=sys.stderr if err else sys.stdout)
 
 
 def echo_text(text: str, fold: bool = True) -> None:

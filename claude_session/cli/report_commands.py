@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..core import context
+from ..core import context, injections
 from ..services import queries, transcripts
 from . import cli, json_option, lookup, opened, output, status_view
 from .listing import emit_page, limit_option, show, stream_rows
@@ -194,16 +194,75 @@ def events(
 
 @cli.command()
 @click.option("--session", help="Session id, a prefix is enough (default: the latest).")
-@json_option("an object: session_id, context (the text SessionStart would inject)")
+@click.option(
+    "--preview", is_flag=True, help="What a compaction would put back now, instead of what was."
+)
+@click.option("--all", "every", is_flag=True, help="Every text put before the session's model.")
+@json_option(
+    "an object: session_id, injected_at, event, kind, source, context (the text as the model"
+    " got it; null when nothing was put back), preview; with --all, injections: a list of"
+    " at, event, kind, source, agent_id, tool_use_id, text"
+)
 @click.pass_obj
-def restore(root: Path, session: str | None, as_json: bool) -> None:
-    """Print the state SessionStart puts back into the model's context after a compaction."""
+def restore(root: Path, session: str | None, preview: bool, every: bool, as_json: bool) -> None:
+    """Print what SessionStart put back into the model's context, verbatim, and when (from the
+    injection log); --preview builds what it would put back after a compaction now."""
     with opened(root) as conn:
         session = lookup.session(conn, session) if session else queries.latest_session(conn)
         if not session:
             raise click.ClickException("no session recorded yet")
-        text = context.for_compaction(conn, session, time.time())
+        if every:
+            given = injections.of_session(conn, session)
+            shown = [
+                {k: row[k] for k in ("at", "event", "kind", "source", "agent_id", "tool_use_id")}
+                | {"text": row["text"]}
+                for row in given
+            ]
+            if as_json:
+                output.emit({"session_id": session, "injections": shown}, "json")
+                return
+            if not shown:
+                click.echo(f"nothing was put before the model of session {session}")
+            for row in shown:
+                what = f"{row['event']} {row['kind']}" + (
+                    f" ({row['source']})" if row["source"] else ""
+                )
+                to = f", to subagent {row['agent_id']}" if row["agent_id"] else ""
+                click.echo(f"\n--- {output.local_time(row['at'])}: {what}{to}")
+                output.echo_text(row["text"])
+            return
+        if preview:
+            text: str | None = context.for_compaction(conn, session, time.time())
+            found = None
+        else:
+            found = injections.latest(conn, session, injections.RESTORE)
+            text = found["text"] if found else None
     if as_json:
-        output.emit({"session_id": session, "context": text}, "json")
-    else:
+        output.emit(
+            {
+                "session_id": session,
+                "injected_at": found["at"] if found else None,
+                "event": found["event"] if found else None,
+                "kind": found["kind"] if found else None,
+                "source": found["source"] if found else None,
+                "context": text,
+                "preview": preview,
+            },
+            "json",
+        )
+        return
+    if found is not None:  # on stderr: `restore > context.txt` holds exactly what was given
+        output.echo_wrapped(
+            f"put back into session {session} at {output.local_time(found['at'])}"
+            f" ({found['event']}, {found['source'] or 'no source'}), as the model got it:",
+            err=True,
+        )
+    elif not preview:
+        output.echo_wrapped(
+            f"nothing was put back into session {session}'s context (its SessionStart had nothing"
+            " to say, or it ran before claude-session kept an injection log); `restore --preview`"
+            " shows what a compaction would put back now"
+        )
+        return
+    if text is not None:
         output.echo_text(text)

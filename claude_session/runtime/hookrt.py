@@ -226,11 +226,48 @@ def process(
             return
         if answer is None or isinstance(answer, ExitBlock):
             outcome.answer(answer)
-            return
-        outcome.answer(encode(scratch, answer))
+        else:
+            outcome.answer(encode(scratch, answer))
+        if answer is not None and applied is not None:
+            said = answer.reason if isinstance(answer, ExitBlock) else answer
+            keep = _injection(conn, ev, ctx, applied.event_id, said)
+            if keep is not None:
+                outcome.deferred.append(lambda: _guarded(root, "injection log", keep))
     finally:
         if reader is not None:
             reader.close()
+
+
+def _injection(
+    conn: "apsw.Connection", ev: "Event", ctx: "Context", event_id: int, answer: "Any"
+) -> "Callable[[], None] | None":
+    """What of the answer reaches the model, to keep in the injection log once it is given
+    (core/injections.py); None when it says nothing to the model."""
+    from ..core import injections
+
+    found = injections.model_text(ev.name, answer)
+    if found is None:
+        return None
+    kind, text = found
+    source = None
+    if ev.name == "SessionStart":
+        source = "fork" if ctx.forked_from is not None else ev.text_of("source")
+
+    def keep() -> None:
+        injections.record(
+            conn,
+            ctx.now,
+            ev.session_id,
+            ev.text_of("agent_id"),
+            ev.name,
+            kind,
+            text,
+            source=source,
+            event_id=event_id,
+            tool_use_id=ev.text_of("tool_use_id"),
+        )
+
+    return keep
 
 
 def valid_traceparent(value: "str | None") -> "str | None":

@@ -15,14 +15,16 @@ user's review (`claude-session memory accept`) and the answer says so.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+import apsw
 from mcp.server.mcpserver import MCPServer
 
-from ..core import answers, db, memories, recall, trust
+from ..core import answers, db, injections, memories, recall, trust
 from ..core import state as project_state
 from ..core.paths import DB_NAME, db_path
 from . import timetravel
@@ -91,7 +93,7 @@ def build(root: str) -> MCPServer:
                 global_conn.close()
         found.sort(key=lambda m: float(m.pop("rank")))
         answer = {"note": answers.RECORDED_NOTE, "memories": found[:limit]}
-        return answer | {"project": refused} if refused else answer
+        return said(root, "search_memories", answer | {"project": refused} if refused else answer)
 
     @server.tool(
         description=(
@@ -138,7 +140,7 @@ def build(root: str) -> MCPServer:
         answer = {"id": label, "stored": "new" if new else "already known: strengthened"}
         if stored is not None and stored["review"] == memories.PENDING:
             answer |= {"review": "pending", "note": AWAITS_REVIEW.format(id=label)}
-        return answer
+        return said(root, "add_memory", answer)
 
     @server.tool(description="Read the project's state: one key, or all keys with their values.")
     def get_state(key: str | None = None) -> dict[str, Any]:
@@ -148,8 +150,10 @@ def build(root: str) -> MCPServer:
         conn = project()
         try:
             if key:
-                return answers.state_value(key, project_state.get(conn, key))
-            return answers.state_values(project_state.all_values(conn))
+                return said(
+                    root, "get_state", answers.state_value(key, project_state.get(conn, key))
+                )
+            return said(root, "get_state", answers.state_values(project_state.all_values(conn)))
         finally:
             conn.close()
 
@@ -166,7 +170,7 @@ def build(root: str) -> MCPServer:
                 )
         finally:
             conn.close()
-        return {"key": key, "changed": bool(changed)}
+        return said(root, "set_state", {"key": key, "changed": bool(changed)})
 
     @server.tool(description="The frames of a session (default: the latest): what happened when.")
     def timeline(session: str = "", limit: int = 40) -> dict[str, Any]:
@@ -181,13 +185,38 @@ def build(root: str) -> MCPServer:
             return {"error": str(exc)}
         finally:
             conn.close()
-        return answers.timeline(session_id, frames)
+        return said(root, "timeline", answers.timeline(session_id, frames))
 
     return server
 
 
-def _caller(root: str, now: float) -> tuple[str | None, str | None, str | None]:
-    """(session, agent, tool call) of the add_memory call being served, best effort: the MCP
+def said(root: str, tool: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """Keep an answer the model is about to read in the project's injection log (with the
+    session and agent that asked, when one call in flight tells), then return it. Never in a
+    database that is not trusted, and never at the cost of the answer."""
+    if trust.database_problem(db_path(root)):
+        return answer
+    try:
+        now = time.time()
+        session_id, agent_id, tool_use_id = _caller(root, now, f"mcp__*__{tool}")
+        conn = db.connect(db_path(root), create=False)
+        try:
+            text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
+            injections.record(
+                conn, now, session_id or "unknown", agent_id, "mcp", injections.MCP, text,
+                source=tool, tool_use_id=tool_use_id,
+            )  # fmt: skip
+        finally:
+            conn.close()
+    except (db.DatabaseError, apsw.Error, OSError):
+        pass  # the answer matters more than its record
+    return answer
+
+
+def _caller(
+    root: str, now: float, tool: str = ADD_MEMORY_TOOL
+) -> tuple[str | None, str | None, str | None]:
+    """(session, agent, tool call) of the MCP tool call being served, best effort: the MCP
     request names none of them, but the PreToolUse hook recorded the call as running just before
     Claude Code made it. Only one such call in flight is an answer; none or several (two
     sessions at once), and the memory records no session rather than a guessed one."""
@@ -200,7 +229,7 @@ def _caller(root: str, now: float) -> tuple[str | None, str | None, str | None]:
             "SELECT session_id, agent_id, tool_use_id FROM tool_calls"
             " WHERE status = 'running' AND tool_name GLOB ? AND started_at >= ?"
             " ORDER BY started_at DESC LIMIT 2",
-            (ADD_MEMORY_TOOL, now - CALL_WINDOW_S),
+            (tool, now - CALL_WINDOW_S),
         ).fetchall()
     finally:
         conn.close()
