@@ -26,10 +26,7 @@ GROUPS = ("session", "turn", "agent", "tool", "model", "day")
 UNATTRIBUTED = usage.HELPERS
 # How `cost --by agent` names that row (type and task).
 HELPER_TYPE = "Claude Code helpers"
-HELPER_TASK = (
-    "compaction summaries and other requests of Claude Code's own that no transcript holds:"
-    " its modelUsage less the responses read"
-)
+HELPER_TASK = "compaction summaries, other internal requests"  # modelUsage less what was read
 # The groupings where those rows are one row of their own, not in the groups.
 _APART = ("turn", "agent", "tool", "day")
 _NOT_HELPERS = f" AND m.agent_id != '{usage.HELPERS}'"
