@@ -19,7 +19,7 @@ from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
 
 from claude_session.core.figures import usd
-from claude_session.services import daemon_control, web_server
+from claude_session.services import costs, daemon_control, web_server
 
 pytestmark = pytest.mark.e2e
 
@@ -238,3 +238,102 @@ def test_a_real_session_shows_its_cost_per_turn_subagent_and_dead_end_everywhere
         server.server_close()
         thread.join(10)
     assert f"cost {shown} · " in html and 'class="cost-chart"' in html
+
+
+TOKEN_NAMES = {
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "cache_read_tokens": "cacheReadInputTokens",
+    "cache_creation_tokens": "cacheCreationInputTokens",
+}
+
+
+def test_tokens_per_model_equal_claude_codes_own_after_a_compaction(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
+    """The real CLI: a Write and a subagent, `/compact` (Claude Code's summariser, a request
+    no transcript line holds), then another prompt. Our tokens per model equal the modelUsage
+    of the CLI's own JSON result, field by field; the summariser's share is a row of its own,
+    labelled, with its cost (not spread over the responses); and `cost` warns about no
+    transcript (the summariser's was never written)."""
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
+    try:
+        with FakeAnthropic(Agents(project), usage) as api:
+            first = run_claude(binary, project, home, api, "TASK-COST: write files")
+            session = first["session_id"]
+            compacted = run_claude(binary, project, home, api, "/compact", "--resume", session)
+            summaries = [i for i, b in enumerate(api.message_requests()) if is_compaction(b)]
+            last = run_claude(binary, project, home, api, "go on", "--resume", session)
+        assert compacted.get("local_command") == "compact" and len(summaries) == 1
+        assert wait_for(lambda: len(query(project, "SELECT 1 FROM transcript_files")) >= 3, 30)
+    finally:
+        daemon_control.stop(str(project))
+    own = last["modelUsage"]  # Claude Code's totals for the whole session (resumes included)
+    assert set(own) and sum(u["inputTokens"] for u in own.values()) == sum(
+        u["input_tokens"] for u in api.usages
+    )
+    summariser = api.usages[summaries[0]]  # what the compaction request used
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home / ".claude"), "COLUMNS": "200"}
+
+    def cost(*args: str) -> tuple[Any, str]:
+        done = subprocess.run(
+            [wheel_install.cli, "--project", str(project), "cost", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        return (json.loads(done.stdout) if "--json" in args else done.stdout), done.stderr
+
+    by_model, warnings = cost("--session", session, "--by", "model", "--json")
+    rows = {r["model"]: r for r in by_model["rows"]}
+    assert set(rows) == set(own), (rows, own)
+    for model, figures in own.items():
+        for ours, theirs in TOKEN_NAMES.items():
+            assert rows[model][ours] == figures[theirs], (model, ours, rows[model], figures)
+        assert rows[model]["cost_usd"] == pytest.approx(figures["costUSD"], abs=1e-9)
+    assert by_model["transcripts"]["missing"] == [], by_model["transcripts"]
+    assert "transcript(s)" not in warnings, warnings
+
+    # every session at once (the rollups) says the same
+    every, _ = cost("--by", "model", "--json")
+    for model, figures in own.items():
+        row = next(r for r in every["rows"] if r["model"] == model)
+        assert {k: row[k] for k in TOKEN_NAMES} == {k: figures[v] for k, v in TOKEN_NAMES.items()}
+
+    # the summariser's request is a row of its own, with exactly its tokens, and its cost
+    by_agent, _ = cost("--session", session, "--by", "agent", "--json")
+    agents = {r["agent"]: r for r in by_agent["rows"]}
+    helper = agents[costs.UNATTRIBUTED]
+    assert helper["type"] == costs.HELPER_TYPE
+    assert {k: helper[k] for k in TOKEN_NAMES} == {
+        ours: summariser[api_name] for ours, api_name in returned_names().items()
+    }
+    assert helper["messages"] == 0 and helper["cost_usd"] > 0
+    total = sum(u["costUSD"] for u in own.values())
+    assert sum(r["cost_usd"] for r in agents.values()) == pytest.approx(total, abs=1e-9)
+    read = {r["agent"]: r for r in agents.values() if r["agent"] != costs.UNATTRIBUTED}
+    assert sum(r["messages"] for r in read.values()) == len(api.usages) - 1
+
+    # the same on the screen: the row is there, no warning about a transcript
+    shown, warnings = cost("--session", session, "--by", "agent")
+    assert costs.UNATTRIBUTED in shown and costs.HELPER_TYPE in shown, shown
+    assert "transcript(s)" not in shown + warnings, shown + warnings
+    shown, warnings = cost()
+    assert "transcript(s)" not in shown + warnings, shown + warnings
+
+
+def returned_names() -> dict[str, str]:
+    return {
+        "input_tokens": "input_tokens",
+        "output_tokens": "output_tokens",
+        "cache_read_tokens": "cache_read_input_tokens",
+        "cache_creation_tokens": "cache_creation_input_tokens",
+    }

@@ -6,6 +6,13 @@ The figures are Claude Code's own: each model's `costUSD` in a session's latest 
 apportioned to that session's messages of that model by their price-weighted tokens, so the
 messages add up to Claude Code's figure exactly. A model Claude Code gave no figure for is
 priced from our own table (`cost_source = 'price_table'`). Nothing here runs in a hook.
+
+Claude Code's own helper requests (the compaction summariser, titles, recaps, memory
+extraction: forks it runs with `skipTranscript`) are in its `modelUsage` but on no transcript
+line. What they used is known only as a difference: per model, `modelUsage` less the
+responses read that it covers. That difference is one row per session and model, agent_id
+HELPERS (no time, no turn, no tool), apportioned its share like a response: the tokens add up
+to Claude Code's per model, and the helpers' cost is not spread over the responses.
 """
 
 from __future__ import annotations
@@ -21,6 +28,16 @@ from .db import as_int, rows
 # (5 minutes) 1.25. A price-weighted token count splits a model's cost among its messages.
 WEIGHTS = (1.0, 5.0, 0.1, 1.25)  # input, output, cache read, cache creation
 PICO = 10**12  # costs are apportioned in whole picodollars: the shares add up exactly
+# message_usage.agent_id of the rows for what Claude Code used that no transcript line holds
+# (message_id: the model). A literal in SQL below: keep it free of quotes.
+HELPERS = "(not in transcripts)"
+# modelUsage's names of the token counts, as message_usage's columns.
+MODEL_USAGE = (
+    ("input_tokens", "inputTokens"),
+    ("output_tokens", "outputTokens"),
+    ("cache_read_tokens", "cacheReadInputTokens"),
+    ("cache_creation_tokens", "cacheCreationInputTokens"),
+)
 
 # Our own fallback: the input price in USD per million tokens of each family (the other kinds
 # follow WEIGHTS), matched in order by a substring of the model's name. Used only where Claude
@@ -297,36 +314,133 @@ def record_cost_state(
     )
 
 
-def figures(conn: apsw.Connection, session_id: str) -> tuple[dict[str, float], float | None]:
-    """Claude Code's cost per model for the session, and the time its figures run to (None:
-    all the messages). A model it had no price for (a 0 under hasUnknownModelCost) has none."""
+def _latest(conn: apsw.Connection, session_id: str) -> tuple[dict[str, Any], float | None, bool]:
+    """The session's latest modelUsage (model -> its figures), the time it runs to (None: all
+    the messages) and whether Claude Code had no price for a model."""
     found = rows(
         conn,
         "SELECT model_usage, as_of, has_unknown_model_cost FROM session_costs WHERE session_id = ?",
         (session_id,),
     )
     if not found or not found[0]["model_usage"]:
-        return {}, None
+        return {}, None, False
     try:
         usage = json.loads(str(found[0]["model_usage"]))
     except ValueError:
-        return {}, None
+        return {}, None, False
+    as_of = found[0]["as_of"]
+    return (
+        {str(k): v for k, v in usage.items() if isinstance(v, dict)}
+        if isinstance(usage, dict)
+        else {},
+        float(as_of) if isinstance(as_of, int | float) else None,
+        bool(found[0]["has_unknown_model_cost"]),
+    )
+
+
+def figures(conn: apsw.Connection, session_id: str) -> tuple[dict[str, float], float | None]:
+    """Claude Code's cost per model for the session, and the time its figures run to (None:
+    all the messages). A model it had no price for (a 0 under hasUnknownModelCost) has none."""
+    usage, as_of, unknown = _latest(conn, session_id)
     costs: dict[str, float] = {}
-    for model, entry in usage.items() if isinstance(usage, dict) else ():
-        cost = entry.get("costUSD") if isinstance(entry, dict) else None
+    for model, entry in usage.items():
+        cost = entry.get("costUSD")
         if not isinstance(cost, int | float) or isinstance(cost, bool) or cost < 0:
             continue
-        if cost == 0 and found[0]["has_unknown_model_cost"]:
+        if cost == 0 and unknown:
             continue
-        costs[str(model)] = float(cost)
-    as_of = found[0]["as_of"]
-    return costs, float(as_of) if isinstance(as_of, int | float) else None
+        costs[model] = float(cost)
+    return costs, as_of
+
+
+def helper_usage(conn: apsw.Connection, session_id: str) -> dict[str, dict[str, int]]:
+    """Per model, what Claude Code counted that no response read carries: its modelUsage less
+    the responses it covers (those up to its time). A model is left out when a count is
+    missing, or smaller than the responses' (the figures do not cover what was read: an
+    older resume, a response not counted yet), or nothing is left over: no number guessed."""
+    usage, as_of, _ = _latest(conn, session_id)
+    read = {
+        str(r["model"]): r
+        for r in rows(
+            conn,
+            "SELECT model, "
+            + ", ".join(f"sum({c}) AS {c}" for c, _ in MODEL_USAGE)
+            + ", sum(thinking_tokens) AS thinking_tokens FROM message_usage"
+            f" WHERE session_id = ?1 AND agent_id != '{HELPERS}' AND model IS NOT NULL"
+            " AND (?2 IS NULL OR at IS NULL OR at <= ?2) GROUP BY model",
+            (session_id, as_of),
+        )
+    }
+    found: dict[str, dict[str, int]] = {}
+    for model, entry in usage.items():
+        counts = [entry.get(theirs) for _, theirs in MODEL_USAGE]
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+            continue
+        ours = read.get(model, {})
+        left = {
+            c: int(n) - as_int(ours.get(c)) for (c, _), n in zip(MODEL_USAGE, counts, strict=True)
+        }
+        if min(left.values()) < 0 or max(left.values()) == 0:
+            continue
+        thinking = entry.get("thinkingTokens")
+        thought = (
+            int(thinking) - as_int(ours.get("thinking_tokens")) if isinstance(thinking, int) else 0
+        )
+        found[model] = left | {"thinking_tokens": max(0, thought)}
+    return found
+
+
+def record_helpers(conn: apsw.Connection, session_id: str) -> None:
+    """The session's HELPERS rows as helper_usage finds them now (their cost is apportioned
+    after, with the responses')."""
+    found = helper_usage(conn, session_id)
+    kept = rows(
+        conn,
+        "SELECT message_id, input_tokens, output_tokens, cache_read_tokens,"
+        f" cache_creation_tokens, thinking_tokens FROM message_usage WHERE session_id = ?"
+        f" AND agent_id = '{HELPERS}'",
+        (session_id,),
+    )
+    now = {str(r.pop("message_id")): r for r in kept}
+    changed = False
+    for model in now.keys() - found.keys():
+        changed = True
+        conn.execute(
+            f"DELETE FROM message_usage WHERE session_id = ? AND agent_id = '{HELPERS}'"
+            " AND message_id = ?",
+            (session_id, model),
+        )
+    for model, counts in found.items():
+        if now.get(model) == counts:
+            continue
+        changed = True
+        conn.execute(
+            "INSERT INTO message_usage (session_id, agent_id, message_id, model, input_tokens,"
+            " output_tokens, cache_read_tokens, cache_creation_tokens, thinking_tokens)"
+            f" VALUES (?1, '{HELPERS}', ?2, ?2, ?3, ?4, ?5, ?6, ?7)"
+            " ON CONFLICT (session_id, agent_id, message_id) DO UPDATE SET"
+            " input_tokens = ?3, output_tokens = ?4, cache_read_tokens = ?5,"
+            " cache_creation_tokens = ?6, thinking_tokens = ?7",
+            (
+                session_id,
+                model,
+                counts["input_tokens"],
+                counts["output_tokens"],
+                counts["cache_read_tokens"],
+                counts["cache_creation_tokens"],
+                counts["thinking_tokens"],
+            ),
+        )
+    if changed:
+        refresh_rollup(conn, session_id)
 
 
 def apportion(conn: apsw.Connection, session_id: str) -> int:
     """Give every message of the session its cost: Claude Code's figure for its model split by
     price-weighted tokens (largest remainders in picodollars, so the shares add up to the
-    figure), else our price table. Returns the messages whose cost changed."""
+    figure), else our price table; the helpers' rows first brought up to date (record_helpers).
+    Returns the messages whose cost changed."""
+    record_helpers(conn, session_id)
     costs, as_of = figures(conn, session_id)
     messages = rows(
         conn,
@@ -405,12 +519,14 @@ _COUNTS = (
 )
 ROLLUP_SQL = (
     "INSERT INTO session_usage SELECT m.session_id, m.agent_id, m.model, CAST(m.at / 900 AS"
-    " INTEGER), count(*), "
+    f" INTEGER), count(CASE WHEN m.agent_id != '{HELPERS}' THEN 1 END), "
     + ", ".join(f"sum(m.{t})" for t in _TOKEN_COLUMNS)
     + ", sum(m.cost_usd), total(CASE WHEN m.cost_source = 'claude_code' THEN m.cost_usd END), "
     + _COUNTS
-    + ", min(m.at), max(m.at), (SELECT count(DISTINCT t.turn_id) + max(t.turn_id IS NULL) FROM"
-    " message_usage t WHERE t.session_id = m.session_id) FROM message_usage m WHERE {where}"
+    + ", min(m.at), max(m.at), (SELECT count(DISTINCT t.turn_id)"
+    " + coalesce(max(t.turn_id IS NULL), 0) FROM message_usage t"
+    f" WHERE t.session_id = m.session_id AND t.agent_id != '{HELPERS}')"
+    " FROM message_usage m WHERE {where}"
     " GROUP BY m.session_id, m.agent_id, m.model, CAST(m.at / 900 AS INTEGER)"
 )
 TOOL_ROLLUP_SQL = (
@@ -423,6 +539,7 @@ TOOL_ROLLUP_SQL = (
     + ", sum(m.cost_usd / max(1, (SELECT count(*) FROM json_each(m.tool_uses)))), "
     + _COUNTS
     + " FROM message_usage m LEFT JOIN json_each(m.tool_uses) j WHERE {where}"
+    f" AND m.agent_id != '{HELPERS}'"
     " GROUP BY m.session_id, 2"
 )
 

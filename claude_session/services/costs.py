@@ -1,9 +1,12 @@
 """What sessions, turns, agents, tools, models and days cost: message_usage grouped, with
 Claude Code's own totals beside it (the read side of core/usage.py, for `cost` and `status`).
 
-A session's cost that no message carries (a model Claude Code billed whose responses are in
-no transcript we read: a title, a summary) is its total minus the messages' Claude Code shares:
-shown as the row `(not in transcripts)`, so the totals equal Claude Code's figure.
+What Claude Code used that no transcript line holds (its own helper requests: the compaction
+summariser, titles, recaps; core/usage.py keeps it as rows of agent HELPERS, per model) is the
+row `(not in transcripts)` when grouping by turn, agent, tool or day; by session and by model
+it is in its session's and model's row, so tokens per model equal Claude Code's modelUsage.
+That row also takes a session's cost that nothing read carries (its total minus the Claude
+Code shares read), so the totals equal Claude Code's figure.
 """
 
 from __future__ import annotations
@@ -17,10 +20,16 @@ from typing import Any
 
 import apsw
 
-from ..core import db, readings
+from ..core import db, readings, usage
 
 GROUPS = ("session", "turn", "agent", "tool", "model", "day")
-UNATTRIBUTED = "(not in transcripts)"
+UNATTRIBUTED = usage.HELPERS
+# How `cost --by agent` names that row (type and task).
+HELPER_TYPE = "Claude Code helpers"
+HELPER_TASK = "compaction summaries, other internal requests"  # modelUsage less what was read
+# The groupings where those rows are one row of their own, not in the groups.
+_APART = ("turn", "agent", "tool", "day")
+_NOT_HELPERS = f" AND m.agent_id != '{usage.HELPERS}'"
 TOKENS = (
     "input_tokens",
     "output_tokens",
@@ -29,7 +38,8 @@ TOKENS = (
     "thinking_tokens",
 )
 _SUMS = (
-    "count(DISTINCT m.agent_id || ' ' || m.message_id) AS messages, "
+    f"count(DISTINCT CASE WHEN m.agent_id != '{usage.HELPERS}' THEN m.agent_id || ' ' ||"
+    " m.message_id END) AS messages, "
     + ", ".join(f"sum(m.{t}) AS {t}" for t in TOKENS)
     + ", sum(m.cost_usd) AS cost_usd, group_concat(DISTINCT m.cost_source) AS sources,"
     " sum(m.cost_usd IS NULL) AS unpriced"
@@ -140,6 +150,7 @@ def report(
     newest sessions' responses only."""
     where, params = _filter(session, since)
     rolled = session is None and since is None
+    apart = _NOT_HELPERS if by in _APART else ""
     if rolled and by == "turn" and limit is not None:
         rows = _newest_turns(conn, limit)
         groups = int(
@@ -152,14 +163,15 @@ def report(
     elif rolled and by != "turn":
         group, columns, join, order = _ROLLED[by]
         table = "session_tool_usage" if by == "tool" else "session_usage"
+        own = f" WHERE 1{apart}" if table == "session_usage" else ""  # tools: kept apart
         rows = db.rows(
             conn,
-            f"SELECT {columns}, {_ROLLED_SUMS} FROM {table} m{join} GROUP BY {group}"
+            f"SELECT {columns}, {_ROLLED_SUMS} FROM {table} m{join}{own} GROUP BY {group}"
             f" ORDER BY {order}",
         )
         groups = len(rows)
     else:
-        rows = _grouped(conn, by, where, params)
+        rows = _grouped(conn, by, where + apart, params)
         groups = len(rows)
     calls = sum(r["calls"] for r in rows if r.get("calls"))
     if limit is not None:
@@ -171,8 +183,12 @@ def report(
             row["cost_usd"] = (row["cost_usd"] or 0.0) + extra.get(row["session_id"], 0.0)
             if row["session_id"] in claude["totals"]:
                 row["claude_code_usd"] = claude["totals"][row["session_id"]]
-    elif extra:
-        rows.append(_unattributed_row(by, sum(extra.values())))
+    elif by in _APART:
+        helpers = _helper_sums(conn, where, params, rolled)
+        if extra or any(helpers[t] for t in TOKENS):
+            rows.append(_unattributed_row(by, helpers, sum(extra.values())))
+    elif extra:  # by model: the helpers are in their model's row; a cost no row carries
+        rows.append(_unattributed_row(by, {}, sum(extra.values())))
     for row in rows:
         row["source"] = source(row.pop("sources", None), row.pop("unpriced", 0))
     if rolled:
@@ -229,7 +245,7 @@ def _newest_turns(conn: apsw.Connection, limit: int) -> list[dict[str, Any]]:
     )
     found: list[dict[str, Any]] = []
     for i, s in enumerate(sessions):
-        found += _grouped(conn, "turn", " 1 AND m.session_id = ?", [s["session_id"]])
+        found += _grouped(conn, "turn", f" 1 AND m.session_id = ?{_NOT_HELPERS}", [s["session_id"]])
         after = sessions[i + 1]["last_at"] if i + 1 < len(sessions) else None
         bound = float("-inf") if after is None else float(after)
         newer = [r for r in found if r["started_at"] is not None and r["started_at"] >= bound]
@@ -309,11 +325,32 @@ def price_table_models(
     ]
 
 
-def _unattributed_row(by: str, cost: float) -> dict[str, Any]:
+def _helper_sums(
+    conn: apsw.Connection, where: str, params: list[Any], rolled: bool
+) -> dict[str, Any]:
+    """The tokens and cost of the helpers' rows in the selection (core/usage.HELPERS)."""
+    helpers = f" AND m.agent_id = '{usage.HELPERS}'"
+    if rolled:
+        return db.rows(conn, f"SELECT {_ROLLED_SUMS} FROM session_usage m WHERE 1{helpers}")[0]
+    return db.rows(conn, f"SELECT {_SUMS} FROM message_usage m WHERE{where}{helpers}", params)[0]
+
+
+def _unattributed_row(by: str, helpers: dict[str, Any], cost: float) -> dict[str, Any]:
+    """One row for what no transcript line holds: the helpers' tokens and cost (`helpers`,
+    summed), and `cost`, what Claude Code billed that nothing read carries."""
     label = {"turn": "prompt", "agent": "agent", "tool": "tool", "model": "model"}.get(by, by)
     row: dict[str, Any] = {label: UNATTRIBUTED, "messages": 0}
-    row |= {t: 0 for t in TOKENS}
-    return row | {"cost_usd": cost, "sources": "claude_code", "unpriced": 0}
+    if by == "agent":
+        row |= {"type": HELPER_TYPE, "task": HELPER_TASK}
+    elif by == "tool":
+        row["calls"] = 0
+    row |= {t: helpers.get(t) or 0 for t in TOKENS}
+    sources = ",".join(s for s in (helpers.get("sources"), "claude_code" if cost else "") if s)
+    return row | {
+        "cost_usd": (helpers.get("cost_usd") or 0.0) + cost,
+        "sources": sources or "claude_code",
+        "unpriced": helpers.get("unpriced") or 0,
+    }
 
 
 def source(sources: object, unpriced: object) -> str:
@@ -351,11 +388,14 @@ def latest(conn: apsw.Connection) -> dict[str, Any]:
 def transcript_state(conn: apsw.Connection) -> dict[str, Any]:
     """The transcripts read: how many, and those that could not be read last time, split by
     whether their session is live (a problem) or over (a file gone with an old session is
-    information, not a failure)."""
+    information, not a failure). An internal helper's, never written, is neither."""
     found = db.rows(
         conn,
         "SELECT f.path, f.session_id, f.last_error, s.status FROM transcript_files f"
         " LEFT JOIN sessions s USING (session_id) WHERE f.last_error IS NOT NULL"
+        # an internal helper's file never existed (recorded as missing before we knew)
+        " AND NOT (f.last_error LIKE 'missing:%' AND EXISTS (SELECT 1 FROM agent_registry a"
+        " WHERE a.id = f.agent_id AND a.is_internal = 1))"
         " ORDER BY f.updated_at DESC LIMIT 50",
     )
     total = db.rows(conn, "SELECT count(*) AS n FROM transcript_files")[0]["n"]

@@ -325,17 +325,21 @@ def files_of(conn: apsw.Connection, session_id: str, main: str) -> dict[str, str
     """agent id -> transcript path: the main one (under the session's id), then each
     subagent's: as its SubagentStop named it, else where Claude Code puts them
     (`<folder>/<session>/subagents/agent-<id>.jsonl`) for the recorded subagents and for the
-    files found there."""
+    files found there. Claude Code's internal helpers (a SubagentStop with no SubagentStart:
+    the compaction summariser, recaps) are left out unless their file exists: Claude Code
+    writes none for them (it runs them with skipTranscript), so theirs is not a missing one."""
     found = {session_id: main}
     folder = os.path.join(os.path.dirname(main), session_id, "subagents")
-    known = [
-        str(r["id"])
-        for r in db.rows(
-            conn,
-            "SELECT id FROM agent_registry WHERE session_id = ? AND is_main = 0",
-            (session_id,),
-        )
-    ]
+    known: list[str] = []
+    internal: set[str] = set()
+    for r in db.rows(
+        conn,
+        "SELECT id, is_internal FROM agent_registry WHERE session_id = ? AND is_main = 0",
+        (session_id,),
+    ):
+        known.append(str(r["id"]))
+        if r["is_internal"]:
+            internal.add(str(r["id"]))
     try:
         names = os.listdir(folder)
     except OSError:
@@ -351,6 +355,9 @@ def files_of(conn: apsw.Connection, session_id: str, main: str) -> dict[str, str
     ):
         if isinstance(row["path"], str) and row["path"]:
             found[str(row["agent_id"])] = row["path"]
+    for agent in internal & found.keys():
+        if not os.path.lexists(found[agent]):  # a link is still tried (and refused)
+            del found[agent]
     return found
 
 
