@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from conftest import CLI, hook_env, run_cli, wait_for
 from inproc import Recorder
@@ -496,7 +497,14 @@ def test_a_background_process_killed_and_started_again_sends_the_rest_once(
         first = background()
         turned_on = "SELECT count(*) FROM otel_export WHERE enabled_at IS NOT NULL"
         database = project / ".claude-session.db"  # made by the background process
-        assert wait_for(lambda: database.exists() and query(project, turned_on) == [(1,)], 30)
+
+        def export_on() -> bool:
+            try:  # the file appears before its schema: a table not made yet is "not yet"
+                return database.exists() and query(project, turned_on) == [(1,)]
+            except apsw.SQLError:
+                return False
+
+        assert wait_for(export_on, 30)
         record("one")
         assert wait_for(lambda: len(receiver.spans) == 3, 60), receiver.spans
         first.kill()

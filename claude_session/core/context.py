@@ -59,7 +59,9 @@ CHANGED_FILES_SINCE_SQL = (
     " file_claims_agent ON c.session_id = s.session_id"
     " WHERE s.last_activity_at > ?1 - 2 AND c.last_touched_at > ?1 AND EXISTS (SELECT 1 FROM"
     " json_each(?2) j WHERE j.value = c.file_path OR (length(j.value) > length(c.file_path)"
-    " AND substr(j.value, -length(c.file_path) - 1) = '/' || c.file_path))"
+    " AND substr(j.value, -length(c.file_path) - 1) = '/' || c.file_path)"
+    " OR (length(c.file_path) > length(j.value)"
+    " AND substr(c.file_path, -length(j.value) - 1) = '/' || j.value))"
     " ORDER BY c.last_touched_at DESC LIMIT 4"
 )
 
@@ -70,16 +72,15 @@ def changed_since(
     """The files changed, by any agent of any session, after a failure at `last`: for a check
     (a test, build, lint or type check concerns the project's code as a whole) any file, the
     file its output named first; for any other command the files it depends on (the file at
-    fault, the files it names). Then it is not known to fail still, only to be re-run."""
+    fault, the files it names or imports; any file when nothing says which). Then it is not
+    known to fail still, only to be re-run."""
     if not isinstance(last, int | float):
         return []
-    if check:
+    files = None if check else depends_on(file_path, command)
+    if files is None:
         changed = rows(conn, CHANGED_SINCE_SQL, (last,))
         changed.sort(key=lambda c: c["file_path"] != file_path)
         return changed
-    files = depends_on(file_path, command)
-    if not files:
-        return []
     import json  # only when a failure's files are looked for
 
     return rows(conn, CHANGED_FILES_SINCE_SQL, (last, json.dumps(files)))

@@ -233,7 +233,8 @@ def _is_path(text: str) -> bool:
 
 def named_files(command: object) -> list[str]:
     """The files a shell command names (words that look like a path with an extension,
-    quotes and redirections aside), each once, in order: what it reads or checks."""
+    quotes and redirections aside; not a call such as `m.f()`), each once, in order, and the
+    modules a Python one-liner imports (`import m` -> m.py): what it reads or checks."""
     if not isinstance(command, str):
         return []
     found: list[str] = []
@@ -241,16 +242,29 @@ def named_files(command: object) -> list[str]:
         word = word.lstrip("<>").removeprefix("./")
         if "=" in word:  # --config=setup.cfg, PYTHONPATH=src
             word = word.rsplit("=", 1)[1]
+        if word + "(" in command:
+            continue  # m.f() is a call, not a file
         if word and not word.startswith("-") and _is_path(word) and word not in found:
             found.append(word)
+    if "python" in command:
+        words = command.translate(_WORD_SEPARATORS).split()
+        for i, name in enumerate(words[1:], 1):
+            if (
+                words[i - 1] in ("import", "from")
+                and name.replace(".", "").replace("_", "").isalnum()
+            ):
+                module = name.replace(".", "/") + ".py"
+                if module not in found:
+                    found.append(module)
     return found[:20]
 
 
-def depends_on(file_path: object, command: object) -> list[str]:
-    """The files a failure depends on: the file at fault and the files its command names.
-    A change to one of them after the failure means it may pass now."""
+def depends_on(file_path: object, command: object) -> list[str] | None:
+    """The files a failure depends on: the file at fault and the files its command names or
+    imports. A change to one of them after the failure means it may pass now. None when
+    nothing says which: then any file of the project may be one."""
     files = [file_path] if isinstance(file_path, str) and file_path else []
-    return list(dict.fromkeys([*files, *named_files(command)]))
+    return list(dict.fromkeys([*files, *named_files(command)])) or None
 
 
 def _in_site(path: str) -> bool:
