@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, wait_for
+from conftest import WheelInstall, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, claude_binary, claude_env
 from truth import Tap, Truth, add_tap
@@ -74,6 +74,16 @@ class Scenario:
             cwd=self.project, env=claude_env(self.home, api.url), text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
+
+    def binary_run_in(self, folder: Path, api: FakeAnthropic, prompt: str) -> None:
+        """`claude -p` in another folder (a fork) of this project."""
+        done = subprocess.run(
+            [str(self.binary), "-p", prompt, "--output-format", "json",
+             "--dangerously-skip-permissions"],
+            cwd=folder, env=claude_env(self.home, api.url), capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
     def run(self, api: FakeAnthropic, prompt: str, *args: str) -> dict[str, Any]:
         process = self.claude(api, prompt, *args)
@@ -345,3 +355,100 @@ def test_a_check_a_subagent_fixed_is_never_a_dead_end_after_compact_and_resume(
     assert not s.said("Failed approaches", "m.f()") and not s.said("Open errors", "m.f()")
     print(f"\n[{transport}] fixed check: {s.truth.count()} statements checked, 0 false")
     print(s.report())
+
+
+# --- 4. a fork and a replay from a frame ---------------------------------------------------
+
+WORK = "TRUTH-WORK: try the config, then hand notes to a subagent"
+NOTES = "TRUTH-NOTES: write notes.txt"
+MISSING = "cat missing.yaml"
+GO_ON = "TRUTH-FORK: go on from here"
+AGAIN = "TRUTH-REPLAY: try again"
+
+
+class Forkable:
+    def __init__(self, scenario: Scenario) -> None:
+        self.s = scenario
+        self.truth = scenario.truth  # the fork's and replay's own, once made
+        self.firsts: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        prompt, done = _prompt_of(body), _results(body)
+        self.truth.read(body, self.s.agent(body, prompt == NOTES))
+        if prompt == NOTES:
+            if not done:
+                path = str(self.s.project / "notes.txt")
+                return [tool("Write", file_path=path, content="notes\n")]
+            return [text("wrote notes.txt")]
+        if prompt == WORK:
+            plan = [
+                lambda: tool("Bash", command=MISSING, description="read the config"),
+                lambda: tool("Agent", description="notes", prompt=NOTES,
+                             subagent_type="general-purpose", run_in_background=False),
+                lambda: tool("Bash", command="echo done > done.txt", description="finish"),
+            ]  # fmt: skip
+            return [plan[done]()] if done < len(plan) else [text("Done.")]
+        self.firsts.append(body)
+        return [text("Going on from the frame.")]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_fork_and_a_replay_are_told_only_what_held_at_their_frame(
+    tmp_path: Path, wheel_install: WheelInstall, transport: str
+) -> None:
+    s = Scenario(tmp_path, wheel_install, transport)
+    git = ["git", "-C", str(s.project), "-c", "user.name=u", "-c", "user.email=u@e"]
+    (s.project / "app.py").write_text("VALUE = 1\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    s.truth.runnable.add(MISSING)
+    model = Forkable(s)
+
+    def cli(*args: str, **env: str) -> Any:
+        ours = args[: args.index("--")] if "--" in args else args
+        theirs = args[len(ours) :]
+        done = subprocess.run(
+            [wheel_install.cli, "--project", str(s.project), *ours, "--json", *theirs],
+            capture_output=True, text=True, env={**os.environ, "HOME": str(s.home), **env},
+            timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    roots = []
+    try:
+        with FakeAnthropic(model) as api:
+            session = s.run(api, WORK)["session_id"]
+            pending = "SELECT 1 FROM vcs_tags WHERE status = 'pending'"
+            assert wait_for(lambda: not query(s.project, pending), 60)
+            frames = cli("timeline", session)["frames"]
+            last = max(f["frame"] for f in frames if f["summary"].startswith("Bash: echo done"))
+            fork = Path(cli("fork", f"{session}:{last - 1}", "--label", "truth")["path"])
+            roots.append(fork)
+            model.truth = Truth(s.tap, fork, prompts=[WORK, GO_ON], runnable={MISSING})
+            s.binary_run_in(fork, api, GO_ON)
+            forked = model.truth
+            replay_root = Path(f"{s.project}-replay-{session[:8]}-{last - 1}")  # where it goes
+            model.truth = Truth(s.tap, replay_root, prompts=[WORK, AGAIN], runnable={MISSING})
+            replayed = cli(
+                "replay", f"{session}:{last - 1}", "--prompt", AGAIN, "--label", "again",
+                "--claude", str(s.binary), "--", "--dangerously-skip-permissions",
+                **claude_env(s.home, api.url),
+            )  # fmt: skip
+            roots.append(Path(replayed["path"]))
+            assert roots[-1] == replay_root
+    finally:
+        s.stop()
+        for root in roots:
+            daemon_control.stop(str(root))
+    assert len(model.firsts) >= 2, "the fork's and the replay's first requests"
+    checked = [*s.truth.verdicts, *forked.verdicts, *model.truth.verdicts]
+    shown = "\n".join(f"{v.true} [{v.agent}] {v.statement} -- {v.why}" for v in checked)
+    assert not [v for v in checked if v.true is not True], shown
+    for told in (forked, model.truth):  # the fork's first session, then the replay's
+        said = [v.statement for v in told.verdicts]
+        assert any(MISSING in v and v.startswith("Open errors") for v in said), shown
+        assert any(v.startswith("Subagents at that frame") for v in said), shown
+        assert any(v.startswith("Task") and WORK in v for v in said), shown
+    print(f"\n[{transport}] fork and replay: {len(checked)} statements checked, 0 false")
+    print(shown)

@@ -399,6 +399,20 @@ def _interrupted(world: World, line: str) -> tuple[bool, str]:
     return not world.session_alive(session) and not ended, "no SessionEnd, Claude Code gone"
 
 
+def _at_frame(world: World, line: str) -> tuple[bool, str]:
+    """A subagent as recorded at the frame a fork started from: it ran, and had stopped if
+    the line says it had finished."""
+    found = re.match(r"- (\S+) \([^,]*, (\w+)\)", line)
+    if not found:
+        return False, "unreadable"
+    agent, status = found.groups()
+    started = [s for s in world.events("SubagentStart") if s["agent_id"] == agent]
+    stopped = [s for s in world.events("SubagentStop") if s["agent_id"] == agent]
+    if status == "completed":
+        return bool(stopped), "Claude Code said it stopped"
+    return bool(started), "Claude Code started it"
+
+
 def _claim(world: World, line: str) -> tuple[bool, str]:
     found = re.match(r"- (\S+) by (\S+) \(", line)
     if not found:
@@ -428,4 +442,5 @@ RULES: dict[str, Callable[[World, str], tuple[bool, str]]] = {
     "Sessions that never ended (interrupted)": _interrupted,
     "Files changed in this session (claims)": _claim,
     "Git (at the last compaction)": _git,
+    "Subagents at that frame": _at_frame,
 }

@@ -218,10 +218,11 @@ def for_fork(conn: apsw.Connection, parent_session: str, frame_no: int, state_ha
         ],
         "errors": [
             {
-                "command": e.get("what"),
+                # the frame keeps what failed as its signature: "Bash: <command>"
+                "command": str(e.get("what") or "").partition(": ")[2] or e.get("what"),
                 "file_path": e.get("file"),
                 "signature": e.get("ladder"),
-                "tool_name": None,
+                "tool_name": str(e.get("what") or "").partition(": ")[0] or None,
                 "attempts": e.get("step"),
                 "error_category": e.get("category"),
                 "error_message": e.get("message"),
