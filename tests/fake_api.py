@@ -177,9 +177,10 @@ def is_compaction(body: dict[str, Any]) -> bool:
 
 
 def last_user_text(body: dict[str, Any]) -> str:
-    """Text of the last user message (prompt or tool results)."""
-    messages = body.get("messages") or []
-    if not messages:
+    """Text of the last user message (prompt or tool results): Claude Code 2.1.330 may put a
+    system-role message (its reminders, hook contexts) after it."""
+    users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+    if not users:
         return ""
-    content = messages[-1].get("content")
+    content = users[-1].get("content")
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)

@@ -421,6 +421,53 @@ def test_real_claude_code_failed_path_survives_compaction(
     assert STUCK in section and "No such file or directory" in section
 
 
+def test_real_claude_code_is_told_each_statement_once_across_compact_and_resume(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
+    """The user's case: a command fails 3 times (a failed approach, an open error); `/compact`
+    in a resumed run (SessionStart resume, then compact); a resumed prompt. Before, the last
+    request held three recorded-state blocks, each with the same approach and error. Now every
+    request holds each statement at most once, and the model is still told both."""
+    binary = claude_binary()
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    subprocess.run(
+        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
+    model = ThreeFailures()
+    try:
+        with FakeAnthropic(model) as api:
+            first = run_claude(binary, project, home, api, "TASK-E2E-ONCE: read the settings")
+            session = first["session_id"]
+            model.phase = "compact"
+            run_claude(binary, project, home, api, "/compact", "--resume", session)
+            model.phase = "after"
+            run_claude(binary, project, home, api, "go on", "--resume", session)
+            summaries = [b for b in api.message_requests() if is_compaction(b)]
+    finally:
+        daemon_control.stop(str(project))
+    assert summaries, "the compaction's summary request was not seen"
+
+    approach = f"{STUCK}; failed because: Exit code 1"  # the failed approach's line
+    error = f"Bash `{STUCK}` failed 3x"  # the open error's line
+    for phase, body in model.requests:
+        seen = json.dumps(body, ensure_ascii=False)
+        assert seen.count(approach) <= 1, (phase, seen.count(approach))
+        assert seen.count(error) <= 1, (phase, seen.count(error))
+    after = [json.dumps(b, ensure_ascii=False) for phase, b in model.requests if phase == "after"]
+    assert after
+    for seen in after:  # still told everything true
+        assert seen.count(approach) == 1 and seen.count(error) == 1
+        assert "Context was just compacted" in seen
+    # The log: the resume's whole block, then the compaction's changes only, then nothing
+    # (the resumed session already holds both).
+    given = query(project, "SELECT source, text FROM injections WHERE kind = 'restore' ORDER BY id")
+    assert [source for source, _ in given] == ["resume", "compact"]
+    assert approach in given[0][1] and approach not in given[1][1]
+    assert "still in your context and still holds" in given[1][1]
+
+
 def test_default_judge_is_the_real_claude_cli_in_headless_mode(tmp_path: Path) -> None:
     """The default judge command, unchanged, with the real CLI found on PATH."""
     binary = claude_binary()

@@ -59,6 +59,9 @@ DEFAULTS: dict[str, object] = {
     # Memories are put before the model: at SessionStart the preferences, facts and skills
     # that matter most, at each prompt the ones that match it.
     "memory_recall": True,
+    # A resumed or compacted session is told only what changed since the recorded state it
+    # still holds (read from its transcript); off: the whole recorded state every time.
+    "restore_delta": True,
     # At most this many characters of memories per SessionStart and per prompt.
     "memory_budget_chars": 1500.0,
     # Memories kept at most (the least used learned ones go first; yours always stay).

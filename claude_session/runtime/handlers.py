@@ -56,18 +56,27 @@ def answer_session_start(
     forked = ctx.forked_from
     remember = _memories_possible(conn, ctx)
     quiet = forked is None and source != "compact" and not remember
-    if quiet and not _anything_open(conn, ev.session_id, ctx.now):
+    if (
+        quiet
+        and not _anything_open(conn, ev.session_id, ctx.now)
+        and (source != "resume" or not _restored_before(conn, ev.session_id))
+    ):
         return None  # the common start: nothing to say, and `context` need not even load
     if _untrusted(ctx):
         return None  # a database that came with a clone is data, never put before the model
     from ..core import context
 
+    held: list[dict[str, Any]] = []
+    if forked is None and source in ("resume", "compact") and ctx.config["restore_delta"]:
+        from ..core.held import restores_held
+
+        held = restores_held(conn, ev.session_id, source, ev.text_of("transcript_path"))
     if forked is not None and forked[3]:  # the first session of a fork: its frame's state
         text: str | None = context.for_fork(conn, forked[1], forked[2], forked[3])
     elif source == "compact":
-        text = context.for_compaction(conn, ev.session_id, ctx.now)
+        text = context.for_compaction(conn, ev.session_id, ctx.now, held)
     else:
-        text = context.for_new_session(conn, ev.session_id, source, ctx.now)
+        text = context.for_new_session(conn, ev.session_id, source, ctx.now, held)
     if remember:
         from ..core import recall
 
@@ -111,6 +120,17 @@ def answer_prompt(
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+
+
+def _restored_before(conn: apsw.Connection, session_id: str) -> bool:
+    """A resumed session we gave recorded state: what it holds may be no longer so."""
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM injections INDEXED BY injections_session WHERE session_id = ?"
+            " AND kind = 'restore' LIMIT 1",
+            (session_id,),
+        ).fetchall()
+    )
 
 
 def _anything_open(conn: apsw.Connection, session_id: str, now: float) -> bool:
