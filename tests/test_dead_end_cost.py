@@ -175,12 +175,16 @@ def test_each_dead_end_carries_its_tokens_and_cost(
 
     # While the session runs, the open climbs count up to now.
     stuck_open = ["m5", "s1", "m6", "m7", "m8", "m9", "m10", "m11", "m12"]
+    # the transcripts were read before the windows closed (this clock is ahead of the read):
+    # each figure counts what was read so far, and says so
     text = " ".join(context.for_compaction(recorder.conn, SESSION, T0 + 460).split())
     assert f"`{STUCK}` failed 3x [runtime]: " in text
-    assert f"never_there'; 3 attempts, {k(*stuck_open)} tokens, ${cost(*stuck_open):.2f}" in text
-    assert f"last_try'; 1 attempt, {k('m11', 'm12')} tokens, ${cost('m11', 'm12'):.2f}" in text
+    stuck = f"{k(*stuck_open)} tokens, ${cost(*stuck_open):.2f}"
+    assert f"never_there'; 3 attempts, at least {stuck}" in text
+    last = f"{k('m11', 'm12')} tokens, ${cost('m11', 'm12'):.2f}"
+    assert f"last_try'; 1 attempt, at least {last}" in text
     path = f"{k('m5', 's1', 'm6')} tokens, ${cost('m5', 's1', 'm6'):.2f}"
-    assert f"3 attempts, {path}" in text
+    assert f"3 attempts, at least {path}" in text
     after = text.split("vendoring the module; failed because: same import error")[1]
     assert not after.startswith(";")  # no figure: nothing says what it cost
 
@@ -210,7 +214,7 @@ def test_each_dead_end_carries_its_tokens_and_cost(
     restored = context.for_new_session(recorder.conn, "next-session", "startup", T0 + 600)
     assert restored is not None
     flat = " ".join(restored.split())
-    spent = f"3 attempts, {k(*stuck_open)} tokens, ${cost(*stuck_open):.2f}"
+    spent = f"3 attempts, at least {k(*stuck_open)} tokens, ${cost(*stuck_open):.2f}"
     assert f"{spent}; abandoned when session" in flat
 
     # The session's share: the climbs never fixed and the failed approaches, each response

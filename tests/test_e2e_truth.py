@@ -301,6 +301,8 @@ CHECK = "python3 -c 'import m; assert m.f() == 2'"
 FIX = "TRUTH-CHECK: make m.f() return 2"
 FIXER = "TRUTH-FIXER: make f in m.py return 2"
 AFTER = "TRUTH-AFTER: where are we?"
+AGAIN_CHECK = "TRUTH-RECHECK: run the check again"
+LAST = "TRUTH-LAST: anything left?"
 
 
 class Fixed:
@@ -327,6 +329,13 @@ class Fixed:
                 return [tool("Agent", description="fix f", prompt=FIXER,
                              subagent_type="general-purpose", run_in_background=False)]  # fmt: skip
             return [text("A subagent changed m.py.")]
+        if prompt == AGAIN_CHECK or AGAIN_CHECK in json.dumps(body.get("messages") or [])[-400:]:
+            if done == 0 or not any(
+                b.get("type") == "tool_use" and b.get("name") == "Bash"
+                for b in _blocks((body.get("messages") or [])[-2:])
+            ):
+                return [tool("Bash", command=CHECK, description="check f again")]
+            return [text("The check passes now.")]
         if AFTER in json.dumps(body.get("messages") or []):
             self.after.append(body)
         return [text("Going on.")]
@@ -345,6 +354,8 @@ def test_a_check_a_subagent_fixed_is_never_a_dead_end_after_compact_and_resume(
             session = s.run(api, FIX)["session_id"]
             s.run(api, "/compact", "--resume", session)
             s.run(api, AFTER, "--resume", session)
+            s.run(api, AGAIN_CHECK, "--resume", session)  # it passes: resolved
+            s.run(api, LAST, "--resume", session)  # told it is no longer so, once
     finally:
         s.stop()
     assert model.after, "no request after the resume"
@@ -353,6 +364,8 @@ def test_a_check_a_subagent_fixed_is_never_a_dead_end_after_compact_and_resume(
     rerun = s.said("To re-run", "m.py changed since by subagent")
     assert rerun, s.report()
     assert not s.said("Failed approaches", "m.f()") and not s.said("Open errors", "m.f()")
+    assert s.said("No longer so", "m.f()"), s.report()
+    assert s.said("held: the state given at"), s.report()
     print(f"\n[{transport}] fixed check: {s.truth.count()} statements checked, 0 false")
     print(s.report())
 

@@ -193,8 +193,11 @@ class Truth:
         """One request of `agent` (its registry name: 'main' or the subagent's id)."""
         with self.lock:
             world = self.world()
-            for text in _texts(body):
-                for statement, check in statements(text, world, agent):
+            texts = list(_texts(body))
+            for i, text in enumerate(texts):
+                others = "\n".join(texts[:i] + texts[i + 1 :])
+                found = [*statements(text, world, agent), *_held_claims(text, others)]
+                for statement, check in found:
                     if (agent, statement) in self.seen:
                         continue
                     self.seen.add((agent, statement))
@@ -245,6 +248,27 @@ def statements(text: str, world: World, agent: str) -> Iterator[tuple[str, Check
             f"ladder: `{command}` failed {attempt} times",
             lambda c=command, n=attempt: _failed_times(world, c, n),
         )
+
+
+HELD = re.compile(r"The recorded state claude-session gave at (.+?) is still in\s+your context")
+
+
+def _held_claims(text: str, others: str) -> Iterator[tuple[str, Check]]:
+    """ "The recorded state ... gave at T is still in your context": a block of state as of T
+    is in this very request (elsewhere than the text saying so)."""
+    for found in HELD.finditer(text):
+        times = found.group(1).split(", ")
+        start = text.rfind(OPEN, 0, found.start())
+        end = text.find(CLOSE, found.end())
+        rest = others + "\n" + text[: max(start, 0)] + text[end if end >= 0 else len(text) :]
+
+        def check(times: list[str] = times, rest: str = rest) -> tuple[bool, str]:
+            missing = [t for t in times if f"tate as of {t}." not in rest]
+            return not missing, f"blocks of {times} in the request" + (
+                f"; missing {missing}" if missing else ""
+            )
+
+        yield f"held: the state given at {found.group(1)} is in context", check
 
 
 def _failed_times(world: World, command: str, attempts: int) -> tuple[bool, str]:
@@ -413,6 +437,39 @@ def _at_frame(world: World, line: str) -> tuple[bool, str]:
     return bool(started), "Claude Code started it"
 
 
+def _no_longer(world: World, line: str) -> tuple[bool | None, str]:
+    """A statement given earlier, withdrawn: it is not so any more."""
+    found = re.match(r'- (.*) \(under "(.+)"\)$', line)
+    if not found:
+        return False, "unreadable"
+    key, section = found.groups()
+    if section == "Live subagents":
+        agent = key.split(" ")[0]
+        return not world.alive(agent), "the agent is not alive"
+    command = _command_of(key + "`") if "`" in key else key
+    if section in (
+        "Open errors (not yet fixed)",
+        "Failed approaches: do not repeat these",
+        "Abandoned errors: left unfixed when their session ended",
+        "To re-run: files they depend on changed since they last failed",
+    ):
+        if command not in world.runnable:
+            return False, f"not a command the scenario ran: {command!r}"
+        if not world.fails_now(command):
+            return True, "it passes now"
+        failed = world.failures(command)
+        last = failed[-1].at if failed else 0.0
+        changed = [
+            s
+            for s in world.events("PostToolUse")
+            if s.at > last and s["tool_name"] in ("Write", "Edit", "MultiEdit")
+        ]
+        if section.startswith("To re-run"):
+            return not changed, "it failed again after the changes"
+        return bool(changed), "a file changed since it last failed"
+    return None, f"no rule for a withdrawal under {section!r}"
+
+
 def _claim(world: World, line: str) -> tuple[bool, str]:
     found = re.match(r"- (\S+) by (\S+) \(", line)
     if not found:
@@ -430,7 +487,7 @@ def _git(world: World, line: str) -> tuple[bool, str]:
     return True, "the working tree as git showed it then"
 
 
-RULES: dict[str, Callable[[World, str], tuple[bool, str]]] = {
+RULES: dict[str, Callable[[World, str], tuple[bool | None, str]]] = {
     "Task (latest user prompts, oldest first)": _task,
     "Failed approaches: do not repeat these": _dead_end,
     "Open errors (not yet fixed)": _still_fails,
@@ -443,4 +500,5 @@ RULES: dict[str, Callable[[World, str], tuple[bool, str]]] = {
     "Files changed in this session (claims)": _claim,
     "Git (at the last compaction)": _git,
     "Subagents at that frame": _at_frame,
+    "No longer so: given earlier, not true now as stated": _no_longer,
 }

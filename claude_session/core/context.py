@@ -27,6 +27,7 @@ from .readings import (
     live_agents,
     open_errors,
     sessions_beside,
+    usage_read_until,
 )
 from .redact import redact
 
@@ -131,17 +132,27 @@ def with_spending(
     """What each open error's climb and each failed approach cost (`spent`: attempts, tokens,
     cost_usd; readings' windows), where the session's usage was read from its transcripts."""
     errors = state.get("errors") or []
+    read_until = usage_read_until(conn, session_id)
     if errors:
         spent = ladders_spent(conn, session_id, include_abandoned)
         for error in errors:
             if error.get("ladder_key") in spent:
-                error["spent"] = spent[error["ladder_key"]] | {"attempts": error.get("attempts")}
+                found = spent[error["ladder_key"]] | {"attempts": error.get("attempts")}
+                error["spent"] = _exact(found, read_until)
     paths = state.get("failed_paths") or []
     if paths:
         spent = failed_paths_spent(conn, [path["id"] for path in paths])
         for path in paths:
             if path.get("id") in spent:
-                path["spent"] = spent[path["id"]]
+                path["spent"] = _exact(spent[path["id"]], read_until)
+
+
+def _exact(spent: "dict[str, Any]", read_until: float | None) -> "dict[str, Any]":
+    """Whether a figure is all of it: its window closed and every transcript read past it.
+    Otherwise it counts what was read so far, and says "at least"."""
+    end = spent.get("spent_to")
+    closed = isinstance(end, int | float) and read_until is not None and read_until >= end
+    return spent | {"exact": closed}
 
 
 # --- what SessionStart says ----------------------------------------------------------------
@@ -202,6 +213,7 @@ def for_new_session(
         )
     if not held and not any(state.values()):
         return None
+    state["gathered_at"] = now
     with_spending(conn, previous or session_id, state, include_abandoned=previous != session_id)
     which = (
         "this session"
@@ -331,6 +343,8 @@ def _head(state: "dict[str, Any]", intro: str) -> str:
     head = [OPEN_TAG, intro]
     if state.get("session_id"):
         head.append(f"Session {for_model(state['session_id'], 100)}, state as of {_clock(now)}.")
+    else:  # every block says when it was true: a later one may refer to it by that time
+        head.append(f"State as of {_clock(now)}.")
     return "\n".join(head)
 
 
@@ -548,9 +562,10 @@ def _changes(changed: "list[dict[str, Any]]", failure: "dict[str, Any]") -> str:
 def _spent(item: "dict[str, Any]") -> str:
     """What a dead end cost (with_spending), when known: `; 3 attempts, 41k tokens, $0.62`."""
     spent = item.get("spent")
-    if not spent:
-        return ""
-    parts = [f"{token_count(spent['tokens'])} tokens"]
+    if not spent or not spent.get("tokens"):
+        return ""  # nothing read of its window yet: no figure rather than a false "0"
+    least = "" if spent.get("exact") else "at least "
+    parts = [f"{least}{token_count(spent['tokens'])} tokens"]
     if spent.get("cost_usd") is not None:
         parts.append(_dollars(spent["cost_usd"]))
     attempts = spent.get("attempts")

@@ -301,13 +301,27 @@ def ladders_spent(
     unfixed = UNFIXED if include_abandoned else OPEN
     found = rows(
         conn,
-        f"SELECT w.ladder_key, {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to')}"
+        f"SELECT w.ladder_key, w.spent_to,"
+        f" {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to')}"
         f" FROM (SELECT e.ladder_key, e.session_id, {climb_columns('e')} FROM error_log e"
         " WHERE e.id IN (SELECT max(id) FROM error_log WHERE session_id = ?"
         f" AND {unfixed} AND interrupted = 0 GROUP BY ladder_key)) w",
         (session_id,),
     )
     return {r["ladder_key"]: r for r in found if r["tokens"] is not None}
+
+
+def usage_read_until(conn: apsw.Connection, session_id: str) -> float | None:
+    """Up to when every transcript of the session is known read (the earliest of their last
+    reads, each then read to its end); None when one is behind or none was read. A response
+    written after it is not in any figure yet."""
+    found = conn.execute(
+        "SELECT CASE WHEN count(*) = 0 OR total(read_to < coalesce(size, 0)) > 0 THEN NULL"
+        " ELSE min(updated_at) END FROM transcript_files WHERE session_id = ?",
+        (session_id,),
+    ).fetchall()
+    value = found[0][0] if found else None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def failed_paths_spent(conn: apsw.Connection, ids: "list[Any]") -> "dict[Any, dict[str, Any]]":
@@ -317,7 +331,8 @@ def failed_paths_spent(conn: apsw.Connection, ids: "list[Any]") -> "dict[Any, di
         return {}
     found = rows(  # the ids as one JSON array: one statement, compiled once, whatever their count
         conn,
-        f"SELECT w.id, w.attempts, {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to')}"
+        f"SELECT w.id, w.attempts, w.spent_to,"
+        f" {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to')}"
         f" FROM (SELECT f.id, f.session_id, {FAILED_PATH_WINDOW}{FAILED_PATH_WINDOW_FROM}"
         " WHERE f.id IN (SELECT value FROM json_each(?))) w",
         ("[" + ",".join(str(int(i)) for i in ids) + "]",),
