@@ -318,6 +318,9 @@ def _sections(state: "dict[str, Any]") -> "list[tuple[str, list[str], bool]]":
     errors = state.get("errors") or []
     paths = state.get("failed_paths") or []
     has = state.__contains__
+    rerun_ladders = {
+        (e.get("session_id"), e.get("ladder_key")) for e in errors if _kind(e) == "rerun"
+    }
     return [
         (TASK, [_task(p) for p in state.get("task") or []], has("task")),
         (FAILED, [_failed(f) for f in paths if not f.get("changed_since")], has("failed_paths")),
@@ -325,7 +328,13 @@ def _sections(state: "dict[str, Any]") -> "list[tuple[str, list[str], bool]]":
         (
             RERUN,
             [_rerun(e) for e in errors if _kind(e) == "rerun"]
-            + [_rerun_path(f) for f in paths if f.get("changed_since")],
+            + [
+                _rerun_path(f)
+                for f in paths
+                if f.get("changed_since")
+                # said once: the error it was recorded from is on the list already
+                and (f.get("session_id"), f.get("ladder_key")) not in rerun_ladders
+            ],
             has("errors") and has("failed_paths"),
         ),
         (ABANDONED, [_abandoned(e) for e in errors if _kind(e) == "abandoned"], has("errors")),

@@ -123,7 +123,10 @@ def failed_paths(
         # its ladder's latest failure (the context names the ladder: "...; ladder <key>; ")
         " (SELECT max(x.occurred_at) FROM error_log x WHERE x.session_id = f.session_id"
         "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
-        "  AS last_failed_at FROM failed_paths f"
+        "  AS last_failed_at,"
+        " (SELECT x.ladder_key FROM error_log x WHERE x.session_id = f.session_id"
+        "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0"
+        "  LIMIT 1) AS ladder_key FROM failed_paths f"
         " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
         f" AND NOT {LEGACY_CHECK_PATH}"
         " ORDER BY (f.session_id = ?2) DESC,"
