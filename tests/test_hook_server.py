@@ -37,6 +37,7 @@ from conftest import (
     hook_env,
     log_file,
     query,
+    run_cli,
     run_hook,
     wait_for,
 )
@@ -676,6 +677,8 @@ def test_hostile_text_the_command_hook_records_is_recorded_through_the_server_to
         arguments = filled(deep, PACKAGE) | {"tool_input": deep_tool_input(by_server)}
         server.call(arguments)
         assert server.close() == 0
+    for project in (by_server, by_command):  # a hook that found the database busy spooled
+        assert run_cli(project, "ingest").returncode == 0
     recorded = "SELECT hook_event_name FROM events ORDER BY id"
     expected = [("SessionStart",), ("PostToolUseFailure",), ("PreToolUse",)]
     assert query(by_command, recorded) == expected

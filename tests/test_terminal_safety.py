@@ -56,6 +56,8 @@ def hostile_project(project: Path, tmp_path: Path) -> Path:
         timeout=60,
     )
     assert blocked.returncode == 3  # the judge's deliberate block (the shell guard makes it 2)
+    compacted = fixture("SessionStart.compact", project) | {"session_id": SESSION}
+    run_hook("SessionStart", compacted, project)  # a restore in the injection log
     return project
 
 
@@ -68,6 +70,8 @@ COMMANDS = [
     ["failed-paths"],
     ["verdicts"],
     ["restore", "--session", SESSION],
+    ["restore", "--session", SESSION, "--preview"],
+    ["restore", "--session", SESSION, "--all"],
 ]
 
 
