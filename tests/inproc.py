@@ -3,6 +3,7 @@ owns. The same function the hook, the spool ingest and the demo call; no subproc
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -51,3 +52,18 @@ class Recorder:
 
     def close(self) -> None:
         self.conn.close()
+
+
+_tool_ids = itertools.count(1)
+
+
+def as_agent(payload: dict[str, Any], session: str, agent: str | None) -> dict[str, Any]:
+    """A recorded payload made one of `session`'s, by `agent` (None: the main thread), its tool
+    call a new one."""
+    payload = {k: v for k, v in payload.items() if k not in ("agent_id", "agent_type")}
+    payload["session_id"] = session
+    if "tool_use_id" in payload:
+        payload["tool_use_id"] = f"toolu_inproc_{next(_tool_ids)}"
+    if agent:
+        payload |= {"agent_id": agent, "agent_type": "general-purpose"}
+    return payload

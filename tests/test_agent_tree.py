@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import fixture
-from inproc import Recorder
+from inproc import Recorder, as_agent
 
 from claude_session.core import processes, relations
 from claude_session.core.readings import CLAUDE_EXITED
@@ -36,15 +36,8 @@ class Run:
 
     def send(self, name: str, session: str = S1, agent: str | None = None, **changes: Any) -> Any:
         self.rec.advance(1)
-        payload = fixture(name, self.project) | {"session_id": session}
-        payload.pop("agent_id", None)
-        payload.pop("agent_type", None)
-        if "tool_use_id" in payload:
-            payload["tool_use_id"] = f"toolu_tree_{next(_ids)}"
-        if agent:
-            payload |= {"agent_id": agent, "agent_type": "general-purpose"}
         process = changes.pop("process", None)
-        payload |= changes
+        payload = as_agent(fixture(name, self.project), session, agent) | changes
         return self.rec.send(payload, process)[1]
 
     def start(self, session: str = S1, source: str = "startup", process: Any = None) -> Any:

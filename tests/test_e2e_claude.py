@@ -374,9 +374,13 @@ class ThreeFailures:
         return [text("I am stuck on the settings file.")]
 
 
-def test_real_claude_code_failed_path_survives_compaction(
+def test_real_claude_code_failed_path_survives_compaction_and_is_said_once(
     tmp_path: Path, wheel_install: WheelInstall
 ) -> None:
+    """A command fails 3 times (a failed approach, an open error); `/compact` in a resumed
+    run (SessionStart resume, then compact); a resumed prompt. The failed approach survives the
+    compaction, and every request holds each statement at most once (three blocks, each with
+    the same approach and error, before)."""
     binary = claude_binary()
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
@@ -394,6 +398,7 @@ def test_real_claude_code_failed_path_survives_compaction(
             run_claude(binary, project, home, api, "/compact", "--resume", session)
             model.phase = "after"
             run_claude(binary, project, home, api, "go on", "--resume", session)
+            summaries = [b for b in api.message_requests() if is_compaction(b)]
     finally:
         daemon_control.stop(str(project))
 
@@ -420,33 +425,6 @@ def test_real_claude_code_failed_path_survives_compaction(
     section = seen[seen.index("## Failed approaches: do not repeat these") :][:600]
     assert STUCK in section and "No such file or directory" in section
 
-
-def test_real_claude_code_is_told_each_statement_once_across_compact_and_resume(
-    tmp_path: Path, wheel_install: WheelInstall
-) -> None:
-    """The user's case: a command fails 3 times (a failed approach, an open error); `/compact`
-    in a resumed run (SessionStart resume, then compact); a resumed prompt. Before, the last
-    request held three recorded-state blocks, each with the same approach and error. Now every
-    request holds each statement at most once, and the model is still told both."""
-    binary = claude_binary()
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    subprocess.run(
-        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
-    )
-    model = ThreeFailures()
-    try:
-        with FakeAnthropic(model) as api:
-            first = run_claude(binary, project, home, api, "TASK-E2E-ONCE: read the settings")
-            session = first["session_id"]
-            model.phase = "compact"
-            run_claude(binary, project, home, api, "/compact", "--resume", session)
-            model.phase = "after"
-            run_claude(binary, project, home, api, "go on", "--resume", session)
-            summaries = [b for b in api.message_requests() if is_compaction(b)]
-    finally:
-        daemon_control.stop(str(project))
     assert summaries, "the compaction's summary request was not seen"
 
     approach = f"{STUCK}; failed because: Exit code 1"  # the failed approach's line

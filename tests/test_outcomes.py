@@ -7,19 +7,17 @@ Recorded payloads through `events.apply` (tests/inproc.py), read back as the mod
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import fixture
-from inproc import Recorder
+from inproc import Recorder, as_agent
 
 from claude_session.core import context
 
 SESSION = "outcome-session-1"
 CHECK = "python3 -c 'import m; assert m.f() == 2'"
-_ids = itertools.count(1)
 
 
 def traceback(root: Path) -> str:
@@ -39,14 +37,7 @@ class Session:
 
     def send(self, name: str, agent: str | None = None, **changes: Any) -> Any:
         self.rec.advance(1)
-        payload = fixture(name, self.root) | {"session_id": SESSION}
-        payload.pop("agent_id", None)
-        payload.pop("agent_type", None)
-        if "tool_use_id" in payload:
-            payload["tool_use_id"] = f"toolu_outcome_{next(_ids)}"
-        if agent:
-            payload |= {"agent_id": agent, "agent_type": "general-purpose"}
-        return self.rec.send(payload | changes)[1]
+        return self.rec.send(as_agent(fixture(name, self.root), SESSION, agent) | changes)[1]
 
     def fail(self, command: str, error: str, agent: str | None = None) -> None:
         self.send("PostToolUseFailure.Bash", agent, tool_input={"command": command}, error=error)
