@@ -158,6 +158,13 @@ def might_contain_secret(text: str) -> bool:
     return ("=" in text or ":" in text) and bool(_assignments(text, first_only=True))
 
 
+def _encodings(text: str) -> bool:
+    """The text may hold a secret behind an encoding (core/encoded.py)."""
+    from .encoded import worth_decoding
+
+    return worth_decoding(text)
+
+
 def _might_hold_token(text: str) -> bool:
     low = text.translate(_LOWER)
     for marker in _MARKERS:  # a plain loop: twice as fast as any() over a generator here
@@ -172,7 +179,7 @@ def _might_hold_token(text: str) -> bool:
 
 def redact(text: str) -> str:
     """`text` with every recognised secret replaced by a `[REDACTED:kind#fingerprint]` marker."""
-    if not text or not might_contain_secret(text):
+    if not text or not (might_contain_secret(text) or _encodings(text)):
         return text
     spans = _find(text, assignments=True)
     return _replace(text, spans) if spans else text
@@ -187,7 +194,7 @@ def secret_name(name: str) -> bool:
 def _redact_tokens(text: str) -> str:
     """Token-shaped secrets only: for the structure of a JSON document, whose member values
     (ids, paths) must not be taken for `name: value` assignments."""
-    if not text or not _might_hold_token(text):
+    if not text or not (_might_hold_token(text) or _encodings(text)):
         return text
     spans = _find(text, assignments=False)
     return _replace(text, spans) if spans else text
@@ -239,9 +246,14 @@ def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
 # --- finding ---------------------------------------------------------------------------------
 
 
-def _find(text: str, assignments: bool) -> "list[tuple[int, int, str]]":
-    """Spans (start, end, kind) of secrets in `text`, possibly overlapping."""
+def _find(text: str, assignments: bool, decode: bool = True) -> "list[tuple[int, int, str]]":
+    """Spans (start, end, kind) of secrets in `text`, possibly overlapping; with `decode`, also
+    the runs whose decoding (percent, `\\u`, base64) holds one."""
     spans: list[tuple[int, int, str]] = []
+    if decode and _encodings(text):
+        from . import encoded
+
+        spans += encoded.spans(text, lambda plain: _find(plain, assignments, decode=False))
     spans += _private_blocks(text)
     spans += _prefixed(text)
     spans += _aws_keys(text)
@@ -284,12 +296,19 @@ def _occurrences(haystack: str, needle: str) -> "list[int]":
     return found
 
 
+# Prefixes no word ends with: a token glued to a word (`token_ghp_...`, `%3Dghp_...`,
+# `key_sk-ant-...`) is still the token. `sk-` alone and `SG.` end words (`task-`, `MSG.`).
+_ANYWHERE = ("sk-ant-", "sk-proj-", "sk-svcacct-")
+
+
 def _prefixed(text: str) -> "list[tuple[int, int, str]]":
     spans = []
     for prefix, kind, body, shortest in _PREFIXED:
         for i in _occurrences(text, prefix):
-            if not _boundary(text, i):
-                continue
+            if prefix in ("sk-", "SG."):
+                glued = prefix == "sk-" and text.startswith(_ANYWHERE, i)
+                if not glued and not _boundary(text, i):
+                    continue
             end = _run(text, i + len(prefix), body)
             if end - i - len(prefix) >= shortest:
                 spans.append((i, end, kind))
@@ -304,7 +323,9 @@ def _fixed_length(
     for prefix in prefixes:
         for i in _occurrences(text, prefix):
             end = _run(text, i + len(prefix), body)
-            if _boundary(text, i) and end - i == length and _word_ends(text, end):
+            # glued to a word before it (`key_AKIA...`) when the prefix is distinctive
+            start_ok = _boundary(text, i) or kind == "aws_key"
+            if start_ok and end - i == length and _word_ends(text, end):
                 spans.append((i, end, kind))
     return spans
 
