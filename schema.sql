@@ -608,11 +608,12 @@ CREATE TABLE transcript_files (
     inode         INTEGER,               -- of the file read: another inode means it was replaced
     size          INTEGER,               -- its size when last read
     lines_read    INTEGER NOT NULL DEFAULT 0,
-    lines_skipped INTEGER NOT NULL DEFAULT 0,  -- lines not understood (bad JSON, unknown types)
+    lines_skipped INTEGER NOT NULL DEFAULT 0,  -- lines not understood (bad JSON, unknown types, figures out of bounds, nested too deep)
     restarts      INTEGER NOT NULL DEFAULT 0,  -- times it was found truncated or replaced and read again from 0
     prompt_id     TEXT,                  -- the promptId of the last user entry read (the next lines' turn)
     last_error    TEXT,                  -- why it could not be read last time (missing, refused, ...); NULL when it was
-    updated_at    REAL NOT NULL
+    updated_at    REAL NOT NULL,
+    first_skipped INTEGER                -- byte offset of the first line skipped since it was last read from 0; NULL: none
 );
 CREATE INDEX transcript_files_session ON transcript_files (session_id);
 
@@ -749,4 +750,4 @@ CREATE TABLE injections (
 );
 CREATE INDEX injections_session ON injections (session_id, at);
 
-PRAGMA user_version = 21;
+PRAGMA user_version = 22;

@@ -61,13 +61,18 @@ _ERRORS = (
 _SESSION = " AND session_id = ?1"
 # The session's cost as `claude-session cost` gives it: its responses' shares, plus what
 # Claude Code billed that no response carries (its total minus their Claude Code shares).
+# A total out of bounds (NaN, negative, absurd: stored before the transcripts' figures were
+# checked) is not Claude Code's: left out, like the input's.
+COST_CAP = 1e9  # a figure past this (or below 0) is not one: not shown
+_TOTAL = (
+    "(SELECT total_cost_usd FROM session_costs WHERE session_id = ?1"
+    f" AND total_cost_usd >= 0 AND total_cost_usd < {COST_CAP!r})"
+)
 _COST = (
-    "SELECT sum(cost_usd) + max(0, coalesce((SELECT total_cost_usd FROM session_costs"
-    " WHERE session_id = ?1), 0) - coalesce(sum(CASE WHEN cost_source = 'claude_code'"
-    " THEN cost_usd END), 0)), (SELECT total_cost_usd FROM session_costs WHERE session_id = ?1)"
+    f"SELECT sum(cost_usd) + max(0, coalesce({_TOTAL}, 0) - coalesce(sum(CASE WHEN"
+    f" cost_source = 'claude_code' THEN cost_usd END), 0)), {_TOTAL}"
     " FROM message_usage WHERE session_id = ?1"
 )
-COST_CAP = 1e9  # a figure past this (or below 0) is not one: not shown
 # The project-wide variant names the partial index's condition so SQLite can use it.
 _UNFIXED = " AND (resolution IS NULL OR resolution != 'auto_fixed')"
 

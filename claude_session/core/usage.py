@@ -22,6 +22,7 @@ from typing import Any
 
 import apsw
 
+from . import transcript_values as values
 from .db import as_int, rows
 
 # The ratio of Anthropic's prices per token: input 1, output 5, cache read 0.1, cache write
@@ -57,7 +58,7 @@ PRICES: tuple[tuple[str, float], ...] = (
 
 FILE_COLUMNS = (
     "path, session_id, agent_id, read_to, inode, size, lines_read, lines_skipped, restarts,"
-    " prompt_id, last_error, updated_at, filled_to"
+    " prompt_id, last_error, updated_at, filled_to, first_skipped"
 )
 
 
@@ -106,17 +107,20 @@ def save_file(
     size: int | None = None,
     lines: int = 0,
     skipped: int = 0,
+    first_skipped: int | None = None,
     restarted: bool = False,
     prompt_id: str | None = None,
     error: str | None = None,
 ) -> None:
     """Where reading `path` stands: counts are added, the rest replaced. An error keeps the
-    offset reached before it (the file may come back)."""
+    offset reached before it (the file may come back). `first_skipped`, where a line skipped
+    begins, is kept until the file is read again from 0."""
     conn.execute(
         "INSERT INTO transcript_files (path, session_id, agent_id, read_to, inode, size,"
-        " lines_read, lines_skipped, restarts, prompt_id, last_error, updated_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+        " lines_read, lines_skipped, restarts, prompt_id, last_error, updated_at, first_skipped)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
         " ON CONFLICT (path) DO UPDATE SET"
+        " first_skipped = CASE WHEN ?9 THEN ?13 ELSE coalesce(first_skipped, ?13) END,"
         " read_to = CASE WHEN ?11 IS NULL THEN ?4 ELSE read_to END,"
         " inode = coalesce(?5, inode), size = coalesce(?6, size),"
         " lines_read = lines_read + ?7, lines_skipped = lines_skipped + ?8,"
@@ -136,6 +140,7 @@ def save_file(
             prompt_id,
             error,
             now,
+            first_skipped,
         ),
     )
 
@@ -286,7 +291,8 @@ def set_turns(conn: apsw.Connection, session_id: str, found: list[tuple[int, str
 def record_cost_state(
     conn: apsw.Connection, session_id: str, state: dict[str, Any], as_of: float | None, now: float
 ) -> None:
-    """Claude Code's latest cost-state for the session (it includes the subagents')."""
+    """Claude Code's latest cost-state for the session (it includes the subagents'), its
+    figures checked (core/transcript_values.cost_figures)."""
     usage = state.get("modelUsage")
     conn.execute(
         "INSERT INTO session_costs (session_id, total_cost_usd, model_usage, as_of,"
@@ -345,7 +351,7 @@ def figures(conn: apsw.Connection, session_id: str) -> tuple[dict[str, float], f
     costs: dict[str, float] = {}
     for model, entry in usage.items():
         cost = entry.get("costUSD")
-        if not isinstance(cost, int | float) or isinstance(cost, bool) or cost < 0:
+        if not values.sane_cost(cost):  # also for a figure stored before it was checked
             continue
         if cost == 0 and unknown:
             continue
@@ -374,7 +380,7 @@ def helper_usage(conn: apsw.Connection, session_id: str) -> dict[str, dict[str, 
     found: dict[str, dict[str, int]] = {}
     for model, entry in usage.items():
         counts = [entry.get(theirs) for _, theirs in MODEL_USAGE]
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+        if not all(_bounded(n) for n in counts):  # also for figures stored before the checks
             continue
         ours = read.get(model, {})
         left = {
@@ -383,9 +389,7 @@ def helper_usage(conn: apsw.Connection, session_id: str) -> dict[str, dict[str, 
         if min(left.values()) < 0 or max(left.values()) == 0:
             continue
         thinking = entry.get("thinkingTokens")
-        thought = (
-            int(thinking) - as_int(ours.get("thinking_tokens")) if isinstance(thinking, int) else 0
-        )
+        thought = int(thinking) - as_int(ours.get("thinking_tokens")) if _bounded(thinking) else 0
         found[model] = left | {"thinking_tokens": max(0, thought)}
     return found
 
@@ -492,6 +496,14 @@ def split(total: int, group: list[dict[str, Any]]) -> list[int]:
     for i in order[: total - sum(parts)]:
         parts[i] += 1
     return parts
+
+
+def _bounded(value: object) -> bool:
+    """A session's count as a cost-state gives it, within core/transcript_values' cap."""
+    try:
+        return values.count(value, values.MAX_SESSION_TOKENS) is not None
+    except values.Bad:
+        return False
 
 
 def _number(value: object) -> float | None:

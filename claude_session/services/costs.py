@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 
 from ..core import db, readings, usage
+from ..core.transcript_values import MAX_COST_USD
 
 GROUPS = ("session", "turn", "agent", "tool", "model", "day")
 UNATTRIBUTED = usage.HELPERS
@@ -30,6 +31,7 @@ HELPER_TASK = "compaction summaries, other internal requests"  # modelUsage less
 # The groupings where those rows are one row of their own, not in the groups.
 _APART = ("turn", "agent", "tool", "day")
 _NOT_HELPERS = f" AND m.agent_id != '{usage.HELPERS}'"
+SANE = f">= 0 AND c.total_cost_usd < {MAX_COST_USD!r}"  # Claude Code's, when it is a figure
 TOKENS = (
     "input_tokens",
     "output_tokens",
@@ -271,20 +273,21 @@ def claude_code(
     conn: apsw.Connection, where: str, params: list[Any], rolled: bool = False
 ) -> dict[str, Any]:
     """Per session in the selection: Claude Code's total, and what of it no message carries
-    (`rolled`: every session, from session_usage)."""
+    (`rolled`: every session, from session_usage). A total out of bounds (stored before the
+    transcripts' figures were checked) is not Claude Code's: left out."""
     found = (
         db.rows(
             conn,
             "SELECT c.session_id, c.total_cost_usd, u.carried FROM session_costs c JOIN (SELECT"
             " session_id, sum(claude_code_usd) AS carried FROM session_usage GROUP BY session_id)"
-            " u USING (session_id) WHERE c.total_cost_usd IS NOT NULL",
+            f" u USING (session_id) WHERE c.total_cost_usd {SANE}",
         )
         if rolled
         else db.rows(
             conn,
             "SELECT c.session_id, c.total_cost_usd, (SELECT coalesce(sum(cost_usd), 0) FROM"
             " message_usage u WHERE u.session_id = c.session_id AND u.cost_source = 'claude_code')"
-            " AS carried FROM session_costs c WHERE c.total_cost_usd IS NOT NULL AND"
+            f" AS carried FROM session_costs c WHERE c.total_cost_usd {SANE} AND"
             " c.session_id IN (SELECT DISTINCT m.session_id FROM message_usage m WHERE"
             + where
             + ")",

@@ -379,11 +379,25 @@ def _transcripts(path: str) -> list[dict[str, Any]]:
         conn = db.connect(path, create=False, migrate=False, readonly=True)
         try:
             found = costs.transcript_state(conn)
+            skipped = db.rows(
+                conn,
+                "SELECT path, lines_skipped, first_skipped, (SELECT sum(lines_skipped) FROM"
+                " transcript_files) AS total, (SELECT count(*) FROM transcript_files WHERE"
+                " lines_skipped > 0) AS files FROM transcript_files WHERE lines_skipped > 0"
+                " ORDER BY updated_at DESC LIMIT 1",
+            )
         finally:
             conn.close()
     except (db.DatabaseError, apsw.Error):
         return []  # an older schema, or the database check above says why
     detail = f"{found['files']} read"
+    if skipped:  # not understood, or figures out of bounds (the agent can write there too)
+        last = skipped[0]
+        where = "" if last["first_skipped"] is None else f" from byte {last['first_skipped']}"
+        detail += (
+            f"; {last['total']} lines skipped in {last['files']} (latest: {last['path']},"
+            f" {last['lines_skipped']} lines{where})"
+        )
     if found["old_unreadable"]:
         detail += f"; {found['old_unreadable']} of ended sessions gone or unreadable (information)"
     detail += "".join(f"; {problem}" for problem in found["live_problems"])

@@ -5,8 +5,11 @@ A transcript is Claude Code's file, written while we read it: it is opened read-
 through a planted link and only under the Claude Code config folder; read from the offset
 stored per file, complete lines only (a partial last line waits), in bounded batches; a file
 found shorter than what was read, or another file under its name, is read again from 0 (and
-said so). A line not understood is skipped and counted, never fatal. No hook calls this: the
-daemon does on its sweeps, the CLI before `cost` and `status`.
+said so). A line not understood is skipped and counted, never fatal; so is one whose figures
+are out of bounds or that is nested too deep (core/transcript_values: the agent can write to
+the transcript too). Each session is read apart: one that fails (logged once) never stops the
+reading of the others. No hook calls this: the daemon does on its sweeps, the CLI before `cost`
+and `status`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, NamedTuple
 import apsw
 
 from ..core import db, log, usage
+from ..core import transcript_values as values
 from ..core.paths import db_path
 
 CHUNK = 1 << 20  # bytes read at a time
@@ -33,6 +37,9 @@ FILL_AFTER = 120.0
 # not settled yet, and is not before `time` + FILL_AFTER. A live session's pass (every second
 # while Claude Code writes) skips reading the unsettled entries again until then.
 _unsettled: dict[tuple[str, str], tuple[int, int, float]] = {}
+# (database, session or transcript) -> the failure last logged for it: the daemon sweeps every
+# second, and a failure that stays is logged once, not on every sweep (forgotten on success).
+_failing: dict[tuple[str, str], str] = {}
 KEPT = frozenset({"user", "assistant", "cost-state"})
 IGNORED = frozenset(
     {
@@ -68,6 +75,7 @@ class Read(NamedTuple):
     skipped: int  # lines not understood
     lines: int = 0  # complete lines read
     ends: tuple[int, ...] = ()  # for each entry, the offset just past its line
+    first_skipped: int | None = None  # where the first line skipped begins
 
 
 def config_dir() -> str:
@@ -117,6 +125,7 @@ def read_fd(fd: int, offset: int, limit: int = BATCH) -> Read:
     entries: list[dict[str, Any]] = []
     ends: list[int] = []
     skipped = lines = 0
+    first_skipped: int | None = None
     pending = b""  # the start of a line not complete yet
     pos = start = offset  # pos: bytes read; start: where `pending` begins
     discarding = False  # inside a line longer than MAX_LINE
@@ -129,6 +138,7 @@ def read_fd(fd: int, offset: int, limit: int = BATCH) -> Read:
             end = chunk.find(b"\n")
             if end < 0:
                 continue
+            first_skipped = start if first_skipped is None else first_skipped
             start = pos - len(chunk) + end + 1
             skipped, lines, discarding = skipped + 1, lines + 1, False
             chunk = chunk[end + 1 :]
@@ -142,34 +152,37 @@ def read_fd(fd: int, offset: int, limit: int = BATCH) -> Read:
             entry = parse(line)
             if entry is None:
                 skipped += 1
+                if first_skipped is None:
+                    first_skipped = start - len(line) - 1
             elif entry:
                 entries.append(entry)
                 ends.append(start)
             if start - offset >= limit:
-                return Read(entries, start, skipped, lines, tuple(ends))
+                return Read(entries, start, skipped, lines, tuple(ends), first_skipped)
         if len(pending) > MAX_LINE:
             pending, discarding = b"", True
-    return Read(entries, start, skipped, lines, tuple(ends))
+    return Read(entries, start, skipped, lines, tuple(ends), first_skipped)
 
 
 def parse(line: bytes) -> dict[str, Any] | None:
     """An entry we keep; {} for a type we know and ignore; None for a line not understood.
     A line that starts with its type (Claude Code writes its own records so: api-request,
     tools-used, ...) and names one we ignore is not parsed: request blobs are most of a
-    transcript's bytes."""
+    transcript's bytes. A kept entry whose figures are out of bounds, or nested too deep, is
+    one not understood (core/transcript_values)."""
     if line.startswith(b'{"type":"'):
         kind = line[9 : line.find(b'"', 9)].decode("utf-8", "replace")
         if kind in IGNORED:
             return {}
     try:
         entry = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past Python's limit: not understood either
         return None
     if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
         return None
     kind = entry["type"]
     if kind in KEPT:
-        return entry
+        return None if values.problem(entry) is not None else entry
     return {} if kind in IGNORED else None
 
 
@@ -181,7 +194,7 @@ def timestamp(value: object) -> float | None:
         return None
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 
@@ -196,7 +209,10 @@ def message_of(entry: dict[str, Any], prompt_id: str | None) -> dict[str, Any] |
         return None
     if message.get("model") == "<synthetic>":
         return None  # Claude Code's own stand-in (an error, an interruption): nothing billed
-    details = used.get("output_tokens_details")
+    try:
+        counts = values.usage_counts(used)  # checked by parse already: never a bad figure stored
+    except values.Bad:
+        return None
     blocks = message.get("content")
     tools = {
         str(b["id"]): str(b.get("name") or "")
@@ -208,11 +224,7 @@ def message_of(entry: dict[str, Any], prompt_id: str | None) -> dict[str, Any] |
         "prompt_id": prompt_id,
         "tool_uses": tools,
         "model": message.get("model") if isinstance(message.get("model"), str) else None,
-        "input_tokens": used.get("input_tokens"),
-        "output_tokens": used.get("output_tokens"),
-        "cache_read_tokens": used.get("cache_read_input_tokens"),
-        "cache_creation_tokens": used.get("cache_creation_input_tokens"),
-        "thinking_tokens": details.get("thinking_tokens") if isinstance(details, dict) else 0,
+        **counts,
         "service_tier": _text(used.get("service_tier")),
         "speed": _text(used.get("speed")),
         "at": timestamp(entry.get("timestamp")),
@@ -237,7 +249,10 @@ def extract(entries: list[dict[str, Any]], prompt_id: str | None) -> Extracted:
     for entry in entries:
         kind = entry["type"]
         if kind == "cost-state":
-            cost_state, as_of = entry, last_time
+            try:
+                cost_state, as_of = values.cost_figures(entry), last_time
+            except values.Bad:
+                pass  # checked by parse already
             continue
         last_time = timestamp(entry.get("timestamp")) or last_time
         if kind == "user" and isinstance(entry.get("promptId"), str):
@@ -278,25 +293,56 @@ def catch_up(
         "refused": [],
         "unreadable": [],
         "reconciled": 0,
+        "failed": [],
     }
     resolved: dict[str, str] = {}  # folder -> its real path, for this catch-up
     try:
         for session, main in sessions_to_read(conn, session_id, recent_seconds, now):
             summary["sessions"] += 1
-            changed = False
-            for agent, path in files_of(conn, session, main).items():
-                summary["files"] += 1
-                changed |= read_file(conn, root, session, agent, path, summary, now, resolved)
-            turns = usage.turns_found(conn, session, now)
-            if turns or changed:  # else no write at all: the daemon calls this every second
-                with db.Immediate(conn):
-                    usage.set_turns(conn, session, turns)
-                    if changed:
-                        usage.apportion(conn, session)
+            try:
+                _catch_up_session(conn, root, session, main, summary, now, resolved)
+            except apsw.BusyError:
+                raise  # the database's, not the session's: the caller waits or tries again
+            except Exception as exc:  # this session's alone: the others are still read
+                summary["failed"].append(session)
+                _failed(conn, root, session, f"reading session {session} failed", exc)
+            else:
+                _failing.pop((conn.filename, session), None)
     finally:
         if isinstance(target, str):
             conn.close()
     return summary
+
+
+def _catch_up_session(
+    conn: apsw.Connection,
+    root: str,
+    session: str,
+    main: str,
+    summary: dict[str, Any],
+    now: float,
+    resolved: dict[str, str],
+) -> None:
+    """One session's transcripts read, in transactions of its own (a batch that fails rolls
+    back that batch alone), then its turns and costs brought up to date."""
+    changed = False
+    for agent, path in files_of(conn, session, main).items():
+        summary["files"] += 1
+        changed |= read_file(conn, root, session, agent, path, summary, now, resolved)
+    turns = usage.turns_found(conn, session, now)
+    if turns or changed:  # else no write at all: the daemon calls this every second
+        with db.Immediate(conn):
+            usage.set_turns(conn, session, turns)
+            if changed:
+                usage.apportion(conn, session)
+
+
+def _failed(conn: apsw.Connection, root: str, key: str, what: str, exc: Exception) -> None:
+    """Log a failure once while it lasts: not again on every sweep while it is the same."""
+    message = f"{what}: {type(exc).__name__}: {exc}"
+    if _failing.get((conn.filename, key)) != message:
+        _failing[(conn.filename, key)] = message
+        log.error(root, "transcripts", message)
 
 
 def sessions_to_read(
@@ -441,6 +487,7 @@ def _read_open(
                 size=info.st_size,
                 lines=got.lines,
                 skipped=got.skipped,
+                first_skipped=got.first_skipped,
                 restarted=restarted,
                 prompt_id=found.prompt_id,
             )
@@ -500,8 +547,9 @@ def _fill_settled(
             try:
                 added += int(reconcile.fill(conn, root, session_id, agent, got.entries[:taken]))
             except Exception as exc:
-                log.error(root, "transcripts", f"reconcile failed: {type(exc).__name__}: {exc}")
+                _failed(conn, root, path, "reconcile failed", exc)
                 return added  # tried again on the next pass, from the same offset
+            _failing.pop((conn.filename, path), None)
         if settled_to != offset:
             with db.Immediate(conn):
                 usage.save_filled(conn, path, settled_to)
