@@ -303,3 +303,52 @@ def test_a_literal_header_secret_is_warned_about_and_the_file_is_0600(project: P
     assert "otel_endpoint: credentials in the URL" in creds.stderr
     assert "PW-e9" not in creds.stdout + creds.stderr
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+
+def test_a_huge_grpc_answer_is_refused_at_the_limit(recorded: Recorder) -> None:  # noqa: F811
+    """Over gRPC the limit is the channel's maximum receive message length: a loopback gRPC
+    server answering a 2 MB Export response (under gRPC's default 4 MB: taken without ours)
+    fails the export, recorded, instead of being read."""
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+    )
+
+    answered = []
+
+    def export(request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:
+        answer = ExportTraceServiceResponse()
+        answer.partial_success.error_message = "x" * (2 << 20)
+        answered.append(len(answer.SerializeToString()))
+        return answer
+
+    handler = grpc.method_handlers_generic_handler(
+        "opentelemetry.proto.collector.trace.v1.TraceService",
+        {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                export,
+                request_deserializer=ExportTraceServiceRequest.FromString,
+                response_serializer=ExportTraceServiceResponse.SerializeToString,
+            )
+        },
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(2))
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        values = {"otel_endpoint": f"http://127.0.0.1:{port}", "otel_protocol": "grpc"}
+        where = otel_export.target(values, environ={})
+        assert where is not None and where.protocol == "grpc"
+        send = otel_export.sender(recorded.root, where)
+        done = otel_export.export_pass(recorded.conn, where, send, NOW, 3600)
+    finally:
+        server.stop(None)
+    assert answered and answered[0] > otel_export.MAX_ANSWER_BYTES  # it did answer that much
+    assert done.sent == 0 and done.error
+    [(error, failures)] = recorded.rows("SELECT last_error, failures FROM otel_export")
+    assert error and failures == 1
+    assert recorded.rows("SELECT count(*) FROM otel_sent") == [(0,)]
