@@ -58,11 +58,13 @@ def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> N
     rows = [
         {
             "key": key,
-            "value": configuration.shown(value),
+            "value": configuration.shown_setting(key, value),
             "source": "file" if key in loaded.written else "default",
         }
         for key, value in loaded.values.items()
     ]
+    for warning in loaded.warnings:
+        click.echo(f"warning: {output.escape_controls(warning)}", err=True)
     if as_json:
         output.emit({"path": loaded.path, "settings": rows, "problems": loaded.problems}, "json")
     else:

@@ -41,8 +41,8 @@ def export_otel(root: Path, since: str, as_json: bool) -> None:
             sessions, spans = otel_export.export_since(conn, where, send, start)
         except RuntimeError as exc:
             raise click.ClickException(f"not sent: {exc}") from None
-    found = {"endpoint": where.endpoint, "sessions": sessions, "spans": spans}
+    found = {"endpoint": where.shown, "sessions": sessions, "spans": spans}
     if as_json:
         output.emit(found, "json")
         return
-    click.echo(f"sent {spans} spans of {sessions} sessions to {where.endpoint}")
+    click.echo(f"sent {spans} spans of {sessions} sessions to {where.shown}")

@@ -25,6 +25,7 @@ class Loaded:
         self.values = values
         self.problems = problems
         self.written = written
+        self.warnings: list[str] = []  # what was written but should not have been as it is
 
 
 def load(root: str) -> Loaded:
@@ -81,6 +82,64 @@ def parse_assignment(assignment: str) -> tuple[str, object]:
     return key, value
 
 
+def shown_setting(key: str, value: object) -> object:
+    """A value as `config` prints it: the endpoint without credentials, a header's literal
+    value hidden (a `${NAME}` reference is shown: it is not the secret)."""
+    from .otel_export import safe_url
+
+    if key == "otel_endpoint" and isinstance(value, str) and value:
+        return safe_url(value)
+    if key == "otel_headers" and isinstance(value, str) and value:
+        pairs = []
+        for pair in value.split(","):
+            name, sep, said = pair.partition("=")
+            hidden = sep and not _a_reference(said)
+            pairs.append(f"{name}=[REDACTED]" if hidden else pair)
+        return ",".join(pairs)
+    return shown(value)
+
+
+def _a_reference(value: str) -> bool:
+    """Whether a header value names its secret (`${NAME}`, or text around it such as
+    `Bearer ${TOKEN}`) rather than holding it, or is empty."""
+    text = value.strip()
+    if not text:
+        return True
+    while "${" in text:
+        before, _, after = text.partition("${")
+        name, closed, text = after.partition("}")
+        if not closed or not name.replace("_", "a").isalnum():
+            return False
+        text = before + " " + text
+    return text.strip() in ("", "Bearer", "Basic", "Token", "Api-Key", "ApiKey")
+
+
+def credential_warnings(key: str, value: object) -> list[str]:
+    """What a value writes into `.claude-session.json` that authenticates: a literal header
+    value (suggesting `${NAME}`, taken from the environment when sent), or an endpoint's
+    `user:password@`. The file is often committed or shared; the value is kept (the user
+    asked for it), and said."""
+    from .otel_export import safe_url
+
+    out = []
+    if key == "otel_headers" and isinstance(value, str):
+        for pair in value.split(","):
+            name, sep, said = pair.partition("=")
+            if sep and not _a_reference(said):
+                out.append(
+                    f"otel_headers: {name.strip()} holds a literal value, written into the"
+                    f" file as it is; write {name.strip()}=${{NAME}} and set NAME in the"
+                    " environment instead (see docs/guides/opentelemetry.md)"
+                )
+    if key == "otel_endpoint" and isinstance(value, str) and safe_url(value) != value.strip():
+        out.append(
+            "otel_endpoint: credentials in the URL (user:password@, a query) are written into"
+            f" the file as they are; set {safe_url(value)} and put them in otel_headers as"
+            " ${NAME}"
+        )
+    return out
+
+
 def set_values(root: str, assignments: list[str]) -> Loaded:
     """Apply KEY=VALUE assignments: every one is checked first, then the file is replaced
     atomically. Nothing is written when any assignment is invalid."""
@@ -90,17 +149,21 @@ def set_values(root: str, assignments: list[str]) -> Loaded:
             f"not changed: {current.path} is not trusted; read it, then `claude-session trust`"
         )
     updated = dict(current.written)
+    warnings: list[str] = []
     for assignment in assignments:
         key, value = parse_assignment(assignment)
         problem = check(key, value)
         if problem:
             raise ConfigError(f"not changed: {key}: {problem}")
         updated[key] = value
+        warnings += credential_warnings(key, value)
     write(root, updated)
     text = read_text(root)
     if text is not None:
         trust.record_config(config_path(root), text)  # written by this user, through us
-    return load(root)
+    loaded = load(root)
+    loaded.warnings = warnings
+    return loaded
 
 
 def write(root: str, values: dict[str, Any]) -> None:
@@ -108,8 +171,11 @@ def write(root: str, values: dict[str, Any]) -> None:
     if os.path.islink(path):
         raise ConfigError(f"{path} is a symbolic link; refusing to replace it")
     tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    # 0600: it may hold a header's secret. A new file replaces the old, so an older, wider
+    # one is tightened the first time we write it.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
+        os.fchmod(fd, 0o600)
         os.write(fd, (json.dumps(values, indent=2) + "\n").encode())
     finally:
         os.close(fd)

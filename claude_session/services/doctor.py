@@ -50,13 +50,13 @@ def _otel(root: Path) -> list[dict[str, Any]]:
         return [_row("opentelemetry export", False, f"{where.protocol}: {exc}{extra}")]
     path = db_path(str(root))
     if not os.path.exists(path):
-        return [_row("opentelemetry export", True, f"to {where.endpoint}: nothing recorded yet")]
+        return [_row("opentelemetry export", True, f"to {where.shown}: nothing recorded yet")]
     conn = db.connect(path, create=False)
     try:
         told = otel_export.status(conn, str(root), time.time()) or {}
     finally:
         conn.close()
-    detail = f"to {where.endpoint} ({where.protocol}): {told.get('spans_sent') or 0} spans sent"
+    detail = f"to {where.shown} ({where.protocol}): {told.get('spans_sent') or 0} spans sent"
     lag = told.get("lag_seconds")
     if lag is not None:
         detail += f", oldest waiting {lag:.0f} s"

@@ -43,6 +43,33 @@ MAX_BACKOFF_SECONDS = 300.0
 TIMEOUT_SECONDS = 10.0
 SCOPE = "claude-session"
 TRANSCRIPT_WAIT_SECONDS = 600.0  # a session's transcripts not read by then: sent without them
+MAX_ANSWER_BYTES = 1 << 20  # the backend's answer is a few bytes; more is read no further
+
+
+def safe_url(url: str) -> str:
+    """`url` with nothing in it that authenticates, to send, store or print: the userinfo
+    (`user:token@`) dropped whatever it holds, the query and the fragment dropped (tokens
+    ride there). A password may hold `/`, `@`, `:` or `%`, so the userinfo is all up to the
+    last `@` before the query (a path holding `@` loses its start: better than a token
+    kept); what is left is parsed. An `@` only after a `?` or `#` cannot be told apart (a
+    password holding `?`, or a query holding `@`): nothing after the scheme is kept. A git
+    remote's scp-like form (`user@host:path`) too."""
+    from urllib.parse import urlsplit
+
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep:  # scp-like, or a local path
+        return scheme.rpartition("@")[2]
+    cut = min((rest.find(mark) for mark in "?#" if mark in rest), default=len(rest))
+    rest, tail = rest[:cut], rest[cut:]
+    if "@" in rest:
+        rest = rest.rpartition("@")[2]
+    elif "@" in tail:
+        return f"{scheme}://"
+    try:
+        parts = urlsplit(f"{scheme}://{rest}")
+    except ValueError:  # an unparseable authority (a stray `[`): nothing of it is shown
+        return f"{scheme}://"
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
 
 
 @dataclass(frozen=True)
@@ -56,6 +83,11 @@ class Target:
     headers: dict[str, str]
     content: bool
     delay: float
+
+    @property
+    def shown(self) -> str:
+        """The endpoint as stored and printed: without credentials (see `safe_url`)."""
+        return safe_url(self.endpoint)
 
 
 def target(values: Mapping[str, object], environ: Mapping[str, str] | None = None) -> Target | None:
@@ -152,7 +184,7 @@ def resource_attributes(root: str) -> dict[str, str]:
             continue
         value = done.stdout.strip()
         if done.returncode == 0 and value:
-            attrs[key] = redact(re.sub(r"//[^/@]*@", "//", value))  # user:token@ left out
+            attrs[key] = redact(safe_url(value) if key == "vcs.repository.url.full" else value)
     return attrs
 
 
@@ -171,17 +203,53 @@ def make_exporter(where: Target) -> SpanExporter:
         )
 
         insecure = where.endpoint.startswith("http://")
+        bounded: Any = (("grpc.max_receive_message_length", MAX_ANSWER_BYTES),)
         return GrpcExporter(
             endpoint=where.endpoint,
             insecure=insecure,
             headers=where.headers or None,
             timeout=TIMEOUT_SECONDS,
+            channel_options=bounded,
         )
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter(
-        endpoint=where.endpoint, headers=where.headers or None, timeout=TIMEOUT_SECONDS
+        endpoint=where.endpoint,
+        headers=where.headers or None,
+        timeout=TIMEOUT_SECONDS,
+        session=bounded_session(),
     )
+
+
+class AnswerTooLarge(OSError):
+    """The backend answered more than MAX_ANSWER_BYTES: the export failed, read no further."""
+
+
+def bounded_session(limit: int = MAX_ANSWER_BYTES) -> Any:
+    """A requests session whose answers are read up to `limit` bytes, then given up: the SDK
+    exporter reads the whole answer into memory otherwise (a backend answering a gigabyte
+    took the background process to a gigabyte). Streamed, so no more than a chunk over the
+    limit is ever held; decompressed size counts, so a small compressed bomb does not help."""
+    import requests
+
+    class Bounded(requests.Session):
+        def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
+            kwargs["stream"] = True
+            response = super().request(method, url, *args, **kwargs)
+            body = bytearray()
+            try:
+                for chunk in response.iter_content(64 * 1024):
+                    body += chunk
+                    if len(body) > limit:
+                        raise AnswerTooLarge(
+                            f"the backend's answer is over {limit} bytes; not read further"
+                        )
+            finally:
+                response.close()
+            response._content = bytes(body)
+            return response
+
+    return Bounded()
 
 
 def to_sdk(spans: Sequence[otel_spans.Span], resource: Any) -> list[ReadableSpan]:
@@ -257,7 +325,7 @@ def sender(root: str, where: Target) -> Send:
         return (
             None
             if result == SpanExportResult.SUCCESS
-            else f"the backend at {where.endpoint} did not take them"
+            else f"the backend at {where.shown} did not take them"
         )
 
     return send
@@ -325,10 +393,10 @@ def export_pass(
         state
         and not done.sent
         and not failures
-        and state[0][2:] == (where.endpoint, done.oldest_waiting)
+        and state[0][2:] == (where.shown, done.oldest_waiting)
     ):
         return done  # nothing changed: no write (the background process watches the database)
-    otel_state.record_pass(conn, where.endpoint, now, done.sent > 0, done.oldest_waiting)
+    otel_state.record_pass(conn, where.shown, now, done.sent > 0, done.oldest_waiting)
     return done
 
 
@@ -376,7 +444,7 @@ def _flush(
         if span.key == "session" and sid in finishing
     }
     ids = [(_signed(span.span_id), sid) for span, sid in zip(spans, sessions, strict=True)]
-    otel_state.record_sent(conn, ids, finished, where.endpoint, now)
+    otel_state.record_sent(conn, ids, finished, where.shown, now)
     done.sent += len(spans)
     return True
 
@@ -394,7 +462,7 @@ def _failed(
     done.oldest_waiting = min([*ends, done.oldest_waiting] if done.oldest_waiting else ends)
     pause = min(MAX_BACKOFF_SECONDS, EXPORT_EVERY_SECONDS * 2**failures)
     error = redact(done.error or "failed")[:500]
-    otel_state.record_failure(conn, where.endpoint, now, error, now + pause, done.oldest_waiting)
+    otel_state.record_failure(conn, where.shown, now, error, now + pause, done.oldest_waiting)
     return done
 
 
@@ -465,7 +533,7 @@ class Exporter:
         since = enabled_at(conn, now) - minutes * 60
         done = export_pass(conn, where, self.current[1], now, minutes * 60, since)
         if done.error:
-            log.write(self.root, "WARNING", "otel", f"export to {where.endpoint}: {done.error}")
+            log.write(self.root, "WARNING", "otel", f"export to {where.shown}: {done.error}")
         return done
 
 
@@ -488,7 +556,7 @@ def status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] | Non
         "SELECT last_attempt_at, last_success_at, last_error, failures, next_attempt_at,"
         " spans_sent, oldest_waiting FROM otel_export WHERE id = 1"
     ).fetchall()
-    out: dict[str, Any] = {"endpoint": where.endpoint, "protocol": where.protocol}
+    out: dict[str, Any] = {"endpoint": where.shown, "protocol": where.protocol}
     if rows:
         attempt, success, error, failures, retry, sent, oldest = rows[0]
         out |= {

@@ -14,7 +14,8 @@ Names: the OpenTelemetry GenAI conventions where they fit (`gen_ai.operation.nam
 `gen_ai.tool.*`, `gen_ai.agent.*`, `gen_ai.usage.*`, `gen_ai.conversation.id`), Claude
 Code's own names for its ids (`session.id`, `prompt.id`, `tool_use_id`), `claude_session.*`
 for the rest. What someone typed or ran (prompts, commands, file paths, error text, task
-descriptions) is content: left out unless `content` is on, and redacted when it is.
+descriptions, a subagent's status reason) is content: left out unless `content` is on, and
+redacted when it is; a span's status then says only that it failed.
 
 No OpenTelemetry import here: plain records, so the model is tested without the SDK.
 """
@@ -298,14 +299,15 @@ class Builder:
             span.open = ended is None
             if tool_use_id:
                 span.attributes["tool_use_id"] = str(tool_use_id)
-            if reason and (status != "completed"):
-                span.attributes["claude_session.agent.status_reason"] = str(reason)[:200]
+            said = self.text(reason) if status != "completed" else None  # its error text: content
+            if said is not None:
+                span.attributes["claude_session.agent.status_reason"] = said[:200]
             if (text := self.text(description)) is not None:
                 span.attributes["gen_ai.agent.description"] = text
             if (text := self.text(task)) is not None:
                 span.attributes["claude_session.agent.task"] = text
             if status in ("failed", "aborted_stale"):
-                span.error = f"{status}: {str(reason or '')[:200]}".rstrip(": ")
+                span.error = f"{status}: {(said or '')[:200]}".rstrip(": ")
             if agent_id in usage:
                 span.attributes |= usage[agent_id].attributes()
             yield span
