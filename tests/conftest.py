@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from itertools import count as counter
@@ -194,6 +196,127 @@ def reap_daemons(project: Path):  # type: ignore[no-untyped-def]
         os.kill(pid, 9)
 
 
+# --- no process of ours outlives the run --------------------------------------------------------
+# The hooks start detached processes (the resident daemon, the capture process; a test may start
+# a hook server or the demo): each test's are stopped when it ends, and the run fails, naming
+# them, if any under this run's temporary folders is still there at its end. Only processes
+# whose command line or working folder is under THIS run's basetemp are ever looked at: other
+# runs on the machine (other checkouts, other developers) are never touched.
+
+EXIT_GRACE_SECONDS = 10.0  # a capture process lingers ~2 s after its last frame, then exits
+_BASETEMP = pytest.StashKey[Path]()
+
+
+def _this_run() -> set[int]:
+    """This process and those above it (a `timeout`, a shell, pytest-xdist's controller):
+    never taken for a process left behind, whatever their command lines say."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                pid = int(f.read().rsplit(b")", 1)[1].split()[1])  # the parent's pid
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+def our_processes(under: list[Path]) -> dict[int, str]:
+    """pid -> command line of each live process of ours (`claude_session` in its command
+    line) whose command line names, or whose working folder is, a path under one of `under`."""
+    prefixes = [os.fsencode(str(u)).rstrip(b"/") + b"/" for u in under]
+    found: dict[int, str] = {}
+    mine = _this_run()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in mine:
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read()  # empty for a zombie: gone already
+            if b"claude_session" not in cmdline:
+                continue
+            cwd = os.fsencode(os.readlink(f"/proc/{name}/cwd")) + b"/"
+        except OSError:
+            continue
+        if any(p in cmdline or cwd.startswith(p) for p in prefixes):
+            found[int(name)] = cmdline.replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    return found
+
+
+def stop_processes(under: list[Path], grace: float) -> dict[int, str]:
+    """SIGTERM our processes under `under` (the daemon stops on it), SIGKILL those still
+    there after `grace` seconds; returns the ones that had to be stopped."""
+    import signal
+
+    found = our_processes(under)
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while our_processes(under) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in our_processes(under):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_basetemp(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's basetemp, for the check at its end (pytest_sessionfinish)."""
+    base = tmp_path_factory.getbasetemp().resolve()
+    request.config.stash[_BASETEMP] = base
+    _RUN_TMP[:] = [base]
+    return base
+
+
+_RUN_TMP: list[Path] = []
+
+
+def run_tmp() -> Path:
+    """A folder for a test's own scratch folders (tempfile.mkdtemp(dir=...)): under this run's
+    basetemp, where the check at the run's end looks for processes left running."""
+    return _RUN_TMP[0] if _RUN_TMP else Path(tempfile.gettempdir())
+
+
+@pytest.fixture(autouse=True)
+def _stop_the_tests_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """What a test started under its own tmp_path (a daemon started by a SessionStart hook, a
+    capture process still lingering, a hook server) is stopped when the test ends, so that
+    none outlives it or the run."""
+    # Asked for before the test (torn down after this fixture), and only when the test uses it.
+    wanted = "tmp_path" in request.fixturenames
+    tmp = Path(request.getfixturevalue("tmp_path")).resolve() if wanted else None
+    yield
+    if tmp is not None:
+        stop_processes([tmp], grace=3.0)
+
+
+@pytest.hookimpl(trylast=True)  # after the session's fixtures are torn down
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a process of ours under this run's basetemp is still running after a
+    bounded grace (then stop it: the run leaves nothing behind either way)."""
+    base = session.config.stash.get(_BASETEMP, None)
+    if base is None:  # no test ran
+        return
+    deadline = time.monotonic() + EXIT_GRACE_SECONDS
+    while our_processes([base]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = stop_processes([base], grace=3.0)
+    if not left:
+        return
+    title = f"{len(left)} process(es) of ours outlived the tests (now stopped)"
+    lines = [f"pid {pid}: {cmd}" for pid, cmd in sorted(left.items())]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_sep("=", title, red=True)
+        for line in lines:
+            reporter.write_line(line, red=True)
+    else:
+        sys.stderr.write("\n".join([title, *lines, ""]))
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture(autouse=True)
 def isolated_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -302,6 +425,7 @@ def cli_at(
     """The installed command as a subprocess, its output piped; with `terminal`, rich is told
     it writes to a terminal (colours and styles on, as for a person)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "FORCE_COLOR")}
+    env["TMPDIR"] = str(run_tmp())  # `demo`'s scratch project: where the run's end looks
     if columns is not None:
         env["COLUMNS"] = columns
     if terminal:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import PYTHON, count, fixture, run_hook, stream
+from conftest import PYTHON, count, fixture, run_hook, run_tmp, stream
 
 from claude_session.core.db import SCHEMA_VERSION
 from claude_session.services import installer
@@ -19,7 +20,8 @@ def cli(
     *args: str, project: Path | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
     cmd = [CLI, *(["--project", str(project)] if project else []), *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    env = os.environ | {"TMPDIR": str(run_tmp())}  # `demo`'s scratch: where the run's end looks
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     if check:
         assert done.returncode == 0, done.stderr + done.stdout
     return done

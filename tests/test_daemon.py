@@ -20,6 +20,7 @@ from conftest import (
     count,
     daemons_of,
     fixture,
+    hook_env,
     log_file,
     query,
     run_hook,
@@ -315,6 +316,29 @@ def test_stop_right_after_a_session_start_leaves_no_daemon(
         env={"CLAUDE_SESSION_NO_DAEMON": ""},
     )
     assert wait_for(lambda: daemon_control.is_running(str(project)))
+
+
+def test_a_foreground_daemon_killed_takes_its_resident_process_with_it(project: Path) -> None:
+    """`daemon run` runs the resident process as its child: a SIGTERM (`kill`) or SIGHUP (a
+    closed terminal) sent to it is passed on, so the resident process never runs on
+    orphaned (as it did after every test that stopped a `daemon run`)."""
+    command = str(Path(PYTHON).parent / "claude-session")
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        foreground = subprocess.Popen(
+            [command, "--project", str(project), "daemon", "run"],
+            env=hook_env(project),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert wait_for(lambda: daemon_control.is_running(str(project)), 30)
+            assert daemons_of(project)
+            foreground.send_signal(signum)
+            foreground.wait(30)
+            assert wait_for(lambda: not daemons_of(project), 15), daemons_of(project)
+        finally:
+            foreground.kill()
+            foreground.wait(30)
 
 
 def test_an_appended_transcript_line_is_read_without_waiting_for_the_sweep(

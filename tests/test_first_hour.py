@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, fixture, query, run_cli, run_hook, wait_for
+from conftest import PYTHON, fixture, query, run_cli, run_hook, run_tmp, wait_for
 
 from claude_session.services import installer
 
@@ -304,7 +304,7 @@ def test_the_demo_project_has_its_hooks_installed(home: Path) -> None:
         [CLI, "demo", "--keep", "--json"],
         capture_output=True,
         text=True,
-        env=os.environ | {"HOME": str(home)},
+        env=os.environ | {"HOME": str(home), "TMPDIR": str(run_tmp())},
         timeout=300,
     )
     assert done.returncode == 0, done.stderr

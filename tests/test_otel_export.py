@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -487,6 +488,7 @@ def test_a_background_process_killed_and_started_again_sends_the_rest_once(
             env=hook_env(project),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its group: `daemon run` and the resident process it runs
         )
 
     receiver = Receiver()
@@ -507,7 +509,7 @@ def test_a_background_process_killed_and_started_again_sends_the_rest_once(
         assert wait_for(export_on, 30)
         record("one")
         assert wait_for(lambda: len(receiver.spans) == 3, 60), receiver.spans
-        first.kill()
+        os.killpg(first.pid, signal.SIGKILL)  # both: the resident process dies with it
         first.wait(10)
         record("two")
         second = background()

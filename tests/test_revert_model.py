@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from conftest import write_config
+from conftest import run_tmp, stop_processes, write_config
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -71,7 +71,7 @@ class RevertMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.base = Path(tempfile.mkdtemp(prefix="revert-model-"))
+        self.base = Path(tempfile.mkdtemp(prefix="revert-model-", dir=run_tmp()))
         self.state = self.base / "state"
         os.environ["CLAUDE_SESSION_STATE_DIR"] = str(self.state)
         self.root = self.base / "project"
@@ -103,6 +103,7 @@ class RevertMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         if self.bench is not None:
             self.bench.close()
+        stop_processes([self.base], grace=3.0)  # a capture process still at work in it
         for dirpath, dirnames, _ in os.walk(self.base):
             for name in dirnames:  # modes the steps set must not stop the clean-up
                 os.chmod(os.path.join(dirpath, name), 0o755)

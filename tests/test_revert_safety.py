@@ -4,12 +4,16 @@ limit, the user's own files, files no snapshot could read, links out of the proj
 
 from __future__ import annotations
 
+import json
 import os
+import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import write_config
+from conftest import run_cli, write_config
 from workbench import Workbench, git, reads_anything, rerun_without_reading_anything, tree
 
 from claude_session.services import revert
@@ -243,7 +247,7 @@ def test_a_fifo_where_the_snapshots_have_a_file_is_never_replaced(bench: Workben
     bench.bash("mkfifo pipe", to_fifo)
     plan = revert.plan(bench.rec.conn, str(root), f"{bench.session}:{frame}")
     assert "pipe" not in [c.path for c in plan.changes]
-    assert ("pipe", revert.safe_write.NOT_CAPTURED) in plan.left
+    assert ("pipe", revert.safe_write.FIFO) in plan.left
     assert os.path.exists(root / "pipe") and not os.path.isfile(root / "pipe")
 
 
@@ -287,3 +291,63 @@ def test_snapshots_and_reverts_never_rewrite_a_nested_repositorys_index(
     bench.undo()
     bench.prompt()  # a capture
     assert index.read_bytes() == before
+
+
+def test_a_fifo_and_a_socket_where_files_were_are_named_and_never_touched(
+    bench: Workbench,
+) -> None:
+    """A tracked file replaced by a FIFO or a socket: git keeps the file's entry, so the
+    snapshots show no change there. The installed command names both in its plan, with why,
+    returns promptly (a FIFO is never opened), leaves them as they are, restores the rest,
+    and its undo brings back every byte."""
+    root = bench.root
+    (root / "pipe").write_text("a file that becomes a fifo\n")
+    (root / "sock").write_text("a file that becomes a socket\n")
+    bench.prompt()
+    frame = f"{bench.session}:{bench.last_frame()}"
+    bench.write("app.py", b"VALUE = 2\n")
+
+    def to_special() -> None:
+        (root / "pipe").unlink()
+        os.mkfifo(root / "pipe")
+        (root / "sock").unlink()
+        bind = "import socket; socket.socket(socket.AF_UNIX).bind('sock')"
+        subprocess.run([sys.executable, "-c", bind], cwd=root, check=True, timeout=30)
+
+    bench.bash("mkfifo pipe; make a socket", to_special)
+    bench.close()  # the user's command opens the database on its own
+    pipe, sock = os.lstat(root / "pipe"), os.lstat(root / "sock")
+    assert stat.S_ISFIFO(pipe.st_mode) and stat.S_ISSOCK(sock.st_mode)
+    before = tree(root)
+
+    planned = run_cli(root, "revert", frame, "--dry-run", "--json")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    assert {"path": "pipe", "why": revert.safe_write.FIFO} in plan["left_as_is"]
+    assert {"path": "sock", "why": revert.safe_write.SOCKET} in plan["left_as_is"]
+    assert [c["path"] for c in plan["changes"]] == ["app.py"]
+    shown = run_cli(root, "revert", frame, "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert "leave pipe (a FIFO (named pipe) is there" in text
+    assert "leave sock (a socket is there" in text
+    assert tree(root) == before
+
+    done = run_cli(root, "revert", frame, "--yes")  # run_cli's timeout: it must not hang
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "leave pipe (a FIFO" in said and "leave sock (a socket" in said
+    assert (root / "app.py").read_text() == "VALUE = 1\n"
+    for name, was in (("pipe", pipe), ("sock", sock)):
+        now = os.lstat(root / name)
+        assert (now.st_ino, now.st_mode, now.st_mtime_ns) == (
+            was.st_ino,
+            was.st_mode,
+            was.st_mtime_ns,
+        )
+
+    undone = run_cli(root, "revert", "--undo", "--yes", "--json")
+    assert undone.returncode == 0, undone.stderr
+    assert tree(root) == before
+    assert os.lstat(root / "pipe").st_ino == pipe.st_ino
+    assert os.lstat(root / "sock").st_ino == sock.st_ino

@@ -128,11 +128,16 @@ def daemon_status(root: Path, as_json: bool) -> None:
 @click.pass_obj
 def daemon_run(root: Path, as_json: bool) -> None:
     """Run it in the foreground (until Ctrl+C, `daemon stop`, or idle exit)."""
+    import signal
     import subprocess
 
     # The very process `daemon start` runs in the background: the sweeper and the hook relay.
     argv = [sys.executable, "-P", "-m", "claude_session.resident", "--project", str(root)]
     with subprocess.Popen(argv) as child:
+        # `kill` (SIGTERM) or a closed terminal (SIGHUP) reaches this process only: passed
+        # on, so that the resident process stops with it instead of running on, orphaned.
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, lambda sig, _frame: child.send_signal(sig))
         try:
             code = child.wait()
         except KeyboardInterrupt:  # Ctrl+C reached it too: it stops by itself

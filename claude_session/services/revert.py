@@ -227,6 +227,13 @@ def _fill(
             continue
         raw += [(source, c) for c in revert_store.raw_changes(root, source, now, paths)]
     todo.changes, todo.left = safe_write.screen(root, raw, max_bytes)
+    seen = {c.path for c in todo.changes} | {p for p, _ in todo.left}
+    for source, paths in todo.wants:
+        if paths != []:
+            found = revert_store.tree_paths(root, source, paths)
+            todo.left += safe_write.unchanged_but_unrestorable(root, found, seen)
+            seen |= set(found)
+    todo.left.sort()
     for change in todo.changes:
         change.conflict = change.path in conflicted
         change.large = change.large or change.path in large

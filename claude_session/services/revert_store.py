@@ -67,6 +67,22 @@ def raw_changes(root: str, a: str, b: str, paths: list[str] | None = None) -> li
     return out
 
 
+def tree_paths(root: str, commit: str, under: list[str] | None = None) -> list[str]:
+    """Every file and link path in snapshot `commit` (gitlinks left out), those at or under
+    `under` only when given."""
+    git_dir = workspace._ensure_repo(root)
+    args = ["ls-tree", "-r", "-z", "--full-tree", commit]
+    out = []
+    for entry in workspace._git(root, git_dir, args).stdout.split(b"\0"):
+        head, tab, name = entry.partition(b"\t")
+        if not tab or head.startswith(GITLINK.encode()):
+            continue
+        path = os.fsdecode(name)
+        if under is None or any(path == w or path.startswith(w + "/") for w in under):
+            out.append(path)
+    return out
+
+
 def steps_changed(root: str, pairs: list[tuple[str, str]]) -> list[list[RawChange]]:
     """For each (before, after) pair of snapshot commits, what changed: one git process for
     all of them (`diff-tree --stdin`), however long the history."""

@@ -24,6 +24,11 @@ from . import revert_store, workspace
 
 NESTED = "a nested repository: left as it is"
 NOT_CAPTURED = "not in any snapshot (ignored, unreadable or not a regular file): left as it is"
+# What is on disk where the snapshot has a file, that a revert never opens, removes or writes.
+FIFO = "a FIFO (named pipe) is there: not restored, never opened; left as it is"
+SOCKET = "a socket is there: not restored, never opened; left as it is"
+DEVICE = "a device file is there: not restored, never opened; left as it is"
+UNREADABLE = "a file no one could read is there: not restored; left as it is"
 
 
 @dataclass
@@ -100,7 +105,8 @@ def screen(
         elif raw.new_mode == revert_store.ABSENT:
             creates.append((source, path))
         elif not _is_as_captured(disk.root, path, disk.lstat(path), raw.new_mode):
-            left.append((path, NOT_CAPTURED))  # a fifo where git kept the file it knew...
+            # a fifo where git kept the file it knew...
+            left.append((path, special(disk.lstat(path)) or NOT_CAPTURED))
         else:
             action = "delete" if raw.old_mode == revert_store.ABSENT else "restore"
             changes.append(Change(action, path, source))
@@ -122,13 +128,53 @@ def screen(
         elif stat.S_ISDIR(found.st_mode):
             folders.append(Change("create", path, source))
         else:
-            left.append((path, NOT_CAPTURED))
+            left.append((path, special(found) or NOT_CAPTURED))
     for change in folders:
         if _only_deleted_below(disk.root, change.path, deleted):
             changes.append(change)
         else:
             left.append((change.path, f"the folder {change.path}/ holds files no snapshot has"))
     return sorted(changes, key=lambda c: c.path), sorted(left)
+
+
+def special(found: os.stat_result | None) -> str | None:
+    """Why the thing on disk (its lstat: never an open, a FIFO would block) is one a revert
+    never writes over: a FIFO, a socket, a device. None: anything else."""
+    mode = 0 if found is None else found.st_mode
+    if stat.S_ISFIFO(mode):
+        return FIFO
+    if stat.S_ISSOCK(mode):
+        return SOCKET
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return DEVICE
+    return None
+
+
+def unrestorable(root: str, path: str, found: os.stat_result) -> str | None:
+    """`special`, or a file no one can read (git kept its old entry: whether it differs
+    cannot be told). None: a file, link or folder a revert can handle."""
+    if stat.S_ISREG(found.st_mode) and not os.access(os.path.join(root, path), os.R_OK):
+        return UNREADABLE
+    return special(found)
+
+
+def unchanged_but_unrestorable(
+    root: str, paths: Iterable[str], skip: set[str]
+) -> list[tuple[str, str]]:
+    """(path, why) for each of `paths` (ones the snapshot has) not in `skip` that is on disk
+    as something a revert leaves (`unrestorable`). git keeps a tracked file's entry when a
+    FIFO or socket takes its place, so the snapshots show no change there: without this
+    look at the disk the plan would skip such a path without a word."""
+    disk = _Disk(root)
+    out = []
+    for path in paths:
+        if path in skip:
+            continue
+        found = disk.lstat(path)
+        why = unrestorable(disk.root, path, found) if found is not None else None
+        if why is not None:
+            out.append((path, why))
+    return out
 
 
 def _is_as_captured(root: str, path: str, found: os.stat_result | None, mode: str) -> bool:
