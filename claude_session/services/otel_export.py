@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from ..core import db, log, otel_state
+from ..core import db, log, otel_state, trust
 from ..core.paths import db_path
 from ..core.redact import redact
 from . import configuration, otel_spans
@@ -340,8 +340,11 @@ def export_pass(
     since: float | None = None,
 ) -> Pass:
     """Send what is due and not sent of the sessions active since `since` (None: all),
-    oldest first, in batches; after a failure, nothing until the backoff is over."""
+    oldest first, in batches; after a failure, nothing until the backoff is over. Nothing
+    of a database this user did not make here (core/trust.py) goes to the user's backend."""
     done = Pass()
+    if untrusted(conn):
+        return done
     state = conn.execute(
         "SELECT failures, next_attempt_at, endpoint, oldest_waiting FROM otel_export WHERE id = 1"
     ).fetchall()
@@ -469,7 +472,11 @@ def _failed(
 def export_since(conn: apsw.Connection, where: Target, send: Send, since: float) -> tuple[int, int]:
     """Every span of every session active since `since`, sent again whatever was sent before
     (`claude-session export-otel --since`): the ids are the same, so the backend keeps one
-    of each. (sessions, spans) sent; raises RuntimeError with the backend's failure."""
+    of each. (sessions, spans) sent; raises RuntimeError with the backend's failure, or when
+    the database is not this user's (core/trust.py): nothing of it is exported."""
+    problem = untrusted(conn)
+    if problem:
+        raise RuntimeError(problem)
     rows = conn.execute(
         "SELECT session_id FROM sessions WHERE last_activity_at >= ? ORDER BY started_at",
         (since,),
@@ -545,6 +552,11 @@ def enabled_at(conn: apsw.Connection, now: float) -> float:
     return otel_state.enabled_at(conn, now)
 
 
+def untrusted(conn: apsw.Connection) -> str | None:
+    """Why this database must not be exported from (None: it may)."""
+    return trust.database_problem(conn.filename)
+
+
 def status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] | None:
     """What `status` and `doctor` show: where to, spans sent, the lag, the last error; None
     when export is off."""
@@ -557,6 +569,9 @@ def status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] | Non
         " spans_sent, oldest_waiting FROM otel_export WHERE id = 1"
     ).fetchall()
     out: dict[str, Any] = {"endpoint": where.shown, "protocol": where.protocol}
+    refused = untrusted(conn)
+    if refused:
+        out["refused"] = f"nothing is exported: {refused}"
     if rows:
         attempt, success, error, failures, retry, sent, oldest = rows[0]
         out |= {

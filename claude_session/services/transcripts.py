@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from ..core import db, log, usage
+from ..core import db, log, trust, usage
 from ..core import transcript_values as values
 from ..core.paths import db_path
 
@@ -276,7 +276,8 @@ def catch_up(
 ) -> dict[str, Any]:
     """Read what is new in the transcripts of every session (or one, or those active in the
     last `recent_seconds`), store it, re-apportion costs where something came; return counts.
-    `target` is an open connection or a project root."""
+    `target` is an open connection or a project root. A database this user did not make here
+    (core/trust.py) names no transcript we read: nothing is read (`untrusted` says why)."""
     now = time.time() if now is None else now
     if isinstance(target, str):
         root, conn = target, db.connect(db_path(target))
@@ -296,6 +297,12 @@ def catch_up(
         "failed": [],
     }
     resolved: dict[str, str] = {}  # folder -> its real path, for this catch-up
+    untrusted = trust.database_problem(db_path(root))
+    if untrusted:  # its sessions name transcripts: another project's, a planted file, ...
+        summary["untrusted"] = untrusted
+        if isinstance(target, str):
+            conn.close()
+        return summary
     try:
         for session, main in sessions_to_read(conn, session_id, recent_seconds, now):
             summary["sessions"] += 1
