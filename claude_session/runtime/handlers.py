@@ -124,13 +124,9 @@ def answer_prompt(
 
 def _restored_before(conn: apsw.Connection, session_id: str) -> bool:
     """A resumed session we gave recorded state: what it holds may be no longer so."""
-    return bool(
-        conn.execute(
-            "SELECT 1 FROM injections INDEXED BY injections_session WHERE session_id = ?"
-            " AND kind = 'restore' LIMIT 1",
-            (session_id,),
-        ).fetchall()
-    )
+    from ..core import injections
+
+    return injections.latest(conn, session_id, injections.RESTORE) is not None
 
 
 def _anything_open(conn: apsw.Connection, session_id: str, now: float) -> bool:
