@@ -750,4 +750,15 @@ CREATE TABLE injections (
 );
 CREATE INDEX injections_session ON injections (session_id, at);
 
-PRAGMA user_version = 22;
+-- Paths whose content `prune --purge` took out of the workspace snapshots (core/frames.py):
+-- the snapshots that held them were rewritten without them, so a revert reads their absence
+-- there as "not kept", never as "delete it".
+CREATE TABLE purged_paths (
+    id          INTEGER PRIMARY KEY,
+    path        TEXT NOT NULL,     -- relative to the project; a folder covers what is under it
+    purged_at   REAL NOT NULL,
+    snapshots   INTEGER NOT NULL   -- how many snapshots were rewritten without it
+);
+CREATE INDEX purged_paths_path ON purged_paths (path);
+
+PRAGMA user_version = 23;

@@ -214,21 +214,42 @@ def fail(
     help="Sessions that ended more than this many days ago.",
 )
 @click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
+@click.option(
+    "--purge",
+    "purge_paths",
+    multiple=True,
+    metavar="PATH",
+    help="Instead: take this file's (or folder's) content out of every workspace snapshot."
+    " Repeatable.",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be deleted; delete nothing.")
 @click.option("--yes", is_flag=True, help="Delete without asking (needed when not on a terminal).")
 @json_option(
     "an object: would_remove (sessions, rows, snapshot_store_bytes, database_bytes) before"
     " deleting; then rows_removed (rows per table), workspace_snapshots (dropped,"
     " bytes_before, bytes_after), database_bytes_before, database_bytes_after,"
-    " free_inside_bytes"
+    " free_inside_bytes. With --purge: would_purge, then purged, each a list of (path,"
+    " snapshots_holding or snapshots_rewritten and snapshots_still_holding, bytes_before,"
+    " bytes_after, left_out_by_rule: the snapshot rule that keeps it out from now on, or null)"
 )
 @click.pass_obj
-def prune(root: Path, days: float, vacuum: bool, dry_run: bool, yes: bool, as_json: bool) -> None:
+def prune(
+    root: Path,
+    days: float,
+    vacuum: bool,
+    purge_paths: tuple[str, ...],
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
     """Drop old sessions' raw events, audit rows and workspace snapshots; what was learned
     from them (agents, errors, failed paths, frames and their states) stays. Shows what would
-    go and asks first."""
+    go and asks first. With --purge PATH, only that path's content leaves the snapshots."""
     from ..services import prune as pruning
 
+    if purge_paths:
+        _purge(root, purge_paths, dry_run, yes, as_json)
+        return
     with opened(root) as conn:
         plan = pruning.plan(conn, str(root), days)
         if as_json and (dry_run or not yes):
@@ -271,6 +292,53 @@ def prune(root: Path, days: float, vacuum: bool, dry_run: bool, yes: bool, as_js
         f"workspace snapshots: {snapshots['dropped']} dropped,"
         f" {snapshots['bytes_before'] / 1e6:.1f} MB -> {snapshots['bytes_after'] / 1e6:.1f} MB"
     )
+
+
+def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json: bool) -> None:
+    from ..services import prune as pruning
+
+    try:
+        paths = [pruning.purge_path(str(root), p) for p in given]
+    except pruning.PurgeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    with opened(root) as conn:
+        plans = [pruning.purge_plan(str(root), p) for p in paths]
+        if as_json and (dry_run or not yes):
+            output.emit({"would_purge": plans}, "json")
+        elif not as_json:
+            for plan in plans:
+                output.echo_wrapped(
+                    f"{plan['path']}: held by {plan['snapshots_holding']} workspace snapshots;"
+                    " its content would be taken out of them"
+                )
+        if dry_run:
+            return
+        if not yes:
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                click.echo("not on a terminal: nothing purged; pass --yes to purge", err=True)
+                sys.exit(1)
+            if not click.confirm("purge it?", default=False):
+                click.echo("nothing purged")
+                return
+        done = [pruning.purge(conn, str(root), p) for p in paths]
+    if as_json:
+        output.emit({"purged": done}, "json")
+        return
+    for item in done:
+        output.echo_wrapped(
+            f"{item['path']}: taken out of {item['snapshots_rewritten']} snapshots"
+            f" ({item['snapshots_still_holding']} still hold it); store"
+            f" {item['bytes_before'] / 1e6:.1f} MB -> {item['bytes_after'] / 1e6:.1f} MB"
+        )
+        if item["left_out_by_rule"] is None:
+            from ..services import configuration
+
+            now = str(configuration.load_or_defaults(str(root)).values["snapshot_exclude"])
+            wanted = ",".join([*filter(None, [now.strip()]), "/" + item["path"]])
+            output.echo_wrapped(
+                f"{item['path']} will be captured again while it is in the project; to keep it"
+                f" out: claude-session config --set 'snapshot_exclude={wanted}'"
+            )
 
 
 @cli.command()

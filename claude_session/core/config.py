@@ -56,6 +56,10 @@ DEFAULTS: dict[str, object] = {
     "snapshot_wait_seconds": 0.0,
     # Files larger than this are left out of workspace snapshots.
     "snapshot_max_file_mb": 5.0,
+    # Snapshots leave out files that hold secrets by their name (core/secret_files.py: `.env*`,
+    # `*.pem`, `*.key`, `id_rsa*`...) and these too: gitignore patterns, comma-separated; a
+    # `!PATTERN` takes a file back in (`!.env.example`).
+    "snapshot_exclude": "",
     # Memories are put before the model: at SessionStart the preferences, facts and skills
     # that matter most, at each prompt the ones that match it.
     "memory_recall": True,
@@ -136,6 +140,8 @@ def check(key: str, value: object) -> str | None:
             return f"unknown events {', '.join(unknown)}; use {', '.join(JUDGE_EVENTS)}"
     if key == "judge_command" and not value.strip():
         return "must not be empty"
+    if key == "snapshot_exclude" and any(c in value for c in "\n\r\0"):
+        return "must be gitignore patterns on one line, separated by commas"
     if key == "otel_endpoint" and value and not value.startswith(("http://", "https://")):
         return "must be a URL starting with http:// or https:// (or empty: off)"
     if key == "otel_headers" and any("=" not in pair for pair in value.split(",") if pair.strip()):

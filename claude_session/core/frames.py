@@ -468,3 +468,35 @@ def frame_row(conn: apsw.Connection, session_id: str, frame_no: int) -> "dict[st
     if found:
         found[0]["state"] = state_text(conn, found[0]["state"])
     return found[0] if found else None
+
+
+def rename_snapshots(
+    conn: apsw.Connection, renamed: "dict[str, str]", path: str, now: float
+) -> None:
+    """After `prune --purge PATH`: every frame and every revert, fork or replay record points
+    at the snapshot rewritten without PATH instead of the one that held it; and the purge is
+    recorded (`purged`)."""
+    for old, new in renamed.items():
+        conn.execute(
+            "UPDATE vcs_tags SET snapshot_commit = ?2 WHERE snapshot_commit = ?1", (old, new)
+        )
+    rows = conn.execute(
+        "SELECT id, detail FROM timeline_events WHERE detail IS NOT NULL"
+    ).fetchall()
+    import re  # not on the hook path: only `prune --purge` comes here
+
+    commit = re.compile(r"\b[0-9a-f]{40}\b")
+    for row_id, detail in rows:
+        text = str(detail)
+        changed = commit.sub(lambda found: renamed.get(found[0], found[0]), text)
+        if changed != text:
+            conn.execute("UPDATE timeline_events SET detail = ?2 WHERE id = ?1", (row_id, changed))
+    conn.execute(
+        "INSERT INTO purged_paths (path, purged_at, snapshots) VALUES (?, ?, ?)",
+        (path, now, len(renamed)),
+    )
+
+
+def purged(conn: apsw.Connection) -> "list[str]":
+    """The paths whose content `prune --purge` took out of the snapshots."""
+    return [str(p) for (p,) in conn.execute("SELECT DISTINCT path FROM purged_paths ORDER BY path")]

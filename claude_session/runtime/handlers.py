@@ -221,13 +221,19 @@ def _before_tool(conn: apsw.Connection, ev: Event, ctx: Context, tool: str, pend
         return
     cap = int(ctx.number("snapshot_max_file_mb") * 1024 * 1024)
     use = ev.text_of("tool_use_id")
+    # A `!PATTERN` of the user's may take a secret-named file back into the snapshots.
+    secret_names = "!" not in str(ctx.config.get("snapshot_exclude") or "")
     try:
         if tool in store.EDIT_TOOLS:
             target = ev.text_of("file_path") or ev.text_of("notebook_path")
             if target:
-                before_images.keep(ctx.root, target, tool, ctx.now, cap, use=use)
+                before_images.keep(
+                    ctx.root, target, tool, ctx.now, cap, use=use, secret_names=secret_names
+                )
         elif pending:
-            before_images.keep_all(ctx.root, _pending_files(conn), tool, ctx.now, cap, use)
+            before_images.keep_all(
+                ctx.root, _pending_files(conn), tool, ctx.now, cap, use, secret_names
+            )
         else:
             before_images.keep(ctx.root, None, tool, ctx.now, cap, before_images.BLUR, use)
     except OSError as exc:  # the tool still runs; the frame's snapshot may then hold its change

@@ -32,6 +32,7 @@ import os
 import stat
 
 from ..core.paths import canonical, project_state_dir
+from ..core.secret_files import named_secret
 
 MAGIC = b"claude-session-before 2"  # 2: the header ends with the tool call's id
 MAGIC_1 = b"claude-session-before 1"  # written by an older version: no id
@@ -78,6 +79,7 @@ def keep_all(
     now: float,
     max_bytes: int,
     use: "str | None" = None,
+    secret_names: bool = True,
 ) -> None:
     """Before a tool that names no file: `targets`, the files every pending frame named
     (None: some pending frame may have changed any file), then the marker."""
@@ -85,7 +87,7 @@ def keep_all(
         keep(root, None, tool, now, max_bytes, BLUR, use)
         return
     for target in targets:
-        keep(root, target, tool, now, max_bytes, use=use)
+        keep(root, target, tool, now, max_bytes, use=use, secret_names=secret_names)
     keep(root, None, tool, now, max_bytes, COVER, use)
 
 
@@ -97,16 +99,18 @@ def keep(
     max_bytes: int,
     marker: str = BLUR,
     use: "str | None" = None,
+    secret_names: bool = True,
 ) -> "str | None":
     """Keep `target` (a path as the tool named it; None: the `marker` only) as it is now,
     before `tool` (its call: `use`, the tool_use_id) runs. Returns the entry's name, or None
-    when there is nothing to keep (a file outside the project). Raises OSError when the entry
-    cannot be written."""
+    when there is nothing to keep: a file outside the project, or (`secret_names`) one whose
+    name says it holds secrets, which no snapshot takes (core/secret_files.py): its bytes are
+    never copied. Raises OSError when the entry cannot be written."""
     path = None
     kind, mode, content = marker, 0, b""
     if target is not None:
         path = _inside(root, target)
-        if path is None:
+        if path is None or (secret_names and named_secret(path)):
             return None
         kind, mode, content = _read(os.path.join(canonical(root), path), max_bytes)
     where = folder(root)

@@ -29,6 +29,7 @@ def check(root: Path, full: bool = False, fsck: bool = False) -> list[dict[str, 
     results += _configuration(root)
     results += _trust(root)
     results += _snapshot_store(root, fsck)
+    results += _snapshot_rules(root)
     results += _otel(root)
     return results
 
@@ -71,6 +72,56 @@ def _snapshot_store(root: Path, fsck: bool) -> list[dict[str, Any]]:
     from . import snapshot_store
 
     return [_row(*row) for row in snapshot_store.check(str(root), fsck=fsck)]
+
+
+def _snapshot_rules(root: Path) -> list[dict[str, Any]]:
+    """What snapshots leave out by rule (secret files, `snapshot_exclude`) and which of the
+    project's files that is now; and any such path an older version's snapshots still hold,
+    with the command that takes it out."""
+    from ..core import secret_files
+    from . import snapshot_rules, workspace
+
+    patterns = snapshot_rules.rules(str(root))
+    extra = patterns[len(secret_files.DEFAULT_PATTERNS) :]
+    said = (
+        "snapshots leave out files that hold secrets by their name ("
+        + ", ".join(secret_files.DEFAULT_PATTERNS[:8])
+        + ", ... ) and snapshot_exclude ("
+        + (", ".join(extra) or "none set")
+        + ")"
+    )
+    if not os.path.isfile(os.path.join(workspace.snapshot_dir(str(root)), "claude-session-ready")):
+        return [_row("snapshot rules", True, said + "; no snapshot store yet")]
+    try:
+        here = sorted(workspace.left_out_on_disk(str(root)))
+        kept = sorted(snapshot_rules.left_out(str(root), workspace.held_paths(str(root)), patterns))
+    except (workspace.WorkspaceError, OSError) as exc:
+        return [_row("snapshot rules", False, f"{said}; not checked: {exc}")]
+    named = ", ".join(here[:5]) + (", ..." if len(here) > 5 else "")
+    rows = [
+        _row(
+            "snapshot rules",
+            True,
+            f"{said}: {len(here)} files here" + (f" ({named})" if here else ""),
+        )
+    ]
+    tops = [p for p in kept if not any(p.startswith(k + "/") for k in kept)]
+    if tops:
+        listed = ", ".join(tops[:5]) + (", ..." if len(tops) > 5 else "")
+        rows.append(
+            _row(
+                "secret files in snapshots",
+                False,
+                f"{len(tops)} paths the rules leave out are still in snapshots taken before"
+                f" (by an older version, or before a rule was added): {listed}; take each out"
+                " with `claude-session prune --purge PATH`",
+            )
+        )
+    else:
+        rows.append(
+            _row("secret files in snapshots", True, "no snapshot holds a file the rules leave out")
+        )
+    return rows
 
 
 def _trust(root: Path) -> list[dict[str, Any]]:

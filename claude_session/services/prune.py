@@ -143,3 +143,63 @@ def _memory_cap(root: str) -> int:
     from . import configuration
 
     return int(float(configuration.load_or_defaults(root).values["memory_max_count"]))  # type: ignore[arg-type]
+
+
+class PurgeError(ValueError):
+    """A path `prune --purge` cannot take: one line that says why."""
+
+
+def purge_path(root: str, given: str) -> str:
+    """`given` as a path in the project: absolute; or relative to the current folder when
+    that is in the project, else to the project (`--project` from elsewhere)."""
+    if not given or any(c in given for c in "\n\r\0"):
+        raise PurgeError(f"{given!r}: not a path")
+    top = os.path.realpath(root)
+    here = os.path.realpath(os.getcwd())
+    base = here if here == top or here.startswith(top.rstrip("/") + "/") else top
+    full = os.path.realpath(os.path.join(base, given))
+    relative = os.path.relpath(full, top)
+    if relative == "." or relative.startswith(".." + os.sep) or relative == "..":
+        raise PurgeError(f"{given}: not a path inside the project {root}")
+    return relative.replace(os.sep, "/")
+
+
+def purge_plan(root: str, path: str) -> dict[str, Any]:
+    """How many snapshots hold `path` now, counted without changing anything."""
+    from . import snapshot_over, workspace
+
+    commits = sorted(set(workspace.refs(root).values()))
+    holding = sum(snapshot_over.holds(root, commits, path))
+    return {"path": path, "snapshots_holding": holding, "left_out_by_rule": _rule(root, path)}
+
+
+def purge(conn: apsw.Connection, root: str, path: str) -> dict[str, Any]:
+    """Take `path`'s content (a file, or a folder's) out of every snapshot: the snapshots that
+    held it are rewritten without it, the frames and revert records point at the new ones,
+    the old ones are let go and git frees their space. The purge is recorded, so a revert
+    never reads the path's absence from a rewritten snapshot as "delete it"."""
+    from ..core import frames
+    from . import snapshot_over, workspace
+
+    before = workspace.size_bytes(root)
+    renamed = snapshot_over.rewrite_without(root, path)
+    with db.Immediate(conn):
+        frames.rename_snapshots(conn, renamed, path, time.time())
+    workspace.prune(root, frames.kept_commits(conn))
+    commits = sorted(set(workspace.refs(root).values()))
+    return {
+        "path": path,
+        "snapshots_rewritten": len(renamed),
+        "snapshots_still_holding": sum(snapshot_over.holds(root, commits, path)),
+        "bytes_before": before,
+        "bytes_after": workspace.size_bytes(root),
+        "left_out_by_rule": _rule(root, path),
+    }
+
+
+def _rule(root: str, path: str) -> str | None:
+    """The snapshot rule that keeps `path` out of future snapshots, or None: it will be
+    captured again while it is in the project."""
+    from . import snapshot_rules
+
+    return snapshot_rules.left_out(root, [path]).get(path)

@@ -38,12 +38,18 @@ from . import (
     revert_store,
     safe_write,
     snapshot_files,
+    snapshot_rules,
     timetravel,
     workspace,
 )
 
 LOCK_WAIT_SECONDS = 30.0
 Change = safe_write.Change
+SECRET = snapshot_rules.SECRET
+PURGED = (
+    "its content was taken out of the snapshots (prune --purge): the snapshot's word that it"
+    " was absent says nothing; left as it is"
+)
 
 
 @dataclass
@@ -227,6 +233,7 @@ def _fill(
             continue
         raw += [(source, c) for c in revert_store.raw_changes(root, source, now, paths)]
     todo.changes, todo.left = safe_write.screen(root, raw, max_bytes)
+    _leave_unkept(conn, root, todo)
     seen = {c.path for c in todo.changes} | {p for p, _ in todo.left}
     for source, paths in todo.wants:
         if paths != []:
@@ -241,6 +248,42 @@ def _fill(
         touched = {c.path for c in todo.changes if not c.large}
         todo.outside = sorted(_outside(conn, root, todo.since, now, touched))
     return todo
+
+
+def _leave_unkept(conn: apsw.Connection, root: str, todo: Plan) -> None:
+    """What a revert leaves though a snapshot's word would have it act: a file the snapshot
+    rules leave out (a secret file: no snapshot takes it now, though one of an older version
+    may hold it), and a deletion of a path whose content `prune --purge` took out (its absence
+    there says nothing). And every such secret file on disk within the plan's reach, named,
+    so no one expects the revert to bring it back."""
+    patterns = snapshot_rules.rules(root)
+    secret = snapshot_rules.left_out(root, [c.path for c in todo.changes], patterns)
+    purged = frames.purged(conn)
+    kept = []
+    for change in todo.changes:
+        if change.path in secret:
+            todo.left.append((change.path, SECRET.format(pattern=secret[change.path])))
+        elif change.action == "delete" and _under(change.path, purged):
+            todo.left.append((change.path, PURGED))
+        else:
+            kept.append(change)
+    todo.changes = kept
+    scope = todo.only if todo.agent is not None else _scope(todo.wants)
+    seen = {p for p, _ in todo.left}
+    for path, pattern in sorted(workspace.left_out_on_disk(root).items()):
+        if path not in seen and (scope is None or _under(path, scope)):
+            todo.left.append((path, SECRET.format(pattern=pattern)))
+
+
+def _scope(wants: list[tuple[str, list[str] | None]]) -> list[str] | None:
+    """The paths a plan reaches (None: all)."""
+    if any(paths is None for _, paths in wants):
+        return None
+    return [p for _, paths in wants for p in paths or []]
+
+
+def _under(path: str, tops: list[str]) -> bool:
+    return any(path == top or path.startswith(top + "/") for top in tops)
 
 
 def _outside(conn: apsw.Connection, root: str, since: str, now: str, paths: set[str]) -> set[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from . import workspace
+from . import snapshot_rules, workspace
 
 
 def _tree_of(root: str, git_dir: str, ref: str | None) -> str:
@@ -76,7 +76,8 @@ def restore(
 ) -> list[tuple[str, str]]:
     """Make the files of `work_tree` (default: the project) equal to the snapshot's, for
     `paths` (default: all): rewrite what differs, create what is missing, delete what the
-    snapshot did not have. Ignored files, `.git` and our own files are never touched. A
+    snapshot did not have. Ignored files, files the snapshot rules leave out, `.git` and our
+    own files are never touched. A
     symbolic link found where a file goes is replaced, never written through."""
     git_dir = workspace._ensure_repo(root)
     target = os.path.abspath(work_tree or root)
@@ -101,6 +102,8 @@ def restore(
             changes = _name_status(
                 _diff_tree(target, git_dir, commit + "^{tree}", now_tree, "-z", "--name-status")
             )
+            secret = snapshot_rules.left_out(root, [path for _, path in changes])
+            changes = [c for c in changes if c[1] not in secret]  # an older snapshot's `.env`
             if paths is not None:
                 wanted = [p.rstrip("/") for p in paths]
                 changes = [

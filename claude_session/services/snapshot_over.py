@@ -142,3 +142,104 @@ def _rev_parse(
 def _tree_paths(root: str, git_dir: str, commit: str) -> set[str]:
     done = workspace._git(root, git_dir, ["ls-tree", "-r", "-z", "--name-only", commit])
     return {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
+
+
+PURGED_PREFIX = "purged/"  # refs/snapshots/purged/<commit>: a rewritten snapshot, until prune
+
+
+def rewrite_without(root: str, path: str) -> dict[str, str]:
+    """`prune --purge`: every snapshot holding `path` (a file, or a folder and all under it)
+    made again without it, by one `git fast-import`; old commit -> new. Each new one is kept
+    by a ref of its own until the database points at it and `prune` lets go of the old one
+    (a purge cut short leaves both, and the database pointing at whichever it did). `path` is
+    taken out of the store's index too, whose entry would otherwise keep the content."""
+    git_dir = workspace._ensure_repo(root)
+    with workspace._Lock(git_dir):
+        snapshot_store.heal(git_dir, root)
+        commits = sorted(set(workspace.refs(root).values()))
+        held = _holds(root, git_dir, commits, path)
+        holding = [c for c, h in zip(commits, held, strict=True) if h]
+        messages = _messages(root, git_dir, holding)
+        renamed: dict[str, str] = {}
+        with snapshot_store.Quarantine(git_dir) as q:
+            workspace._git(
+                root,
+                git_dir,
+                [
+                    "--literal-pathspecs",
+                    "rm",
+                    "-r",
+                    "-q",
+                    "--cached",
+                    "--ignore-unmatch",
+                    "--",
+                    path,
+                ],
+                index=q.index,
+                env=q.env,
+            )
+            if holding:
+                marks = os.path.join(q.objects, "claude-session-marks")
+                stream = _purge_stream(root, git_dir, holding, messages, path)
+                args = ["fast-import", "--quiet", "--done", f"--export-marks={marks}"]
+                workspace._git(root, git_dir, args, stdin=stream, env=q.env, work_tree=False)
+                renamed = dict(zip(holding, _marks(marks, len(holding)), strict=True))
+            named = {workspace.REF_PREFIX + PURGED_PREFIX + new: new for new in renamed.values()}
+            q.publish(lambda: workspace._update_refs(root, git_dir, named) if named else None)
+    return renamed
+
+
+def holds(root: str, commits: list[str], path: str) -> list[bool]:
+    """For each snapshot commit, whether its tree has `path`."""
+    return _holds(root, workspace._ensure_repo(root), commits, path)
+
+
+def _holds(root: str, git_dir: str, commits: list[str], path: str) -> list[bool]:
+    """For each commit, whether its tree has `path` (one `cat-file --batch-check`)."""
+    if not commits:
+        return []
+    asked = b"".join(c.encode() + b":" + os.fsencode(path) + b"\n" for c in commits)
+    done = workspace._git(
+        root, git_dir, ["cat-file", "--batch-check=%(objectname)"], stdin=asked, work_tree=False
+    )
+    answers = done.stdout.split(b"\n")[: len(commits)]
+    return [not a.endswith(b" missing") and bool(a) for a in answers]
+
+
+def _messages(root: str, git_dir: str, commits: list[str]) -> list[bytes]:
+    """Each commit's message, as `cat-file --batch` gives the objects (one process)."""
+    if not commits:
+        return []
+    done = workspace._git(
+        root,
+        git_dir,
+        ["cat-file", "--batch"],
+        stdin=b"".join(c.encode() + b"\n" for c in commits),
+        work_tree=False,
+    )
+    out, rest = [], done.stdout
+    for _ in commits:
+        header, _, rest = rest.partition(b"\n")
+        size = int(header.split()[2])
+        body, rest = rest[:size], rest[size + 1 :]
+        out.append(body.partition(b"\n\n")[2] or b"claude-session snapshot\n")
+    return out
+
+
+def _purge_stream(
+    root: str, git_dir: str, commits: list[str], messages: list[bytes], path: str
+) -> bytes:
+    """fast-import's input: each commit again, a root commit with its tree less `path`."""
+    trees = _rev_parse(root, git_dir, [c + "^{tree}" for c in commits])
+    out: list[bytes] = [b"feature done\n"]
+    when = int(time.time())
+    name, email = (part.encode() for part in workspace.AUTHOR)
+    for number, (tree, message) in enumerate(zip(trees, messages, strict=True), start=1):
+        out.append(
+            b"reset refs/claude-session-import\ncommit refs/claude-session-import\nmark :%d\n"
+            b"committer %s <%s> %d +0000\ndata %d\n%s"
+            % (number, name, email, when, len(message), message)
+        )
+        out.append(b'M 040000 %s ""\nD %s\n\n' % (tree.encode(), _quoted(path)))
+    out.append(b"reset refs/claude-session-import\nfrom " + b"0" * 40 + b"\n\ndone\n")
+    return b"".join(out)

@@ -7,8 +7,9 @@ ignored, untracked files included (`git stash create` would miss those, and refs
 written into the user's repository show up in `git log --all` and get pushed). The project's
 `.gitignore` files apply as usual, its `.git/info/exclude` is copied into ours at each
 capture, and our own files (the database, its spool and log, `.git`, `.jj`) are always left
-out, as are files over a size cap. Each capture's commit is kept reachable by one ref per
-label, so `prune` can drop exactly the ones no frame needs.
+out, as are files over a size cap and secret files (services/snapshot_rules.py). Each
+capture's commit is kept reachable by one ref per label, so `prune` can drop exactly the
+ones no frame needs.
 
 The user's index is never used (its stat cache would need its objects); ours keeps its own
 stat data, so a capture re-hashes only files whose stat data changed.
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..core.paths import DB_NAME, user_state_dir
 from ..core.redact import redact  # git's messages are stored (frame notes): whole, then cut
-from . import snapshot_store
+from . import snapshot_rules, snapshot_store
 
 GIT_TIMEOUT_SECONDS = 120.0
 LOCK_WAIT_SECONDS = 60.0
@@ -199,16 +200,21 @@ class _Lock:
 
 
 def _write_excludes(root: str, git_dir: str, large: list[str]) -> None:
-    """Our info/exclude: the project's own exclude file, our files, and the large files."""
+    """Our info/exclude: our files, the project's own exclude file, the snapshot rules (after
+    the project's lines: its `!` cannot undo them), and the large files; and the rules alone
+    beside it (`_drop_excluded`)."""
     lines = list(ALWAYS_EXCLUDED)
     own = os.path.join(root, ".git", "info", "exclude")
     if os.path.isfile(own) and not os.path.islink(own):
         with open(own, encoding="utf-8", errors="replace") as f:
             lines += [line.rstrip("\n") for line in f]
-    # A name with a line break cannot be a pattern: `_drop_large` takes it out after the add.
+    rules = snapshot_rules.rules(root)
+    lines += rules
+    # A name with a line break cannot be a pattern: `_drop` takes it out after the add.
     lines += ["/" + _escape_pattern(path) for path in large if "\n" not in path]
     info = os.path.join(git_dir, "info")
     os.makedirs(info, mode=0o700, exist_ok=True)
+    snapshot_rules.write_file(git_dir, rules)
     target = os.path.join(info, "exclude")
     wanted = "\n".join(lines) + "\n"
     try:
@@ -224,14 +230,15 @@ def _write_excludes(root: str, git_dir: str, large: list[str]) -> None:
     os.replace(temporary, target)
 
 
-def _drop_large(
+def _drop(
     root: str,
     git_dir: str,
     index: str | None,
     large: list[str],
     env: Mapping[str, str] | None = None,
 ) -> None:
-    """Take files over the cap out of an index, each name taken literally (any byte)."""
+    """Take files out of an index (over the cap, left out by rule), each name taken literally
+    (any byte)."""
     if large:
         _git(
             root,
@@ -241,6 +248,40 @@ def _drop_large(
             env=env,
             stdin=b"\0".join(os.fsencode(p) for p in large) + b"\0",
         )
+
+
+def _drop_excluded(
+    root: str, git_dir: str, index: str | None, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """Take out of `index` every entry the snapshot rules leave out, whatever put it there (a
+    project's `.gitignore` with `!.env`, a capture of an older version): git's own matching
+    of the rules file alone, over the whole index in one process. Returns them."""
+    listed = os.path.join(git_dir, "info", snapshot_rules.RULES_FILE)
+    done = _git(
+        root,
+        git_dir,
+        ["ls-files", "-z", "--cached", "--ignored", f"--exclude-from={listed}"],
+        index=index,
+        env=env,
+    )
+    found = sorted({os.fsdecode(p) for p in done.stdout.split(b"\0") if p})
+    _drop(root, git_dir, index, found, env)
+    return found
+
+
+def left_out_on_disk(root: str) -> dict[str, str]:
+    """path -> rule, for the files in the project now that the snapshot rules leave out (not
+    those inside a folder the project's own rules ignore: git does not walk those)."""
+    git_dir = _ensure_repo(root)
+    _write_excludes(root, git_dir, [])
+    found: set[str] = set()
+    # The ignored ones (folders the project ignores shown as one name, never walked), and the
+    # others: a project's `.gitignore` holding `!.env` makes it one of those.
+    for ignored in (["--ignored", "--directory"], []):
+        args = ["ls-files", "-z", "--others", "--exclude-standard", *ignored]
+        done = _git(root, git_dir, args)
+        found |= {os.fsdecode(p).rstrip("/") for p in done.stdout.split(b"\0") if p}
+    return snapshot_rules.left_out(root, found)
 
 
 def _escape_pattern(path: str) -> str:
@@ -356,7 +397,8 @@ def _capturable(root: str, git_dir: str, paths: list[str]) -> set[str]:
         stdin=b"\0".join(os.fsencode(p) for p in sorted(out)) + b"\0",
         check=False,
     )
-    return out - {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
+    out -= {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
+    return out - set(snapshot_rules.left_out(root, out))  # whatever a `.gitignore` re-includes
 
 
 def _stage(
@@ -373,9 +415,10 @@ def _stage(
     if large:
         _write_excludes(root, git_dir, large)
         # An exclude does not apply to a file already in the index (one that grew).
-        _drop_large(root, git_dir, index, large, env)
+        _drop(root, git_dir, index, large, env)
     _add_all(root, git_dir, index, env=env)
-    _drop_large(root, git_dir, index, [p for p in large if "\n" in p], env)
+    _drop(root, git_dir, index, [p for p in large if "\n" in p], env)
+    _drop_excluded(root, git_dir, index, env)
     return large
 
 
@@ -494,6 +537,19 @@ def prune(root: str, keep: set[str]) -> dict[str, int]:
         _git(root, git_dir, ["reflog", "expire", "--expire=now", "--all"], check=False)
         _git(root, git_dir, ["gc", "-q", "--prune=now"], check=False)
     return {"dropped": dropped, "bytes_before": before, "bytes_after": size_bytes(root)}
+
+
+def held_paths(root: str) -> set[str]:
+    """Every path (file or folder) some snapshot of the store holds, from one walk of all of
+    them (`rev-list --objects`: each tree and file once, however many snapshots share it)."""
+    git_dir = _ensure_repo(root)
+    done = _git(root, git_dir, ["rev-list", "--objects", "--all"], work_tree=False)
+    out = set()
+    for line in done.stdout.decode("utf-8", "surrogateescape").splitlines():
+        _, _, path = line.partition(" ")
+        if path:
+            out.add(path)
+    return out
 
 
 def size_bytes(root: str) -> int:
