@@ -10,7 +10,7 @@ from typing import Any
 
 import apsw
 
-from claude_session.core import applying, config, db, event, events
+from claude_session.core import apply_types, config, db, event, events
 from claude_session.core.paths import db_path
 from claude_session.runtime.handlers import HANDLERS
 
@@ -29,15 +29,17 @@ class Recorder:
 
     def send(
         self, payload: dict[str, Any], process: tuple[int, int, str] | None = None
-    ) -> tuple[applying.Applied, dict[str, Any] | None]:
+    ) -> tuple[apply_types.Applied, dict[str, Any] | None]:
         """Apply one payload as the hook would (capped, redacted, parsed, applied at `now`),
         and return what the hook would answer (its JSON object, or None). `process`: the
         Claude Code process the hook found above itself (SessionStart, UserPromptSubmit)."""
         raw = json.dumps(payload).encode()
         ev, truncated = event.load(self.scratch, raw, str(payload.get("hook_event_name", "")))
-        delivery = applying.Delivery(events.new_delivery_id(), self.now, len(raw), None, truncated)
+        delivery = apply_types.Delivery(
+            events.new_delivery_id(), self.now, len(raw), None, truncated
+        )
         settings = config.for_hooks(self.root, self.scratch)
-        ctx = applying.Context(self.root, self.now, None, settings)
+        ctx = apply_types.Context(self.root, self.now, None, settings)
         ctx.claude_process = process
         applied = events.apply(self.conn, ev, delivery, ctx)
         handler = HANDLERS.get(ev.name)

@@ -215,7 +215,7 @@ def test_the_daemon_a_killed_claude_code_started_outlives_it_and_ends_its_sessio
 ) -> None:
     """The killed Claude Code's own SessionStart started the daemon (detached): it survives
     the kill and notices by itself. The hooks after the first are relayed through it: the
-    process recorded is still the hook's Claude Code, never the resident process's parent."""
+    process recorded is still the hook's Claude Code, never the daemon's parent."""
     env = {"CLAUDE_SESSION_NO_DAEMON": ""}
     killed, live = stand_ins(project, **env), stand_ins(project, **env)
     start_session(killed, "s-killed")

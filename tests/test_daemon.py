@@ -318,9 +318,9 @@ def test_stop_right_after_a_session_start_leaves_no_daemon(
     assert wait_for(lambda: daemon_control.is_running(str(project)))
 
 
-def test_a_foreground_daemon_killed_takes_its_resident_process_with_it(project: Path) -> None:
-    """`daemon run` runs the resident process as its child: a SIGTERM (`kill`) or SIGHUP (a
-    closed terminal) sent to it is passed on, so the resident process never runs on
+def test_a_foreground_daemon_run_killed_takes_its_daemon_with_it(project: Path) -> None:
+    """`daemon run` runs the daemon as its child: a SIGTERM (`kill`) or SIGHUP (a
+    closed terminal) sent to it is passed on, so the daemon never runs on
     orphaned (as it did after every test that stopped a `daemon run`)."""
     command = str(Path(PYTHON).parent / "claude-session")
     for signum in (signal.SIGTERM, signal.SIGHUP):

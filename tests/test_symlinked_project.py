@@ -212,10 +212,8 @@ def test_events_spooled_under_the_links_name_are_ingested_not_set_aside(
     assert not (project / ".claude-session.db.spool" / spool.REJECTED).exists()
 
 
-def test_hooks_through_the_link_are_served_by_the_resident_process(
-    project: Path, link: Path
-) -> None:
-    """The resident process started through the link (as `daemon start` from a linked folder
+def test_hooks_through_the_link_are_served_by_the_daemon(project: Path, link: Path) -> None:
+    """The daemon started through the link (as `daemon start` from a linked folder
     does) serves hooks given the link and hooks given the real path: one project."""
     from test_relay import status
 

@@ -9,7 +9,7 @@ import os
 import apsw
 
 from ..core import executions, ladder, readings, relations, store
-from ..core.applying import Applied, Context
+from ..core.apply_types import Applied, Context
 from ..core.event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
     Answer = dict[str, Any]  # the JSON object a hook prints
     AnswerFn = Callable[
-        [apsw.Connection, Event, Context, Applied | None], "dict[str, Any] | ExitBlock | None"
+        [apsw.Connection, Event, Context, Applied | None],
+        "dict[str, Any] | ExitBlock | Reply | None",
     ]
 
 
@@ -38,7 +39,9 @@ class Handler:
     ) -> None:
         self.prepare = prepare  # slow outside work, before the transaction (git)
         self.after = after  # side effects once the event is stored (starting the daemon)
-        self.answer = answer  # the JSON object for stdout, read after the transaction
+        # The JSON object for stdout, read after the transaction; a `Reply` when it calls for a
+        # write, which runs once the answer is out (never inside this step).
+        self.answer = answer
         self.busy_timeout_ms = busy_timeout_ms
 
 
@@ -306,6 +309,19 @@ def answer_failure(
     return answer
 
 
+class Reply:
+    """An answer, and the writes it calls for once it is given (run after the answer is out,
+    like every side effect of a hook: `Outcome.deferred`). An answer step never writes."""
+
+    __slots__ = ("later", "value")
+
+    def __init__(
+        self, value: "Answer | ExitBlock | None", later: "Callable[[], None] | None" = None
+    ) -> None:
+        self.value = value
+        self.later = later
+
+
 class ExitBlock:
     """A deliberate, configured block that the event only takes as exit code 2 with the
     reason on stderr (TaskCompleted); `hookrt` turns it into exactly that."""
@@ -316,7 +332,7 @@ class ExitBlock:
 
 def answer_judge(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "Answer | ExitBlock | None":
+) -> "Reply | None":
     """At the configured events, a judge checks the work is done; a block makes the agent go on."""
     wanted = {e.strip() for e in str(ctx.config["judge_events"]).split(",")}
     if ev.name not in wanted or ev.get("stop_hook_active") in (1, True):
@@ -332,15 +348,20 @@ def answer_judge(
         return None  # allowed, or the judge failed: fail open (recorded)
     reason = f"claude-session judge: the work is not done yet. {verdict.reason}"
     exit_code = 2 if ev.name == "TaskCompleted" else 0
-    from ..core.events import set_exit_code
-
+    later = None
     # This hook run's own audit row says how it really ended (not the newest row: another
-    # hook of the same session may have written one meanwhile).
+    # hook of the same session may have written one meanwhile): written once the answer is out.
     if applied is not None:  # None: the event went to the spool, its audit row comes later
-        set_exit_code(conn, applied.audit_id, exit_code, "blocked by the judge")
+        audit_id = applied.audit_id
+
+        def later() -> None:
+            from ..core.events import set_exit_code
+
+            set_exit_code(conn, audit_id, exit_code, "blocked by the judge")
+
     if ev.name == "TaskCompleted":
-        return ExitBlock(reason)
-    return {"decision": "block", "reason": reason}
+        return Reply(ExitBlock(reason), later)
+    return Reply({"decision": "block", "reason": reason}, later)
 
 
 HANDLERS: dict[str, Handler] = {
