@@ -12,7 +12,7 @@ import apsw
 
 from claude_session.core import apply_types, config, db, event, events
 from claude_session.core.paths import db_path
-from claude_session.runtime.handlers import HANDLERS
+from claude_session.runtime.handlers import HANDLERS, Reply
 
 
 class Recorder:
@@ -45,7 +45,13 @@ class Recorder:
         handler = HANDLERS.get(ev.name)
         answer = None
         if handler is not None and handler.answer is not None:
+            if handler.before_answer is not None:
+                handler.before_answer(self.conn, ev, ctx)
             result = handler.answer(self.conn, ev, ctx, applied)
+            if isinstance(result, Reply):  # the write it calls for, once the answer is out
+                if result.later is not None:
+                    result.later()
+                result = result.value
             answer = result if isinstance(result, dict) else None
         return applied, answer
 

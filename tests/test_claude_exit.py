@@ -20,7 +20,7 @@ import apsw
 import pytest
 from conftest import PYTHON, fixture, hook_env, query, wait_for
 from test_coordination import agent_status, subagent_event
-from test_daemon import MIN, Clocks, sweeper
+from test_daemon import MIN, Clocks, new_daemon
 
 from claude_session.core import db, processes
 from claude_session.core.staleness import CLAUDE_EXITED
@@ -257,7 +257,7 @@ def test_a_pid_now_held_by_another_process_counts_as_gone(project: Path, stand_i
     conn.close()
 
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     assert worker.sweep() == []  # seen gone once: a SessionEnd in flight may still land
     clocks.advance(3)
     verdicts = worker.sweep()
@@ -284,7 +284,7 @@ def test_a_session_whose_process_cannot_be_known_is_still_closed_by_silence_only
     claude.kill()
 
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     worker.sweep()
     clocks.advance(30)
     assert worker.sweep() == []
@@ -310,7 +310,7 @@ def test_a_resume_where_the_process_cannot_be_known_forgets_the_dead_one(
     assert recorded_process(project, "s-resumed") == (None, None)
 
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     worker.sweep()
     clocks.advance(30)
     assert worker.sweep() == []

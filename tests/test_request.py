@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fixture, query
+from conftest import PYTHON, fixture, hook_env, query
 
 from claude_session.core import db, hook_fields
 from claude_session.runtime import hookrt, mcp_transport
@@ -201,3 +202,69 @@ def _call_twice(server: mcp_transport.HookServer, project: Path, given: list[Req
         )
         assert (request.why_short, request.dispatcher, request.traceparent) == (None,) * 3
     assert given[0].delivery_id != given[1].delivery_id
+
+
+# --- side effects after the answer, on every path ---------------------------------------------
+
+AFTER_THE_ANSWER = """
+import os, sys
+from claude_session.runtime import hookrt, relay
+original = hookrt.process
+def process(outcome, request, **handles):
+    original(outcome, request, **handles)
+    outcome.out = '{"answer": 1}'
+    def side_effect():
+        with open(sys.argv[1], "w") as f:
+            f.write(str(os.fstat(1).st_size))  # how much of the answer is out by now
+    outcome.deferred.append(side_effect)
+hookrt.process = process
+relay.main("PostToolUse", lambda: None)
+"""
+
+
+def test_a_hook_process_writes_its_answer_before_its_side_effects(
+    project: Path, tmp_path: Path
+) -> None:
+    marker, out = tmp_path / "seen", tmp_path / "stdout"
+    with out.open("wb") as stdout:
+        done = subprocess.run(
+            [PYTHON, "-c", AFTER_THE_ANSWER, str(marker)],
+            input=json.dumps(fixture("PostToolUse.Edit", project)).encode(),
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=hook_env(project, CLAUDE_SESSION_NO_RELAY="1"),
+            cwd=tmp_path,
+            timeout=60,
+        )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert out.read_text() == '{"answer": 1}'
+    assert marker.read_text() == str(len('{"answer": 1}'))
+
+
+def test_the_hook_server_replies_before_the_side_effects(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    monkeypatch.setattr(db, "serialize_writers", lambda lock: None)  # this process is pytest's
+    written: list[bytes] = []
+    seen: list[int] = []
+
+    def process(outcome: hookrt.Outcome, request: Request, **_: Any) -> None:
+        outcome.deferred.append(lambda: seen.append(len(written)))
+
+    monkeypatch.setattr(hookrt, "process", process)
+    server = mcp_transport.HookServer(written.append)
+    try:
+        arguments = hook_fields.arguments_for(
+            fixture("PostToolUse.Edit", project), installer.package_folder()
+        )
+        server.calls.put((7, dict(arguments), time.time(), time.perf_counter()))
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        for _ in server.workers:
+            server.calls.put(None)
+        server.after.put(None)
+    assert seen == [1]  # the reply was out when the side effect ran
+    assert json.loads(written[0])["id"] == 7

@@ -27,18 +27,23 @@ if TYPE_CHECKING:
 class Handler:
     """What a hook does for one event, step by step; every step is optional."""
 
-    __slots__ = ("after", "answer", "busy_timeout_ms", "prepare")
+    __slots__ = ("after", "answer", "before_answer", "busy_timeout_ms", "prepare")
 
     def __init__(
         self,
         *,
         prepare: "Callable[[str], Any] | None" = None,
         after: "Callable[[Context], None] | None" = None,
+        before_answer: "Callable[[apsw.Connection, Event, Context], None] | None" = None,
         answer: "AnswerFn | None" = None,
         busy_timeout_ms: int = 5000,
     ) -> None:
         self.prepare = prepare  # slow outside work, before the transaction (git)
-        self.after = after  # side effects once the event is stored (starting the daemon)
+        self.after = after  # side effects once the answer is out (starting the daemon)
+        # What must be done before the answer, since Claude Code acts on it at once: the
+        # copies of the files a tool may change (PreToolUse). The one side effect that cannot
+        # wait; the answer step itself never writes.
+        self.before_answer = before_answer
         # The JSON object for stdout, read after the transaction; a `Reply` when it calls for a
         # write, which runs once the answer is out (never inside this step).
         self.answer = answer
@@ -162,13 +167,10 @@ def start_daemon(ctx: Context) -> None:
         daemon_control.ensure_running(ctx.root)
 
 
-def answer_pre_tool_use(
-    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "dict[str, Any] | None":
+def keep_before_tool(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     """Before a tool that can change files while a snapshot is still pending, or while another
     agent may commit a frame before this tool ends: keep what it will change, never wait
-    (services/before_images.py). Before a Write/Edit: name any other live agent holding the
-    file (warn, or deny)."""
+    (services/before_images.py). Before the answer: the tool runs as soon as it is given."""
     tool = ev.text_of("tool_name")
     if tool not in executions.READ_ONLY_TOOLS:
         if executions.snapshot_pending(conn):
@@ -177,6 +179,13 @@ def answer_pre_tool_use(
             conn, ev.text_of("agent_id") or ev.session_id, ctx.now
         ):
             _before_tool(conn, ev, ctx, tool or "tool", False)
+
+
+def answer_pre_tool_use(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
+) -> "dict[str, Any] | None":
+    """Before a Write/Edit: name any other live agent holding the file (warn, or deny)."""
+    tool = ev.text_of("tool_name")
     if tool not in store.EDIT_TOOLS:
         return None
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
@@ -367,7 +376,7 @@ def answer_judge(
 HANDLERS: dict[str, Handler] = {
     "SessionStart": Handler(after=start_daemon, answer=answer_session_start),
     "UserPromptSubmit": Handler(answer=answer_prompt),
-    "PreToolUse": Handler(answer=answer_pre_tool_use),
+    "PreToolUse": Handler(before_answer=keep_before_tool, answer=answer_pre_tool_use),
     "PostToolUse": Handler(answer=answer_failure),
     "PostToolUseFailure": Handler(answer=answer_failure),
     "PreCompact": Handler(prepare=capture_git),

@@ -34,7 +34,9 @@ BLOCK_EXIT = 3  # not 2: python itself exits 2 when it cannot open the script
 
 class Outcome:
     """What one hook run gives back: its exit code and texts, and the side effects left to run
-    once the answer is out (starting the daemon or a capture, ingesting the spool)."""
+    once the answer is out, as data (`deferred`): starting the daemon or a capture, ingesting
+    the spool, trimming the WAL, the injection log's row, the judge's write of how its hook
+    run ended. Whoever runs the hook writes the answer first, then calls `finish`."""
 
     __slots__ = ("code", "deferred", "err", "out")
 
@@ -68,7 +70,6 @@ def run_here(request: "Request") -> Outcome:
         process(outcome, request)
     except BaseException as exc:  # fail open, always
         _internal_error(None, request.event_hint, exc)
-        outcome.code, outcome.out, outcome.err = 0, "", ""
     return outcome
 
 
@@ -193,6 +194,8 @@ def process(
         if handler.answer is None or conn is None:
             return
         try:
+            if handler.before_answer is not None:  # the copies a tool's changes need: now
+                handler.before_answer(conn, ev, ctx)
             answer = handler.answer(conn, ev, ctx, applied)
         except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
             _internal_error(root, ev.name, exc)

@@ -110,8 +110,13 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
     if outcome is not None:
         try:
             outcome.finish()  # after the answer, as the daemon and the hook server do
-        except BaseException:
-            pass
+        except BaseException as exc:  # each step logs its own failure; this is a last guard
+            try:
+                from .hookrt import _internal_error
+
+                _internal_error(None, event_hint, exc)
+            except BaseException:
+                pass
     # Skip interpreter teardown: everything is committed or spooled already.
     os._exit(code)
 
