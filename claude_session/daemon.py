@@ -174,6 +174,8 @@ class RelayServer:
         try:
             announced = request.sizes(head)
         except request.Refused as exc:  # another version's request: the hook does the work
+            if relay.fingerprint() != self.fingerprint:
+                self.stop.set()  # our own code was replaced (a newer hook): make way for it
             raise Declined(str(exc)) from None
         wanted = sum(size for _, size in announced)
         if wanted > MAX_REQUEST_BYTES:

@@ -31,6 +31,7 @@ from conftest import (
 
 from claude_session.core import db
 from claude_session.runtime import relay
+from claude_session.runtime.request import Request
 from claude_session.services import daemon_control
 
 HOOKRT = Path(relay.__file__).with_name("hookrt.py")
@@ -450,3 +451,77 @@ def test_a_request_of_another_version_is_declined_and_the_hook_records_it_itself
     assert status(project)["relay_last_declined"] == "request version 9 not served (this is 2)"
     assert status(project)["relay_served"] == 0
     assert daemon.poll() is None
+
+
+def test_new_code_in_place_retires_the_daemon_on_a_request_of_another_version(
+    project: Path, daemon: subprocess.Popen[bytes]
+) -> None:
+    """A hook of a later version, after an upgrade in place: the daemon cannot read its request,
+    sees its own code replaced, and goes (the next hook starts the new one)."""
+    path = status(project)["relay_socket"]
+    before = HOOKRT.stat()
+    os.utime(HOOKRT, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(path)
+            sock.sendall(b"CSR9 event_hint=4\nStop")
+            assert sock.recv(100).startswith(b"NO request version 9")
+        assert daemon.wait(30) == 0
+    finally:
+        os.utime(HOOKRT, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def old_daemon(path: str, folder: str, heard: list[str]) -> socket.socket:
+    """A stand-in for the daemon of an install before request version 2, as its code reads a
+    request: `CSR1` and 12 lengths, the install's fingerprint first; the same install folder
+    with other code makes it go ("retired"), anything else it declines."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(10)
+                data = b""
+                while b"\n" not in data:
+                    data += conn.recv(4096)
+                head, _, body = data.partition(b"\n")
+                parts = head.split(b" ")
+                if (
+                    parts[0] != b"CSR1"
+                    or not all(p.isdigit() for p in parts[1:])
+                    or (len(parts) != 13)
+                ):
+                    heard.append("declined")
+                    conn.sendall(b"NO not a relay request\n")
+                    continue
+                sizes = [int(p) for p in parts[1:]]
+                while len(body) < sum(sizes):
+                    body += conn.recv(4096)
+                mark = body[: sizes[0]].decode()
+                heard.append("retired" if mark.split("|")[1] == folder else "other install")
+                conn.sendall(b"NO another install of claude-session\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+def test_a_daemon_of_an_earlier_version_is_retired_by_the_first_hook_it_declines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "relay.sock")
+    heard: list[str] = []
+    monkeypatch.setattr(relay, "socket_path", lambda root: path)
+    listener = old_daemon(path, relay.fingerprint().split("|")[1], heard)
+    try:
+        request = Request("Stop", b"{}", time.time(), time.perf_counter(), "ab" * 12)
+        assert relay.deliver(str(tmp_path), request) == (None, False)
+    finally:
+        listener.close()
+    assert heard == ["declined", "retired"]

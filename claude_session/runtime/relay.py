@@ -215,11 +215,38 @@ def deliver(root: str, request: "Request") -> "tuple[tuple[int, str, str] | None
             _mark_hung(path)
             return None, False
         if ack != b"ACK":
+            if ack == OLD_DECLINE:
+                _retire_old(path)
             return None, False  # declined: not this install, or not this environment
         sock.settimeout(ANSWER_SECONDS.get(request.event_hint, DEFAULT_ANSWER_SECONDS))
         return _read_answer(sock), False
     except OSError:  # timed out, reset, refused midway: do it here
         return None, False
+    finally:
+        sock.close()
+
+
+# What a daemon of an install before request version 2 answers a request it cannot read.
+OLD_DECLINE = b"NO not a relay request"
+
+
+def _retire_old(path: str) -> None:
+    """Make a daemon of this install's earlier code (it reads only the positional requests of
+    before version 2, `CSR1` and 12 lengths) see that its code was replaced, as it checks: a
+    request of that shape whose first field is this code's fingerprint. It then exits, and
+    the next hook starts the daemon of the new code. A daemon of another install declines it."""
+    import _socket
+
+    mark = fingerprint().encode("utf-8", "surrogateescape")
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_SECONDS)
+        sock.connect(path)
+        sock.sendall(b"CSR1 %d" % len(mark) + b" 0" * 11 + b"\n" + mark)
+        sock.settimeout(ACK_SECONDS)
+        _read_line(sock)
+    except OSError:
+        pass
     finally:
         sock.close()
 
