@@ -170,7 +170,7 @@ class RelayServer:
 
     def _request(self, conn: socket.socket) -> request.Request:
         _check_peer(conn)
-        head, body = _read_head(conn)
+        head, body = _read_head(conn, request.MAX_HEAD_BYTES)
         try:
             announced = request.sizes(head)
         except request.Refused as exc:  # another version's request: the hook does the work
