@@ -2,8 +2,8 @@
 """Benchmark at scale: a project database of 1,000,000 events over 2,000 sessions, built
 through the real recording path (`event.load` + `events.apply`, as the hook does), then the
 hook processes timed on it and on an empty database, as ratios to `python -I -S -c pass`:
-relayed (the project's resident process serves them, as once a session has started) and in
-process (no resident process: the first hooks of a session, or with it turned off).
+relayed (the project's daemon serves them, as once a session has started) and in
+process (no daemon: the first hooks of a session, or with it turned off).
 
     .venv/bin/python bench/at_scale.py [--events 1000000] [--sessions 2000] [--runs 30]
         [--python /path/to/wheel-venv/bin/python] [--cache DIR] [--json] [--cli] [--no-hooks]
@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 
 import apsw  # noqa: E402
 
-from bench import package_dir, start_resident, timed  # noqa: E402  (bench/bench.py, beside this script)
+from bench import package_dir, start_daemon_process, timed  # noqa: E402  (bench/bench.py, beside this script)
 from claude_session.core import config, db, event, events, frames  # noqa: E402
 from claude_session.services import installer  # noqa: E402
 
@@ -235,7 +235,7 @@ def hook_cases(root: str, i: int) -> list[tuple[str, list[bytes]]]:
 def settle(project: Path, seconds: float = 30.0) -> None:
     """Wait (untimed) until no workspace snapshot is pending in the project and the capture
     process is gone, whatever it does after the snapshot (packing states), and whoever started
-    it (the hook, or the resident process just after its answer): in a real session the
+    it (the hook, or the daemon just after its answer): in a real session the
     model's thinking time covers both."""
     from claude_session.services import capture_control
 
@@ -261,8 +261,8 @@ def settle(project: Path, seconds: float = 30.0) -> None:
 
 
 def time_hooks(project: Path, python: str, runs: int, relayed: bool) -> dict[str, Any]:
-    """Each hook's wall time: served by the project's resident process (`relayed`, as for a
-    user once a session has started), or doing its work itself (no resident process)."""
+    """Each hook's wall time: served by the project's daemon (`relayed`, as for a
+    user once a session has started), or doing its work itself (no daemon)."""
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(project.parent),
@@ -281,7 +281,7 @@ def time_hooks(project: Path, python: str, runs: int, relayed: bool) -> dict[str
         timed(
             installer.hook_argv("SessionStart", python), hook_cases(str(project), -2)[0][1][0], env
         )
-        resident = start_resident(project, python, env)
+        resident = start_daemon_process(project, python, env)
     try:
         return _time_hooks(project, python, runs, env)
     finally:

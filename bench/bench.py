@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hook benchmark: wall time of real hook processes and of the status line next to the bare
-interpreter, a 64-process concurrency storm, and 8 agents' events relayed at once to the resident
-process. Figures, not pass/fail: docs/benchmarks.md quotes them.
+interpreter, a 64-process concurrency storm, and 8 agents' events relayed at once to the daemon.
+Figures, not pass/fail: docs/benchmarks.md quotes them.
 
     .venv/bin/python bench/bench.py [--runs 60] [--concurrency 64] [--json]
         [--senders 8] [--relayed-events 200] [--relayed-only]
@@ -252,7 +252,7 @@ def main() -> None:
     )
     r = results["relayed"]
     print(
-        f"{r['senders']} agents handing {r['events']} PostToolUse events to the resident process:"
+        f"{r['senders']} agents handing {r['events']} PostToolUse events to the daemon:"
         f" stored {r['stored']} ({r['not_relayed']} done by the hook itself),"
         f" {r['events_per_s']} events/s; each hand-over median {r['median_ms']} ms,"
         f" p90 {r['p90_ms']} ms, max {r['max_ms']} ms"
@@ -298,13 +298,15 @@ def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
     }
 
 
-def start_resident(project: Path, python: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """The project's resident process, started as a hook starts it (the hooks' environment),
+def start_daemon_process(
+    project: Path, python: str, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """The project's daemon, started as a hook starts it (the hooks' environment),
     and waited for until its relay listens."""
     from claude_session.services import daemon_control
 
     process = subprocess.Popen(
-        [python, "-P", "-m", "claude_session.resident", "--project", str(project)],
+        [python, "-P", "-m", "claude_session.daemon", "--project", str(project)],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -320,21 +322,21 @@ def start_resident(project: Path, python: str, env: dict[str, str]) -> subproces
             pass
         time.sleep(0.05)
     process.kill()
-    raise SystemExit("the resident process did not start its relay")
+    raise SystemExit("the daemon did not start its relay")
 
 
 RELAY_SENDER = """
 import json, os, sys, time
 from claude_session.runtime import relay
+from claude_session.runtime.request import Request
 root = os.environ["CLAUDE_PROJECT_DIR"]
 took, missed = [], 0
 with open(sys.argv[1], encoding="utf-8") as f:
     batch = json.load(f)
 for raw in batch:
     started = time.perf_counter()
-    answered, _ = relay.deliver(
-        root, "PostToolUse", raw.encode(), None, time.time(), started, os.urandom(12).hex()
-    )
+    request = Request("PostToolUse", raw.encode(), time.time(), started, os.urandom(12).hex())
+    answered, _ = relay.deliver(root, request)
     took.append((time.perf_counter() - started) * 1000)
     missed += answered is None
 print(json.dumps({"took": took, "missed": missed}))
@@ -343,8 +345,8 @@ print(json.dumps({"took": took, "missed": missed}))
 
 def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
     """Recording under many agents at once: `senders` processes each hand the project's
-    resident process `each` PostToolUse(Edit) events, one after another, through the hooks'
-    own client (no process start per event, so the figure is the resident process's). Workspace
+    daemon `each` PostToolUse(Edit) events, one after another, through the hooks'
+    own client (no process start per event, so the figure is the daemon's). Workspace
     snapshots on, as for a user. Rate between the first and the last event stored; each
     hand-over's wall time, acknowledgement to answer."""
     import apsw
@@ -361,7 +363,7 @@ def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) ->
         payload("SessionStart.startup", project, 0),
         env,
     )
-    resident = start_resident(project, python, env)
+    resident = start_daemon_process(project, python, env)
     procs = []
     for worker in range(senders):
         batch = []

@@ -19,7 +19,7 @@ a session of its own, a new tool_use_id per call, and the hook's arguments fille
 Claude Code fills an `mcp_tool` hook's input (core/hook_fields.py). A Write's file is written
 before its PostToolUse is sent, so the workspace snapshots (on, the default) have a change to
 capture. Each session's SessionStart runs first as the command hook it stays with mcp, which
-starts the project's resident process, as in a real session.
+starts the project's daemon, as in a real session.
 """
 
 from __future__ import annotations

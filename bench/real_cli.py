@@ -312,7 +312,7 @@ def install(mode: str, project: Path, env: dict[str, str], claude: Path, url: st
 
 def project_processes(project: Path) -> list[int]:
     """Processes other than this one that still work in the project: hooks, the hook server,
-    the capture and resident processes (their command line or working folder names it)."""
+    the capture and daemones (their command line or working folder names it)."""
     found = []
     mark = str(project)
     for entry in os.listdir("/proc"):
@@ -329,7 +329,7 @@ def project_processes(project: Path) -> list[int]:
 
 
 def settle(project: Path, env: dict[str, str], timeout: float = 60.0) -> float:
-    """Stop the resident process the SessionStart hook started, let a capture still running
+    """Stop the daemon the SessionStart hook started, let a capture still running
     finish, and wait until nothing works in the project: the next run must not share the CPU
     with this one's leftovers. Returns the seconds it took."""
     started = time.monotonic()

@@ -8,7 +8,7 @@ trees of large files (`--megabytes 500`: ~500 MB, some files over the 5 MB per-f
 For each tree: the first capture (everything hashed; `--first-runs` times, each into an empty
 store), captures after a few files changed (what follows a tool call), captures of an
 unchanged tree, and a restore of 10 changed files; p50 and p95 in milliseconds. `--hooks`
-also times what the agent's path pays, with the real hook processes (no resident process):
+also times what the agent's path pays, with the real hook processes (no daemon):
 a PostToolUse (it only starts the capture process), then at once the next Edit's or Bash's
 PreToolUse (neither waits for that snapshot: they keep what they will change, see
 services/before_images.py), and the same PreToolUse once the snapshot is taken; then how
@@ -164,7 +164,7 @@ def agent_path(root: Path, paths: list[Path], runs: int, scratch: Path) -> dict[
         "CLAUDE_PROJECT_DIR": str(root),
         "CLAUDE_SESSION_STATE_DIR": str(scratch / "hook-state"),  # an empty store: the
         "CLAUDE_SESSION_DATA_DIR": str(scratch / "data"),  # project's first capture too
-        "CLAUDE_SESSION_NO_DAEMON": "1",  # no resident process: the hooks do all the work
+        "CLAUDE_SESSION_NO_DAEMON": "1",  # no daemon: the hooks do all the work
     }
     session = f"bench-{os.getpid()}"
 

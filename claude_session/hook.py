@@ -49,7 +49,7 @@ if __name__ == "__main__":
     _venv = sys.executable.rpartition("/bin/")[0]
     sys.path[:0] = [_package_parent, f"{_venv}/lib/python{_version}/site-packages"]
 
-    # The resident process answers most hooks: apsw and the core load only when it does not.
+    # The daemon answers most hooks: apsw and the core load only when it does not.
     from claude_session.runtime.relay import main
 
     main(sys.argv[1] if len(sys.argv) > 1 else "", _import_apsw_lean)

@@ -174,7 +174,7 @@ def daemons_of(project: Path) -> list[int]:
             continue
         # also while still in its start delay (`sh -c "sleep ...; exec nice python -m ..."`)
         path = str(project).encode()
-        if b"claude_session.resident" in cmdline and (
+        if (b"claude_session.daemon" in cmdline or b"claude_session.resident" in cmdline) and (
             path + b"\0" in cmdline or path + b"'" in cmdline
         ):
             found.append(int(entry.name))
@@ -197,7 +197,7 @@ def reap_daemons(project: Path):  # type: ignore[no-untyped-def]
 
 
 # --- no process of ours outlives the run --------------------------------------------------------
-# The hooks start detached processes (the resident daemon, the capture process; a test may start
+# The hooks start detached processes (the daemon, the capture process; a test may start
 # a hook server or the demo): each test's are stopped when it ends, and the run fails, naming
 # them, if any under this run's temporary folders is still there at its end. Only processes
 # whose command line or working folder is under THIS run's basetemp are ever looked at: other

@@ -10,9 +10,9 @@ from typing import Any
 
 import apsw
 
-from claude_session.core import applying, config, db, event, events
+from claude_session.core import apply_types, config, db, event, events
 from claude_session.core.paths import db_path
-from claude_session.runtime.handlers import HANDLERS
+from claude_session.runtime.handlers import HANDLERS, Reply
 
 
 class Recorder:
@@ -29,21 +29,29 @@ class Recorder:
 
     def send(
         self, payload: dict[str, Any], process: tuple[int, int, str] | None = None
-    ) -> tuple[applying.Applied, dict[str, Any] | None]:
+    ) -> tuple[apply_types.Applied, dict[str, Any] | None]:
         """Apply one payload as the hook would (capped, redacted, parsed, applied at `now`),
         and return what the hook would answer (its JSON object, or None). `process`: the
         Claude Code process the hook found above itself (SessionStart, UserPromptSubmit)."""
         raw = json.dumps(payload).encode()
         ev, truncated = event.load(self.scratch, raw, str(payload.get("hook_event_name", "")))
-        delivery = applying.Delivery(events.new_delivery_id(), self.now, len(raw), None, truncated)
+        delivery = apply_types.Delivery(
+            events.new_delivery_id(), self.now, len(raw), None, truncated
+        )
         settings = config.for_hooks(self.root, self.scratch)
-        ctx = applying.Context(self.root, self.now, None, settings)
+        ctx = apply_types.Context(self.root, self.now, None, settings)
         ctx.claude_process = process
         applied = events.apply(self.conn, ev, delivery, ctx)
         handler = HANDLERS.get(ev.name)
         answer = None
         if handler is not None and handler.answer is not None:
+            if handler.before_answer is not None:
+                handler.before_answer(self.conn, ev, ctx)
             result = handler.answer(self.conn, ev, ctx, applied)
+            if isinstance(result, Reply):  # the write it calls for, once the answer is out
+                if result.later is not None:
+                    result.later()
+                result = result.value
             answer = result if isinstance(result, dict) else None
         return applied, answer
 

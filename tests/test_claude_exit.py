@@ -20,7 +20,7 @@ import apsw
 import pytest
 from conftest import PYTHON, fixture, hook_env, query, wait_for
 from test_coordination import agent_status, subagent_event
-from test_daemon import MIN, Clocks, sweeper
+from test_daemon import MIN, Clocks, new_daemon
 
 from claude_session.core import db, processes
 from claude_session.core.staleness import CLAUDE_EXITED
@@ -215,7 +215,7 @@ def test_the_daemon_a_killed_claude_code_started_outlives_it_and_ends_its_sessio
 ) -> None:
     """The killed Claude Code's own SessionStart started the daemon (detached): it survives
     the kill and notices by itself. The hooks after the first are relayed through it: the
-    process recorded is still the hook's Claude Code, never the resident process's parent."""
+    process recorded is still the hook's Claude Code, never the daemon's parent."""
     env = {"CLAUDE_SESSION_NO_DAEMON": ""}
     killed, live = stand_ins(project, **env), stand_ins(project, **env)
     start_session(killed, "s-killed")
@@ -257,7 +257,7 @@ def test_a_pid_now_held_by_another_process_counts_as_gone(project: Path, stand_i
     conn.close()
 
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     assert worker.sweep() == []  # seen gone once: a SessionEnd in flight may still land
     clocks.advance(3)
     verdicts = worker.sweep()
@@ -284,7 +284,7 @@ def test_a_session_whose_process_cannot_be_known_is_still_closed_by_silence_only
     claude.kill()
 
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     worker.sweep()
     clocks.advance(30)
     assert worker.sweep() == []
@@ -310,7 +310,7 @@ def test_a_resume_where_the_process_cannot_be_known_forgets_the_dead_one(
     assert recorded_process(project, "s-resumed") == (None, None)
 
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     worker.sweep()
     clocks.advance(30)
     assert worker.sweep() == []

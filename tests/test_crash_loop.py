@@ -14,7 +14,7 @@ from conftest import PYTHON
 
 WRITER = r"""
 import json, sys, time
-from claude_session.core import applying, db, event, events
+from claude_session.core import apply_types, db, event, events
 root, start = sys.argv[1], int(sys.argv[2])
 conn = db.connect(root + "/.claude-session.db")
 scratch = __import__("apsw").Connection(":memory:")
@@ -25,8 +25,8 @@ while True:
                "tool_name": "Bash", "tool_use_id": f"toolu_{n}",
                "tool_input": {"command": f"echo {n}"}, "tool_response": {"stdout": str(n)}}
     ev, _ = event.load(scratch, json.dumps(payload).encode(), "PostToolUse")
-    delivery = applying.Delivery(events.new_delivery_id(), time.time(), 100)
-    events.apply(conn, ev, delivery, applying.Context(root, time.time()))
+    delivery = apply_types.Delivery(events.new_delivery_id(), time.time(), 100)
+    events.apply(conn, ev, delivery, apply_types.Context(root, time.time()))
     print(n, flush=True)  # acknowledged: committed
     n += 1
 """

@@ -51,7 +51,7 @@ class Clocks:
             self.mono += seconds
 
 
-def sweeper(project: Path, clocks: Clocks) -> daemon.Daemon:
+def new_daemon(project: Path, clocks: Clocks) -> daemon.Daemon:
     worker = daemon.Daemon(str(project), clock=lambda: clocks.wall, mono=lambda: clocks.mono)
     worker.reload_config()
     return worker
@@ -61,7 +61,7 @@ def test_sweep_marks_a_silent_agent_stale_and_releases_its_claims(project: Path)
     start_agent(project, "a1", "slow work")
     edit(project, "a1")
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     assert worker.sweep() == []
     clocks.advance(5 * MIN)
     run_hook(
@@ -82,7 +82,7 @@ def test_sweep_marks_a_silent_agent_stale_and_releases_its_claims(project: Path)
 def test_sweep_survives_a_forward_clock_jump(project: Path) -> None:
     start_agent(project, "a1", "work")
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     worker.sweep()
     clocks.advance(6 * 3600, wall_only=True)
     assert worker.sweep() == []
@@ -92,7 +92,7 @@ def test_sweep_survives_a_forward_clock_jump(project: Path) -> None:
 def test_sweep_closes_out_a_gone_session_but_never_a_live_one(project: Path) -> None:
     start_agent(project, "quiet-agent", "work", session="quiet")
     clocks = Clocks()
-    worker = sweeper(project, clocks)
+    worker = new_daemon(project, clocks)
     worker.sweep()
     clocks.advance(61 * MIN)
     start_agent(project, "busy-agent", "work", session="busy")  # real time: just now
@@ -117,7 +117,7 @@ def test_sweep_releases_expired_claims(project: Path) -> None:
     edit(project, "a1")
     clocks = Clocks()
     clocks.advance(2 * MIN)
-    sweeper(project, clocks).sweep()
+    new_daemon(project, clocks).sweep()
     assert query(project, "SELECT release_reason FROM file_claims") == [("lease expired",)]
 
 
@@ -318,9 +318,9 @@ def test_stop_right_after_a_session_start_leaves_no_daemon(
     assert wait_for(lambda: daemon_control.is_running(str(project)))
 
 
-def test_a_foreground_daemon_killed_takes_its_resident_process_with_it(project: Path) -> None:
-    """`daemon run` runs the resident process as its child: a SIGTERM (`kill`) or SIGHUP (a
-    closed terminal) sent to it is passed on, so the resident process never runs on
+def test_a_foreground_daemon_run_killed_takes_its_daemon_with_it(project: Path) -> None:
+    """`daemon run` runs the daemon as its child: a SIGTERM (`kill`) or SIGHUP (a
+    closed terminal) sent to it is passed on, so the daemon never runs on
     orphaned (as it did after every test that stopped a `daemon run`)."""
     command = str(Path(PYTHON).parent / "claude-session")
     for signum in (signal.SIGTERM, signal.SIGHUP):

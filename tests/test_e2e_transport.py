@@ -213,7 +213,7 @@ class Session(Calls):
 
 @pytest.mark.usefixtures("reap_daemons")
 def test_real_claude_code_session_over_the_hook_server(project: Path) -> None:
-    """As a user has it, the resident process too: SessionStart starts it (the commands it
+    """As a user has it, the daemon too: SessionStart starts it (the commands it
     carries may go through it); the running session's events go to the hook server."""
     binary = claude_binary()
     home = new_home(project)
@@ -380,7 +380,7 @@ class Writes(Calls):
 
 def run_killed(project: Path, keep_down: bool) -> tuple[Path, Writes, str]:
     """The scripted session with its hook server killed before the KILL_AT-th Write; the
-    session ran to its end as if nothing happened (fail open). No resident process: nothing
+    session ran to its end as if nothing happened (fail open). No daemon: nothing
     but the CLI reads the transcripts. (home, script, session id)"""
     binary = claude_binary()
     home = new_home(project)

@@ -499,7 +499,7 @@ def test_34_older_schema_is_migrated_keeping_rows(project: Path) -> None:
 
 
 def test_38_broken_environment(project: Path, tmp_path: Path, reap_daemons: None) -> None:
-    # No HOME and no CLAUDE_SESSION_NO_DAEMON: the hook starts the project's resident process,
+    # No HOME and no CLAUDE_SESSION_NO_DAEMON: the hook starts the project's daemon,
     # which `reap_daemons` stops afterwards.
     gone = tmp_path / "cwd-that-vanished"
     gone.mkdir()
@@ -615,18 +615,19 @@ def edit_in_process(project: Path, payload: dict[str, Any]) -> tuple[int, str, s
     """A PostToolUse hook run through the runtime in this process (where a test can plant a
     stand-in bug): its exit code, stdout and stderr."""
     from claude_session.runtime import hookrt
+    from claude_session.runtime.request import Request
 
     outcome = hookrt.Outcome()
-    hookrt.process(
-        outcome,
+    request = Request(
         "PostToolUse",
         json.dumps(payload).encode(),
-        None,
         time.time(),
         time.perf_counter(),
         os.urandom(12).hex(),
         root_hint=str(project),
     )
+    hookrt.process(outcome, request)
+    outcome.finish()
     return outcome.code, outcome.out, outcome.err
 
 

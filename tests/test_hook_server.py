@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+import apsw
 import pytest
 from conftest import (
     FIXTURES,
@@ -52,6 +53,19 @@ SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"  # the recorded fixtures' sessi
 AGENT = "a026341fa5086f41e"  # the recorded SubagentStart's agent
 PACKAGE = installer.package_folder()
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
+SCRATCH = apsw.Connection(":memory:")
+
+
+def read_back(arguments: dict[str, object]) -> dict[str, Any]:
+    """The payload the server reads from a call, both ways: `payload_from` (into Python's
+    objects) and `payload_bytes` (the JSON text the server applies, made without them) must
+    read alike."""
+    back = hook_fields.payload_from(arguments)
+    text = hook_fields.payload_bytes(arguments, lambda t: mcp_transport._valid_json(SCRATCH, t))
+    assert json.loads(text) == back
+    return back
+
+
 TOOL = installer.HOOK_TOOL  # what install's mcp_tool hooks call
 
 
@@ -263,7 +277,7 @@ def test_every_recorded_payload_comes_back_from_its_filled_in_input(name: str) -
     arguments = filled(recorded)
     assert arguments[hook_fields.INSTALL_ARGUMENT] == PACKAGE
     assert set(recorded) <= set(hook_fields.FIELDS), "a field the mcp_tool hook cannot carry"
-    assert hook_fields.payload_from(arguments) == without_empty(recorded)
+    assert read_back(arguments) == without_empty(recorded)
 
 
 def recorded_streams() -> list[tuple[str, dict[str, Any]]]:
@@ -284,7 +298,7 @@ def test_every_payload_of_the_recorded_streams_comes_back(payload: dict[str, Any
     """The payloads of whole recorded sessions, each event as Claude Code sent it: every field
     is one the mcp_tool hook carries (a field not in FIELDS is silently lost on the way)."""
     assert set(payload) - set(hook_fields.FIELDS) == set(), payload["hook_event_name"]
-    assert hook_fields.payload_from(filled(payload)) == without_empty(payload)
+    assert read_back(filled(payload)) == without_empty(payload)
 
 
 def test_null_and_empty_fields_of_the_recordings_are_the_only_loss() -> None:
@@ -326,7 +340,7 @@ PAYLOADS = st.fixed_dictionaries(
 def test_generated_payloads_of_known_fields_come_back_unchanged(payload: dict[str, Any]) -> None:
     """Every field of a kind its name promises, text that looks like JSON in a text field
     included (it stays a string)."""
-    back = hook_fields.payload_from(filled(payload))
+    back = read_back(filled(payload))
     assert back == payload
     for name, value in payload.items():
         assert type(back[name]) is type(value) or isinstance(value, float)  # 5.0 comes as 5
@@ -343,13 +357,13 @@ def test_the_known_ambiguity_of_a_json_field_holding_a_string() -> None:
         "content": "plain text",
         "effort": "{not json",
     }
-    back = hook_fields.payload_from(filled(payload))
+    back = read_back(filled(payload))
     assert back["tool_response"] == {"looks": "like an object"}  # was a string: now an object
     assert back["tool_input"] == [1, 2]  # was a string: now a list
     assert back["content"] == "plain text"
     assert back["effort"] == "{not json"
     # while the same text in a text field stays text
-    text_field = hook_fields.payload_from(filled({"error": '{"looks": "like an object"}'}))
+    text_field = read_back(filled({"error": '{"looks": "like an object"}'}))
     assert text_field == {"error": '{"looks": "like an object"}'}
 
 
@@ -361,7 +375,7 @@ def test_unknown_fields_and_other_arguments_are_not_part_of_the_payload() -> Non
         "session_id": "",
         "duration_ms": "12",
     }
-    assert hook_fields.payload_from(dict(arguments)) == {
+    assert read_back(dict(arguments)) == {
         "hook_event_name": "Stop",
         "duration_ms": 12,
     }

@@ -80,7 +80,7 @@ def test_hot_path_avoids_costly_stdlib_modules(project: Path, reap_daemons: None
 
 
 def test_a_hook_on_its_own_leaves_the_wal_and_keeps_it_short(project: Path) -> None:
-    """A hook with no resident process leaves the WAL in place when it ends (closing the last
+    """A hook with no daemon leaves the WAL in place when it ends (closing the last
     connection used to checkpoint it, fsync twice and delete it, ~3 ms, for the next hook to
     make it anew), and empties it once it passes TRIM_WAL_FRAMES, so the next hook's
     rebuilding of the WAL index stays short. Every event is stored."""

@@ -488,7 +488,7 @@ def test_a_background_process_killed_and_started_again_sends_the_rest_once(
             env=hook_env(project),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its group: `daemon run` and the resident process it runs
+            start_new_session=True,  # its group: `daemon run` and the daemon it runs
         )
 
     receiver = Receiver()
@@ -509,7 +509,7 @@ def test_a_background_process_killed_and_started_again_sends_the_rest_once(
         assert wait_for(export_on, 30)
         record("one")
         assert wait_for(lambda: len(receiver.spans) == 3, 60), receiver.spans
-        os.killpg(first.pid, signal.SIGKILL)  # both: the resident process dies with it
+        os.killpg(first.pid, signal.SIGKILL)  # both: the daemon dies with it
         first.wait(10)
         record("two")
         second = background()

@@ -1,4 +1,4 @@
-"""The hook relay: with the project's resident process running, hooks hand it their payload
+"""The hook relay: with the project's daemon running, hooks hand it their payload
 and print its answer; whenever it cannot serve (stopped, killed, another install or
 environment, garbage on the socket), the hook does the work itself and nothing is lost or
 recorded twice."""
@@ -31,6 +31,7 @@ from conftest import (
 
 from claude_session.core import db
 from claude_session.runtime import relay
+from claude_session.runtime.request import Request
 from claude_session.services import daemon_control
 
 HOOKRT = Path(relay.__file__).with_name("hookrt.py")
@@ -44,10 +45,10 @@ def status(project: Path) -> dict[str, Any]:
         return {}
 
 
-def start_resident(project: Path, **env: str) -> subprocess.Popen[bytes]:
-    """The resident process started exactly as a hook starts it: the hooks' environment."""
+def start_daemon_process(project: Path, **env: str) -> subprocess.Popen[bytes]:
+    """The daemon started exactly as a hook starts it: the hooks' environment."""
     process = subprocess.Popen(
-        [PYTHON, "-P", "-m", "claude_session.resident", "--project", str(project)],
+        [PYTHON, "-P", "-m", "claude_session.daemon", "--project", str(project)],
         env=hook_env(project, **env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -58,10 +59,10 @@ def start_resident(project: Path, **env: str) -> subprocess.Popen[bytes]:
 
 
 @pytest.fixture
-def resident(project: Path, reap_daemons: None) -> subprocess.Popen[bytes]:
+def daemon(project: Path, reap_daemons: None) -> subprocess.Popen[bytes]:
     # The hook needs a database to exist first only for the query helpers below.
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
-    return start_resident(project)
+    return start_daemon_process(project)
 
 
 def failing(project: Path, tool_use_id: str) -> dict[str, Any]:
@@ -70,8 +71,8 @@ def failing(project: Path, tool_use_id: str) -> dict[str, Any]:
     return payload
 
 
-def test_hooks_are_served_by_the_resident_process_with_the_same_answers(
-    project: Path, tmp_path: Path, resident: subprocess.Popen[bytes]
+def test_hooks_are_served_by_the_daemon_with_the_same_answers(
+    project: Path, tmp_path: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
     twin = tmp_path / "twin"  # the same events applied by the hooks themselves
     twin.mkdir()
@@ -95,7 +96,7 @@ def test_hooks_are_served_by_the_resident_process_with_the_same_answers(
 
 
 def test_a_relayed_hook_loads_neither_apsw_nor_the_core(
-    project: Path, resident: subprocess.Popen[bytes]
+    project: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
     done = subprocess.run(
         [PYTHON, "-I", "-S", "-X", "importtime", *hook_argv("PreToolUse")[3:]],
@@ -117,7 +118,7 @@ def test_a_relayed_hook_loads_neither_apsw_nor_the_core(
 
 
 def test_another_environment_is_declined_and_recorded_by_the_hook(
-    project: Path, resident: subprocess.Popen[bytes]
+    project: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
     env = {"CLAUDE_SESSION_NO_SNAPSHOTS": "1"}  # the server was started without it
     run_hook("PostToolUse", fixture("PostToolUse.Edit", project), project, env=env)
@@ -127,17 +128,17 @@ def test_another_environment_is_declined_and_recorded_by_the_hook(
     assert status(project)["relay_served"] == 0
 
 
-def test_a_stopped_resident_process_is_not_waited_for_and_nothing_is_recorded_twice(
-    project: Path, resident: subprocess.Popen[bytes]
+def test_a_stopped_daemon_is_not_waited_for_and_nothing_is_recorded_twice(
+    project: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
-    os.kill(resident.pid, signal.SIGSTOP)
+    os.kill(daemon.pid, signal.SIGSTOP)
     try:
         done = run_hook("PostToolUseFailure", failing(project, "while-stopped"), project)
         assert done.seconds < relay.ACK_SECONDS  # seen stopped: never waited for
         assert done.json() is not None  # the ladder's answer all the same
         assert count(project, "events", "tool_use_id = 'while-stopped'") == 1
     finally:
-        os.kill(resident.pid, signal.SIGCONT)
+        os.kill(daemon.pid, signal.SIGCONT)
     # Resumed, it finds the request the hook gave up on: never applied a second time.
     run_hook("PostToolUse", fixture("PostToolUse.Edit", project), project)
     assert wait_for(lambda: status(project).get("relay_served", 0) >= 1, seconds=20)
@@ -146,18 +147,18 @@ def test_a_stopped_resident_process_is_not_waited_for_and_nothing_is_recorded_tw
     assert count(project, "error_log", "tool_use_id = 'while-stopped'") == 1
 
 
-def test_a_killed_resident_process_is_replaced_by_the_next_hook(
-    project: Path, resident: subprocess.Popen[bytes]
+def test_a_killed_daemon_is_replaced_by_the_next_hook(
+    project: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
-    os.kill(resident.pid, signal.SIGKILL)
-    resident.wait()
+    os.kill(daemon.pid, signal.SIGKILL)
+    daemon.wait()
     assert Path(status(project)["relay_socket"]).exists()  # left behind: nobody listens
     env = {"CLAUDE_SESSION_NO_DAEMON": ""}  # hooks may start the daemon, as for users
     done = run_hook("PostToolUse", fixture("PostToolUse.Edit", project), project, env=env)
     assert done.returncode == 0
     assert count(project, "events", "hook_event_name = 'PostToolUse'") == 1
     assert wait_for(lambda: daemon_control.is_running(str(project)), seconds=10)
-    assert wait_for(lambda: status(project).get("pid") not in (None, resident.pid))
+    assert wait_for(lambda: status(project).get("pid") not in (None, daemon.pid))
     # the new one serves the hooks of its own environment
     run_hook("PreToolUse", fixture("PreToolUse.Bash", project), project, env=env)
     assert wait_for(lambda: status(project).get("relay_served") == 1)
@@ -165,7 +166,7 @@ def test_a_killed_resident_process_is_replaced_by_the_next_hook(
 
 
 def test_sixty_four_concurrent_relayed_hooks_lose_nothing(
-    project: Path, resident: subprocess.Popen[bytes]
+    project: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
     env = hook_env(project)
     payloads = []
@@ -198,7 +199,7 @@ def test_sixty_four_concurrent_relayed_hooks_lose_nothing(
 
 
 def test_garbage_on_the_socket_is_declined_and_serving_goes_on(
-    project: Path, resident: subprocess.Popen[bytes]
+    project: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
     path = status(project)["relay_socket"]
     for garbage in (b"GET / HTTP/1.0\r\n\r\n", b"CSR1 99999999999 1\n", b"CSR1 1 2 3\nabc", b""):
@@ -211,11 +212,11 @@ def test_garbage_on_the_socket_is_declined_and_serving_goes_on(
             assert not answer.startswith((b"ACK", b"OK")), (garbage, answer)
     run_hook("PreToolUse", fixture("PreToolUse.Bash", project), project)
     assert wait_for(lambda: status(project).get("relay_served") == 1)
-    assert resident.poll() is None
+    assert daemon.poll() is None
 
 
-def test_new_code_in_place_retires_the_old_resident_process(
-    project: Path, resident: subprocess.Popen[bytes]
+def test_new_code_in_place_retires_the_old_daemon(
+    project: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
     """An upgrade in place: the hook runs the new code; the old server declines and goes."""
     before = HOOKRT.stat()
@@ -223,7 +224,7 @@ def test_new_code_in_place_retires_the_old_resident_process(
     try:
         run_hook("PreToolUse", fixture("PreToolUse.Bash", project), project)
         assert count(project, "events", "hook_event_name = 'PreToolUse'") == 1
-        assert resident.wait(30) == 0
+        assert daemon.wait(30) == 0
     finally:
         os.utime(HOOKRT, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert query(project, "SELECT count(*) FROM hook_events")[0][0] == 2
@@ -239,7 +240,13 @@ def test_a_package_planted_in_the_project_is_never_what_runs(
     (planted / "services").mkdir(parents=True)
     marker = project.parent / "planted-code-ran"
     code = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
-    for name in ("__init__.py", "resident.py", "services/__init__.py", "services/capture.py"):
+    for name in (
+        "__init__.py",
+        "daemon.py",
+        "daemon.py",
+        "services/__init__.py",
+        "services/capture.py",
+    ):
         (planted / name).write_text(code)
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     env = {"CLAUDE_SESSION_NO_DAEMON": ""}
@@ -252,25 +259,25 @@ def test_a_package_planted_in_the_project_is_never_what_runs(
     assert not marker.exists(), marker.read_text()
 
 
-# Each sender is one process that hands the resident process events through the hooks' own
+# Each sender is one process that hands the daemon events through the hooks' own
 # client (`relay.deliver`), one after another, without starting a hook process per event.
 SENDER = """
 import json, os, sys, time
 from claude_session.runtime import relay
+from claude_session.runtime.request import Request
 root = os.environ["CLAUDE_PROJECT_DIR"]
 missed = 0
 for payload in json.load(sys.stdin):
     raw = json.dumps(payload).encode()
-    answered, _ = relay.deliver(
-        root, "PostToolUse", raw, None, time.time(), time.perf_counter(), os.urandom(12).hex()
-    )
+    request = Request("PostToolUse", raw, time.time(), time.perf_counter(), os.urandom(12).hex())
+    answered, _ = relay.deliver(root, request)
     missed += answered is None
 sys.exit(1 if missed else 0)
 """
 
 
 def test_relayed_hooks_keep_the_write_ahead_log_bounded(
-    project: Path, resident: subprocess.Popen[bytes]
+    project: Path, daemon: subprocess.Popen[bytes]
 ) -> None:
     """Under 8 writers at once the WAL stays within some thousands of pages at every moment
     (the file keeps its largest size until journal_size_limit cuts it at a restart). Without
@@ -305,7 +312,7 @@ def test_relayed_hooks_keep_the_write_ahead_log_bounded(
 
 def test_threads_of_one_process_take_turns_on_its_writer_lock(tmp_path: Path) -> None:
     """With no busy timeout, a second writer thread fails at once while the first holds the
-    write lock; with the process's writer lock (as the resident process sets it) it waits its
+    write lock; with the process's writer lock (as the daemon sets it) it waits its
     turn and commits right after the first."""
     path = str(tmp_path / "turns.db")
     setup = apsw.Connection(path)
@@ -352,3 +359,169 @@ def test_threads_of_one_process_take_turns_on_its_writer_lock(tmp_path: Path) ->
         db.serialize_writers(None)
     order = [row[0] for row in setup.execute("SELECT writer FROM t ORDER BY rowid")]
     assert order == ["first", "first", "second"]
+
+
+# --- the Request over the relay (runtime/request.py) --------------------------------------
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+FULL_SENDER = """
+import json, os, sys, time
+from claude_session.runtime import relay
+from claude_session.runtime.request import Request
+request = Request(
+    "SessionStart",
+    sys.stdin.buffer.read(),
+    time.time(),
+    time.perf_counter(),
+    os.urandom(12).hex(),
+    dispatcher="plugin",
+    traceparent=sys.argv[1],
+    claude_process=(os.getpid(), 123456, "pid:[1]"),
+)
+answered, missed = relay.deliver(os.environ["CLAUDE_PROJECT_DIR"], request)
+print(json.dumps([answered, missed, request.delivery_id, request.received_at, os.getpid()]))
+"""
+
+
+def test_a_relayed_request_keeps_every_field(
+    project: Path, daemon: subprocess.Popen[bytes]
+) -> None:
+    """Sent by the hooks' own client, applied by the daemon: what the Request said is what
+    is stored (the delivery id, the times, the dispatcher, the trace, Claude Code's process)."""
+    session = fixture("SessionStart.startup", project) | {"session_id": "relayed-session"}
+    done = subprocess.run(
+        [PYTHON, "-c", FULL_SENDER, TRACEPARENT],
+        input=json.dumps(session).encode(),
+        capture_output=True,
+        env=hook_env(project),
+        cwd=project.parent,
+        check=True,
+    )
+    answered, missed, delivery_id, received_at, pid = json.loads(done.stdout)
+    assert answered is not None and answered[0] == 0 and missed is False
+    assert query(
+        project,
+        "SELECT dedup_key, received_at, traceparent FROM events WHERE session_id = ?1",
+        ("relayed-session",),
+    ) == [(f"relayed-session|SessionStart|delivery:{delivery_id}", received_at, TRACEPARENT)]
+    assert query(
+        project,
+        "SELECT started_at, dispatcher, transport FROM hook_events WHERE session_id = ?1",
+        ("relayed-session",),
+    ) == [(received_at, "plugin", "relay")]
+    assert query(
+        project,
+        "SELECT claude_pid, claude_started_ticks, claude_pid_space FROM sessions"
+        " WHERE session_id = ?1",
+        ("relayed-session",),
+    ) == [(pid, 123456, "pid:[1]")]
+
+
+def test_a_request_of_another_version_is_declined_and_the_hook_records_it_itself(
+    project: Path, daemon: subprocess.Popen[bytes]
+) -> None:
+    """The positional request of an earlier install, and one of a later version: the daemon
+    declines both; a hook whose request is declined does its work itself, once."""
+    path = status(project)["relay_socket"]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(path)
+        sock.sendall(b"CSR1 " + b" ".join([b"1"] * 12) + b"\n" + b"x" * 12)
+        assert sock.recv(100) == b"NO request version 1 not served (this is 2)\n"
+    later = (
+        "import sys\n"
+        "from claude_session.runtime import relay, request\n"
+        "request.HEAD = b'CSR9'\n"
+        "relay.main('PostToolUse', lambda: None)\n"
+    )
+    done = subprocess.run(
+        [PYTHON, "-c", later],
+        input=json.dumps(fixture("PostToolUse.Edit", project)).encode(),
+        capture_output=True,
+        env=hook_env(project),
+        cwd=project.parent,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert count(project, "events", "hook_event_name = 'PostToolUse'") == 1
+    assert query(project, "SELECT transport FROM hook_events WHERE event_type = 'PostToolUse'") == [
+        ("process",)
+    ]
+    assert wait_for(lambda: status(project).get("relay_declined") == 2)
+    assert status(project)["relay_last_declined"] == "request version 9 not served (this is 2)"
+    assert status(project)["relay_served"] == 0
+    assert daemon.poll() is None
+
+
+def test_new_code_in_place_retires_the_daemon_on_a_request_of_another_version(
+    project: Path, daemon: subprocess.Popen[bytes]
+) -> None:
+    """A hook of a later version, after an upgrade in place: the daemon cannot read its request,
+    sees its own code replaced, and goes (the next hook starts the new one)."""
+    path = status(project)["relay_socket"]
+    before = HOOKRT.stat()
+    os.utime(HOOKRT, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(path)
+            sock.sendall(b"CSR9 event_hint=4\nStop")
+            assert sock.recv(100).startswith(b"NO request version 9")
+        assert daemon.wait(30) == 0
+    finally:
+        os.utime(HOOKRT, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def old_daemon(path: str, folder: str, heard: list[str]) -> socket.socket:
+    """A stand-in for the daemon of an install before request version 2, as its code reads a
+    request: `CSR1` and 12 lengths, the install's fingerprint first; the same install folder
+    with other code makes it go ("retired"), anything else it declines."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(10)
+                data = b""
+                while b"\n" not in data:
+                    data += conn.recv(4096)
+                head, _, body = data.partition(b"\n")
+                parts = head.split(b" ")
+                if (
+                    parts[0] != b"CSR1"
+                    or not all(p.isdigit() for p in parts[1:])
+                    or (len(parts) != 13)
+                ):
+                    heard.append("declined")
+                    conn.sendall(b"NO not a relay request\n")
+                    continue
+                sizes = [int(p) for p in parts[1:]]
+                while len(body) < sum(sizes):
+                    body += conn.recv(4096)
+                mark = body[: sizes[0]].decode()
+                heard.append("retired" if mark.split("|")[1] == folder else "other install")
+                conn.sendall(b"NO another install of claude-session\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+def test_a_daemon_of_an_earlier_version_is_retired_by_the_first_hook_it_declines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "relay.sock")
+    heard: list[str] = []
+    monkeypatch.setattr(relay, "socket_path", lambda root: path)
+    listener = old_daemon(path, relay.fingerprint().split("|")[1], heard)
+    try:
+        request = Request("Stop", b"{}", time.time(), time.perf_counter(), "ab" * 12)
+        assert relay.deliver(str(tmp_path), request) == (None, False)
+    finally:
+        listener.close()
+    assert heard == ["declined", "retired"]

@@ -212,13 +212,12 @@ def test_events_spooled_under_the_links_name_are_ingested_not_set_aside(
     assert not (project / ".claude-session.db.spool" / spool.REJECTED).exists()
 
 
-def test_hooks_through_the_link_are_served_by_the_resident_process(
-    project: Path, link: Path
-) -> None:
-    """The resident process started through the link (as `daemon start` from a linked folder
+def test_hooks_through_the_link_are_served_by_the_daemon(project: Path, link: Path) -> None:
+    """The daemon started through the link (as `daemon start` from a linked folder
     does) serves hooks given the link and hooks given the real path: one project."""
     from test_relay import status
 
+    # By the daemon's older module name, which installs of earlier versions start: still it.
     resident = subprocess.Popen(
         [PYTHON, "-P", "-m", "claude_session.resident", "--project", str(link)],
         env=hook_env(link),  # the hooks' environment, or it declines them

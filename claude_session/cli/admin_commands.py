@@ -131,11 +131,11 @@ def daemon_run(root: Path, as_json: bool) -> None:
     import signal
     import subprocess
 
-    # The very process `daemon start` runs in the background: the sweeper and the hook relay.
-    argv = [sys.executable, "-P", "-m", "claude_session.resident", "--project", str(root)]
+    # The very process `daemon start` runs in the background: its sweeps and the hook relay.
+    argv = [sys.executable, "-P", "-m", "claude_session.daemon", "--project", str(root)]
     with subprocess.Popen(argv) as child:
         # `kill` (SIGTERM) or a closed terminal (SIGHUP) reaches this process only: passed
-        # on, so that the resident process stops with it instead of running on, orphaned.
+        # on, so that the daemon stops with it instead of running on, orphaned.
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, lambda sig, _frame: child.send_signal(sig))
         try:

@@ -39,7 +39,7 @@ class Immediate:
     apsw's own `with conn:` is a deferred savepoint: a read followed by a write in it fails
     with SQLITE_BUSY_SNAPSHOT at once under concurrency, whatever the busy timeout.
 
-    In a process whose threads write at once (the resident one), they first queue on the
+    In a process whose threads write at once (the daemon), they first queue on the
     process's writer lock (`serialize_writers`): a thread waiting there wakes the moment the
     writer before it commits, where SQLite's busy handler sleeps 1, 2, 5 ... 100 ms between
     tries (measured: 8 relayed writers had a p90 of 70 ms and a worst case past a second).
@@ -92,9 +92,9 @@ def serialize_writers(lock: "Any") -> None:
 def poll_when_busy(conn: apsw.Connection, timeout_ms: int) -> None:
     """Wait for another process's write lock in steps of 0.5 to 5 ms, up to `timeout_ms`,
     instead of SQLite's own busy handler, whose sleeps grow to 100 ms: a lock released just
-    after such a sleep began is left idle for most of it (measured in the resident process
+    after such a sleep began is left idle for most of it (measured in the daemon
     under 8 agents with the capture process writing: hand-overs of 0.85-1.5 s). For a process
-    that waits often (the resident one); a hook waits rarely and keeps SQLite's."""
+    that waits often (the daemon); a hook waits rarely and keeps SQLite's."""
     import time
 
     started = [0.0]
@@ -150,7 +150,7 @@ def connect(
     try:
         # Every event runs ~18 distinct statements and the event types differ: apsw's default
         # cache of 16 prepared statements thrashed across a session's mix, and 128 still let a
-        # long-lived process (the resident one) drop the rarer events' statements.
+        # long-lived process (the daemon) drop the rarer events' statements.
         conn = apsw.Connection(path, flags=flags, statementcachesize=512)
         conn.setbusytimeout(busy_timeout_ms)
         # SQLite 3.54 re-plans a statement on every new binding of `col = ?` (the planner

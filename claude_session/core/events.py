@@ -11,7 +11,7 @@ import time
 import apsw
 
 from . import executions, store
-from .applying import Applied, Context, Delivery
+from .apply_types import Applied, Context, Delivery
 from .db import Immediate
 from .event import Event
 

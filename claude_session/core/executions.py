@@ -11,7 +11,7 @@ from .event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
-    from .applying import Context
+    from .apply_types import Context
 
 PROMPT_CAP = 500
 RESULT_CAP = 2000  # characters of a turn's answer (the Stop's last_assistant_message) kept

@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-    from .applying import Context
+    from .apply_types import Context
 
 # Event -> frame kind; None: decided by the tool.
 FRAME_KINDS: "dict[str, str | None]" = {

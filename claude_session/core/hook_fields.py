@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import json
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 TEXT, JSON, NUMBER, FLAG = "text", "json", "number", "flag"
 
 # Every top-level payload field of Claude Code 2.1.330 (its fixtures and hooks reference).
@@ -157,6 +161,52 @@ def payload_from(arguments: dict[str, object]) -> dict[str, object]:
             continue
         payload[name] = _typed(kind, value)
     return payload
+
+
+def payload_bytes(arguments: dict[str, object], valid_json: Callable[[str], bool]) -> bytes:
+    """The payload's JSON text straight from the filled-in input, as `payload_from` would read
+    it, without parsing it into Python objects and encoding it again: a string field is quoted;
+    a JSON field's text (Claude Code's own JSON text) goes in as it is when `valid_json` says
+    it is an object or array, else as a string; a number or flag goes in as its text. The
+    payload is parsed once, by `event.load`, as a command hook's stdin is.
+
+    UTF-8, or ASCII with escapes when a string holds a lone surrogate (text cut mid-emoji),
+    as Claude Code writes it to a command hook."""
+    from json.encoder import encode_basestring, encode_basestring_ascii
+
+    def text(quote: Callable[[str], str]) -> str:
+        parts = []
+        for name, value in arguments.items():
+            kind = FIELDS.get(name)
+            if kind is None or not isinstance(value, str) or value == "":
+                continue
+            parts.append(f"{quote(name)}: {_json_text(kind, value, quote, valid_json)}")
+        return "{" + ", ".join(parts) + "}"
+
+    try:
+        return text(encode_basestring).encode("utf-8")
+    except UnicodeEncodeError:
+        return text(encode_basestring_ascii).encode("ascii")
+
+
+def _json_text(
+    kind: str, value: str, quote: Callable[[str], str], valid_json: Callable[[str], bool]
+) -> str:
+    """One field's value as JSON text: what `_typed` reads it as, written back."""
+    if kind == JSON and value[:1] in ("{", "[") and valid_json(value):
+        return value
+    if kind == NUMBER:
+        try:
+            return str(int(value))
+        except ValueError:
+            try:
+                number = float(value)
+            except ValueError:
+                return quote(value)
+            return repr(number) if number - number == 0 else quote(value)  # not inf, nan
+    if kind == FLAG and value in ("true", "false"):
+        return value
+    return quote(value)
 
 
 def _typed(kind: str, value: str) -> object:

@@ -47,15 +47,15 @@ def canonical(path: str) -> str:
     worked out once per process and path."""
     real = _CANONICAL.get(path)
     if real is None:
-        if len(_CANONICAL) > 64:  # a long-lived process (the resident one) sees few roots
+        if len(_CANONICAL) > 64:  # a long-lived process (the daemon) sees few roots
             _CANONICAL.clear()
         real = _CANONICAL[path] = os.path.realpath(path)
     return real
 
 
 def _learn_alias(real: str, spelling: str) -> None:
-    """Remember another spelling of the root `real` (a tuple, replaced whole: the resident
-    process's threads read it without a lock)."""
+    """Remember another spelling of the root `real` (a tuple, replaced whole: the daemon's
+    threads read it without a lock)."""
     known = _ALIASES.get(real, ())
     if spelling not in known:
         if len(_ALIASES) > 64:

@@ -18,7 +18,7 @@ import time
 
 import apsw
 
-from . import applying, config, event, events
+from . import apply_types, config, event, events
 from .paths import canonical, spool_dir, user_state_dir
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -106,9 +106,9 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
 
 def _delivery(
     envelope: dict[str, Any], root: str, settings: dict[str, object]
-) -> tuple[applying.Delivery, applying.Context]:
+) -> tuple[apply_types.Delivery, apply_types.Context]:
     received = _number(envelope, "received_at", time.time())
-    delivery = applying.Delivery(
+    delivery = apply_types.Delivery(
         delivery_id=str(envelope["delivery_id"]),
         received_at=received,
         payload_bytes=int(_number(envelope, "payload_bytes", len(envelope["payload"]))),
@@ -119,7 +119,7 @@ def _delivery(
         duration_ms=_number(envelope, "duration_ms", 0.0),
         note=f"spooled: {_text(envelope, 'reason') or 'unknown'}"[:500],
     )
-    return delivery, applying.Context(root, received, envelope.get("prepared"), settings)
+    return delivery, apply_types.Context(root, received, envelope.get("prepared"), settings)
 
 
 def _number(envelope: dict[str, Any], key: str, default: float) -> float:

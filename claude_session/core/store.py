@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-    from .applying import Context
+    from .apply_types import Context
 
 EDIT_TOOLS = registry.EDIT_TOOLS
 AGENT_TOOLS = ("Agent", "Task")

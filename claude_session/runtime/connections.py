@@ -1,5 +1,5 @@
 """Open connections to a project's database, kept between events by a long-lived process
-(the resident process, the MCP hook server): reopening one per event would cost what the
+(the daemon, the MCP hook server): reopening one per event would cost what the
 hook process costs."""
 
 import os

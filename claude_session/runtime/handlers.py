@@ -9,7 +9,7 @@ import os
 import apsw
 
 from ..core import executions, ladder, readings, relations, store
-from ..core.applying import Applied, Context
+from ..core.apply_types import Applied, Context
 from ..core.event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
@@ -19,26 +19,34 @@ if TYPE_CHECKING:
 
     Answer = dict[str, Any]  # the JSON object a hook prints
     AnswerFn = Callable[
-        [apsw.Connection, Event, Context, Applied | None], "dict[str, Any] | ExitBlock | None"
+        [apsw.Connection, Event, Context, Applied | None],
+        "dict[str, Any] | ExitBlock | Reply | None",
     ]
 
 
 class Handler:
     """What a hook does for one event, step by step; every step is optional."""
 
-    __slots__ = ("after", "answer", "busy_timeout_ms", "prepare")
+    __slots__ = ("after", "answer", "before_answer", "busy_timeout_ms", "prepare")
 
     def __init__(
         self,
         *,
         prepare: "Callable[[str], Any] | None" = None,
         after: "Callable[[Context], None] | None" = None,
+        before_answer: "Callable[[apsw.Connection, Event, Context], None] | None" = None,
         answer: "AnswerFn | None" = None,
         busy_timeout_ms: int = 5000,
     ) -> None:
         self.prepare = prepare  # slow outside work, before the transaction (git)
-        self.after = after  # side effects once the event is stored (starting the daemon)
-        self.answer = answer  # the JSON object for stdout, read after the transaction
+        self.after = after  # side effects once the answer is out (starting the daemon)
+        # What must be done before the answer, since Claude Code acts on it at once: the
+        # copies of the files a tool may change (PreToolUse). The one side effect that cannot
+        # wait; the answer step itself never writes.
+        self.before_answer = before_answer
+        # The JSON object for stdout, read after the transaction; a `Reply` when it calls for a
+        # write, which runs once the answer is out (never inside this step).
+        self.answer = answer
         self.busy_timeout_ms = busy_timeout_ms
 
 
@@ -159,13 +167,10 @@ def start_daemon(ctx: Context) -> None:
         daemon_control.ensure_running(ctx.root)
 
 
-def answer_pre_tool_use(
-    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "dict[str, Any] | None":
+def keep_before_tool(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     """Before a tool that can change files while a snapshot is still pending, or while another
     agent may commit a frame before this tool ends: keep what it will change, never wait
-    (services/before_images.py). Before a Write/Edit: name any other live agent holding the
-    file (warn, or deny)."""
+    (services/before_images.py). Before the answer: the tool runs as soon as it is given."""
     tool = ev.text_of("tool_name")
     if tool not in executions.READ_ONLY_TOOLS:
         if executions.snapshot_pending(conn):
@@ -174,6 +179,13 @@ def answer_pre_tool_use(
             conn, ev.text_of("agent_id") or ev.session_id, ctx.now
         ):
             _before_tool(conn, ev, ctx, tool or "tool", False)
+
+
+def answer_pre_tool_use(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
+) -> "dict[str, Any] | None":
+    """Before a Write/Edit: name any other live agent holding the file (warn, or deny)."""
+    tool = ev.text_of("tool_name")
     if tool not in store.EDIT_TOOLS:
         return None
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
@@ -306,6 +318,19 @@ def answer_failure(
     return answer
 
 
+class Reply:
+    """An answer, and the writes it calls for once it is given (run after the answer is out,
+    like every side effect of a hook: `Outcome.deferred`). An answer step never writes."""
+
+    __slots__ = ("later", "value")
+
+    def __init__(
+        self, value: "Answer | ExitBlock | None", later: "Callable[[], None] | None" = None
+    ) -> None:
+        self.value = value
+        self.later = later
+
+
 class ExitBlock:
     """A deliberate, configured block that the event only takes as exit code 2 with the
     reason on stderr (TaskCompleted); `hookrt` turns it into exactly that."""
@@ -316,7 +341,7 @@ class ExitBlock:
 
 def answer_judge(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "Answer | ExitBlock | None":
+) -> "Reply | None":
     """At the configured events, a judge checks the work is done; a block makes the agent go on."""
     wanted = {e.strip() for e in str(ctx.config["judge_events"]).split(",")}
     if ev.name not in wanted or ev.get("stop_hook_active") in (1, True):
@@ -332,21 +357,26 @@ def answer_judge(
         return None  # allowed, or the judge failed: fail open (recorded)
     reason = f"claude-session judge: the work is not done yet. {verdict.reason}"
     exit_code = 2 if ev.name == "TaskCompleted" else 0
-    from ..core.events import set_exit_code
-
+    later = None
     # This hook run's own audit row says how it really ended (not the newest row: another
-    # hook of the same session may have written one meanwhile).
+    # hook of the same session may have written one meanwhile): written once the answer is out.
     if applied is not None:  # None: the event went to the spool, its audit row comes later
-        set_exit_code(conn, applied.audit_id, exit_code, "blocked by the judge")
+        audit_id = applied.audit_id
+
+        def later() -> None:
+            from ..core.events import set_exit_code
+
+            set_exit_code(conn, audit_id, exit_code, "blocked by the judge")
+
     if ev.name == "TaskCompleted":
-        return ExitBlock(reason)
-    return {"decision": "block", "reason": reason}
+        return Reply(ExitBlock(reason), later)
+    return Reply({"decision": "block", "reason": reason}, later)
 
 
 HANDLERS: dict[str, Handler] = {
     "SessionStart": Handler(after=start_daemon, answer=answer_session_start),
     "UserPromptSubmit": Handler(answer=answer_prompt),
-    "PreToolUse": Handler(answer=answer_pre_tool_use),
+    "PreToolUse": Handler(before_answer=keep_before_tool, answer=answer_pre_tool_use),
     "PostToolUse": Handler(answer=answer_failure),
     "PostToolUseFailure": Handler(answer=answer_failure),
     "PreCompact": Handler(prepare=capture_git),

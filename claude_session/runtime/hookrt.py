@@ -1,10 +1,12 @@
 """The hook's work: payload -> redact -> parse -> one transaction -> answer.
 
-`process` is that work wherever it runs: in the hook process (`run_here`, when no resident
-process served the hook, see `relay`) or in the project's resident process for a relayed
-hook (`claude_session/resident.py`). Its answer is empty or exactly one JSON object for
-stdout, exit code 0, or 3 for the one deliberate, configured block (the judge; the installed
-command makes it 2).
+`process` is that work wherever it runs: in the hook process (`run_here`, when no daemon
+served the hook, see `relay`), in the project's daemon for a relayed hook
+(`claude_session/daemon.py`), or in the hook server for an mcp_tool hook (`mcp_transport`).
+It takes a `Request` (runtime/request.py), whichever transport built it. Its answer is empty
+or exactly one JSON object for stdout, exit code 0, or 3 for the one deliberate, configured
+block (the judge; the installed command makes it 2). Its side effects are data, run after the
+answer is out (`Outcome.deferred`).
 Anything that goes wrong inside is logged beside the database; the event goes to the spool
 when the database cannot take it. Imports: the standard library and apsw only.
 """
@@ -20,9 +22,10 @@ if TYPE_CHECKING:
 
     import apsw
 
-    from ..core.applying import Applied, Context, Delivery
+    from ..core.apply_types import Applied, Context, Delivery
     from ..core.event import Event
     from .handlers import ExitBlock
+    from .request import Request
 
     Connect = Callable[[str, int], apsw.Connection]  # (root, busy timeout ms) -> connection
 
@@ -31,7 +34,9 @@ BLOCK_EXIT = 3  # not 2: python itself exits 2 when it cannot open the script
 
 class Outcome:
     """What one hook run gives back: its exit code and texts, and the side effects left to run
-    once the answer is out (starting the daemon or a capture, ingesting the spool)."""
+    once the answer is out, as data (`deferred`): starting the daemon or a capture, ingesting
+    the spool, trimming the WAL, the injection log's row, the judge's write of how its hook
+    run ended. Whoever runs the hook writes the answer first, then calls `finish`."""
 
     __slots__ = ("code", "deferred", "err", "out")
 
@@ -54,37 +59,18 @@ class Outcome:
             step()
 
 
-def run_here(
-    event_hint: str,
-    raw: bytes,
-    why_short: str | None,
-    received_at: float,
-    started_clock: float,
-    delivery_id: str,
-    relay_missed: bool = False,
-    claude_process: "tuple[int, int, str] | None" = None,
-) -> tuple[int, str, str]:
-    """The hook's work in this process (no resident process served it): (code, out, err)."""
+def run_here(request: "Request") -> Outcome:
+    """The hook's work in this process (no daemon served it). The caller writes the answer,
+    then runs `outcome.finish()`: the side effects come after the answer, as on every path."""
     # A hook lives ~15 ms and leaves no cycles worth collecting: without the cyclic GC, the
     # imports below stop paying for collections that scan every object so far (measured).
     gc.disable()
     outcome = Outcome()
     try:
-        process(
-            outcome,
-            event_hint,
-            raw,
-            why_short,
-            received_at,
-            started_clock,
-            delivery_id,
-            start_daemon=relay_missed,
-            claude_process=claude_process,
-        )
+        process(outcome, request)
     except BaseException as exc:  # fail open, always
-        _internal_error(None, event_hint, exc)
-    outcome.finish()
-    return outcome.code, outcome.out, outcome.err
+        _internal_error(None, request.event_hint, exc)
+    return outcome
 
 
 TRIM_WAL_FRAMES = 256  # ~1 MB: past this, a hook on its own empties the WAL after its answer
@@ -92,38 +78,28 @@ TRIM_WAL_FRAMES = 256  # ~1 MB: past this, a hook on its own empties the WAL aft
 
 def process(
     outcome: Outcome,
-    event_hint: str,
-    raw: bytes,
-    why_short: str | None,
-    received_at: float,
-    started_clock: float,
-    delivery_id: str,
+    request: "Request",
     *,
-    root_hint: str | None = None,
-    dispatcher: str | None = None,
     connect: "Connect | None" = None,
-    start_daemon: bool = False,
     scratch: "apsw.Connection | None" = None,
-    claude_process: "tuple[int, int, str] | None" = None,
-    transport: str | None = None,
-    traceparent: str | None = None,
 ) -> None:
-    """One hook run, wherever it runs (this process, or the resident one for a relayed hook):
-    the answer goes into `outcome`, side effects into `outcome.deferred`.
+    """One hook run, wherever it runs (a hook process, the daemon for a relayed hook, the hook
+    server for an mcp_tool hook): the answer goes into `outcome`, and every side effect (a file
+    written, a second transaction, a process started) into `outcome.deferred`, for the caller
+    to run once the answer is out.
 
-    `root_hint`: the project the relaying hook named; `connect`: the resident process's own
-    open connections; `start_daemon`: no resident process answered, start one; `scratch`: an
-    in-memory connection to use for JSON (the resident process reuses its own);
-    `claude_process`: the Claude Code process the hook found above itself (relay.main);
-    `transport`: how the event came (default: 'relay' with `connect`, else 'process');
-    `traceparent`: the TRACEPARENT the relaying hook had (a hook process reads its own)."""
+    `request`: the event and how it came (runtime/request.py); `connect`: the caller's own open
+    connections (the daemon's, the hook server's); `scratch`: an in-memory connection to use
+    for JSON (a long-lived caller reuses its own)."""
     import apsw
 
-    from ..core import applying, config, db, event
+    from ..core import apply_types, config, db, event
     from ..core.paths import db_path, intended_root, project_root, spool_dir
-    from .handlers import DEFAULT, HANDLERS, ExitBlock
+    from .handlers import DEFAULT, HANDLERS, ExitBlock, Reply
     from .handlers import start_daemon as restart_daemon
 
+    event_hint, raw, why_short = request.event_hint, request.raw, request.why_short
+    root_hint, dispatcher = request.root_hint, request.dispatcher
     known_root = root_hint or project_root()  # from $CLAUDE_PROJECT_DIR: where to log early
     if why_short and not raw:
         _log("ERROR", known_root, event_hint, f"{why_short}; event not stored")
@@ -142,23 +118,21 @@ def process(
             "ERROR", known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}"
         )
         if why_short:  # cut off by a writer that went silent: keep what came, for the record
-            _spool_partial(known_root, event_hint, raw, received_at, f"{why_short}; {exc}")
+            _spool_partial(known_root, event_hint, raw, request.received_at, f"{why_short}; {exc}")
         return
     if dispatcher is None:
         # Claude Code gives a plugin's hooks CLAUDE_PLUGIN_ROOT; a settings.json hook has none.
         dispatcher = "plugin" if os.environ.get("CLAUDE_PLUGIN_ROOT") else "settings"
-    delivery = applying.Delivery(
-        delivery_id,
-        received_at,
+    delivery = apply_types.Delivery(
+        request.delivery_id,
+        request.received_at,
         len(raw),
         _sha256(raw) if truncated else None,
         truncated,
-        started_clock=started_clock,
+        started_clock=request.started_clock,
         dispatcher=dispatcher,
-        transport=transport or ("relay" if connect is not None else "process"),
-        traceparent=valid_traceparent(
-            os.environ.get("TRACEPARENT") if connect is None else traceparent
-        ),
+        transport=request.transport or "process",
+        traceparent=valid_traceparent(request.traceparent),
     )
     root = root_hint or project_root(ev.get("cwd"))
     if root is None:
@@ -183,8 +157,8 @@ def process(
     except Exception as exc:  # a bug of ours reading it: the defaults, and the event is kept
         _internal_error(root, ev.name, exc)
         settings = dict(config.DEFAULTS)
-    ctx = applying.Context(root, time.time(), prepared, settings)
-    ctx.claude_process = claude_process
+    ctx = apply_types.Context(root, time.time(), prepared, settings)
+    ctx.claude_process = request.claude_process
     try:
         if connect is not None:
             conn = connect(root, handler.busy_timeout_ms)
@@ -206,13 +180,13 @@ def process(
         _internal_error(root, ev.name, exc)
         _spool(spool_dir(root), ev, delivery, root, prepared, f"not stored: {exc!r}"[:500])
     else:
-        # The resident process's own watch ingests the spool; a hook on its own does it here.
+        # The daemon's own watch ingests the spool; a hook on its own does it here.
         if connect is None and os.path.isdir(spool_dir(root)):
             outcome.deferred.append(lambda: _ingest_spool(root, connect))
     if handler.after is not None:
         after = handler.after
         outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: after(ctx)))
-    elif start_daemon and ev.name != "SessionEnd":  # the resident process is gone: restart it
+    elif request.daemon_missed and ev.name != "SessionEnd":  # no daemon answered: start it
         outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: restart_daemon(ctx)))
     if ctx.capture_requested and conn is not None:  # a frame asked for a workspace snapshot
         outcome.deferred.append(lambda: _guarded(root, "workspace snapshot", _capture(root)))
@@ -220,10 +194,17 @@ def process(
         if handler.answer is None or conn is None:
             return
         try:
+            if handler.before_answer is not None:  # the copies a tool's changes need: now
+                handler.before_answer(conn, ev, ctx)
             answer = handler.answer(conn, ev, ctx, applied)
         except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
             _internal_error(root, ev.name, exc)
             return
+        if isinstance(answer, Reply):  # an answer and a write it calls for, once it is out
+            later = answer.later
+            if later is not None:
+                outcome.deferred.append(lambda: _guarded(root, ev.name, later))
+            answer = answer.value
         if answer is None or isinstance(answer, ExitBlock):
             outcome.answer(answer)
         else:
@@ -305,7 +286,7 @@ def _trim_wal(conn: "apsw.Connection") -> None:
     """Empty the WAL once it holds more than TRIM_WAL_FRAMES frames, if no one else is using the
     database now (never waited for). A hook that finds no other connection open reads the whole
     WAL to rebuild its index (~3 ms per 1,000 frames, measured), so it is kept short; when
-    another process is connected (the resident one, the CLI), that one checkpoints instead."""
+    another process is connected (the daemon, the CLI), that one checkpoints instead."""
     import apsw
 
     try:

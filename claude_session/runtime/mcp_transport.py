@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     import apsw
 
+    from . import hookrt
     from .connections import Connections
 
 NAME = "claude-session-hooks"
@@ -71,7 +72,7 @@ class HookServer:
         self.scratch = threading.local()
         self.claude_process = _claude_process()
         # Hooks and side effects write from threads of this one process: they take turns on
-        # a lock rather than through SQLite's sleeping busy handler (as the resident does).
+        # a lock rather than through SQLite's sleeping busy handler (as the daemon does).
         db.serialize_writers(threading.RLock())
         self.workers = [
             threading.Thread(target=self._work, name=f"hook-{n}", daemon=True)
@@ -166,38 +167,52 @@ class HookServer:
             if call is None:
                 return
             ident, arguments, received_at, clock = call
+            outcome = None
             try:
-                text, failed = self.hook(arguments, received_at, clock)
+                text, failed, outcome = self.hook(arguments, received_at, clock)
             except BaseException as exc:  # fail open: Claude Code goes on without an answer
                 self._internal_error("hook server", exc)
                 text, failed = "", False
             self._reply(ident, _tool_result(text, failed))
+            if outcome is not None and outcome.deferred:  # side effects once the answer is out
+                self.after.put(outcome.finish)
 
     def hook(
         self, arguments: "dict[str, object]", received_at: float, clock: float
-    ) -> "tuple[str, bool]":
-        """(what the hook answers, whether Claude Code is to see it as the hook's failure)."""
+    ) -> "tuple[str, bool, hookrt.Outcome | None]":
+        """(what the hook answers, whether Claude Code is to see it as the hook's failure, and
+        the outcome whose side effects are to run once that answer is written)."""
         from ..core import hook_fields
         from . import hookrt, relay
+        from .request import Request
 
         if os.environ.get("CLAUDE_SESSION_DISABLED"):
-            return "", False
+            return "", False, None
         install = arguments.get(hook_fields.INSTALL_ARGUMENT)
         if not isinstance(install, str) or os.path.realpath(install) != self.package:
             why = f"a hook of another install of claude-session ({install!r}) was refused"
             self._log("ERROR", why)
-            return f"claude-session: {why}; run `claude-session install` again", True
-        payload = hook_fields.payload_from(arguments)
-        event_name = str(payload.get("hook_event_name") or "")
+            return f"claude-session: {why}; run `claude-session install` again", True, None
+        name = arguments.get("hook_event_name")
+        event_name = name if isinstance(name, str) else ""
         if relay.dropped(event_name):
-            return "", False
-        try:
-            raw = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (text cut mid-emoji): escaped, as Claude
-            raw = json.dumps(payload).encode("ascii")  # Code writes it to a command hook
-        delivery_id = os.urandom(12).hex()
+            return "", False, None
+        scratch = self._scratch()
+        # The payload's text from the call's fields as they are: parsed once, by the hook's
+        # own work (event.load), as a command hook's stdin is.
+        raw = hook_fields.payload_bytes(arguments, lambda text: _valid_json(scratch, text))
         if relay.fingerprint() != self.fingerprint:
-            return self._new_code(event_name, raw), False
+            return self._new_code(event_name, raw), False, None
+        request = Request(
+            event_name,
+            raw,
+            received_at,
+            clock,
+            os.urandom(12).hex(),
+            root_hint=self.root,
+            transport="mcp",
+            claude_process=self.claude_process if event_name in relay.NAMES_PROCESS else None,
+        )
         outcome = hookrt.Outcome()
         taken: list[tuple[apsw.Connection, tuple[int, int], Connections]] = []
 
@@ -208,28 +223,14 @@ class HookServer:
             return conn
 
         try:
-            hookrt.process(
-                outcome,
-                event_name,
-                raw,
-                None,
-                received_at,
-                clock,
-                delivery_id,
-                root_hint=self.root,
-                transport="mcp",
-                connect=connect,
-                scratch=self._scratch(),
-                claude_process=self.claude_process if event_name in relay.NAMES_PROCESS else None,
-            )
+            hookrt.process(outcome, request, connect=connect, scratch=scratch)
         finally:
             for conn, held, chosen in taken:
                 chosen.give_back(conn, held)
-        if outcome.deferred:
-            self.after.put(outcome.finish)
         if outcome.code == hookrt.BLOCK_EXIT:  # never for the events this transport carries
-            return json.dumps({"decision": "block", "reason": outcome.err.strip()}), False
-        return outcome.out, False
+            block = {"decision": "block", "reason": outcome.err.strip()}
+            return json.dumps(block), False, outcome
+        return outcome.out, False, outcome
 
     def _new_code(self, event_name: str, raw: bytes) -> str:
         """This install was upgraded under us: its own hook entry (never a path from a call)
@@ -285,6 +286,19 @@ class HookServer:
             hookrt._internal_error(self.root, where, exc)
         except BaseException:
             pass
+
+
+def _valid_json(scratch: "apsw.Connection", text: str) -> bool:
+    """Whether `text` is JSON (SQLite's strict reading, the one `event.load` makes of it)."""
+    import apsw
+
+    try:
+        return bool(scratch.execute("SELECT json_valid(?1)", (text,)).fetchall()[0][0])
+    except (
+        apsw.Error,
+        ValueError,
+    ):  # nested past SQLite's depth, say: kept as the string it arrived as
+        return False
 
 
 def _tool_result(text: str, failed: bool) -> "dict[str, object]":

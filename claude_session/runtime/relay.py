@@ -1,15 +1,17 @@
-"""The hook process's first step: read stdin, then hand the event to the project's resident
-process if one serves it; otherwise (or if it fails in any way) do the work here.
+"""The hook process's first step: read stdin, then hand the event to the project's daemon
+if one serves it; otherwise (or if it fails in any way) do the work here.
 
 Why: a hook is on the agent's critical path, and most of an in-process hook's cost is loading
 apsw and our core and opening the database, which the project's daemon has done already. Over
 a Unix socket in the user's state folder the hook sends what it read and gets back exactly what
-it would have printed (`claude_session/resident.py` serves it). This module imports only
-`os`, `sys`, `time` (loaded with the interpreter) and `_socket`.
+it would have printed (`claude_session/daemon.py` serves it). This module imports only
+`os`, `sys`, `time` (loaded with the interpreter), `_socket` and `request` (which imports
+nothing): the request's wire format is `runtime/request.py`'s.
 
 Nothing is lost and nothing is done twice: the server acknowledges a request before working on
 it and answers only once the event is committed (or spooled). No acknowledgement in time, no
-answer in time, a refusal (another install, another environment) or a broken connection: the
+answer in time, a refusal (another install, another environment, another request version) or
+a broken connection: the
 hook applies the event itself, under the same delivery id, which the store deduplicates.
 """
 
@@ -22,7 +24,8 @@ if TYPE_CHECKING:
     import _socket
     from collections.abc import Callable
 
-MAGIC = b"CSR1"
+    from .request import Request
+
 STDIN_CAP_BYTES = 32 * 1024 * 1024  # past this the payload cannot be a real event
 # Claude Code writes the payload at once; the shortest timeout we install is 5 s (SessionEnd).
 STDIN_FIRST_BYTE_SECONDS = 3.0  # nothing at all for this long: nobody is going to write
@@ -54,43 +57,38 @@ NAMES_PROCESS = ("SessionStart", "UserPromptSubmit")
 
 
 def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
-    """Run one hook and exit 0 whatever happens (3 only for a deliberate block)."""
+    """Run one hook and exit 0 whatever happens (3 only for a deliberate block). The answer is
+    written first; the side effects of a hook applied here run after it (`Outcome.deferred`)."""
     started_clock = time.perf_counter()
     received_at = time.time()
     code, out, err = 0, "", ""
+    outcome = None
     if not os.environ.get("CLAUDE_SESSION_DISABLED") and not dropped(event_hint):
         try:
+            from .request import Request
+
             raw, why_short = read_stdin()
-            delivery_id = os.urandom(12).hex()
+            request = Request(
+                event_hint,
+                raw,
+                received_at,
+                started_clock,
+                os.urandom(12).hex(),
+                why_short=why_short,
+                dispatcher="plugin" if os.environ.get("CLAUDE_PLUGIN_ROOT") else "settings",
+                traceparent=os.environ.get("TRACEPARENT"),
+                claude_process=claude_process(event_hint),
+            )
             answered = None
-            missed = False
             root = _root()
-            claude = claude_process(event_hint)
             if root is not None and raw.strip() and not os.environ.get("CLAUDE_SESSION_NO_RELAY"):
-                answered, missed = deliver(
-                    root,
-                    event_hint,
-                    raw,
-                    why_short,
-                    received_at,
-                    started_clock,
-                    delivery_id,
-                    claude,
-                )
+                answered, request.daemon_missed = deliver(root, request)
             if answered is None:
                 import_apsw()
                 from .hookrt import run_here
 
-                answered = run_here(
-                    event_hint,
-                    raw,
-                    why_short,
-                    received_at,
-                    started_clock,
-                    delivery_id,
-                    missed,
-                    claude,
-                )
+                outcome = run_here(request)
+                answered = outcome.code, outcome.out, outcome.err
             code, out, err = answered
         except BaseException as exc:  # fail open, always
             code, out, err = 0, "", ""
@@ -109,6 +107,16 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
             sys.stderr.flush()
     except Exception:
         code = 0
+    if outcome is not None:
+        try:
+            outcome.finish()  # after the answer, as the daemon and the hook server do
+        except BaseException as exc:  # each step logs its own failure; this is a last guard
+            try:
+                from .hookrt import _internal_error
+
+                _internal_error(None, event_hint, exc)
+            except BaseException:
+                pass
     # Skip interpreter teardown: everything is committed or spooled already.
     os._exit(code)
 
@@ -125,7 +133,7 @@ def dropped(event_hint: str) -> bool:
 def _root() -> str | None:
     """$CLAUDE_PROJECT_DIR when it is a directory: only then can the hook name its project
     before parsing the payload (Claude Code always sets it). Named by its real path, as the
-    resident process knows it: a project reached through a linked folder is served too."""
+    daemon knows it: a project reached through a linked folder is served too."""
     root = os.environ.get("CLAUDE_PROJECT_DIR")
     if not root or not root.strip():
         return None
@@ -136,7 +144,7 @@ def _root() -> str | None:
 
 def claude_process(event_hint: str) -> "tuple[int, int, str] | None":
     """The Claude Code process above this hook, for the events that record it. Found here, in
-    the hook's own process: the resident process that may apply the event has other parents."""
+    the hook's own process: the daemon that may apply the event has other parents."""
     if event_hint not in NAMES_PROCESS:
         return None
     from ..core.processes import claude_code
@@ -144,24 +152,8 @@ def claude_process(event_hint: str) -> "tuple[int, int, str] | None":
     return claude_code()
 
 
-def encode_process(process: "tuple[int, int, str] | None") -> bytes:
-    """A request's process field: `pid start-ticks pid-space`, or empty."""
-    if process is None:
-        return b""
-    pid, started, space = process
-    return f"{pid} {started} {space}".encode("utf-8", "surrogateescape")
-
-
-def decode_process(field: bytes) -> "tuple[int, int, str] | None":
-    """The resident's reading of that field: None for empty or anything malformed."""
-    parts = field.decode("utf-8", "surrogateescape").split(" ", 2)
-    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit() or not parts[2]:
-        return None
-    return int(parts[0]), int(parts[1]), parts[2]
-
-
 def socket_path(root: str) -> str | None:
-    """Where the project's resident process listens: in the project's own folder of the user's
+    """Where the project's daemon listens: in the project's own folder of the user's
     state folder (0700, never in the project), or None when the address would be too long for
     a Unix socket."""
     from ..core.paths import project_state_dir
@@ -193,44 +185,17 @@ def environment() -> str:
     return "\n".join(f"{name}={value}" for name, value in pairs)
 
 
-def encode_request(fields: "list[bytes]") -> bytes:
-    """`CSR1 <len> <len> ...\\n` then the fields back to back: no field needs escaping."""
-    head = MAGIC + b" " + b" ".join(str(len(f)).encode() for f in fields) + b"\n"
-    return head + b"".join(fields)
-
-
-def deliver(
-    root: str,
-    event_hint: str,
-    raw: bytes,
-    why_short: str | None,
-    received_at: float,
-    started_clock: float,
-    delivery_id: str,
-    claude: "tuple[int, int, str] | None" = None,
-) -> "tuple[tuple[int, str, str] | None, bool]":
-    """(exit code, stdout, stderr) from the resident process, or None; and whether no server
+def deliver(root: str, request: "Request") -> "tuple[tuple[int, str, str] | None, bool]":
+    """(exit code, stdout, stderr) from the project's daemon, or None; and whether no server
     was there at all (so the hook may start one)."""
     path = socket_path(root)
     if path is None:
         return None, False
     import _socket
 
-    dispatcher = "plugin" if os.environ.get("CLAUDE_PLUGIN_ROOT") else "settings"
-    fields = [
-        fingerprint().encode("utf-8", "surrogateescape"),
-        environment().encode("utf-8", "surrogateescape"),
-        root.encode("utf-8", "surrogateescape"),
-        event_hint.encode("utf-8", "surrogateescape"),
-        repr(received_at).encode(),
-        repr(started_clock).encode(),
-        delivery_id.encode(),
-        dispatcher.encode(),
-        (why_short or "").encode(),
-        raw,
-        encode_process(claude),
-        os.environ.get("TRACEPARENT", "").encode("utf-8", "surrogateescape"),
-    ]
+    from .request import encode
+
+    wire = encode(request, install=fingerprint(), environment=environment(), root=root)
     if _hung_lately(path):
         return None, False
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -242,7 +207,7 @@ def deliver(
             return None, True
         if _stopped(sock):
             return None, False  # SIGSTOPped or dying: never wait for it
-        sock.sendall(encode_request(fields))
+        sock.sendall(wire)
         sock.settimeout(ACK_SECONDS)
         try:
             ack = _read_line(sock)
@@ -250,11 +215,38 @@ def deliver(
             _mark_hung(path)
             return None, False
         if ack != b"ACK":
+            if ack == OLD_DECLINE:
+                _retire_old(path)
             return None, False  # declined: not this install, or not this environment
-        sock.settimeout(ANSWER_SECONDS.get(event_hint, DEFAULT_ANSWER_SECONDS))
+        sock.settimeout(ANSWER_SECONDS.get(request.event_hint, DEFAULT_ANSWER_SECONDS))
         return _read_answer(sock), False
     except OSError:  # timed out, reset, refused midway: do it here
         return None, False
+    finally:
+        sock.close()
+
+
+# What a daemon of an install before request version 2 answers a request it cannot read.
+OLD_DECLINE = b"NO not a relay request"
+
+
+def _retire_old(path: str) -> None:
+    """Make a daemon of this install's earlier code (it reads only the positional requests of
+    before version 2, `CSR1` and 12 lengths) see that its code was replaced, as it checks: a
+    request of that shape whose first field is this code's fingerprint. It then exits, and
+    the next hook starts the daemon of the new code. A daemon of another install declines it."""
+    import _socket
+
+    mark = fingerprint().encode("utf-8", "surrogateescape")
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_SECONDS)
+        sock.connect(path)
+        sock.sendall(b"CSR1 %d" % len(mark) + b" 0" * 11 + b"\n" + mark)
+        sock.settimeout(ACK_SECONDS)
+        _read_line(sock)
+    except OSError:
+        pass
     finally:
         sock.close()
 

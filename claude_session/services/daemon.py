@@ -11,7 +11,7 @@ transcript (or a subagent's) is read within about a second, not at the next swee
 transcript folders watched follow the live sessions (looked up again after every pass); a
 folder that disappears is only dropped from the watch. Hooks never depend on it: if it is
 down, nothing is lost, only stale marking waits. Its process is
-`claude_session/resident.py` (which also answers relayed hooks): `claude-session daemon
+`claude_session/daemon.py` (which also answers relayed hooks): `claude-session daemon
 start|run`, or the SessionStart hook, starts it.
 """
 
@@ -70,7 +70,7 @@ def acquire_lock(root: str, attempts: int = 25) -> int | None:
 
 
 class Daemon:
-    """One project's sweeper; `run` is the loop, `sweep` one pass (tests call it directly)."""
+    """One project's daemon; `run` is the loop, `sweep` one pass (tests call it directly)."""
 
     def __init__(self, root: str, clock: Clock = time.time, mono: Clock = time.monotonic) -> None:
         self.root = root
@@ -101,7 +101,7 @@ class Daemon:
         """Add to a counter of the status file (and set other values), then publish it within
         PUBLISH_SECONDS: what a companion serves shows at once, not at the next sweep. One
         write for a burst: a file written and renamed per relayed hook was a fifth of the
-        resident process's time under 8 hooks at once (measured)."""
+        daemon's time under 8 hooks at once (measured)."""
         with self.status_lock:
             self.stats[key] = self.stats.get(key, 0) + amount
             self.stats.update(also)

@@ -135,14 +135,14 @@ def _spawned_recently(root: str) -> bool:
 
 
 def spawn(root: str) -> int:
-    """Start `python -m claude_session.resident` detached: its own session, stdio on
+    """Start `python -m claude_session.daemon` detached: its own session, stdio on
     /dev/null, so neither Claude Code's process group signals nor its pipes reach it.
     posix_spawn, not subprocess: importing subprocess would cost the SessionStart hook ~5 ms."""
     python = sys.executable
-    # The resident process: the sweeper and the hook relay.
+    # The daemon: its sweeps and the hook relay.
     # -P: the working directory (the hook's: a project, perhaps a cloned one) is never put on
     # sys.path, so a `claude_session` folder planted there is not what runs.
-    argv = [python, "-P", "-m", "claude_session.resident", "--project", root]
+    argv = [python, "-P", "-m", "claude_session.daemon", "--project", root]
     argv += ["--requested-at", f"{time.time():.6f}"]
     env = dict(os.environ)  # started without -I -S: `site` finds watchfiles and pydantic
     actions = [

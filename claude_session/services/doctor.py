@@ -287,11 +287,11 @@ def _run_served(
     to it with a sample payload, timed from the call to the answer (what Claude Code waits)."""
     if not events:
         return []
-    from .hook_client import HookServer, HookServerError
+    from .hook_client import HookServerClient, HookServerError
 
     results = []
     try:
-        server = HookServer(project, installer.probe_env(project))
+        server = HookServerClient(project, installer.probe_env(project))
     except (OSError, HookServerError) as exc:
         return [_row("hook server", False, f"did not start: {exc}")]
     try:

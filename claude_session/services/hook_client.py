@@ -21,7 +21,7 @@ class HookServerError(Exception):
     """The server did not start, answer, or answered something else."""
 
 
-class HookServer:
+class HookServerClient:
     """One hook server started over pipes for `project`, as a session's Claude Code starts
     it. `call` sends one hook payload and gives back (answer text, failed, seconds)."""
 

@@ -54,7 +54,7 @@ DEFAULT_TIMEOUT = 10
 # The transports (docs/design.md, "Hooks without a process"): 'mcp' delivers the events of a
 # running session to the session's own hook server (runtime/mcp_transport.py) as mcp_tool
 # hooks, no process started; 'command' starts a hook process per event (which hands the
-# event to the project's resident process when one runs).
+# event to the project's daemon when one runs).
 TRANSPORTS = ("mcp", "command")
 HOOK_SERVER = "claude-session-hooks"  # the MCP server's name, as `install` registers it
 # The hook server's tool (runtime/mcp_transport.HOOK_TOOL): never offered to the model, but

@@ -26,7 +26,7 @@ from typing import Any
 
 import apsw
 
-from ..core import applying, config, event, events, relations, store
+from ..core import apply_types, config, event, events, relations, store
 from ..core.paths import relative_to_root
 
 SOURCE = "transcript"
@@ -63,7 +63,7 @@ def fill(
             continue
         raw = json.dumps(payload, ensure_ascii=False).encode("utf-8", "replace")
         ev, truncated = event.load(conn, raw, name)
-        delivery = applying.Delivery(
+        delivery = apply_types.Delivery(
             events.new_delivery_id(),
             when,
             len(raw),
@@ -73,7 +73,7 @@ def fill(
             note=NOTE,
             source=SOURCE,
         )
-        applied = events.apply(conn, ev, delivery, applying.Context(root, when, None, settings))
+        applied = events.apply(conn, ev, delivery, apply_types.Context(root, when, None, settings))
         reader.applied(ev, delivery)
         added += not applied.duplicate
         missed = None if applied.duplicate else missed_answer(conn, root, ev, when)
@@ -177,7 +177,7 @@ class _Reader:
             return payload["prompt_id"] in self.prompts
         return any(key in self.keys for key in _keys(self.session_id, name, payload))
 
-    def applied(self, ev: event.Event, delivery: applying.Delivery) -> None:
+    def applied(self, ev: event.Event, delivery: apply_types.Delivery) -> None:
         """`ev` is in the record now (added, or found there by `events.apply`)."""
         if ev.name == "UserPromptSubmit":
             prompt_id = ev.text_of("prompt_id")
