@@ -9,7 +9,7 @@ venv path written into the command). It lives inside the package, so every wheel
 Environment switches: `CLAUDE_SESSION_DISABLED=1` records nothing; `CLAUDE_SESSION_DROP_EVENTS`
 (comma-separated event names, e.g. `PreToolUse,PostToolUse`) makes those events exit 0 without
 being recorded, as if their hooks had been lost: for tests and drills of the transcript
-reconciliation (services/reconcile.py), which adds them back from Claude Code's transcript.
+reconciliation (services/cost/reconcile.py), which adds them back from Claude Code's transcript.
 """
 
 import gc

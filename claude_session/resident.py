@@ -1,5 +1,5 @@
-"""The project's resident process: the daemon's sweeps (`services/daemon.py`) and the server
-that answers relayed hooks (`runtime/relay.py`) with the same `hookrt.process` a hook runs by
+"""The project's resident process: the daemon's sweeps (`services/background/daemon.py`) and the
+server that answers relayed hooks (`runtime/relay.py`) with the same `hookrt.process` a hook runs by
 itself.
 
 Why a module of its own, above the hook runtime: serving a hook means running the hook's own
@@ -29,7 +29,7 @@ import apsw
 from .core import db
 from .runtime import hookrt, relay
 from .runtime.connections import Connections
-from .services import daemon as sweeper
+from .services.background import daemon as sweeper
 
 MAX_REQUEST_BYTES = relay.STDIN_CAP_BYTES + 64 * 1024
 READ_SECONDS = 5.0  # a client that stops sending mid-request is dropped

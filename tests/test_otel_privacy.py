@@ -26,7 +26,7 @@ from otlp_receiver import Receiver
 from test_otel_export import NOW, recorded, session  # noqa: F401 (the fixtures)
 
 from claude_session.core import db
-from claude_session.services import otel_export, otel_spans
+from claude_session.services.telemetry import otel_export, otel_spans
 
 # A remote's own parts are drawn from lowercase ASCII, digits and `.-/_`; what authenticates
 # holds at least one character outside it (upper case, non-ASCII), and may hold any of the

@@ -10,7 +10,7 @@ import click
 
 from ..core.figures import token_count as tokens
 from ..core.figures import usd
-from ..services import costs, transcripts
+from ..services.cost import costs, transcripts
 from . import cli, json_option, lookup, opened, output
 from .listing import limit_option, stream_rows
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from ..services import configuration, costs, otel_export
+from ..services import configuration
+from ..services.cost import costs
+from ..services.telemetry import otel_export
 from . import cli, json_option, opened, output
 
 

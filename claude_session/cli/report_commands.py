@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from ..core import context, injections
-from ..services import queries, transcripts
+from ..services import queries
+from ..services.cost import transcripts
 from . import cli, json_option, lookup, opened, output, status_view
 from .listing import emit_page, limit_option, show, stream_rows
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from ..services import installer, mcp_install, plugin, statusline_setup
+from ..services.setup import installer, mcp_install, plugin, statusline_setup
 from . import cli, hook_transport, json_option, output
 
 

@@ -16,9 +16,11 @@ from rich.console import Console
 from rich.text import Text
 
 from ..core.figures import usd
-from ..services import costs, snapshot_files, timetravel, transcripts, workspace
-from ..services import fork as forking
-from ..services import revert as reverting
+from ..services.cost import costs, transcripts
+from ..services.snapshots import snapshot_files, workspace
+from ..services.timetravel import fork as forking
+from ..services.timetravel import revert as reverting
+from ..services.timetravel import timetravel
 from . import cli, json_option, opened, output
 
 # The --help epilog of every command that takes a frame.

@@ -287,7 +287,7 @@ def valid_traceparent(value: "str | None") -> "str | None":
 
 def _capture(root: str) -> "Callable[[], None]":
     def start() -> None:
-        from ..services import capture_control
+        from ..services.snapshots import capture_control
 
         capture_control.ensure_running(root)
 

@@ -85,7 +85,7 @@ def parse_assignment(assignment: str) -> tuple[str, object]:
 def shown_setting(key: str, value: object) -> object:
     """A value as `config` prints it: the endpoint without credentials, a header's literal
     value hidden (a `${NAME}` reference is shown: it is not the secret)."""
-    from .otel_export import safe_url
+    from .telemetry.otel_export import safe_url
 
     if key == "otel_endpoint" and isinstance(value, str) and value:
         return safe_url(value)
@@ -119,7 +119,7 @@ def credential_warnings(key: str, value: object) -> list[str]:
     value (suggesting `${NAME}`, taken from the environment when sent), or an endpoint's
     `user:password@`. The file is often committed or shared; the value is kept (the user
     asked for it), and said."""
-    from .otel_export import safe_url
+    from .telemetry.otel_export import safe_url
 
     out = []
     if key == "otel_headers" and isinstance(value, str):
