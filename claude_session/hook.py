@@ -16,7 +16,7 @@ import gc
 import sys
 
 
-def _import_apsw_lean() -> None:
+def import_apsw_lean() -> None:
     """Import apsw without the `collections` package (~2 ms of a ~25 ms hook, measured).
 
     apsw's init asks for `collections.abc` only to fetch the ABCs (Mapping, ...), which live in
@@ -52,4 +52,4 @@ if __name__ == "__main__":
     # The resident process answers most hooks: apsw and the core load only when it does not.
     from claude_session.runtime.relay import main
 
-    main(sys.argv[1] if len(sys.argv) > 1 else "", _import_apsw_lean)
+    main(sys.argv[1] if len(sys.argv) > 1 else "", import_apsw_lean)

@@ -69,7 +69,7 @@ class RelayServer:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         found = os.lstat(folder)
         if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
-            hookrt._log("ERROR", self.root, "daemon", f"relay folder {folder} is not ours")
+            hookrt.write_log("ERROR", self.root, "daemon", f"relay folder {folder} is not ours")
             return False
         os.chmod(folder, 0o700)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -164,7 +164,7 @@ class RelayServer:
             outcome.finish()
             self.status.count("relay_served")
         except Exception as exc:  # the client falls back; say why here
-            hookrt._internal_error(self.root, "relay", exc)
+            hookrt.internal_error(self.root, "relay", exc)
 
     def _request(self, conn: socket.socket) -> list[bytes]:
         _check_peer(conn)
@@ -283,7 +283,7 @@ def serve_hooks(root: str, stop: threading.Event, status: sweeper.Daemon) -> Cal
     try:
         started = server.start()
     except OSError as exc:
-        hookrt._log("ERROR", root, "daemon", f"relay not started: {exc}")
+        hookrt.write_log("ERROR", root, "daemon", f"relay not started: {exc}")
         started = False
     return server.close if started else (lambda: None)
 

@@ -338,7 +338,7 @@ def test_doctor_neither_waits_for_nor_disturbs_a_running_capture(project: Path) 
     lock = store_of(project) / "index.lock"
     lock.write_bytes(b"")
     code = "import sys, time; from claude_session.services.snapshots import workspace as w\n"
-    code += "l = w._Lock(w.snapshot_dir(sys.argv[1])); l.__enter__(); print('held', flush=True)\n"
+    code += "l = w.Lock(w.snapshot_dir(sys.argv[1])); l.__enter__(); print('held', flush=True)\n"
     code += "time.sleep(120)"
     holder = subprocess.Popen([PYTHON, "-c", code, str(project)], stdout=subprocess.PIPE)
     try:

@@ -13,7 +13,8 @@ import click
 from ..core import db, injections, spool
 from ..core.paths import log_path
 from ..services import queries
-from . import cli, json_option, lookup, opened, output, status_view
+from . import lookup, output, status_view
+from .group import cli, json_option, opened
 
 
 @cli.command(name="doctor")

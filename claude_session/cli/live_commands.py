@@ -22,7 +22,8 @@ from rich.text import Text
 
 from ..core.terminal import escape_controls
 from ..services import live
-from . import cli, output
+from . import output
+from .group import cli
 
 STATE_STYLES = {
     "running": "bold green",

@@ -10,7 +10,8 @@ import click
 from ..services import configuration
 from ..services.cost import costs
 from ..services.telemetry import otel_export
-from . import cli, json_option, opened, output
+from . import output
+from .group import cli, json_option, opened
 
 
 @cli.command(name="export-otel")

@@ -16,7 +16,8 @@ from typing import Any
 import click
 
 from ..services.setup import installer, mcp_install, plugin, statusline_setup
-from . import cli, hook_transport, json_option, output
+from . import hook_transport, output
+from .group import cli, json_option
 
 
 def say(text: str) -> None:

@@ -21,7 +21,8 @@ from ..services.snapshots import snapshot_files, workspace
 from ..services.timetravel import fork as forking
 from ..services.timetravel import revert as reverting
 from ..services.timetravel import timetravel
-from . import cli, json_option, opened, output
+from . import output
+from .group import cli, json_option, opened
 
 # The --help epilog of every command that takes a frame.
 ADDRESSES = f"Frames are addressed as {timetravel.ADDRESS_SYNTAX}."

@@ -95,9 +95,9 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
         except BaseException as exc:  # fail open, always
             code, out, err = 0, "", ""
             try:
-                from .hookrt import _internal_error
+                from .hookrt import internal_error
 
-                _internal_error(None, event_hint, exc)
+                internal_error(None, event_hint, exc)
             except BaseException:
                 pass
     try:

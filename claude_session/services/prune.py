@@ -81,13 +81,13 @@ def run(conn: apsw.Connection, root: str, days: float, vacuum: bool) -> dict[str
     from ..core import state as project_state
     from ..core.config import megabytes
     from . import configuration
-    from .timetravel import timetravel
+    from .snapshots import workspace
 
     size_before = database_bytes(root)
     before = time.time() - days * 86400
     counts = event_log.prune(conn, before)
     values = configuration.load_or_defaults(root).values
-    snapshots = timetravel.prune_workspace(conn, root, megabytes(values, "snapshot_store_max_mb"))
+    snapshots = workspace.prune_workspace(conn, root, megabytes(values, "snapshot_store_max_mb"))
     cap = _memory_cap(root)
     with db.Immediate(conn):
         counts["memories"] = memories.prune(conn, before, cap)

@@ -70,9 +70,9 @@ def _otel(root: Path) -> list[dict[str, Any]]:
 def _snapshot_store(root: Path, fsck: bool) -> list[dict[str, Any]]:
     """Its size; stale locks and quarantines of killed captures removed (never while a capture
     runs: the store's lock is only taken if free at once); with `fsck`, git's fsck."""
-    from ..snapshots import snapshot_store
+    from ..snapshots import store_check
 
-    return [_row(*row) for row in snapshot_store.check(str(root), fsck=fsck)]
+    return [_row(*row) for row in store_check.check(str(root), fsck=fsck)]
 
 
 def _snapshot_rules(root: Path) -> list[dict[str, Any]]:

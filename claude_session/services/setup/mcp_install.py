@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import installer
-from .plugin import ClaudeError, _claude, _tail
+from .plugin import ClaudeError, output_tail, run_claude
 
 NAME = "claude-session"
 PROBE_SECONDS = 30.0
@@ -70,15 +70,15 @@ def register(claude: str, python: str | None = None) -> list[str]:
     problem = probe(argv)
     if problem:
         raise ClaudeError(f"MCP server not registered: {problem}")
-    _claude(claude, "mcp", "remove", "-s", "user", NAME)  # replace an older registration
-    done = _claude(claude, "mcp", "add", "-s", "user", NAME, "--", *argv)
+    run_claude(claude, "mcp", "remove", "-s", "user", NAME)  # replace an older registration
+    done = run_claude(claude, "mcp", "add", "-s", "user", NAME, "--", *argv)
     if done.returncode != 0:
-        raise ClaudeError(f"claude mcp add failed: {_tail(done)}")
+        raise ClaudeError(f"claude mcp add failed: {output_tail(done)}")
     return argv
 
 
 def unregister(claude: str) -> bool:
-    done = _claude(claude, "mcp", "remove", "-s", "user", NAME)
+    done = run_claude(claude, "mcp", "remove", "-s", "user", NAME)
     return done.returncode == 0
 
 
@@ -150,14 +150,16 @@ def register_hooks(claude: str, root: Path, install_scope: str) -> list[str]:
     if problem:
         raise ClaudeError(f"hook server not registered: {problem}")
     scope = hook_server_scope(install_scope)
-    _claude(claude, "mcp", "remove", "-s", scope, installer.HOOK_SERVER, cwd=root)
-    done = _claude(claude, "mcp", "add", "-s", scope, installer.HOOK_SERVER, "--", *argv, cwd=root)
+    run_claude(claude, "mcp", "remove", "-s", scope, installer.HOOK_SERVER, cwd=root)
+    done = run_claude(
+        claude, "mcp", "add", "-s", scope, installer.HOOK_SERVER, "--", *argv, cwd=root
+    )
     if done.returncode != 0:
-        raise ClaudeError(f"claude mcp add failed: {_tail(done)}")
+        raise ClaudeError(f"claude mcp add failed: {output_tail(done)}")
     return argv
 
 
 def unregister_hooks(claude: str, root: Path, install_scope: str) -> bool:
     scope = hook_server_scope(install_scope)
-    done = _claude(claude, "mcp", "remove", "-s", scope, installer.HOOK_SERVER, cwd=root)
+    done = run_claude(claude, "mcp", "remove", "-s", scope, installer.HOOK_SERVER, cwd=root)
     return done.returncode == 0

@@ -99,7 +99,11 @@ def find_claude(explicit: str | None = None) -> str | None:
     return explicit or shutil.which("claude")
 
 
-def _claude(claude: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_claude(
+    claude: str, *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`claude ARGS` (its auto-updater off), its output captured; one that cannot run is a
+    failed command (exit 127)."""
     env = dict(os.environ, DISABLE_AUTOUPDATER="1")
     try:
         return subprocess.run(
@@ -117,25 +121,25 @@ def _claude(claude: str, *args: str, cwd: Path | None = None) -> subprocess.Comp
 
 def register(claude: str, folder: Path) -> None:
     """Add the folder as a marketplace and install the plugin from it (user scope)."""
-    added = _claude(claude, "plugin", "marketplace", "add", str(folder), "--scope", "user")
+    added = run_claude(claude, "plugin", "marketplace", "add", str(folder), "--scope", "user")
     if added.returncode != 0 and "already" not in (added.stdout + added.stderr).lower():
-        raise ClaudeError(f"claude plugin marketplace add failed: {_tail(added)}")
-    done = _claude(claude, "plugin", "install", PLUGIN_ID, "--scope", "user")
+        raise ClaudeError(f"claude plugin marketplace add failed: {output_tail(added)}")
+    done = run_claude(claude, "plugin", "install", PLUGIN_ID, "--scope", "user")
     if done.returncode != 0 and "already" not in (done.stdout + done.stderr).lower():
-        raise ClaudeError(f"claude plugin install failed: {_tail(done)}")
+        raise ClaudeError(f"claude plugin install failed: {output_tail(done)}")
 
 
 def unregister(claude: str) -> bool:
     """Uninstall the plugin and forget its marketplace; True if it was installed."""
     if not is_registered(claude):
         return False
-    _claude(claude, "plugin", "uninstall", PLUGIN_ID, "--scope", "user")
-    _claude(claude, "plugin", "marketplace", "remove", MARKETPLACE)
+    run_claude(claude, "plugin", "uninstall", PLUGIN_ID, "--scope", "user")
+    run_claude(claude, "plugin", "marketplace", "remove", MARKETPLACE)
     return True
 
 
 def is_registered(claude: str) -> bool:
-    listed = _claude(claude, "plugin", "list", "--json")
+    listed = run_claude(claude, "plugin", "list", "--json")
     if listed.returncode != 0:
         return False
     try:
@@ -152,5 +156,6 @@ def commands_to_run(folder: Path) -> str:
     )
 
 
-def _tail(done: subprocess.CompletedProcess[str]) -> str:
+def output_tail(done: subprocess.CompletedProcess[str]) -> str:
+    """The end of what a failed `claude` command said, for an error message."""
     return (done.stderr.strip() or done.stdout.strip())[-400:]

@@ -26,7 +26,6 @@ from ...core.config import megabytes
 from ...core.paths import db_path
 from ...core.redact import redact  # a frame's note: redacted whole, then cut
 from .. import configuration
-from ..timetravel import timetravel
 from . import before_images, capture_control, snapshot_over, vcs, workspace
 
 # A capture at most this often while frames keep coming: each walks the work tree however few
@@ -382,7 +381,7 @@ def _keep_bounded(root: str) -> None:
         return
     conn = _connect(root)
     try:
-        timetravel.prune_workspace(conn, root, limit)
+        workspace.prune_workspace(conn, root, limit)
     finally:
         conn.close()
 

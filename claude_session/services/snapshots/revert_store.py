@@ -48,32 +48,32 @@ def _raw(output: bytes) -> list[RawChange]:
 def current_tree(root: str, max_file_bytes: int) -> str:
     """The tree a capture would take of the work tree now (files over the cap left out, as a
     capture leaves them), through a throwaway index: ours stays as it was."""
-    git_dir = workspace._ensure_repo(root)
-    with workspace._Lock(git_dir):
-        return workspace._current_tree(root, git_dir, max_file_bytes)
+    git_dir = workspace.ensure_repo(root)
+    with workspace.Lock(git_dir):
+        return workspace.current_tree(root, git_dir, max_file_bytes)
 
 
 def raw_changes(root: str, a: str, b: str, paths: list[str] | None = None) -> list[RawChange]:
     """The paths that differ from tree-ish `a` to tree-ish `b`, limited to `paths` (taken
     literally: no glob, any byte) when given."""
-    git_dir = workspace._ensure_repo(root)
+    git_dir = workspace.ensure_repo(root)
     out: list[RawChange] = []
     chunks = [None] if paths is None else [paths[i : i + 400] for i in range(0, len(paths), 400)]
     for chunk in chunks:
         if chunk == []:
             continue
         args = ["--literal-pathspecs", "diff-tree", "-r", "-z", "--raw", "--no-renames", a, b]
-        out += _raw(workspace._git(root, git_dir, args + (["--", *chunk] if chunk else [])).stdout)
+        out += _raw(workspace.git(root, git_dir, args + (["--", *chunk] if chunk else [])).stdout)
     return out
 
 
 def tree_paths(root: str, commit: str, under: list[str] | None = None) -> list[str]:
     """Every file and link path in snapshot `commit` (gitlinks left out), those at or under
     `under` only when given."""
-    git_dir = workspace._ensure_repo(root)
+    git_dir = workspace.ensure_repo(root)
     args = ["ls-tree", "-r", "-z", "--full-tree", commit]
     out = []
-    for entry in workspace._git(root, git_dir, args).stdout.split(b"\0"):
+    for entry in workspace.git(root, git_dir, args).stdout.split(b"\0"):
         head, tab, name = entry.partition(b"\t")
         if not tab or head.startswith(GITLINK.encode()):
             continue
@@ -88,12 +88,12 @@ def steps_changed(root: str, pairs: list[tuple[str, str]]) -> list[list[RawChang
     all of them (`diff-tree --stdin`), however long the history."""
     if not pairs:
         return []
-    git_dir = workspace._ensure_repo(root)
+    git_dir = workspace.ensure_repo(root)
     # A line "X Y" is the diff from Y to X; --always prints X's id even for an empty diff,
     # which marks where each pair's changes begin.
     lines = "".join(f"{after} {before}\n" for before, after in pairs).encode()
     args = ["diff-tree", "--stdin", "--always", "-r", "-z", "--raw", "--no-renames"]
-    output = workspace._git(root, git_dir, args, stdin=lines).stdout
+    output = workspace.git(root, git_dir, args, stdin=lines).stdout
     blocks: list[list[RawChange]] = []
     parts = output.split(b"\0")
     i = 0
@@ -116,10 +116,10 @@ def steps_changed(root: str, pairs: list[tuple[str, str]]) -> list[list[RawChang
 
 
 def tree_of_commit(root: str, commit: str) -> str:
-    git_dir = workspace._ensure_repo(root)
-    if not workspace._exists(root, git_dir, commit):
+    git_dir = workspace.ensure_repo(root)
+    if not workspace.exists(root, git_dir, commit):
         raise workspace.WorkspaceError(f"snapshot {commit[:12]} is not in the snapshot repository")
-    return workspace._git(root, git_dir, ["rev-parse", commit + "^{tree}"]).stdout.decode().strip()
+    return workspace.git(root, git_dir, ["rev-parse", commit + "^{tree}"]).stdout.decode().strip()
 
 
 def safety_capture(
@@ -130,11 +130,11 @@ def safety_capture(
     Taken through a throwaway index, so our index never holds a file over the cap."""
     started = time.perf_counter()
     try:
-        git_dir = workspace._ensure_repo(root)
-        with workspace._Lock(git_dir):
-            scratch = workspace._scratch_index(git_dir, "safety", seeded=True)
+        git_dir = workspace.ensure_repo(root)
+        with workspace.Lock(git_dir):
+            scratch = workspace.scratch_index(git_dir, "safety", seeded=True)
             try:
-                made = workspace._capture_locked(
+                made = workspace.capture_locked(
                     root,
                     git_dir,
                     label=label,
@@ -146,5 +146,5 @@ def safety_capture(
                 if os.path.exists(scratch):
                     os.unlink(scratch)
     except OSError as exc:
-        raise workspace._store_error(exc) from exc
+        raise workspace.store_error(exc) from exc
     return workspace.Capture(made.commit, made.tree, made.files, time.perf_counter() - started, [])

@@ -11,8 +11,8 @@ from . import snapshot_rules, workspace
 
 def _tree_of(root: str, git_dir: str, ref: str | None) -> str:
     if ref is None:
-        return workspace._current_tree(root, git_dir)
-    if not workspace._exists(root, git_dir, ref):
+        return workspace.current_tree(root, git_dir)
+    if not workspace.exists(root, git_dir, ref):
         raise workspace.WorkspaceError(f"snapshot {ref[:12]} is not in {git_dir} (pruned?)")
     return ref + "^{tree}"
 
@@ -21,7 +21,7 @@ def _diff_tree(
     root: str, git_dir: str, a: str, b: str, *options: str, paths: list[str] | None = None
 ) -> bytes:
     args = ["diff-tree", "-r", "--no-renames", *options, a, b]
-    return workspace._git(root, git_dir, args + (["--", *paths] if paths else [])).stdout
+    return workspace.git(root, git_dir, args + (["--", *paths] if paths else [])).stdout
 
 
 def _name_status(output: bytes) -> list[tuple[str, str]]:
@@ -31,8 +31,8 @@ def _name_status(output: bytes) -> list[tuple[str, str]]:
 
 def changed_paths(root: str, a: str, b: str | None) -> list[tuple[str, str]]:
     """(A|M|D|T, path) from snapshot `a` to snapshot `b` (None: the work tree now)."""
-    git_dir = workspace._ensure_repo(root)
-    with workspace._Lock(git_dir):
+    git_dir = workspace.ensure_repo(root)
+    with workspace.Lock(git_dir):
         tree_b = _tree_of(root, git_dir, b)
         output = _diff_tree(
             root, git_dir, _tree_of(root, git_dir, a), tree_b, "-z", "--name-status"
@@ -41,8 +41,8 @@ def changed_paths(root: str, a: str, b: str | None) -> list[tuple[str, str]]:
 
 
 def unified_diff(root: str, a: str, b: str | None, paths: list[str] | None = None) -> str:
-    git_dir = workspace._ensure_repo(root)
-    with workspace._Lock(git_dir):
+    git_dir = workspace.ensure_repo(root)
+    with workspace.Lock(git_dir):
         tree_b = _tree_of(root, git_dir, b)
         output = _diff_tree(
             root, git_dir, _tree_of(root, git_dir, a), tree_b, "-p", "--no-color", paths=paths
@@ -51,8 +51,8 @@ def unified_diff(root: str, a: str, b: str | None, paths: list[str] | None = Non
 
 
 def diff_stat(root: str, a: str, b: str | None) -> list[dict[str, object]]:
-    git_dir = workspace._ensure_repo(root)
-    with workspace._Lock(git_dir):
+    git_dir = workspace.ensure_repo(root)
+    with workspace.Lock(git_dir):
         tree_b = _tree_of(root, git_dir, b)
         output = _diff_tree(root, git_dir, _tree_of(root, git_dir, a), tree_b, "-z", "--numstat")
     out: list[dict[str, object]] = []
@@ -79,23 +79,23 @@ def restore(
     snapshot did not have. Ignored files, files the snapshot rules leave out, `.git` and our
     own files are never touched. A
     symbolic link found where a file goes is replaced, never written through."""
-    git_dir = workspace._ensure_repo(root)
+    git_dir = workspace.ensure_repo(root)
     target = os.path.abspath(work_tree or root)
-    with workspace._Lock(git_dir):
-        if not workspace._exists(root, git_dir, commit):
+    with workspace.Lock(git_dir):
+        if not workspace.exists(root, git_dir, commit):
             raise workspace.WorkspaceError(
                 f"snapshot {commit[:12]} is not in the snapshot repository"
             )
-        workspace._write_excludes(root, git_dir, [])
+        workspace.write_excludes(root, git_dir, [])
         # The target's own files: our stat cache helps only when it is the project itself.
-        scratch = workspace._scratch_index(
+        scratch = workspace.scratch_index(
             git_dir, "restore", seeded=target == os.path.abspath(root)
         )
         try:
             # The target's files now, through a scratch index (the target may be a fork).
-            workspace._add_all(target, git_dir, scratch)
+            workspace.add_all(target, git_dir, scratch)
             now_tree = (
-                workspace._git(target, git_dir, ["write-tree"], index=scratch)
+                workspace.git(target, git_dir, ["write-tree"], index=scratch)
                 .stdout.decode()
                 .strip()
             )
@@ -134,9 +134,9 @@ def restore(
 def write_paths(root: str, commit: str, paths: list[str]) -> None:
     """Write `paths` as snapshot `commit` has them (files, executables, links as links),
     through a throwaway index; nothing else is touched (what a revert writes)."""
-    git_dir = workspace._ensure_repo(root)
-    with workspace._Lock(git_dir):
-        scratch = workspace._scratch_index(git_dir, "write", seeded=False)
+    git_dir = workspace.ensure_repo(root)
+    with workspace.Lock(git_dir):
+        scratch = workspace.scratch_index(git_dir, "write", seeded=False)
         try:
             _checkout(root, git_dir, commit, paths, scratch)
         finally:
@@ -145,8 +145,8 @@ def write_paths(root: str, commit: str, paths: list[str]) -> None:
 
 
 def _checkout(target: str, git_dir: str, commit: str, paths: list[str], index: str) -> None:
-    workspace._git(target, git_dir, ["read-tree", commit + "^{tree}"], index=index)
-    workspace._git(
+    workspace.git(target, git_dir, ["read-tree", commit + "^{tree}"], index=index)
+    workspace.git(
         target,
         git_dir,
         ["checkout-index", "-f", "-z", "--stdin"],

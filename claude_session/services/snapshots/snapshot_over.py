@@ -36,32 +36,32 @@ def capture_over_all(root: str, jobs: list[Over]) -> list[workspace.Capture]:
         return []
     started = time.perf_counter()
     try:
-        git_dir = workspace._ensure_repo(root)
-        with workspace._Lock(git_dir):
+        git_dir = workspace.ensure_repo(root)
+        with workspace.Lock(git_dir):
             snapshot_store.heal(git_dir, root)
             paths = [p for job in jobs for p in [*(put[0] for put in job.put), *job.drop]]
-            keep = workspace._capturable(root, git_dir, paths)
+            keep = workspace.capturable(root, git_dir, paths)
             bases = sorted({job.base for job in jobs})
             base_trees = _rev_parse(root, git_dir, [b + "^{tree}" for b in bases])
             trees = dict(zip(bases, base_trees, strict=True))
             listed = {base: _tree_paths(root, git_dir, base) for base in bases}
-            scratch = workspace._scratch_index(git_dir, "over", seeded=False)
+            scratch = workspace.scratch_index(git_dir, "over", seeded=False)
             try:
                 with snapshot_store.Quarantine(git_dir, scratch) as q:
                     marks = os.path.join(q.objects, "claude-session-marks")
                     stream, files = _import_stream(jobs, keep, trees, listed)
                     args = ["fast-import", "--quiet", "--done", f"--export-marks={marks}"]
-                    workspace._git(root, git_dir, args, stdin=stream, env=q.env, work_tree=False)
+                    workspace.git(root, git_dir, args, stdin=stream, env=q.env, work_tree=False)
                     commits = _marks(marks, len(jobs))
                     made = _rev_parse(root, git_dir, [c + "^{tree}" for c in commits], q.env)
-                    refs = [workspace.REF_PREFIX + workspace._ref_name(job.label) for job in jobs]
+                    refs = [workspace.REF_PREFIX + workspace.ref_name(job.label) for job in jobs]
                     named = dict(zip(refs, commits, strict=True))
-                    q.publish(lambda: workspace._update_refs(root, git_dir, named))
+                    q.publish(lambda: workspace.update_refs(root, git_dir, named))
             finally:
                 if os.path.exists(scratch):
                     os.unlink(scratch)
     except OSError as exc:
-        raise workspace._store_error(exc) from exc
+        raise workspace.store_error(exc) from exc
     seconds = time.perf_counter() - started
     made_all = zip(commits, made, files, strict=True)
     return [workspace.Capture(c, t, n, seconds) for c, t, n in made_all]
@@ -132,7 +132,7 @@ def _marks(path: str, count: int) -> list[str]:
 def _rev_parse(
     root: str, git_dir: str, names: list[str], env: Mapping[str, str] | None = None
 ) -> list[str]:
-    done = workspace._git(root, git_dir, ["rev-parse", *names], env=env)
+    done = workspace.git(root, git_dir, ["rev-parse", *names], env=env)
     found = done.stdout.decode().split()
     if len(found) != len(names):
         raise workspace.WorkspaceError(f"git rev-parse named {len(found)} objects of {len(names)}")
@@ -140,7 +140,7 @@ def _rev_parse(
 
 
 def _tree_paths(root: str, git_dir: str, commit: str) -> set[str]:
-    done = workspace._git(root, git_dir, ["ls-tree", "-r", "-z", "--name-only", commit])
+    done = workspace.git(root, git_dir, ["ls-tree", "-r", "-z", "--name-only", commit])
     return {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
 
 
@@ -153,8 +153,8 @@ def rewrite_without(root: str, path: str) -> dict[str, str]:
     by a ref of its own until the database points at it and `prune` lets go of the old one
     (a purge cut short leaves both, and the database pointing at whichever it did). `path` is
     taken out of the store's index too, whose entry would otherwise keep the content."""
-    git_dir = workspace._ensure_repo(root)
-    with workspace._Lock(git_dir):
+    git_dir = workspace.ensure_repo(root)
+    with workspace.Lock(git_dir):
         snapshot_store.heal(git_dir, root)
         commits = sorted(set(workspace.refs(root).values()))
         held = _holds(root, git_dir, commits, path)
@@ -162,7 +162,7 @@ def rewrite_without(root: str, path: str) -> dict[str, str]:
         messages = _messages(root, git_dir, holding)
         renamed: dict[str, str] = {}
         with snapshot_store.Quarantine(git_dir) as q:
-            workspace._git(
+            workspace.git(
                 root,
                 git_dir,
                 [
@@ -182,16 +182,16 @@ def rewrite_without(root: str, path: str) -> dict[str, str]:
                 marks = os.path.join(q.objects, "claude-session-marks")
                 stream = _purge_stream(root, git_dir, holding, messages, path)
                 args = ["fast-import", "--quiet", "--done", f"--export-marks={marks}"]
-                workspace._git(root, git_dir, args, stdin=stream, env=q.env, work_tree=False)
+                workspace.git(root, git_dir, args, stdin=stream, env=q.env, work_tree=False)
                 renamed = dict(zip(holding, _marks(marks, len(holding)), strict=True))
             named = {workspace.REF_PREFIX + PURGED_PREFIX + new: new for new in renamed.values()}
-            q.publish(lambda: workspace._update_refs(root, git_dir, named) if named else None)
+            q.publish(lambda: workspace.update_refs(root, git_dir, named) if named else None)
     return renamed
 
 
 def holds(root: str, commits: list[str], path: str) -> list[bool]:
     """For each snapshot commit, whether its tree has `path`."""
-    return _holds(root, workspace._ensure_repo(root), commits, path)
+    return _holds(root, workspace.ensure_repo(root), commits, path)
 
 
 def _holds(root: str, git_dir: str, commits: list[str], path: str) -> list[bool]:
@@ -199,7 +199,7 @@ def _holds(root: str, git_dir: str, commits: list[str], path: str) -> list[bool]
     if not commits:
         return []
     asked = b"".join(c.encode() + b":" + os.fsencode(path) + b"\n" for c in commits)
-    done = workspace._git(
+    done = workspace.git(
         root, git_dir, ["cat-file", "--batch-check=%(objectname)"], stdin=asked, work_tree=False
     )
     answers = done.stdout.split(b"\n")[: len(commits)]
@@ -210,7 +210,7 @@ def _messages(root: str, git_dir: str, commits: list[str]) -> list[bytes]:
     """Each commit's message, as `cat-file --batch` gives the objects (one process)."""
     if not commits:
         return []
-    done = workspace._git(
+    done = workspace.git(
         root,
         git_dir,
         ["cat-file", "--batch"],

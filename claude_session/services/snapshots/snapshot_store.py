@@ -1,7 +1,8 @@
 """Upkeep of a snapshot store (services/snapshots/workspace.py): what killed processes left there is
-removed, each capture's writes are staged in a quarantine, and `doctor` can look at it.
+removed, and each capture's writes are staged in a quarantine (`doctor`'s look at the store:
+store_check.py).
 
-Every git command of ours that writes to a store runs under workspace's `_Lock` (an flock on a
+Every git command of ours that writes to a store runs under workspace's `Lock` (an flock on a
 file beside it). So while we hold that lock, a git lock file in the store (`index.lock`,
 `refs/.../x.lock`) can only have been left by a process that was killed (kill -9, the OOM
 killer, a reboot); git never removes it itself, and refuses every later command that needs it.
@@ -254,49 +255,3 @@ def _is_hex(name: str) -> bool:
 def _pack_rank(name: str) -> int:
     ends = [i for i, ext in enumerate(PACK_ORDER) if name.endswith(ext)]
     return ends[0] if ends else len(PACK_ORDER)
-
-
-def check(root: str, *, fsck: bool = False) -> list[tuple[str, bool, str]]:
-    """`doctor`'s rows (name, ok, detail) for the project's snapshot store: its size; what was
-    repaired, only if the store's lock is free at once (a running capture is neither waited
-    for nor disturbed); with `fsck`, `git fsck --connectivity-only` (it only reads)."""
-    from . import workspace  # it imports this module
-
-    git_dir = workspace.snapshot_dir(root)
-    if not os.path.isfile(os.path.join(git_dir, "claude-session-ready")):
-        return [("snapshot store", True, f"{git_dir}: none yet (the first snapshot makes it)")]
-    try:
-        size = workspace.size_bytes(root) / 1e6
-        rows = [
-            (
-                "snapshot store",
-                True,
-                f"{git_dir}: {size:.1f} MB, {len(workspace.refs(root))} snapshots",
-            )
-        ]
-        try:
-            with workspace._Lock(git_dir, wait=0.0):
-                removed = heal(git_dir, root, thorough=True, who="doctor")
-        except workspace.WorkspaceError:  # held: a capture (or a restore) runs right now
-            rows.append(("snapshot store repairs", True, "a capture is running: not checked"))
-        else:
-            done = "removed " + "; ".join(removed) if removed else "no stale locks or quarantines"
-            rows.append(("snapshot store repairs", True, done))
-        if fsck:
-            rows.append(_fsck(git_dir))
-    except (workspace.WorkspaceError, OSError) as exc:
-        return [("snapshot store", False, f"{git_dir}: {exc}")]
-    return rows
-
-
-def _fsck(git_dir: str) -> tuple[str, bool, str]:
-    from . import workspace
-
-    args = ["fsck", "--connectivity-only", "--no-progress", "--no-dangling"]
-    done = workspace._git(None, git_dir, args, work_tree=False, check=False)
-    lines = (done.stdout + done.stderr).decode("utf-8", "replace").splitlines()
-    problems = [line for line in lines if line.strip() and not line.startswith("notice:")]
-    if done.returncode == 0 and not problems:
-        return ("snapshot store fsck", True, "git fsck --connectivity-only: no problems")
-    shown = "; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else "")
-    return ("snapshot store fsck", False, f"exit {done.returncode}: {shown}"[:600])

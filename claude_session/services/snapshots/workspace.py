@@ -25,10 +25,14 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ...core.paths import DB_NAME, user_state_dir
 from ...core.redact import redact  # git's messages are stored (frame notes): whole, then cut
 from . import snapshot_rules, snapshot_store
+
+if TYPE_CHECKING:
+    import apsw
 
 GIT_TIMEOUT_SECONDS = 120.0
 LOCK_WAIT_SECONDS = 60.0
@@ -60,7 +64,7 @@ def snapshot_dir(root: str) -> str:
     return os.path.join(user_state_dir(), "snapshots", f"{slug[:40] or 'root'}-{digest}.git")
 
 
-def _ensure_repo(root: str) -> str:
+def ensure_repo(root: str) -> str:
     """Create our snapshot repository (0700) if needed; refuse planted symbolic links."""
     git_dir = snapshot_dir(root)
     parent = os.path.dirname(git_dir)
@@ -69,7 +73,7 @@ def _ensure_repo(root: str) -> str:
             raise WorkspaceError(f"refusing {folder}: it is a symbolic link we did not make")
     os.makedirs(parent, mode=0o700, exist_ok=True)
     if not os.path.isfile(os.path.join(git_dir, "claude-session-ready")):
-        with _Lock(git_dir):  # two first captures at once: one creates, the other waits
+        with Lock(git_dir):  # two first captures at once: one creates, the other waits
             if not os.path.isfile(os.path.join(git_dir, "claude-session-ready")):
                 snapshot_store.heal(git_dir, root)  # a config.lock of a killed first capture
                 _create_repo(root, git_dir)
@@ -80,7 +84,7 @@ def _ensure_repo(root: str) -> str:
 
 def _create_repo(root: str, git_dir: str) -> None:
     os.makedirs(git_dir, mode=0o700, exist_ok=True)
-    _git(root, git_dir, ["init", "-q", "--bare", git_dir], work_tree=False)
+    git(root, git_dir, ["init", "-q", "--bare", git_dir], work_tree=False)
     for key, value in (
         ("core.bare", "false"),
         ("core.autocrlf", "false"),
@@ -93,7 +97,7 @@ def _create_repo(root: str, git_dir: str) -> None:
         ("gc.auto", "0"),
         ("commit.gpgSign", "false"),
     ):
-        _git(root, git_dir, ["config", key, value], work_tree=False)
+        git(root, git_dir, ["config", key, value], work_tree=False)
     hooks = os.path.join(git_dir, "hooks")
     if os.path.isdir(hooks) and not os.path.islink(hooks):
         for name in os.listdir(hooks):  # git's samples: never run, only take space
@@ -139,7 +143,7 @@ def _env(
     return env | dict(extra or {})
 
 
-def _git(
+def git(
     root: str | None,
     git_dir: str,
     args: list[str],
@@ -150,6 +154,9 @@ def _git(
     check: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
+    """Run `git args` on the store `git_dir` (with `root` as its work tree unless
+    `work_tree` is False), in an environment of its own (`env`: a quarantine's); a failure,
+    a missing git or a timeout is a WorkspaceError (`check=False`: the caller reads it)."""
     try:
         done = subprocess.run(
             ["git", *args],
@@ -170,7 +177,7 @@ def _git(
     return done
 
 
-class _Lock:
+class Lock:
     """Captures and restores of one project, one at a time (flock on a file beside our
     directory, so that creating the directory is serialised too). Every git command of ours
     that writes to the store runs under it: a git lock file found there while we hold it is
@@ -181,7 +188,7 @@ class _Lock:
         self.fd = -1
         self.wait = wait
 
-    def __enter__(self) -> _Lock:
+    def __enter__(self) -> Lock:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         deadline = time.monotonic() + self.wait
         while True:
@@ -199,7 +206,7 @@ class _Lock:
         os.close(self.fd)
 
 
-def _write_excludes(root: str, git_dir: str, large: list[str]) -> None:
+def write_excludes(root: str, git_dir: str, large: list[str]) -> None:
     """Our info/exclude: our files, the project's own exclude file, the snapshot rules (after
     the project's lines: its `!` cannot undo them), and the large files; and the rules alone
     beside it (`_drop_excluded`)."""
@@ -240,7 +247,7 @@ def _drop(
     """Take files out of an index (over the cap, left out by rule), each name taken literally
     (any byte)."""
     if large:
-        _git(
+        git(
             root,
             git_dir,
             ["--literal-pathspecs", "rm", "-q", "-f", "--cached", "--ignore-unmatch", *FROM_STDIN],
@@ -257,7 +264,7 @@ def _drop_excluded(
     project's `.gitignore` with `!.env`, a capture of an older version): git's own matching
     of the rules file alone, over the whole index in one process. Returns them."""
     listed = os.path.join(git_dir, "info", snapshot_rules.RULES_FILE)
-    done = _git(
+    done = git(
         root,
         git_dir,
         ["ls-files", "-z", "--cached", "--ignored", f"--exclude-from={listed}"],
@@ -272,14 +279,14 @@ def _drop_excluded(
 def left_out_on_disk(root: str) -> dict[str, str]:
     """path -> rule, for the files in the project now that the snapshot rules leave out (not
     those inside a folder the project's own rules ignore: git does not walk those)."""
-    git_dir = _ensure_repo(root)
-    _write_excludes(root, git_dir, [])
+    git_dir = ensure_repo(root)
+    write_excludes(root, git_dir, [])
     found: set[str] = set()
     # The ignored ones (folders the project ignores shown as one name, never walked), and the
     # others: a project's `.gitignore` holding `!.env` makes it one of those.
     for ignored in (["--ignored", "--directory"], []):
         args = ["ls-files", "-z", "--others", "--exclude-standard", *ignored]
-        done = _git(root, git_dir, args)
+        done = git(root, git_dir, args)
         found |= {os.fsdecode(p).rstrip("/") for p in done.stdout.split(b"\0") if p}
     return snapshot_rules.left_out(root, found)
 
@@ -292,7 +299,7 @@ def _large_files(root: str, git_dir: str, max_bytes: int, index: str | None = No
     """Files (not ignored) over the cap among the new and modified ones, found by git's own
     walk, so ignored trees such as node_modules are never walked by us, and files unchanged
     since the last capture are not looked at again."""
-    listed = _git(
+    listed = git(
         root,
         git_dir,
         ["ls-files", "-z", "--others", "--modified", "--exclude-standard"],
@@ -320,17 +327,17 @@ def capture(root: str, *, label: str, max_file_bytes: int = DEFAULT_MAX_FILE_BYT
     or is killed leaves the store as it was, and the next one starts clean (snapshot_store)."""
     started = time.perf_counter()
     try:
-        git_dir = _ensure_repo(root)
-        with _Lock(git_dir):
-            made = _capture_locked(root, git_dir, label=label, max_file_bytes=max_file_bytes)
+        git_dir = ensure_repo(root)
+        with Lock(git_dir):
+            made = capture_locked(root, git_dir, label=label, max_file_bytes=max_file_bytes)
     except OSError as exc:
-        raise _store_error(exc) from exc
+        raise store_error(exc) from exc
     return Capture(
         made.commit, made.tree, made.files, time.perf_counter() - started, made.skipped_large
     )
 
 
-def _capture_locked(
+def capture_locked(
     root: str,
     git_dir: str,
     *,
@@ -339,7 +346,7 @@ def _capture_locked(
     index: str | None = None,
     include: list[str] | None = None,
 ) -> Capture:
-    """A capture, `_Lock` held, through `index` (default: ours; a scratch index works too):
+    """A capture, `Lock` held, through `index` (default: ours; a scratch index works too):
     what killed captures left is removed first, and the objects and the index are written in
     a quarantine, published only once the commit exists. `seconds` is left at 0."""
     try:
@@ -347,7 +354,7 @@ def _capture_locked(
         with snapshot_store.Quarantine(git_dir, index) as q:
             large = _stage(root, git_dir, q.index, max_file_bytes, q.env)
             if include:  # a revert's safety snapshot: what it will touch, whatever its size
-                _git(
+                git(
                     root,
                     git_dir,
                     ["--literal-pathspecs", "add", "-f", "--ignore-errors", *FROM_STDIN],
@@ -358,22 +365,22 @@ def _capture_locked(
                 )
             made = _commit_index(root, git_dir, q, label)
     except OSError as exc:
-        raise _store_error(exc) from exc
+        raise store_error(exc) from exc
     return Capture(made.commit, made.tree, made.files, 0.0, large)
 
 
 def _commit_index(root: str, git_dir: str, q: snapshot_store.Quarantine, label: str) -> Capture:
     """The quarantine's index as a snapshot commit, kept under the ref named after `label`,
     and the quarantine published. `seconds` is left at 0."""
-    tree = _git(root, git_dir, ["write-tree"], index=q.index, env=q.env).stdout.decode().strip()
+    tree = git(root, git_dir, ["write-tree"], index=q.index, env=q.env).stdout.decode().strip()
     args = ["commit-tree", tree, "-m", f"claude-session snapshot {label}"]
-    commit = _git(root, git_dir, args, env=q.env).stdout.decode().strip()
+    commit = git(root, git_dir, args, env=q.env).stdout.decode().strip()
     files = _index_entries(q.index)
-    q.publish(lambda: _update_refs(root, git_dir, {REF_PREFIX + _ref_name(label): commit}))
+    q.publish(lambda: update_refs(root, git_dir, {REF_PREFIX + ref_name(label): commit}))
     return Capture(commit, tree, files, 0.0)
 
 
-def _capturable(root: str, git_dir: str, paths: list[str]) -> set[str]:
+def capturable(root: str, git_dir: str, paths: list[str]) -> set[str]:
     """Those of `paths` a capture would take: not ignored (the project's rules and ours), not
     in or at a nested repository, not under a link."""
     out = set()
@@ -389,8 +396,8 @@ def _capturable(root: str, git_dir: str, paths: list[str]) -> set[str]:
         out.add(path)
     if not out:
         return out
-    _write_excludes(root, git_dir, [])  # the rules alone, not the large files of the last capture
-    done = _git(
+    write_excludes(root, git_dir, [])  # the rules alone, not the large files of the last capture
+    done = git(
         root,
         git_dir,
         ["check-ignore", "--no-index", "-z", "--stdin"],
@@ -410,35 +417,35 @@ def _stage(
 ) -> list[str]:
     """`index` made to hold the work tree as a capture takes it: every file not ignored, but
     those over `max_file_bytes` (None: no cap), which it returns."""
-    _write_excludes(root, git_dir, [])
+    write_excludes(root, git_dir, [])
     large = [] if max_file_bytes is None else _large_files(root, git_dir, max_file_bytes, index)
     if large:
-        _write_excludes(root, git_dir, large)
+        write_excludes(root, git_dir, large)
         # An exclude does not apply to a file already in the index (one that grew).
         _drop(root, git_dir, index, large, env)
-    _add_all(root, git_dir, index, env=env)
+    add_all(root, git_dir, index, env=env)
     _drop(root, git_dir, index, [p for p in large if "\n" in p], env)
     _drop_excluded(root, git_dir, index, env)
     return large
 
 
-def _store_error(exc: OSError) -> WorkspaceError:
+def store_error(exc: OSError) -> WorkspaceError:
     """An error of ours, not git's (the quarantine, the index copy, the exclude file), with
     its reason: "No space left on device" is what the frame's note must say."""
     where = f" ({exc.filename})" if exc.filename else ""
     return WorkspaceError(f"snapshot failed: {exc.strerror or exc}{where}")
 
 
-def _update_refs(root: str, git_dir: str, refs: dict[str, str]) -> None:
+def update_refs(root: str, git_dir: str, refs: dict[str, str]) -> None:
     """Set `refs` (ref -> commit) at once: `update-ref --stdin` is all or nothing. Should git
     fail (or time out) after they were written after all, that is success: the quarantine
     must not take back objects a ref reaches."""
     lines = "".join(f"update {ref} {commit}\n" for ref, commit in refs.items())
     try:
-        _git(root, git_dir, ["update-ref", "--stdin"], stdin=lines.encode())
+        git(root, git_dir, ["update-ref", "--stdin"], stdin=lines.encode())
     except WorkspaceError:
         names = ["--format=%(refname) %(objectname)", *refs]
-        listed = _git(root, git_dir, ["for-each-ref", *names], check=False).stdout
+        listed = git(root, git_dir, ["for-each-ref", *names], check=False).stdout
         found = listed.decode().splitlines()
         now = dict(line.split(" ", 1) for line in found if " " in line)
         if any(now.get(ref) != commit for ref, commit in refs.items()):
@@ -460,13 +467,13 @@ def _index_entries(index: str) -> int:
 STORE_WRITE_ERRORS = (b"No space left", b"Disk quota", b"Read-only file system", b"unable to write")
 
 
-def _add_all(
+def add_all(
     root: str, git_dir: str, index: str | None = None, *, env: Mapping[str, str] | None = None
 ) -> None:
     """`git add -A`: a file that cannot be read (permissions) is left out, not fatal; a store
     that cannot be written is."""
     args = ["add", "-A", "--ignore-errors", "."]
-    done = _git(root, git_dir, args, index=index, check=False, env=env)
+    done = git(root, git_dir, args, index=index, check=False, env=env)
     if done.returncode != 0 and (
         b"fatal:" in done.stderr or any(e in done.stderr for e in STORE_WRITE_ERRORS)
     ):
@@ -474,17 +481,19 @@ def _add_all(
         raise WorkspaceError(f"git add failed: {redact(message)[:400]}")
 
 
-def _ref_name(label: str) -> str:
+def ref_name(label: str) -> str:
+    """The ref name (under REF_PREFIX) a snapshot labelled `label` is kept under."""
     safe = "".join(c if c.isalnum() or c in "-_/." else "_" for c in label).strip("/.")
     return safe.replace("..", "_").replace("//", "/") or "unnamed"
 
 
-def _exists(root: str, git_dir: str, commit: str) -> bool:
-    done = _git(root, git_dir, ["cat-file", "-e", commit + "^{commit}"], check=False)
+def exists(root: str, git_dir: str, commit: str) -> bool:
+    """Whether the store holds `commit`."""
+    done = git(root, git_dir, ["cat-file", "-e", commit + "^{commit}"], check=False)
     return done.returncode == 0
 
 
-def _scratch_index(git_dir: str, purpose: str, seeded: bool) -> str:
+def scratch_index(git_dir: str, purpose: str, seeded: bool) -> str:
     """A throwaway index file; `seeded`, a copy of ours, whose stat data spares re-hashing
     every unchanged file (the difference between ~10 ms and a full read of the tree)."""
     scratch = os.path.join(git_dir, f"index.{purpose}.{os.getpid()}")
@@ -500,13 +509,13 @@ def _scratch_index(git_dir: str, purpose: str, seeded: bool) -> str:
     return scratch
 
 
-def _current_tree(root: str, git_dir: str, max_file_bytes: int | None = None) -> str:
+def current_tree(root: str, git_dir: str, max_file_bytes: int | None = None) -> str:
     """The tree of the work tree now (files over `max_file_bytes` left out, as a capture
     leaves them; None: no cap), through a throwaway index (ours stays as it was)."""
-    scratch = _scratch_index(git_dir, "scratch", seeded=True)
+    scratch = scratch_index(git_dir, "scratch", seeded=True)
     try:
         _stage(root, git_dir, scratch, max_file_bytes)
-        return _git(root, git_dir, ["write-tree"], index=scratch).stdout.decode().strip()
+        return git(root, git_dir, ["write-tree"], index=scratch).stdout.decode().strip()
     finally:
         if os.path.exists(scratch):
             os.unlink(scratch)
@@ -514,8 +523,8 @@ def _current_tree(root: str, git_dir: str, max_file_bytes: int | None = None) ->
 
 def refs(root: str) -> dict[str, str]:
     """label -> commit of every snapshot kept."""
-    git_dir = _ensure_repo(root)
-    done = _git(root, git_dir, ["for-each-ref", "--format=%(refname) %(objectname)", REF_PREFIX])
+    git_dir = ensure_repo(root)
+    done = git(root, git_dir, ["for-each-ref", "--format=%(refname) %(objectname)", REF_PREFIX])
     out = {}
     for line in done.stdout.decode().splitlines():
         name, _, commit = line.partition(" ")
@@ -525,25 +534,47 @@ def refs(root: str) -> dict[str, str]:
 
 def prune(root: str, keep: set[str]) -> dict[str, int]:
     """Drop every snapshot whose commit is not in `keep`, then let git free the space."""
-    git_dir = _ensure_repo(root)
+    git_dir = ensure_repo(root)
     before = size_bytes(root)
     dropped = 0
-    with _Lock(git_dir):
+    with Lock(git_dir):
         snapshot_store.heal(git_dir, root, thorough=True, who="prune")
         for label, commit in refs(root).items():
             if commit not in keep:
-                _git(root, git_dir, ["update-ref", "-d", REF_PREFIX + label])
+                git(root, git_dir, ["update-ref", "-d", REF_PREFIX + label])
                 dropped += 1
-        _git(root, git_dir, ["reflog", "expire", "--expire=now", "--all"], check=False)
-        _git(root, git_dir, ["gc", "-q", "--prune=now"], check=False)
+        git(root, git_dir, ["reflog", "expire", "--expire=now", "--all"], check=False)
+        git(root, git_dir, ["gc", "-q", "--prune=now"], check=False)
     return {"dropped": dropped, "bytes_before": before, "bytes_after": size_bytes(root)}
+
+
+def prune_workspace(conn: apsw.Connection, root: str, max_bytes: int) -> dict[str, int]:
+    """Free the snapshots nothing points at; then, while the repository is over `max_bytes`,
+    let go of the oldest ended sessions' snapshots, a few sessions at a time."""
+    from ...core import frames
+    from ...core.db import Immediate
+
+    result = prune(root, frames.kept_commits(conn))
+    dropped_sessions = 0
+    while result["bytes_after"] > max_bytes:
+        oldest = frames.oldest_sessions_with_snapshots(conn, 5)
+        if not oldest:
+            break
+        marks = ", ".join("?" for _ in oldest)
+        with Immediate(conn):
+            frames.drop_pointers(
+                conn, f"SELECT session_id FROM sessions WHERE session_id IN ({marks})", oldest
+            )
+        dropped_sessions += len(oldest)
+        result = prune(root, frames.kept_commits(conn))
+    return result | {"sessions_let_go": dropped_sessions}
 
 
 def held_paths(root: str) -> set[str]:
     """Every path (file or folder) some snapshot of the store holds, from one walk of all of
     them (`rev-list --objects`: each tree and file once, however many snapshots share it)."""
-    git_dir = _ensure_repo(root)
-    done = _git(root, git_dir, ["rev-list", "--objects", "--all"], work_tree=False)
+    git_dir = ensure_repo(root)
+    done = git(root, git_dir, ["rev-list", "--objects", "--all"], work_tree=False)
     out = set()
     for line in done.stdout.decode("utf-8", "surrogateescape").splitlines():
         _, _, path = line.partition(" ")

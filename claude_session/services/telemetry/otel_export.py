@@ -31,6 +31,7 @@ from ...core import db, log, otel_state, trust
 from ...core.paths import db_path
 from ...core.redact import redact
 from .. import configuration
+from ..configuration import safe_url
 from . import otel_spans
 
 if TYPE_CHECKING:
@@ -45,32 +46,6 @@ TIMEOUT_SECONDS = 10.0
 SCOPE = "claude-session"
 TRANSCRIPT_WAIT_SECONDS = 600.0  # a session's transcripts not read by then: sent without them
 MAX_ANSWER_BYTES = 1 << 20  # the backend's answer is a few bytes; more is read no further
-
-
-def safe_url(url: str) -> str:
-    """`url` with nothing in it that authenticates, to send, store or print: the userinfo
-    (`user:token@`) dropped whatever it holds, the query and the fragment dropped (tokens
-    ride there). A password may hold `/`, `@`, `:` or `%`, so the userinfo is all up to the
-    last `@` before the query (a path holding `@` loses its start: better than a token
-    kept); what is left is parsed. An `@` only after a `?` or `#` cannot be told apart (a
-    password holding `?`, or a query holding `@`): nothing after the scheme is kept. A git
-    remote's scp-like form (`user@host:path`) too."""
-    from urllib.parse import urlsplit
-
-    scheme, sep, rest = url.strip().partition("://")
-    if not sep:  # scp-like, or a local path
-        return scheme.rpartition("@")[2]
-    cut = min((rest.find(mark) for mark in "?#" if mark in rest), default=len(rest))
-    rest, tail = rest[:cut], rest[cut:]
-    if "@" in rest:
-        rest = rest.rpartition("@")[2]
-    elif "@" in tail:
-        return f"{scheme}://"
-    try:
-        parts = urlsplit(f"{scheme}://{rest}")
-    except ValueError:  # an unparseable authority (a stray `[`): nothing of it is shown
-        return f"{scheme}://"
-    return f"{parts.scheme}://{parts.netloc}{parts.path}"
 
 
 @dataclass(frozen=True)

@@ -289,28 +289,3 @@ def is_empty(diff: dict[str, Any]) -> bool:
             if isinstance(part, dict) and "added" in part
         )
     )
-
-
-# --- keeping the snapshot repository small ---------------------------------------------------
-
-
-def prune_workspace(conn: apsw.Connection, root: str, max_bytes: int) -> dict[str, int]:
-    """Free the snapshots nothing points at; then, while the repository is over `max_bytes`,
-    let go of the oldest ended sessions' snapshots, a few sessions at a time."""
-    from ...core.db import Immediate
-    from ..snapshots import workspace
-
-    result = workspace.prune(root, frames.kept_commits(conn))
-    dropped_sessions = 0
-    while result["bytes_after"] > max_bytes:
-        oldest = frames.oldest_sessions_with_snapshots(conn, 5)
-        if not oldest:
-            break
-        marks = ", ".join("?" for _ in oldest)
-        with Immediate(conn):
-            frames.drop_pointers(
-                conn, f"SELECT session_id FROM sessions WHERE session_id IN ({marks})", oldest
-            )
-        dropped_sessions += len(oldest)
-        result = workspace.prune(root, frames.kept_commits(conn))
-    return result | {"sessions_let_go": dropped_sessions}
