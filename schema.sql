@@ -595,8 +595,8 @@ CREATE TABLE memory_uses (
 
 -- Usage and cost, read from Claude Code's transcripts -------------------------------------
 
--- Each transcript read off the hook path (services/transcripts.py; its tables are written by
--- core/usage.py): how far, and what went wrong with it. Costs are Claude Code's own figures
+-- Each transcript read off the hook path (services/cost/transcripts.py; its tables are written
+-- by core/usage.py): how far, and what went wrong with it. Costs are Claude Code's own figures
 -- (its cost-state entries) apportioned to the messages; a model it gave no figure for is priced
 -- from our own table, and says so (message_usage.cost_source).
 CREATE TABLE transcript_files (
@@ -704,8 +704,8 @@ CREATE TABLE session_tool_usage (
 );
 CREATE INDEX session_tool_usage_session ON session_tool_usage (session_id);
 
--- OpenTelemetry export (version 19) (services/otel_export.py). What went out and what is left:
--- spans sent of sessions not yet done (their rows go once the session's own span is sent, so
+-- OpenTelemetry export (version 19) (services/telemetry/otel_export.py). What went out and what
+-- is left: spans sent of sessions not yet done (their rows go once the session's own span is sent, so
 -- the table stays small), sessions done, and the exporter's one state row (lag, last error).
 CREATE TABLE otel_sent (
     span_id    INTEGER PRIMARY KEY,  -- the span's id (derived from its row) as a signed 64-bit integer

@@ -40,7 +40,7 @@ import apsw  # noqa: E402
 
 from bench import package_dir, start_daemon_process, timed  # noqa: E402  (bench/bench.py, beside this script)
 from claude_session.core import config, db, event, events, frames  # noqa: E402
-from claude_session.services import installer  # noqa: E402
+from claude_session.services.setup import installer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 RECORDED = "/home/dev/project"
@@ -237,7 +237,7 @@ def settle(project: Path, seconds: float = 30.0) -> None:
     process is gone, whatever it does after the snapshot (packing states), and whoever started
     it (the hook, or the daemon just after its answer): in a real session the
     model's thinking time covers both."""
-    from claude_session.services import capture_control
+    from claude_session.services.snapshots import capture_control
 
     path = str(project / ".claude-session.db")
     if not os.path.exists(path):

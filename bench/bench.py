@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part of it
 
-from claude_session.services import installer, statusline_setup  # noqa: E402
+from claude_session.services.setup import installer, statusline_setup  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 CASES = [
@@ -263,7 +263,7 @@ def storm(n: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
     import apsw
 
     from claude_session.core import paths
-    from claude_session.services import daemon_control
+    from claude_session.services.background import daemon_control
 
     project = scratch / "storm"
     project.mkdir()
@@ -303,7 +303,7 @@ def start_daemon_process(
 ) -> subprocess.Popen[bytes]:
     """The project's daemon, started as a hook starts it (the hooks' environment),
     and waited for until its relay listens."""
-    from claude_session.services import daemon_control
+    from claude_session.services.background import daemon_control
 
     process = subprocess.Popen(
         [python, "-P", "-m", "claude_session.daemon", "--project", str(project)],
@@ -351,7 +351,7 @@ def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) ->
     hand-over's wall time, acknowledgement to answer."""
     import apsw
 
-    from claude_session.services import daemon_control
+    from claude_session.services.background import daemon_control
 
     python = os.path.abspath(python)  # the senders run in the scratch folder
     project = scratch / "relayed"
@@ -420,7 +420,7 @@ def daemon_start_cost(runs: int, python: str, entry: Path, scratch: Path) -> dic
     conditions: a machine that just sat idle runs everything ~1.4x slower (measured here), so
     a hook timed after a pause cannot be compared with one timed in a busy loop.
     """
-    from claude_session.services import daemon_control
+    from claude_session.services.background import daemon_control
 
     project = scratch / "daemon"
     project.mkdir()
@@ -457,7 +457,7 @@ def wait_until(condition: object, seconds: float = 15.0) -> None:
 def sweep_cost(scratch: Path, agents: int, events: int) -> dict[str, object]:
     """One daemon sweep over a large database: steady state, and marking agents stale."""
     from claude_session.core import db
-    from claude_session.services import daemon
+    from claude_session.services.background import daemon
 
     project = scratch / "sweep"
     project.mkdir()

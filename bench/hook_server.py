@@ -45,7 +45,9 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 import apsw  # noqa: E402
 
 from claude_session.core import hook_fields, paths  # noqa: E402
-from claude_session.services import capture_control, daemon_control, installer  # noqa: E402
+from claude_session.services.background import daemon_control  # noqa: E402
+from claude_session.services.setup import installer  # noqa: E402
+from claude_session.services.snapshots import capture_control  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 PYTHON = str(REPO / ".venv" / "bin" / "python")
@@ -379,7 +381,7 @@ def spread(samples: list[float]) -> dict[str, float]:
 
 def capture_processes(projects: list[Path]) -> list[int]:
     """The capture processes the hooks started for these projects (by their command line)."""
-    wanted = [f"claude_session.services.capture {p}".encode() for p in projects]
+    wanted = [f"claude_session.services.snapshots.capture {p}".encode() for p in projects]
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted Messages API the end-to-
 import apsw  # noqa: E402
 from fake_api import FakeAnthropic, is_compaction, text, tool  # noqa: E402
 
-from claude_session.services import daemon_control  # noqa: E402
+from claude_session.services.background import daemon_control  # noqa: E402
 
 CLAUDE_VERSION = "2.1.330"
 CLI = REPO / ".venv" / "bin" / "claude-session"

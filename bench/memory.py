@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from bench import timed  # noqa: E402
 from claude_session.core import db, memories  # noqa: E402
-from claude_session.services import installer  # noqa: E402
+from claude_session.services.setup import installer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 

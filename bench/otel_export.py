@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: 
 )
 
 from claude_session.core import db  # noqa: E402
-from claude_session.services import otel_export  # noqa: E402
+from claude_session.services.telemetry import otel_export  # noqa: E402
 
 
 class Counter:

@@ -53,7 +53,9 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted Messages API the end-to-
 import apsw  # noqa: E402
 from fake_api import FakeAnthropic, text, tool  # noqa: E402
 
-from claude_session.services import capture_control, daemon_control, installer  # noqa: E402
+from claude_session.services.background import daemon_control  # noqa: E402
+from claude_session.services.setup import installer  # noqa: E402
+from claude_session.services.snapshots import capture_control  # noqa: E402
 
 CLAUDE_VERSION = "2.1.330"
 MODES = ("none", "command", "relay", "mcp", "http")

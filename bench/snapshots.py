@@ -11,7 +11,7 @@ unchanged tree, and a restore of 10 changed files; p50 and p95 in milliseconds. 
 also times what the agent's path pays, with the real hook processes (no daemon):
 a PostToolUse (it only starts the capture process), then at once the next Edit's or Bash's
 PreToolUse (neither waits for that snapshot: they keep what they will change, see
-services/before_images.py), and the same PreToolUse once the snapshot is taken; then how
+services/snapshots/before_images.py), and the same PreToolUse once the snapshot is taken; then how
 many frames ended up exact (no note "may hold changes of ..."). The snapshots go to a
 scratch state directory, never the user's.
 """
@@ -35,7 +35,8 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 
 import apsw  # noqa: E402
 
-from claude_session.services import installer, snapshot_files, workspace  # noqa: E402
+from claude_session.services.setup import installer  # noqa: E402
+from claude_session.services.snapshots import snapshot_files, workspace  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 MB = 1024 * 1024

@@ -229,7 +229,7 @@ def reading(folder: Path, transcript: Path, fill: bool) -> dict[str, Any]:
         delivery = events.Delivery(events.new_delivery_id(), T0, len(raw), None, cut)
         settings = dict(config.DEFAULTS, workspace_snapshots=False)
         events.apply(conn, ev, delivery, events.Context(str(root), T0, config=settings))
-    from claude_session.services import transcripts
+    from claude_session.services.cost import transcripts
 
     now = T0 + 1e7 if fill else T0 - 3600
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -380,7 +380,7 @@ def build_scale(folder: Path, events_n: int, messages: int, sessions: int) -> Pa
 
 def time_scale(root: Path, runs: int) -> dict[str, Any]:
     from claude_session.core import db
-    from claude_session.services import costs, transcripts
+    from claude_session.services.cost import costs, transcripts
 
     config_dir = root.parent / "claude"
     os.environ["CLAUDE_CONFIG_DIR"] = str(config_dir)

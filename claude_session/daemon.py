@@ -1,5 +1,5 @@
-"""The project's daemon: its sweeps (`services/daemon.py`) and the relay server that answers
-relayed hooks (`runtime/relay.py`) with the same `hookrt.process` a hook runs by itself.
+"""The project's daemon: its sweeps (`services/background/daemon.py`) and the relay server that
+answers relayed hooks (`runtime/relay.py`) with the same `hookrt.process` a hook runs by itself.
 `claude-session daemon start|stop|status` and `doctor` call it the daemon; so does this code.
 
 Why a module of its own, above the hook runtime: serving a hook means running the hook's own
@@ -31,7 +31,7 @@ import apsw
 from .core import db
 from .runtime import hookrt, relay, request
 from .runtime.connections import Connections
-from .services import daemon as sweeps
+from .services.background import daemon as sweeps
 
 MAX_REQUEST_BYTES = relay.STDIN_CAP_BYTES + 64 * 1024
 READ_SECONDS = 5.0  # a client that stops sending mid-request is dropped
@@ -71,7 +71,7 @@ class RelayServer:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         found = os.lstat(folder)
         if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
-            hookrt._log("ERROR", self.root, "daemon", f"relay folder {folder} is not ours")
+            hookrt.write_log("ERROR", self.root, "daemon", f"relay folder {folder} is not ours")
             return False
         os.chmod(folder, 0o700)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -166,7 +166,7 @@ class RelayServer:
             outcome.finish()
             self.status.count("relay_served")
         except Exception as exc:  # the client falls back; say why here
-            hookrt._internal_error(self.root, "relay", exc)
+            hookrt.internal_error(self.root, "relay", exc)
 
     def _request(self, conn: socket.socket) -> request.Request:
         _check_peer(conn)
@@ -278,7 +278,7 @@ def serve_hooks(root: str, stop: threading.Event, status: sweeps.Daemon) -> Call
     try:
         started = server.start()
     except OSError as exc:
-        hookrt._log("ERROR", root, "daemon", f"relay not started: {exc}")
+        hookrt.write_log("ERROR", root, "daemon", f"relay not started: {exc}")
         started = False
     return server.close if started else (lambda: None)
 

@@ -9,14 +9,14 @@ venv path written into the command). It lives inside the package, so every wheel
 Environment switches: `CLAUDE_SESSION_DISABLED=1` records nothing; `CLAUDE_SESSION_DROP_EVENTS`
 (comma-separated event names, e.g. `PreToolUse,PostToolUse`) makes those events exit 0 without
 being recorded, as if their hooks had been lost: for tests and drills of the transcript
-reconciliation (services/reconcile.py), which adds them back from Claude Code's transcript.
+reconciliation (services/cost/reconcile.py), which adds them back from Claude Code's transcript.
 """
 
 import gc
 import sys
 
 
-def _import_apsw_lean() -> None:
+def import_apsw_lean() -> None:
     """Import apsw without the `collections` package (~2 ms of a ~25 ms hook, measured).
 
     apsw's init asks for `collections.abc` only to fetch the ABCs (Mapping, ...), which live in
@@ -52,4 +52,4 @@ if __name__ == "__main__":
     # The daemon answers most hooks: apsw and the core load only when it does not.
     from claude_session.runtime.relay import main
 
-    main(sys.argv[1] if len(sys.argv) > 1 else "", _import_apsw_lean)
+    main(sys.argv[1] if len(sys.argv) > 1 else "", import_apsw_lean)

@@ -1,5 +1,5 @@
 """The daemon's older module name: `python -m claude_session.resident` is what installs of
-earlier versions start (services/daemon_control.py), so it still starts the daemon
+earlier versions start (services/background/daemon_control.py), so it still starts the daemon
 (`claude_session/daemon.py`)."""
 
 from .daemon import main

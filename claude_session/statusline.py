@@ -17,9 +17,9 @@ if __name__ == "__main__":
     _venv = sys.executable.rpartition("/bin/")[0]
     sys.path[:0] = [_package_parent, f"{_venv}/lib/python{_version}/site-packages"]
 
-    from claude_session.hook import _import_apsw_lean
+    from claude_session.hook import import_apsw_lean
 
-    _import_apsw_lean()
+    import_apsw_lean()
     from claude_session.core.statusline import main
 
     main()

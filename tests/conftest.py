@@ -18,7 +18,7 @@ import apsw
 import pytest
 from inproc import Recorder
 
-from claude_session.services import installer
+from claude_session.services.setup import installer
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude-code-2.1.330"
@@ -36,8 +36,9 @@ def fixture(name: str, project: Path | None = None) -> dict[str, Any]:
 
 def capture_lock(project: Path, seconds: float = 15.0) -> int:
     """The project's capture lock, as a revert takes it: a capture process that lingers after
-    its last frame (services/capture.py) lets it go. No capture runs while the test holds it."""
-    from claude_session.services import capture_control
+    its last frame (services/snapshots/capture.py) lets it go. No capture runs while the test
+    holds it."""
+    from claude_session.services.snapshots import capture_control
 
     fd = capture_control.take_lock(str(project), seconds)
     assert fd is not None, "the capture process kept its lock"
@@ -185,7 +186,7 @@ def daemons_of(project: Path) -> list[int]:
 def reap_daemons(project: Path):  # type: ignore[no-untyped-def]
     """Stop every daemon a test started for `project`, including one still starting up."""
     yield
-    from claude_session.services import daemon_control
+    from claude_session.services.background import daemon_control
 
     deadline = time.monotonic() + 3
     while daemons_of(project) and time.monotonic() < deadline:

@@ -1,6 +1,6 @@
 """No hook waits for a workspace snapshot, and the frames stay exact: a tool that starts while
 the snapshot of the frame before it is still pending keeps what it will change
-(services/before_images.py), and the capture process builds that frame's snapshot from it.
+(services/snapshots/before_images.py), and the capture process builds that frame's snapshot from it.
 
 The real hooks run as processes while the test holds the project's capture lock, so no
 capture can run until every tool is done: each frame's snapshot must still be the files as
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from workbench import Workbench, git
 
-from claude_session.services import before_images, capture, capture_control, workspace
+from claude_session.services.snapshots import before_images, capture, capture_control, workspace
 
 SESSION = "bi-session-0001"
 

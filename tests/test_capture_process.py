@@ -1,6 +1,6 @@
-"""The capture process as hooks start it (services/capture_control.py, services/capture.py):
-one process however many hooks ask while it starts, one that stays a moment for the next
-frame, and one that lets the lock go at once when a revert waits for it."""
+"""The capture process as hooks start it (services/snapshots/capture_control.py,
+services/snapshots/capture.py): one process however many hooks ask while it starts, one that stays
+a moment for the next frame, and one that lets the lock go at once when a revert waits for it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import wait_for
 from test_before_images import pending, send  # the same session's hooks, as a user's
 
-from claude_session.services import capture, capture_control
+from claude_session.services.snapshots import capture, capture_control
 
 
 def capture_processes(project: Path) -> list[int]:
@@ -21,7 +21,7 @@ def capture_processes(project: Path) -> list[int]:
     return [
         int(line.split()[0])
         for line in listing.splitlines()
-        if "claude_session.services.capture" in line and str(project) in line
+        if "claude_session.services.snapshots.capture" in line and str(project) in line
     ]
 
 

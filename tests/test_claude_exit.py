@@ -24,7 +24,8 @@ from test_daemon import MIN, Clocks, new_daemon
 
 from claude_session.core import db, processes
 from claude_session.core.staleness import CLAUDE_EXITED
-from claude_session.services import daemon_control, installer
+from claude_session.services.background import daemon_control
+from claude_session.services.setup import installer
 
 EXIT_BUDGET_SECONDS = 10.0  # from the kill to the session ended, its agents and claims closed
 

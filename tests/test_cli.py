@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import PYTHON, count, fixture, run_hook, run_tmp, stream
 
 from claude_session.core.db import SCHEMA_VERSION
-from claude_session.services import installer
+from claude_session.services.setup import installer
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 

@@ -32,7 +32,8 @@ from test_transcripts import (
 
 from claude_session.core import db, executions, statusline
 from claude_session.core.figures import usd
-from claude_session.services import costs, transcripts, web_server
+from claude_session.services.cost import costs, transcripts
+from claude_session.services.web import web_server
 
 SECRET = "sk-ant-api03-" + "c" * 40
 ANSWER = f"Done <b>bold</b>: the limit is configurable now (key {SECRET})"

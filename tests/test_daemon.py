@@ -34,7 +34,7 @@ from test_transcripts import AGENT, PROMPT, assistant, start, user, write
 from test_transcripts import SESSION as SESSION_T
 
 from claude_session.core import db
-from claude_session.services import daemon, daemon_control
+from claude_session.services.background import daemon, daemon_control
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 MIN = 60.0

@@ -14,7 +14,7 @@ from conftest import fixture, run_cli
 from inproc import Recorder
 
 from claude_session.core import context, ladder
-from claude_session.services import transcripts
+from claude_session.services.cost import transcripts
 
 SESSION = "de4de0d5-0000-4000-8000-00000000c057"
 AGENT = "a0de4de0d12345678"

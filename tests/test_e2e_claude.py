@@ -19,7 +19,8 @@ import pytest
 from conftest import WheelInstall, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 
-from claude_session.services import daemon_control, installer
+from claude_session.services.background import daemon_control
+from claude_session.services.setup import installer
 
 pytestmark = pytest.mark.e2e
 

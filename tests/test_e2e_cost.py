@@ -19,7 +19,9 @@ from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
 
 from claude_session.core.figures import usd
-from claude_session.services import costs, daemon_control, web_server
+from claude_session.services.background import daemon_control
+from claude_session.services.cost import costs
+from claude_session.services.web import web_server
 
 pytestmark = pytest.mark.e2e
 

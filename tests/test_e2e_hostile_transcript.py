@@ -28,7 +28,7 @@ from conftest import WheelInstall, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
 
-from claude_session.services import daemon_control
+from claude_session.services.background import daemon_control
 
 pytestmark = pytest.mark.e2e
 

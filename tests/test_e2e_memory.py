@@ -19,7 +19,7 @@ from conftest import WheelInstall
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, claude_binary, run_claude
 
-from claude_session.services import daemon_control
+from claude_session.services.background import daemon_control
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,7 @@ from test_e2e_transport import Session, debug_lines, install_mcp, new_home, run_
 
 from claude_session.core import db
 from claude_session.core.paths import db_path
-from claude_session.services import otel_spans
+from claude_session.services.telemetry import otel_spans
 
 pytestmark = pytest.mark.e2e
 

@@ -1,7 +1,7 @@
 """Nothing missing from the record, with the real Claude Code CLI 2.1.330: its PreToolUse and
 PostToolUse hooks dropped by `CLAUDE_SESSION_DROP_EVENTS` (they exit 0 unrecorded, as lost
 hooks would), the tool calls are filled in from the transcripts the CLI wrote
-(services/reconcile.py), each with its tool and status, once."""
+(services/cost/reconcile.py), each with its tool and status, once."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from test_e2e_claude import claude_binary, claude_env
 from test_e2e_timetravel import Agents
 
 from claude_session.core import db
-from claude_session.services import reconcile
+from claude_session.services.cost import reconcile
 
 pytestmark = pytest.mark.e2e
 

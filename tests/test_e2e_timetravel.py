@@ -23,7 +23,7 @@ from conftest import WheelInstall, capture_lock, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, claude_env, run_claude
 
-from claude_session.services import daemon_control
+from claude_session.services.background import daemon_control
 
 pytestmark = pytest.mark.e2e
 
@@ -293,7 +293,8 @@ def test_real_subagent_edit_is_its_own_frame_to_diff_and_revert(
     assert (project / "calc.py").read_text() == FIXED
     after = files_of(project)
     subprocess.run(
-        [wheel_install.python, "-m", "claude_session.services.capture", str(project)], check=True
+        [wheel_install.python, "-m", "claude_session.services.snapshots.capture", str(project)],
+        check=True,
     )
     assert not query(project, "SELECT 1 FROM vcs_tags WHERE status = 'pending'")
 

@@ -33,7 +33,8 @@ from conftest import CLI, query, run_cli, wait_for
 from fake_api import FakeAnthropic, text, tool
 from test_e2e_claude import _blocks, _has_prompt, add_tap, claude_binary, claude_env
 
-from claude_session.services import installer, reconcile
+from claude_session.services.cost import reconcile
+from claude_session.services.setup import installer
 
 pytestmark = pytest.mark.e2e
 

@@ -21,7 +21,8 @@ from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, claude_binary, claude_env
 from truth import Tap, Truth, add_tap
 
-from claude_session.services import daemon_control, installer
+from claude_session.services.background import daemon_control
+from claude_session.services.setup import installer
 
 pytestmark = pytest.mark.e2e
 

@@ -25,7 +25,7 @@ from conftest import (
 )
 
 from claude_session.core import db
-from claude_session.services import daemon_control
+from claude_session.services.background import daemon_control
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 RELEASE_DB = Path(__file__).parent / "fixtures" / "db_v4_release_0.1.0.sqlite"

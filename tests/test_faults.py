@@ -19,7 +19,7 @@ import pytest
 from conftest import PYTHON, count, fixture, hook_argv, hook_env, log_file, query, run_hook, spooled
 
 from claude_session.core import db, spool
-from claude_session.services import installer
+from claude_session.services.setup import installer
 
 SECRETS = {
     "aws": "AKIAIOSFODNN7EXAMPLE",

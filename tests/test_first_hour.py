@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import PYTHON, fixture, query, run_cli, run_hook, run_tmp, wait_for
 
-from claude_session.services import installer
+from claude_session.services.setup import installer
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "f1r57-h0ur-0000-4000-8000-000000000001"

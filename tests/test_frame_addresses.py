@@ -17,8 +17,12 @@ from inproc import Recorder
 from test_timetravel import cli
 
 from claude_session.cli import cli as click_cli
-from claude_session.services import fork, timetravel
-from claude_session.services.timetravel import ADDRESS_SYNTAX, FrameError, FrameRef
+from claude_session.services.timetravel import fork, timetravel
+from claude_session.services.timetravel.timetravel import (
+    ADDRESS_SYNTAX,
+    FrameError,
+    FrameRef,
+)
 
 OLDER = "2f0c1d7e-older"  # starts with "2": `2` once named this session, never frame 2
 NEWER = "9b7e44a0-newer"

@@ -28,7 +28,7 @@ from test_transcripts import (
 )
 
 from claude_session.core import db, usage
-from claude_session.services import costs, transcripts
+from claude_session.services.cost import costs, transcripts
 
 OPUS, HAIKU = "claude-opus-4-5", "claude-haiku-4-5"
 COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")

@@ -47,7 +47,8 @@ from hypothesis import strategies as st
 
 from claude_session.core import hook_fields
 from claude_session.runtime import mcp_transport
-from claude_session.services import capture, capture_control, installer, workspace
+from claude_session.services.setup import installer
+from claude_session.services.snapshots import capture, capture_control, workspace
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"  # the recorded fixtures' session
 AGENT = "a026341fa5086f41e"  # the recorded SubagentStart's agent
@@ -733,7 +734,7 @@ def test_fifty_calls_sent_at_once_are_all_answered_and_recorded(project: Path) -
 
 def test_a_backlog_of_frames_larger_than_one_capture_gets_exact_snapshots(project: Path) -> None:
     """Snapshots on: many tool calls answered while no capture may run (the test holds its
-    lock), then one capture process catches up in batches (services/capture.py), and every
+    lock), then one capture process catches up in batches (services/snapshots/capture.py), and every
     frame's snapshot is the work tree as it was right after its own tool, byte for byte."""
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     (project / "keep.txt").write_text("kept\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, count, fixture, query, run_hook, stream
 
-from claude_session.services import installer
+from claude_session.services.setup import installer
 
 
 def test_every_installed_command_runs_the_in_package_entry() -> None:

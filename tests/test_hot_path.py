@@ -52,7 +52,7 @@ def test_hooks_import_only_stdlib_and_apsw(project: Path, reap_daemons: None) ->
             "rich",
             "watchfiles",
             "claude_session.cli",
-            "claude_session.services.payloads",
+            "claude_session.services.setup.payloads",
             "claude_session.services.queries",
         }
         assert not heavy

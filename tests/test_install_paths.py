@@ -20,7 +20,7 @@ from conftest import PYTHON, ROOT, WheelInstall, fixture
 from test_e2e_claude import claude_binary
 
 from claude_session.core import db, hook_fields
-from claude_session.services import installer
+from claude_session.services.setup import installer
 
 BIN = Path(PYTHON).parent
 

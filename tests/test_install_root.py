@@ -49,7 +49,7 @@ def test_from_below_a_claude_folder_but_never_the_home_folders(
     loose = home / "scratch"
     loose.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    from claude_session.services import installer
+    from claude_session.services.setup import installer
 
     assert installer.project_root_above(loose) != home  # the home folder's .claude is no project
     assert installer.project_root_above(project / "lib") == project
@@ -67,7 +67,7 @@ def test_a_project_install_leaves_no_path_of_this_machine_in_the_shared_settings
     import apsw
     from conftest import fixture
 
-    from claude_session.services import installer
+    from claude_session.services.setup import installer
 
     project = tmp_path / "repo"
     (project / ".claude").mkdir(parents=True)

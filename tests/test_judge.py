@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from conftest import fixture, query, run_hook, write_config
 
-from claude_session.services import installer, judge
+from claude_session.services import judge
+from claude_session.services.setup import installer
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
 

@@ -20,7 +20,7 @@ from fake_api import FakeAnthropic, text
 from test_e2e_claude import claude_binary, claude_env
 
 from claude_session.core.events import EVENTS
-from claude_session.services import installer, plugin
+from claude_session.services.setup import installer, plugin
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SWITCH_EVENTS = ("PreModelSwitch", "PostModelSwitch")

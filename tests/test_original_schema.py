@@ -14,7 +14,7 @@ import pytest
 from conftest import PYTHON, fixture, query, run_hook, stream, write_config
 
 from claude_session.core import db
-from claude_session.services import installer
+from claude_session.services.setup import installer
 
 # The original design, table by table: every column must exist under this name.
 ORIGINAL = {

@@ -1,10 +1,10 @@
-"""Sessions as OpenTelemetry traces (services/otel_spans.py, services/otel_export.py): the
-span tree a session makes, what content goes out (nothing typed or run, unless asked, and
-then redacted), and the export itself through the SDK's real OTLP/HTTP exporter to a receiver
-on loopback (tests/otlp_receiver.py) that decodes the wire format: every span once, nothing
-lost while the backend is down, nothing sent twice after it returns, the lag and the last
-error told, a cloned configuration never obeyed, and the background process sending on its
-own. The same against a real backend (Arize Phoenix): tests/test_otel_backend.py.
+"""Sessions as OpenTelemetry traces (services/telemetry/otel_spans.py,
+services/telemetry/otel_export.py): the span tree a session makes, what content goes out (nothing
+typed or run, unless asked, and then redacted), and the export itself through the SDK's real
+OTLP/HTTP exporter to a receiver on loopback (tests/otlp_receiver.py) that decodes the wire format:
+every span once, nothing lost while the backend is down, nothing sent twice after it returns, the
+lag and the last error told, a cloned configuration never obeyed, and the background process
+sending on its own. The same against a real backend (Arize Phoenix): tests/test_otel_backend.py.
 
 The session is tests/test_cost_surfaces.py's (a Write, an Agent call whose subagent writes,
 transcripts with Claude Code's cost figures), plus a failing Bash whose error holds a secret
@@ -29,7 +29,7 @@ from otlp_receiver import Receiver
 from test_cost_surfaces import SECRET, session  # noqa: F401 (the session fixture)
 from test_transcripts import AGENT, SESSION, T0
 
-from claude_session.services import otel_export, otel_spans
+from claude_session.services.telemetry import otel_export, otel_spans
 
 FAILED_BASH = "toolu_bash_fail"
 NOW = T0 + 3600  # long after the session: every span is due

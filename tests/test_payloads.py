@@ -8,7 +8,7 @@ import pytest
 from conftest import FIXTURES, fixture, run_hook, stream
 from pydantic import ValidationError
 
-from claude_session.services import payloads
+from claude_session.services.setup import payloads
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.json")))

@@ -71,7 +71,7 @@ def test_links_at_the_daemon_lock_and_status_are_never_followed(
 
     from conftest import PYTHON
 
-    from claude_session.services import daemon_control
+    from claude_session.services.background import daemon_control
 
     os.symlink(victim, daemon_control.lock_path(str(project)))
     status_victim = victim.with_name("status-victim.txt")

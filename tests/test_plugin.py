@@ -16,7 +16,8 @@ from conftest import PYTHON, ROOT, WheelInstall, count, fixture, query
 from fake_api import FakeAnthropic
 from test_e2e_claude import Model, claude_binary, run_claude
 
-from claude_session.services import daemon_control, plugin
+from claude_session.services.background import daemon_control
+from claude_session.services.setup import plugin
 
 pytestmark = pytest.mark.e2e
 CLI = str(Path(PYTHON).parent / "claude-session")

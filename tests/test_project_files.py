@@ -9,7 +9,8 @@ from pathlib import Path
 
 from conftest import PYTHON, fixture, log_file, run_hook
 
-from claude_session.services import capture_control, daemon_control
+from claude_session.services.background import daemon_control
+from claude_session.services.snapshots import capture_control
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 ALLOWED = {".claude-session.db", ".claude-session.db-wal", ".claude-session.db-shm"}

@@ -127,7 +127,7 @@ def test_on_a_terminal_it_asks_and_no_keeps_everything(project: Path) -> None:
 def test_status_counts_events_from_the_daemons_tally_and_prune_resets_it(project: Path) -> None:
     """`status` adds the rows past the daemon's tally to it instead of counting a million rows;
     a prune drops the tally, so the count stays exact through deletions."""
-    from claude_session.services import daemon
+    from claude_session.services.background import daemon
 
     history(project, sessions=2)
 

@@ -1,5 +1,5 @@
 """Nothing missing from the record: what the transcript shows but no hook delivered is added
-from it (services/reconcile.py), through `events.apply`, marked as coming from the transcript,
+from it (services/cost/reconcile.py), through `events.apply`, marked as coming from the transcript,
 and never twice, whichever of the hook and the transcript comes first.
 
 The fixture is one real session of Claude Code 2.1.330 (tests/test_e2e_timetravel.py's: a
@@ -18,7 +18,7 @@ import pytest
 from conftest import FIXTURES, RECORDED_PROJECT, count, fixture, query, run_hook
 from inproc import Recorder
 
-from claude_session.services import reconcile, transcripts
+from claude_session.services.cost import reconcile, transcripts
 
 TRANSCRIPTS = FIXTURES / "transcripts"
 SESSION = "840dff94-7c63-46f1-99fc-8eb8e37afafc"

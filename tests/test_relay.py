@@ -32,7 +32,7 @@ from conftest import (
 from claude_session.core import db
 from claude_session.runtime import relay
 from claude_session.runtime.request import Request
-from claude_session.services import daemon_control
+from claude_session.services.background import daemon_control
 
 HOOKRT = Path(relay.__file__).with_name("hookrt.py")
 
@@ -237,15 +237,17 @@ def test_a_package_planted_in_the_project_is_never_what_runs(
     `claude_session` package planted there must not be what the daemon or the capture process
     (started by the hook, from that folder) import."""
     planted = project / "claude_session"
-    (planted / "services").mkdir(parents=True)
+    (planted / "services" / "snapshots").mkdir(parents=True)
     marker = project.parent / "planted-code-ran"
     code = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
     for name in (
         "__init__.py",
         "daemon.py",
-        "daemon.py",
+        "resident.py",
         "services/__init__.py",
         "services/capture.py",
+        "services/snapshots/__init__.py",
+        "services/snapshots/capture.py",
     ):
         (planted / name).write_text(code)
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)

@@ -18,7 +18,7 @@ from claude_session.core import db, hook_fields
 from claude_session.runtime import hookrt, mcp_transport
 from claude_session.runtime import request as wire
 from claude_session.runtime.request import Refused, Request
-from claude_session.services import installer
+from claude_session.services.setup import installer
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

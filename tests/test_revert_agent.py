@@ -14,7 +14,7 @@ from conftest import PYTHON, hook_env
 from workbench import Workbench, git, tree
 
 from claude_session.core import db
-from claude_session.services import revert
+from claude_session.services.timetravel import revert
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 S1, S2 = "agent-one-0001", "agent-two-0002"

@@ -36,7 +36,7 @@ from hypothesis.stateful import (
 )
 from workbench import Workbench, git, reads_anything, rerun_without_reading_anything, tree
 
-from claude_session.services import revert
+from claude_session.services.timetravel import revert
 
 EXAMPLES = int(os.environ.get("CLAUDE_SESSION_MODEL_EXAMPLES", "40"))
 STEPS = int(os.environ.get("CLAUDE_SESSION_MODEL_STEPS", "25"))

@@ -16,7 +16,7 @@ import pytest
 from conftest import run_cli, write_config
 from workbench import Workbench, git, reads_anything, rerun_without_reading_anything, tree
 
-from claude_session.services import revert
+from claude_session.services.timetravel import revert
 
 
 @pytest.fixture

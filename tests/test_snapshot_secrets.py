@@ -22,7 +22,8 @@ from conftest import fixture, query, run_cli, run_hook, wait_for, write_config
 from workbench import Workbench, git, tree
 
 from claude_session.core import secret_files
-from claude_session.services import revert, snapshot_rules, workspace
+from claude_session.services.snapshots import snapshot_rules, workspace
+from claude_session.services.timetravel import revert
 
 TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 SECRETS = {

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import PYTHON, fixture, log_file, query, run_hook, wait_for
 
-from claude_session.services import snapshot_store, workspace
+from claude_session.services.snapshots import snapshot_store, workspace
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "store-session-0001"
@@ -124,7 +124,7 @@ def test_a_capture_killed_during_git_add_is_healed_by_the_next(project: Path) ->
         folder = project / f"d{i % 30:02d}"
         folder.mkdir(exist_ok=True)
         (folder / f"f{i:05d}.bin").write_bytes(os.urandom(16_384))
-    code = "import sys; from claude_session.services import workspace as w\n"
+    code = "import sys; from claude_session.services.snapshots import workspace as w\n"
     code += "w.capture(sys.argv[1], label='k/1')"
     child = subprocess.Popen([PYTHON, "-c", code, str(project)], start_new_session=True)
     try:
@@ -337,8 +337,8 @@ def test_doctor_neither_waits_for_nor_disturbs_a_running_capture(project: Path) 
     workspace.capture(str(project), label="d/1")
     lock = store_of(project) / "index.lock"
     lock.write_bytes(b"")
-    code = "import sys, time; from claude_session.services import workspace as w\n"
-    code += "l = w._Lock(w.snapshot_dir(sys.argv[1])); l.__enter__(); print('held', flush=True)\n"
+    code = "import sys, time; from claude_session.services.snapshots import workspace as w\n"
+    code += "l = w.Lock(w.snapshot_dir(sys.argv[1])); l.__enter__(); print('held', flush=True)\n"
     code += "time.sleep(120)"
     holder = subprocess.Popen([PYTHON, "-c", code, str(project)], stdout=subprocess.PIPE)
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import PYTHON, count, daemons_of, fixture, run_hook, wait_for
 
-from claude_session.services import daemon_control
+from claude_session.services.background import daemon_control
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 

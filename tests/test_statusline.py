@@ -20,7 +20,7 @@ import pytest
 from conftest import PYTHON, WheelInstall, fixture, hook_env, log_file, query, run_hook
 
 from claude_session.core import errors, readings, statusline
-from claude_session.services import installer, statusline_setup
+from claude_session.services.setup import installer, statusline_setup
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"

@@ -14,7 +14,7 @@ from conftest import fixture
 from inproc import Recorder
 
 from claude_session.core import frames
-from claude_session.services import timetravel
+from claude_session.services.timetravel import timetravel
 
 
 def long_session(recorder: Recorder, root: Path, sid: str, steps: int) -> None:

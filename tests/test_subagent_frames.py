@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from workbench import Workbench, git, tree
 
-from claude_session.services import before_images, capture, snapshot_files, timetravel
+from claude_session.services.snapshots import before_images, capture, snapshot_files
+from claude_session.services.timetravel import timetravel
 
 SUB = "sub-agent-fixer-01"
 

@@ -26,7 +26,7 @@ from conftest import (
 )
 
 from claude_session.core import spool
-from claude_session.services import daemon_control
+from claude_session.services.background import daemon_control
 
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
 OTHER_SESSION = "11111111-2222-3333-4444-555555555555"

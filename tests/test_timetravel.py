@@ -16,7 +16,7 @@ import pytest
 from conftest import PYTHON, fixture, hook_env, query, run_hook, wait_for
 
 from claude_session.core import frames
-from claude_session.services import timetravel
+from claude_session.services.timetravel import timetravel
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "tt-session-0001"

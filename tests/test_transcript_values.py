@@ -28,7 +28,7 @@ from test_transcripts import assistant, user
 
 from claude_session.core import db, statusline, usage
 from claude_session.core import transcript_values as values
-from claude_session.services import costs, transcripts
+from claude_session.services.cost import costs, transcripts
 
 A = "5e55a0b1-0000-4000-8000-0000000000aa"
 B = "5e55a0b1-0000-4000-8000-0000000000bb"

@@ -1,6 +1,7 @@
-"""Reading Claude Code's transcripts for usage and cost (services/transcripts.py, core/usage.py):
-incremental and bounded, never through a link or outside the config folder, never fatal on a
-line it does not understand; costs are Claude Code's own, apportioned so they add up exactly.
+"""Reading Claude Code's transcripts for usage and cost (services/cost/transcripts.py,
+core/usage.py): incremental and bounded, never through a link or outside the config folder, never
+fatal on a line it does not understand; costs are Claude Code's own, apportioned so they add up
+exactly.
 
 The transcripts are written here in the shape Claude Code 2.1.330 writes them (one entry per
 line; a streamed message in several entries with the same message id and usage)."""
@@ -17,7 +18,7 @@ from conftest import run_cli
 from inproc import Recorder
 
 from claude_session.core import db, usage
-from claude_session.services import costs, transcripts
+from claude_session.services.cost import costs, transcripts
 
 SESSION = "5e55a0b1-0000-4000-8000-00000000c057"
 AGENT = "a0c0ffee12345678"

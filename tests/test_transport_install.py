@@ -17,7 +17,7 @@ from conftest import PYTHON, hook_env, run_cli
 from test_e2e_claude import claude_binary
 
 from claude_session.runtime import mcp_transport
-from claude_session.services import installer, mcp_install
+from claude_session.services.setup import installer, mcp_install
 
 SERVER = installer.HOOK_SERVER
 NO_CLAUDE = "no `claude` command on PATH (or --claude) to register the hook server with"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from claude_session.services import snapshot_files as files_of_snapshots
-from claude_session.services import snapshot_over, workspace
+from claude_session.services.snapshots import snapshot_files as files_of_snapshots
+from claude_session.services.snapshots import snapshot_over, workspace
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "u",

@@ -17,7 +17,8 @@ from typing import Any
 from conftest import fixture
 from inproc import Recorder
 
-from claude_session.services import capture, revert
+from claude_session.services.snapshots import capture
+from claude_session.services.timetravel import revert
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@e", "GIT_COMMITTER_NAME": "u"}
 GIT_ENV |= {"GIT_COMMITTER_EMAIL": "u@e", "GIT_CONFIG_NOSYSTEM": "1"}

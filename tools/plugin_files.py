@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from claude_session.services import plugin
+from claude_session.services.setup import plugin
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,165 +1,46 @@
 """The `claude-session` command: thin click commands over queries, installer and output.
 
-The commands live beside this module, by what they are for: `report_commands` (what was
-recorded), `admin_commands` (doctor, config, daemon, fail, prune, ingest, demo), `setup_commands`,
-`timetravel_commands`, `memory_commands`, `state_commands`, `statusline_command`, `cost_commands`,
-`live_commands` (these last ones load when one of their commands runs).
+The group, and what the commands share, are in `group`; the commands live beside it, by what
+they are for: `report_commands` (what was recorded), `admin_commands` (doctor, config, daemon,
+fail, prune, ingest, demo), `setup_commands`, `timetravel_commands`, `memory_commands`,
+`state_commands`, `statusline_command`, `cost_commands`, `live_commands` (these last ones load
+when one of their commands runs).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, ClassVar, TypeVar
 
 import apsw
 import click
 
-from .. import __version__
-from ..core import db, spool
-from ..core.paths import DB_NAME, db_path
-from . import output
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def find_root(explicit: str | None) -> Path:
-    """--project, else $CLAUDE_PROJECT_DIR, else the nearest folder up with a database, else cwd."""
-    if explicit:
-        return Path(explicit).resolve()
-    if os.environ.get("CLAUDE_PROJECT_DIR"):
-        return Path(os.environ["CLAUDE_PROJECT_DIR"]).resolve()
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / DB_NAME).exists():
-            return folder
-    return here
-
-
-@contextmanager
-def opened(root: Path, create: bool = False) -> Iterator[apsw.Connection]:
-    """The project database, migrated and with the spool ingested; a clear error otherwise."""
-    path = db_path(str(root))
-    if not create and not os.path.exists(path) and not spool.backlog(str(root)):
-        raise click.ClickException(
-            f"no claude-session database at {path} yet: install the hooks with "
-            "`claude-session install` and start Claude Code, or try `claude-session demo`"
-        )
-    try:
-        conn = db.connect(path)
-    except db.SchemaTooNew as exc:
-        raise click.ClickException(str(exc)) from exc
-    except db.DatabaseError as exc:
-        raise click.ClickException(f"cannot open {path}: {exc}") from exc
-    try:
-        spool.ingest(conn, str(root))
-        yield conn
-    finally:
-        conn.close()
-
-
-def json_option(shape: str) -> Callable[[F], F]:
-    """--json, with the shape of what it prints (the generated command reference shows it)."""
-    text = "Print JSON instead of text" + (f": {shape}." if shape else ".")
-
-    def decorate(command: F) -> F:
-        return click.option("--json", "as_json", is_flag=True, help=text)(command)
-
-    return decorate
-
-
-def format_option(command: F) -> F:
-    """--json on a command whose JSON is the rows its table shows (kept for commands that have
-    not said their shape yet; `json_option` says it)."""
-    return json_option("the rows of the table, every field included")(command)
-
-
-def hoist_project(args: list[str]) -> list[str]:
-    """`--project DIR` / `--project=DIR` anywhere before `--`, moved to the front, where the
-    group reads it: `claude-session memory list --project X` works as `--project X memory list`."""
-    front: list[str] = []
-    rest: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            rest += args[i:]
-            break
-        if arg == "--project" and i + 1 < len(args):
-            front += args[i : i + 2]
-            i += 2
-            continue
-        if arg.startswith("--project="):
-            front.append(arg)
-        else:
-            rest.append(arg)
-        i += 1
-    return front + rest
-
-
-class Group(click.Group):
-    """The top-level group: `--project` is accepted anywhere on the command line, and the
-    commands of the other cli modules load when one of them runs (or for --help): `status` and
-    the listings do not pay ~50 ms importing time travel, memory, install and the live views."""
-
-    MODULES: ClassVar[dict[str, str]] = {
-        "install": "setup_commands",
-        "uninstall": "setup_commands",
-        "trust": "setup_commands",
-        "memory": "memory_commands",
-        "state": "state_commands",
-        "statusline": "statusline_command",
-        "timeline": "timetravel_commands",
-        "diff": "timetravel_commands",
-        "fork": "timetravel_commands",
-        "replay": "timetravel_commands",
-        "revert": "timetravel_commands",
-        "cost": "cost_commands",
-        "export-otel": "otel_commands",
-        "watch": "live_commands",
-        "serve": "live_commands",
-    }
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, hoist_project(args))
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        for module in set(self.MODULES.values()):
-            self._load(module)
-        return super().list_commands(ctx)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in self.MODULES:
-            self._load(self.MODULES[cmd_name])
-        return super().get_command(ctx, cmd_name)
-
-    @staticmethod
-    def _load(module: str) -> None:
-        import importlib
-
-        importlib.import_module(f"{__name__}.{module}")  # its commands register on `cli`
-
-
-@click.group(cls=Group)
-@click.version_option(__version__, prog_name="claude-session")
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False),
-    help="Project root (default: $CLAUDE_PROJECT_DIR, else the nearest folder up with a"
-    " database, else the current one); accepted before or after the command.",
-)
-@click.pass_context
-def cli(ctx: click.Context, project: str | None) -> None:
-    """Session, agent and failure memory for Claude Code, from its hook events."""
-    ctx.obj = find_root(project)
-
+from ..core import db
 
 # What was recorded and the daily commands register on `cli` now; the others when they run
 # (Group.MODULES).
-from . import admin_commands, report_commands  # noqa: E402
+from . import admin_commands, report_commands
+from .group import (
+    Group,
+    cli,
+    find_root,
+    format_option,
+    hoist_project,
+    json_option,
+    opened,
+    storage_problem,
+)
+
+__all__ = [
+    "Group",
+    "cli",
+    "find_root",
+    "format_option",
+    "hoist_project",
+    "json_option",
+    "main",
+    "opened",
+    "storage_problem",
+]
 
 assert admin_commands and report_commands
 
@@ -173,20 +54,6 @@ def main() -> None:
     except (apsw.Error, db.DatabaseError, OSError) as exc:
         click.echo(f"claude-session: error: {storage_problem(exc)}", err=True)
         sys.exit(1)
-
-
-def storage_problem(exc: BaseException) -> str:
-    """What went wrong with the database or the disk, in words."""
-    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
-    if isinstance(cause, apsw.FullError) or getattr(cause, "errno", None) in (28, 27):
-        what = "the disk is full (or the file size limit was reached)"
-    elif isinstance(cause, apsw.ReadOnlyError) or getattr(cause, "errno", None) in (30, 13):
-        what = "the database or its folder is read-only"
-    elif isinstance(cause, apsw.BusyError | apsw.LockedError):
-        what = "the database is locked by another process past every deadline; try again"
-    else:
-        what = f"{type(cause).__name__}: {cause}"
-    return output.escape_controls(what)
 
 
 if __name__ == "__main__":

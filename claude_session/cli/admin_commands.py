@@ -13,7 +13,8 @@ import click
 from ..core import db, injections, spool
 from ..core.paths import log_path
 from ..services import queries
-from . import cli, json_option, lookup, opened, output, status_view
+from . import lookup, output, status_view
+from .group import cli, json_option, opened
 
 
 @cli.command(name="doctor")
@@ -25,7 +26,7 @@ from . import cli, json_option, lookup, opened, output, status_view
 def doctor_command(root: Path, full: bool, fsck: bool, as_json: bool) -> None:
     """Run every installed hook as Claude Code would, check the database and the snapshot
     store (stale locks of killed captures are removed)."""
-    from ..services import doctor
+    from ..services.setup import doctor
 
     results = doctor.check(root, full, fsck)
     output.emit(results, "json" if as_json else "table", title="doctor")
@@ -85,7 +86,7 @@ def daemon() -> None:
 @click.pass_obj
 def daemon_start(root: Path, as_json: bool) -> None:
     """Start it in the background (no-op when it runs)."""
-    from ..services import daemon_control
+    from ..services.background import daemon_control
 
     started = daemon_control.ensure_running(str(root), throttle=False)
     deadline = time.monotonic() + 10
@@ -106,7 +107,7 @@ def daemon_start(root: Path, as_json: bool) -> None:
 @click.pass_obj
 def daemon_stop(root: Path, as_json: bool) -> None:
     """Stop it (SIGTERM, then SIGKILL after 10 s)."""
-    from ..services import daemon_control
+    from ..services.background import daemon_control
 
     stopped = daemon_control.stop(str(root))
     output.reply(
@@ -367,7 +368,7 @@ def demo(keep: bool, as_json: bool) -> None:
     project, as `install` writes them), then show the result."""
     import tempfile  # here: it imports random and hashlib (~30 ms for every other command)
 
-    from ..services import demo as player
+    from ..services.setup import demo as player
 
     scratch = Path(tempfile.mkdtemp(prefix="claude-session-demo-"))
     project = scratch / "project"

@@ -10,8 +10,9 @@ import click
 
 from ..core.figures import token_count as tokens
 from ..core.figures import usd
-from ..services import costs, transcripts
-from . import cli, json_option, lookup, opened, output
+from ..services.cost import costs, transcripts
+from . import lookup, output
+from .group import cli, json_option, opened
 from .listing import limit_option, stream_rows
 
 SOURCES = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from ..services import installer, mcp_install, plugin
+from ..services.setup import installer, mcp_install, plugin
 
 CHOICES = ("auto", *installer.TRANSPORTS)
 HELP = (

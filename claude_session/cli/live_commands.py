@@ -2,7 +2,7 @@
 
 `watch` redraws a terminal view (rich's `Live`) when the database changes (`PRAGMA
 data_version`, polled) and once a second for the ages; `serve` is a read-only local web page
-(services/web_server.py). Both open the database read-only. Recorded text is hostile: every
+(services/web/web_server.py). Both open the database read-only. Recorded text is hostile: every
 cell is a `rich.text.Text` with its control characters escaped, never markup.
 """
 
@@ -22,7 +22,8 @@ from rich.text import Text
 
 from ..core.terminal import escape_controls
 from ..services import live
-from . import cli, output
+from . import output
+from .group import cli
 
 STATE_STYLES = {
     "running": "bold green",
@@ -256,7 +257,7 @@ def serve(root: Path, host: str, port: int, open_browser: bool, as_json: bool) -
     """A local, read-only web page: sessions, agent trees, timelines and diffs of frames.
 
     It listens on 127.0.0.1 only and answers only URLs holding the random token it prints."""
-    from ..services import web_server
+    from ..services.web import web_server
 
     if host != web_server.HOST:
         raise click.UsageError(f"--host must be {web_server.HOST}: serve never listens beyond it")

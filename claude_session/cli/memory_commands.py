@@ -22,7 +22,8 @@ import click
 
 from ..core import db, memories, recall
 from ..services import queries
-from . import cli, json_option, opened, output
+from . import output
+from .group import cli, json_option, opened
 from .listing import emit_page, limit_option, stream_rows
 
 

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import click
 
-from ..services import configuration, costs, otel_export
-from . import cli, json_option, opened, output
+from ..services import configuration
+from ..services.cost import costs
+from ..services.telemetry import otel_export
+from . import output
+from .group import cli, json_option, opened
 
 
 @cli.command(name="export-otel")

@@ -9,8 +9,10 @@ from pathlib import Path
 import click
 
 from ..core import context, injections
-from ..services import queries, transcripts
-from . import cli, json_option, lookup, opened, output, status_view
+from ..services import queries
+from ..services.cost import transcripts
+from . import lookup, output, status_view
+from .group import cli, json_option, opened
 from .listing import emit_page, limit_option, show, stream_rows
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import click
 
-from ..services import installer, mcp_install, plugin, statusline_setup
-from . import cli, hook_transport, json_option, output
+from ..services.setup import installer, mcp_install, plugin, statusline_setup
+from . import hook_transport, output
+from .group import cli, json_option
 
 
 def say(text: str) -> None:

@@ -12,7 +12,8 @@ import click
 
 from ..core import db
 from ..core import state as project_state
-from . import cli, json_option, lookup, opened, output
+from . import lookup, output
+from .group import cli, json_option, opened
 
 
 def _who() -> str:

@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from ..core import statusline
-from . import cli, output
+from . import output
+from .group import cli
 
 
 @cli.command(name="statusline")

@@ -16,10 +16,13 @@ from rich.console import Console
 from rich.text import Text
 
 from ..core.figures import usd
-from ..services import costs, snapshot_files, timetravel, transcripts, workspace
-from ..services import fork as forking
-from ..services import revert as reverting
-from . import cli, json_option, opened, output
+from ..services.cost import costs, transcripts
+from ..services.snapshots import snapshot_files, workspace
+from ..services.timetravel import fork as forking
+from ..services.timetravel import revert as reverting
+from ..services.timetravel import timetravel
+from . import output
+from .group import cli, json_option, opened
 
 # The --help epilog of every command that takes a frame.
 ADDRESSES = f"Frames are addressed as {timetravel.ADDRESS_SYNTAX}."

@@ -80,7 +80,7 @@ LIVE_SECONDS = 3600.0
 def others_live(conn: apsw.Connection, agent_id: str, now: float) -> bool:
     """Another agent of the project (the main thread, a subagent, another session) is running:
     it may commit a frame while a tool of `agent_id` runs, and that frame's snapshot must not
-    take the tool's changes (services/before_images.py)."""
+    take the tool's changes (services/snapshots/before_images.py)."""
     return bool(
         conn.execute(
             "SELECT 1 FROM agent_registry WHERE status = 'running' AND last_seen_at > ?2"

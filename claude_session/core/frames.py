@@ -6,7 +6,7 @@ tool call that can change files, at turn boundaries, SubagentStart/Stop, PreComp
 TaskCompleted, and after each failed attempt. Its state is canonical JSON built by SQLite
 (fixed key order, rows in a fixed order), stored once per SHA-256. Frames where the files may
 have changed also ask for a workspace snapshot: a `vcs_tags` row 'pending' that the capture
-process (services/capture.py) fills in off the agent's path.
+process (services/snapshots/capture.py) fills in off the agent's path.
 """
 
 import apsw

@@ -1,5 +1,5 @@
 """What the OpenTelemetry export sent and how it went: the one writer of `otel_sent`,
-`otel_sessions` and `otel_export` (services/otel_export.py decides what to send and calls
+`otel_sessions` and `otel_export` (services/telemetry/otel_export.py decides what to send and calls
 these verbs). Each verb is one `BEGIN IMMEDIATE` transaction, written after the backend took
 the spans, so a crash in between only sends the same spans, with the same ids, again."""
 

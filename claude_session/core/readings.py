@@ -208,7 +208,7 @@ def crashed_sessions(conn: apsw.Connection, session_id: str, now: float) -> "lis
 # --- what a dead end cost -------------------------------------------------------------------
 #
 # The model responses of a session (main thread and subagents alike) whose time falls in a
-# window, from message_usage (read from Claude Code's transcripts: services/transcripts.py).
+# window, from message_usage (read from Claude Code's transcripts: services/cost/transcripts.py).
 # The windows:
 #
 # - an error's climb: from the first failure of the climb its entry is on (the latest attempt

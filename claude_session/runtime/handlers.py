@@ -162,7 +162,7 @@ def _anything_open(conn: apsw.Connection, session_id: str, now: float) -> bool:
 def start_daemon(ctx: Context) -> None:
     """Start the project's background process if it is not running (detached, not waited for)."""
     if ctx.config["daemon_autostart"] and not os.environ.get("CLAUDE_SESSION_NO_DAEMON"):
-        from ..services import daemon_control
+        from ..services.background import daemon_control
 
         daemon_control.ensure_running(ctx.root)
 
@@ -170,7 +170,8 @@ def start_daemon(ctx: Context) -> None:
 def keep_before_tool(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
     """Before a tool that can change files while a snapshot is still pending, or while another
     agent may commit a frame before this tool ends: keep what it will change, never wait
-    (services/before_images.py). Before the answer: the tool runs as soon as it is given."""
+    (services/snapshots/before_images.py). Before the answer: the tool runs as soon as it is
+    given."""
     tool = ev.text_of("tool_name")
     if tool not in executions.READ_ONLY_TOOLS:
         if executions.snapshot_pending(conn):
@@ -223,11 +224,11 @@ def _before_tool(conn: apsw.Connection, ev: Event, ctx: Context, tool: str, pend
     names none, the files the pending frames named, or a marker that it may blur them (no
     pending frame: the marker only, for the frames committed while it runs); or (only where
     `snapshot_wait_seconds` is above 0) a wait."""
-    from ..services import before_images
+    from ..services.snapshots import before_images
 
     wait = ctx.number("snapshot_wait_seconds")
     if pending and tool not in store.EDIT_TOOLS and wait > 0:
-        from ..services import capture_control
+        from ..services.snapshots import capture_control
 
         capture_control.wait_for_pending(conn, ctx.root, wait)
         return

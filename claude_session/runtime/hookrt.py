@@ -69,7 +69,7 @@ def run_here(request: "Request") -> Outcome:
     try:
         process(outcome, request)
     except BaseException as exc:  # fail open, always
-        _internal_error(None, request.event_hint, exc)
+        internal_error(None, request.event_hint, exc)
     return outcome
 
 
@@ -102,19 +102,19 @@ def process(
     root_hint, dispatcher = request.root_hint, request.dispatcher
     known_root = root_hint or project_root()  # from $CLAUDE_PROJECT_DIR: where to log early
     if why_short and not raw:
-        _log("ERROR", known_root, event_hint, f"{why_short}; event not stored")
+        write_log("ERROR", known_root, event_hint, f"{why_short}; event not stored")
         return
     if why_short:  # whatever arrived is recorded below: a whole payload, or spooled raw text
-        _log("WARNING", known_root, event_hint, f"{why_short}: {len(raw)} bytes read")
+        write_log("WARNING", known_root, event_hint, f"{why_short}: {len(raw)} bytes read")
     if not raw.strip():
-        _log("WARNING", known_root, event_hint, "empty stdin: nothing to record")
+        write_log("WARNING", known_root, event_hint, "empty stdin: nothing to record")
         return
     if scratch is None:
         scratch = apsw.Connection(":memory:")  # SQLite is the JSON parser and encoder here
     try:
         ev, truncated = event.load(scratch, raw, event_hint)
     except event.BadPayload as exc:
-        _log(
+        write_log(
             "ERROR", known_root, event_hint, f"{exc}; {len(raw)} bytes, sha256 {_sha256(raw)[:16]}"
         )
         if why_short:  # cut off by a writer that went silent: keep what came, for the record
@@ -148,14 +148,14 @@ def process(
         try:
             prepared = handler.prepare(root)
         except Exception as exc:
-            _internal_error(root, ev.name, exc)
+            internal_error(root, ev.name, exc)
     conn = None
     reader = None
     applied = None
     try:
         settings = config.for_hooks(root, scratch)
     except Exception as exc:  # a bug of ours reading it: the defaults, and the event is kept
-        _internal_error(root, ev.name, exc)
+        internal_error(root, ev.name, exc)
         settings = dict(config.DEFAULTS)
     ctx = apply_types.Context(root, time.time(), prepared, settings)
     ctx.claude_process = request.claude_process
@@ -173,11 +173,11 @@ def process(
         applied = _apply(conn, ev, delivery, ctx)
     except (db.DatabaseError, apsw.Error, OSError) as exc:  # OSError: cannot even create it
         reason = f"{type(exc).__name__}: {exc}"
-        _log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
+        write_log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
         _spool(spool_dir(root), ev, delivery, root, prepared, reason)
         conn = reader = _reader(root)
     except Exception as exc:  # a bug of ours even in storing the event alone: keep it on disk
-        _internal_error(root, ev.name, exc)
+        internal_error(root, ev.name, exc)
         _spool(spool_dir(root), ev, delivery, root, prepared, f"not stored: {exc!r}"[:500])
     else:
         # The daemon's own watch ingests the spool; a hook on its own does it here.
@@ -198,7 +198,7 @@ def process(
                 handler.before_answer(conn, ev, ctx)
             answer = handler.answer(conn, ev, ctx, applied)
         except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
-            _internal_error(root, ev.name, exc)
+            internal_error(root, ev.name, exc)
             return
         if isinstance(answer, Reply):  # an answer and a write it calls for, once it is out
             later = answer.later
@@ -268,7 +268,7 @@ def valid_traceparent(value: "str | None") -> "str | None":
 
 def _capture(root: str) -> "Callable[[], None]":
     def start() -> None:
-        from ..services import capture_control
+        from ..services.snapshots import capture_control
 
         capture_control.ensure_running(root)
 
@@ -279,7 +279,7 @@ def _guarded(root: str, what: str, step: "Callable[[], None]") -> None:
     try:
         step()
     except Exception as exc:
-        _internal_error(root, what, exc)
+        internal_error(root, what, exc)
 
 
 def _trim_wal(conn: "apsw.Connection") -> None:
@@ -313,7 +313,7 @@ def _ingest_spool(root: str, connect: "Connect | None") -> None:
         conn = connect(root, 5000) if connect is not None else db.connect(db_path(root))
         spool.ingest(conn, root, limit=50)
     except Exception as exc:
-        _internal_error(root, "spool ingest", exc)
+        internal_error(root, "spool ingest", exc)
 
 
 def _apply(conn: "apsw.Connection", ev: "Event", delivery: "Delivery", ctx: "Context") -> "Applied":
@@ -327,7 +327,7 @@ def _apply(conn: "apsw.Connection", ev: "Event", delivery: "Delivery", ctx: "Con
     except apsw.Error:
         raise
     except Exception as exc:
-        _log("ERROR", ctx.root, ev.name, f"derived state failed, event kept alone: {exc!r}")
+        write_log("ERROR", ctx.root, ev.name, f"derived state failed, event kept alone: {exc!r}")
         delivery.note = f"derived state failed: {exc!r}"[:500]
         return events.apply(conn, ev, delivery, ctx, derive=False)
 
@@ -372,16 +372,18 @@ def _spool(
         spool.write(folder, envelope)
     except Exception as exc:
         if folder == spool.user_spool_dir():
-            _log("ERROR", root, ev.name, f"event lost: spool write failed too: {exc!r}")
+            write_log("ERROR", root, ev.name, f"event lost: spool write failed too: {exc!r}")
             return
         folder = spool.user_spool_dir()  # e.g. the project directory is not writable
         try:
             spool.write(folder, envelope)
         except Exception as exc2:
-            _log("ERROR", root, ev.name, f"event lost: no spool could take it: {exc!r}, {exc2!r}")
+            write_log(
+                "ERROR", root, ev.name, f"event lost: no spool could take it: {exc!r}, {exc2!r}"
+            )
             return
     if folder == spool.user_spool_dir() and _first_time(root, ev.session_id):
-        _log("ERROR", None, ev.name, f"{reason}: events of this session spooled to {folder}")
+        write_log("ERROR", None, ev.name, f"{reason}: events of this session spooled to {folder}")
 
 
 def _spool_partial(
@@ -406,7 +408,7 @@ def _spool_partial(
     try:
         spool.write(spool_dir(root) if root else spool.user_spool_dir(), envelope)
     except Exception as exc:
-        _log("ERROR", root, event_hint, f"partial payload lost: spool write failed: {exc!r}")
+        write_log("ERROR", root, event_hint, f"partial payload lost: spool write failed: {exc!r}")
 
 
 def _first_time(root: str | None, session_id: str) -> bool:
@@ -441,7 +443,7 @@ def encode(scratch: "apsw.Connection", value: object) -> str:
     return str(scratch.execute("SELECT json_quote(?)", (str(value),)).fetchall()[0][0])
 
 
-def _log(level: str, root: str | None, hook: str, message: str) -> None:
+def write_log(level: str, root: str | None, hook: str, message: str) -> None:
     """One line in the log; the log module loads only when there is something to say."""
     from ..core import log
 
@@ -454,8 +456,9 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _internal_error(root: str | None, hook: str, exc: BaseException) -> None:
+def internal_error(root: str | None, hook: str, exc: BaseException) -> None:
+    """Log an error of our own (never raises: a hook's failure to log is not the agent's)."""
     try:
-        _log("ERROR", root, hook, f"internal error: {type(exc).__name__}: {exc}")
+        write_log("ERROR", root, hook, f"internal error: {type(exc).__name__}: {exc}")
     except BaseException:
         pass

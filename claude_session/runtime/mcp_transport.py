@@ -171,7 +171,7 @@ class HookServer:
             try:
                 text, failed, outcome = self.hook(arguments, received_at, clock)
             except BaseException as exc:  # fail open: Claude Code goes on without an answer
-                self._internal_error("hook server", exc)
+                self.internal_error("hook server", exc)
                 text, failed = "", False
             self._reply(ident, _tool_result(text, failed))
             if outcome is not None and outcome.deferred:  # side effects once the answer is out
@@ -272,18 +272,18 @@ class HookServer:
             try:
                 step()
             except BaseException as exc:
-                self._internal_error("hook server side effect", exc)
+                self.internal_error("hook server side effect", exc)
 
     def _log(self, level: str, message: str) -> None:
         from . import hookrt
 
-        hookrt._log(level, self.root, "hook server", message)
+        hookrt.write_log(level, self.root, "hook server", message)
 
-    def _internal_error(self, where: str, exc: BaseException) -> None:
+    def internal_error(self, where: str, exc: BaseException) -> None:
         from . import hookrt
 
         try:
-            hookrt._internal_error(self.root, where, exc)
+            hookrt.internal_error(self.root, where, exc)
         except BaseException:
             pass
 

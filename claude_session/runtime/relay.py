@@ -93,9 +93,9 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
         except BaseException as exc:  # fail open, always
             code, out, err = 0, "", ""
             try:
-                from .hookrt import _internal_error
+                from .hookrt import internal_error
 
-                _internal_error(None, event_hint, exc)
+                internal_error(None, event_hint, exc)
             except BaseException:
                 pass
     try:
@@ -112,9 +112,9 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
             outcome.finish()  # after the answer, as the daemon and the hook server do
         except BaseException as exc:  # each step logs its own failure; this is a last guard
             try:
-                from .hookrt import _internal_error
+                from .hookrt import internal_error
 
-                _internal_error(None, event_hint, exc)
+                internal_error(None, event_hint, exc)
             except BaseException:
                 pass
     # Skip interpreter teardown: everything is committed or spooled already.

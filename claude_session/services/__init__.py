@@ -1,1 +1,18 @@
-"""Slower work above the core: daemon, judge, installer, doctor, demo, read queries."""
+"""Slower work above the core, one package per capability (no imports here: hooks import some
+of these modules on their hot path, stdlib and apsw only). docs/design.md, "The services",
+draws the tree and the one direction of imports between the packages:
+
+- `snapshots`: the snapshot store (claude-session's own git directory per project), taking
+  snapshots (the capture process), what a snapshot leaves out, restoring files from one.
+- `timetravel`: frames and their addresses, the history between frames, revert, fork.
+- `cost`: transcripts read for usage, costs, reconciliation with Claude Code's figures.
+- `telemetry`: sessions as OpenTelemetry spans, and their export.
+- `web`: the local web view (`serve`).
+- `setup`: install/uninstall (hooks, MCP, plugin, status line), doctor, demo, payload models.
+- `background`: the resident process's sweeps, and starting and finding it.
+
+At the top, the small base every package may use (`configuration`, `gitstate`, `judge`) and
+the few modules that read across the packages (`queries`, `live`, `prune`, `mcp_server`).
+`capture` here only runs `python -m claude_session.services.capture` for processes started
+by an earlier version.
+"""

@@ -82,11 +82,35 @@ def parse_assignment(assignment: str) -> tuple[str, object]:
     return key, value
 
 
+def safe_url(url: str) -> str:
+    """`url` with nothing in it that authenticates, to send, store or print: the userinfo
+    (`user:token@`) dropped whatever it holds, the query and the fragment dropped (tokens
+    ride there). A password may hold `/`, `@`, `:` or `%`, so the userinfo is all up to the
+    last `@` before the query (a path holding `@` loses its start: better than a token
+    kept); what is left is parsed. An `@` only after a `?` or `#` cannot be told apart (a
+    password holding `?`, or a query holding `@`): nothing after the scheme is kept. A git
+    remote's scp-like form (`user@host:path`) too."""
+    from urllib.parse import urlsplit
+
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep:  # scp-like, or a local path
+        return scheme.rpartition("@")[2]
+    cut = min((rest.find(mark) for mark in "?#" if mark in rest), default=len(rest))
+    rest, tail = rest[:cut], rest[cut:]
+    if "@" in rest:
+        rest = rest.rpartition("@")[2]
+    elif "@" in tail:
+        return f"{scheme}://"
+    try:
+        parts = urlsplit(f"{scheme}://{rest}")
+    except ValueError:  # an unparseable authority (a stray `[`): nothing of it is shown
+        return f"{scheme}://"
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
 def shown_setting(key: str, value: object) -> object:
     """A value as `config` prints it: the endpoint without credentials, a header's literal
     value hidden (a `${NAME}` reference is shown: it is not the secret)."""
-    from .otel_export import safe_url
-
     if key == "otel_endpoint" and isinstance(value, str) and value:
         return safe_url(value)
     if key == "otel_headers" and isinstance(value, str) and value:
@@ -119,8 +143,6 @@ def credential_warnings(key: str, value: object) -> list[str]:
     value (suggesting `${NAME}`, taken from the environment when sent), or an endpoint's
     `user:password@`. The file is often committed or shared; the value is kept (the user
     asked for it), and said."""
-    from .otel_export import safe_url
-
     out = []
     if key == "otel_headers" and isinstance(value, str):
         for pair in value.split(","):

@@ -27,7 +27,7 @@ from mcp.server.mcpserver import MCPServer
 from ..core import answers, db, injections, memories, recall, trust
 from ..core import state as project_state
 from ..core.paths import DB_NAME, db_path
-from . import timetravel
+from .timetravel import timetravel
 
 UNTRUSTED = (
     "This project's claude-session database was not made by this user on this machine (it came"

@@ -61,7 +61,7 @@ def plan(conn: apsw.Connection, root: str, days: float) -> dict[str, Any]:
             )
         finally:
             global_conn.close()
-    from . import workspace
+    from .snapshots import workspace
 
     return {
         "older_than_days": days,
@@ -80,13 +80,14 @@ def run(conn: apsw.Connection, root: str, days: float, vacuum: bool) -> dict[str
     from ..core import frames, memories, recall
     from ..core import state as project_state
     from ..core.config import megabytes
-    from . import configuration, timetravel
+    from . import configuration
+    from .snapshots import workspace
 
     size_before = database_bytes(root)
     before = time.time() - days * 86400
     counts = event_log.prune(conn, before)
     values = configuration.load_or_defaults(root).values
-    snapshots = timetravel.prune_workspace(conn, root, megabytes(values, "snapshot_store_max_mb"))
+    snapshots = workspace.prune_workspace(conn, root, megabytes(values, "snapshot_store_max_mb"))
     cap = _memory_cap(root)
     with db.Immediate(conn):
         counts["memories"] = memories.prune(conn, before, cap)
@@ -166,7 +167,7 @@ def purge_path(root: str, given: str) -> str:
 
 def purge_plan(root: str, path: str) -> dict[str, Any]:
     """How many snapshots hold `path` now, counted without changing anything."""
-    from . import snapshot_over, workspace
+    from .snapshots import snapshot_over, workspace
 
     commits = sorted(set(workspace.refs(root).values()))
     holding = sum(snapshot_over.holds(root, commits, path))
@@ -179,7 +180,7 @@ def purge(conn: apsw.Connection, root: str, path: str) -> dict[str, Any]:
     the old ones are let go and git frees their space. The purge is recorded, so a revert
     never reads the path's absence from a rewritten snapshot as "delete it"."""
     from ..core import frames
-    from . import snapshot_over, workspace
+    from .snapshots import snapshot_over, workspace
 
     before = workspace.size_bytes(root)
     renamed = snapshot_over.rewrite_without(root, path)
@@ -200,6 +201,6 @@ def purge(conn: apsw.Connection, root: str, path: str) -> dict[str, Any]:
 def _rule(root: str, path: str) -> str | None:
     """The snapshot rule that keeps `path` out of future snapshots, or None: it will be
     captured again while it is in the project."""
-    from . import snapshot_rules
+    from .snapshots import snapshot_rules
 
     return snapshot_rules.left_out(root, [path]).get(path)

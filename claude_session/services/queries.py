@@ -13,7 +13,8 @@ import apsw
 from ..core import db, liveness, log, readings, relations, spool
 from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
-from . import costs, otel_export
+from .cost import costs
+from .telemetry import otel_export
 
 
 def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
@@ -174,7 +175,7 @@ def hooks_problem(root: str) -> list[str]:
     repository, the plugin, a replay's own), or some events missing."""
     from pathlib import Path
 
-    from .hook_sources import Found
+    from .setup.hook_sources import Found
 
     return Found(Path(root)).problems()
 
@@ -183,7 +184,7 @@ def hooks_from(root: str) -> str:
     """Where the hooks of a session here come from, in words (information, not a problem)."""
     from pathlib import Path
 
-    from .hook_sources import Found
+    from .setup.hook_sources import Found
 
     return Found(Path(root)).describe()
 
@@ -620,7 +621,7 @@ def events(
 
 
 def daemon_state(root: str) -> dict[str, Any]:
-    from . import daemon_control
+    from .background import daemon_control
 
     pid = daemon_control.running_pid(root)
     state: dict[str, Any] = {"running": pid is not None, "pid": pid}

@@ -1,0 +1,11 @@
+"""Setting claude-session up and checking it (no imports here).
+
+- `installer`: hooks in Claude Code's settings files (`with_ours`, `settings_path`...).
+- `plugin`, `mcp_install`, `statusline_setup`: the plugin, the MCP server's registration,
+  the status line.
+- `hook_sources`: where Claude Code finds our hooks for a project (`Found`).
+- `hook_client`: talking to the hook server as Claude Code does (for `doctor`).
+- `doctor`: every check; `payloads`: pydantic models of hook payloads and outputs (CLI,
+  doctor and tests only: never hooks).
+- `demo`: a recorded session played through the real hooks.
+"""

@@ -1,0 +1,456 @@
+"""`claude-session doctor`: is the installation sound? Each check is one row (check, ok, detail)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from ...core import db, log, spool
+from ...core.paths import db_path, spool_dir, unsafe_filesystem
+from . import installer
+
+
+def check(root: Path, full: bool = False, fsck: bool = False) -> list[dict[str, Any]]:
+    """Every check; `full` adds SQLite's quick_check, which reads the whole database (seconds
+    on a large one): by default its header, schema and newest rows are read instead. `fsck`
+    adds `git fsck --connectivity-only` of the snapshot store."""
+    results: list[dict[str, Any]] = []
+    found = _registered(root, results)
+    results += _duplicates(found)
+    results += _run_installed(found)
+    results += _database(root, full)
+    results += _configuration(root)
+    results += _trust(root)
+    results += _snapshot_store(root, fsck)
+    results += _snapshot_rules(root)
+    results += _otel(root)
+    return results
+
+
+def _otel(root: Path) -> list[dict[str, Any]]:
+    """OpenTelemetry export, when configured: where to, what went out, the lag, the last
+    error; and whether the exporter for its protocol is installed."""
+    from .. import configuration
+    from ..telemetry import otel_export
+
+    where = otel_export.target(configuration.load_or_defaults(str(root)).values)
+    if where is None:
+        return [
+            _row("opentelemetry export", True, "off (no otel_endpoint, no OTEL_EXPORTER_OTLP_*)")
+        ]
+    try:
+        otel_export.make_exporter(where)
+    except ImportError as exc:
+        extra = " (pip install 'claude-session[otel-grpc]')" if where.protocol == "grpc" else ""
+        return [_row("opentelemetry export", False, f"{where.protocol}: {exc}{extra}")]
+    path = db_path(str(root))
+    if not os.path.exists(path):
+        return [_row("opentelemetry export", True, f"to {where.shown}: nothing recorded yet")]
+    conn = db.connect(path, create=False)
+    try:
+        told = otel_export.status(conn, str(root), time.time()) or {}
+    finally:
+        conn.close()
+    detail = f"to {where.shown} ({where.protocol}): {told.get('spans_sent') or 0} spans sent"
+    lag = told.get("lag_seconds")
+    if lag is not None:
+        detail += f", oldest waiting {lag:.0f} s"
+    if told.get("last_error"):
+        detail += f"; failing ({told.get('failures')} in a row): {told['last_error']}"
+    return [_row("opentelemetry export", not told.get("last_error"), detail)]
+
+
+def _snapshot_store(root: Path, fsck: bool) -> list[dict[str, Any]]:
+    """Its size; stale locks and quarantines of killed captures removed (never while a capture
+    runs: the store's lock is only taken if free at once); with `fsck`, git's fsck."""
+    from ..snapshots import store_check
+
+    return [_row(*row) for row in store_check.check(str(root), fsck=fsck)]
+
+
+def _snapshot_rules(root: Path) -> list[dict[str, Any]]:
+    """What snapshots leave out by rule (secret files, `snapshot_exclude`) and which of the
+    project's files that is now; and any such path an older version's snapshots still hold,
+    with the command that takes it out."""
+    from ...core import secret_files
+    from ..snapshots import snapshot_rules, workspace
+
+    patterns = snapshot_rules.rules(str(root))
+    extra = patterns[len(secret_files.DEFAULT_PATTERNS) :]
+    said = (
+        "snapshots leave out files that hold secrets by their name ("
+        + ", ".join(secret_files.DEFAULT_PATTERNS[:8])
+        + ", ... ) and snapshot_exclude ("
+        + (", ".join(extra) or "none set")
+        + ")"
+    )
+    if not os.path.isfile(os.path.join(workspace.snapshot_dir(str(root)), "claude-session-ready")):
+        return [_row("snapshot rules", True, said + "; no snapshot store yet")]
+    try:
+        here = sorted(workspace.left_out_on_disk(str(root)))
+        kept = sorted(snapshot_rules.left_out(str(root), workspace.held_paths(str(root)), patterns))
+    except (workspace.WorkspaceError, OSError) as exc:
+        return [_row("snapshot rules", False, f"{said}; not checked: {exc}")]
+    named = ", ".join(here[:5]) + (", ..." if len(here) > 5 else "")
+    rows = [
+        _row(
+            "snapshot rules",
+            True,
+            f"{said}: {len(here)} files here" + (f" ({named})" if here else ""),
+        )
+    ]
+    tops = [p for p in kept if not any(p.startswith(k + "/") for k in kept)]
+    if tops:
+        listed = ", ".join(tops[:5]) + (", ..." if len(tops) > 5 else "")
+        rows.append(
+            _row(
+                "secret files in snapshots",
+                False,
+                f"{len(tops)} paths the rules leave out are still in snapshots taken before"
+                f" (by an older version, or before a rule was added): {listed}; take each out"
+                " with `claude-session prune --purge PATH`",
+            )
+        )
+    else:
+        rows.append(
+            _row("secret files in snapshots", True, "no snapshot holds a file the rules leave out")
+        )
+    return rows
+
+
+def _trust(root: Path) -> list[dict[str, Any]]:
+    from .. import configuration
+
+    rows = []
+    for kind, problem in configuration.trust_state(str(root)).items():
+        rows.append(_row(f"trust: {kind}", problem is None, problem or "trusted"))
+    return rows
+
+
+def _configuration(root: Path) -> list[dict[str, Any]]:
+    """The same validation the hooks use: what is invalid falls back to its default there."""
+    from .. import configuration
+
+    try:
+        loaded = configuration.load(str(root))
+    except configuration.ConfigError as exc:
+        return [_row("configuration", False, f"{exc}; hooks use the defaults")]
+    if loaded.problems:
+        detail = f"{loaded.path}: " + "; ".join(loaded.problems) + " (defaults used)"
+        return [_row("configuration", False, detail)]
+    where = loaded.path if loaded.written else "no .claude-session.json (defaults)"
+    return [_row("configuration", True, where)]
+
+
+def _row(name: str, ok: bool, detail: str) -> dict[str, Any]:
+    return {"check": name, "ok": ok, "detail": detail}
+
+
+def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(scope, event, handler) for every claude-session handler in every settings file that
+    reaches a session here (a worktree's main repository's too: hook_sources)."""
+    from . import hook_sources
+
+    found = []
+    for scope, path in hook_sources.settings_files(root):
+        try:
+            settings = installer.read_settings(path)
+        except (OSError, ValueError) as exc:
+            results.append(_row(f"settings {scope}", False, f"{path}: {exc}"))
+            continue
+        ours = [(scope, event, handler) for event, handler in installer.ours(settings)]
+        found += ours
+        if ours:
+            events = {event for _, event, _ in ours}
+            missing = set(installer.installed_events()) - events
+            detail = f"{path}: {len(ours)} handlers for {len(events)} events"
+            if missing:
+                detail += f"; missing: {', '.join(sorted(missing))}"
+            results.append(_row(f"settings {scope}", not missing, detail))
+    results += _hook_server_registered(root, found)
+    if not found:
+        sources = hook_sources.Found(root)
+        if sources.plugin is not None or sources.replay:
+            results.append(_row("installed", True, sources.describe()))
+        else:
+            detail = "no claude-session hooks in any settings file; run `claude-session install`"
+            results.append(_row("installed", False, detail))
+    return found
+
+
+def _hook_server_registered(
+    root: Path, found: list[tuple[str, str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """mcp_tool hooks need their server registered with Claude Code, as this install would
+    start it: else every one of them fails, and only the transcript fills the record."""
+    from .hook_client import registration
+
+    rows = []
+    for scope in sorted({s for s, _, h in found if h.get("type") == "mcp_tool"}):
+        entry = registration(root, "user" if scope == "user" else "local")
+        wanted = installer.hook_server_argv()
+        if entry is None:
+            detail = f"not registered for these {scope} hooks: run `claude-session install`"
+            rows.append(_row("hook server", False, detail))
+        elif [entry.get("command"), *entry.get("args", [])] != wanted:
+            detail = f"registered as {entry.get('command')} {entry.get('args')}, not this install"
+            rows.append(_row("hook server", False, detail))
+        else:
+            rows.append(_row("hook server", True, f"registered: {' '.join(wanted)}"))
+    return rows
+
+
+def _duplicates(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Claude Code runs an identical command once, but differing ones all run: events recorded
+    twice. Flag every event with more than one distinct claude-session command."""
+    by_event: dict[str, set[str]] = {}
+    where: dict[str, set[str]] = {}
+    for scope, event, handler in found:
+        by_event.setdefault(event, set()).add(str(handler.get("command")))
+        where.setdefault(event, set()).add(scope)
+    doubled = {e: c for e, c in by_event.items() if len(c) > 1}
+    if not found:
+        return []
+    if not doubled:
+        return [_row("duplicate registrations", True, "none")]
+    detail = "; ".join(
+        f"{e}: {len(c)} different commands in {', '.join(sorted(where[e]))}"
+        for e, c in sorted(doubled.items())
+    )
+    return [_row("duplicate registrations", False, detail)]
+
+
+def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Run each distinct installed command once, with a sample payload, into a scratch project;
+    one at a time, so each time is what Claude Code waits for that hook (run together, they
+    share the CPUs and each looks several times slower than it is)."""
+    distinct: dict[tuple[str, str], dict[str, Any]] = {}
+    for _, event, handler in found:
+        if handler.get("type") != "mcp_tool":
+            distinct.setdefault((event, str(handler.get("command"))), handler)
+    served = sorted({event for _, event, handler in found if handler.get("type") == "mcp_tool"})
+    if not distinct and not served:
+        return []
+    from . import payloads  # the output contract's models, loaded before any hook is timed
+
+    assert payloads.output_adapter is not None
+    results = []
+    times: list[tuple[float, str]] = []
+    with tempfile.TemporaryDirectory(prefix="claude-session-doctor-") as scratch:
+        project = Path(scratch)
+        for (event, command), handler in distinct.items():
+            done = installer.run_hook_command(
+                command,
+                json.dumps(sample_payload(event, project)).encode(),
+                project,
+                timeout=float(handler.get("timeout") or installer.DEFAULT_TIMEOUT),
+                extra_env=installer.probe_env(project),  # a scratch project needs none
+            )
+            times.append((done.seconds * 1000, event))
+            problems = []
+            if done.returncode != 0:
+                problems.append(f"exit {done.returncode}")
+            problem = done.output_problem() or _output_contract(done.stdout)
+            if problem:
+                problems.append(problem)
+            if not _stored(project, sample_payload(event, project)["session_id"], event):
+                first = done.stderr.strip().splitlines()[:1]
+                problems.append("event not recorded" + (f" ({first[0][:160]})" if first else ""))
+            detail = f"{done.seconds * 1000:.0f} ms" + (
+                ": " + "; ".join(problems) if problems else ""
+            )
+            results.append(_row(f"hook {event}", not problems, detail))
+        results += _run_served(served, project, times)
+    ordered = sorted(times)
+    slowest, name = ordered[-1]
+    results.append(
+        _row(
+            "hooks timed",
+            True,
+            f"{len(ordered)} hooks run one at a time, each alone as Claude Code waits for it:"
+            f" median {ordered[len(ordered) // 2][0]:.0f} ms, slowest {slowest:.0f} ms ({name})",
+        )
+    )
+    return results
+
+
+def _run_served(
+    events: list[str], project: Path, times: list[tuple[float, str]]
+) -> list[dict[str, Any]]:
+    """The mcp_tool hooks: one hook server started as Claude Code starts it, each event sent
+    to it with a sample payload, timed from the call to the answer (what Claude Code waits)."""
+    if not events:
+        return []
+    from .hook_client import HookServerClient, HookServerError
+
+    results = []
+    try:
+        server = HookServerClient(project, installer.probe_env(project))
+    except (OSError, HookServerError) as exc:
+        return [_row("hook server", False, f"did not start: {exc}")]
+    try:
+        for event in events:
+            payload = sample_payload(event, project)
+            try:
+                text, failed, seconds = server.call(payload)
+            except HookServerError as exc:
+                results.append(_row(f"hook {event} (hook server)", False, str(exc)))
+                break
+            times.append((seconds * 1000, event))
+            problems = ["answered with an error: " + text[:160]] if failed else []
+            problem = _output_contract(text)
+            if problem:
+                problems.append(problem)
+            if not _stored(project, payload["session_id"], event):
+                problems.append("event not recorded")
+            detail = f"{seconds * 1000:.1f} ms" + (": " + "; ".join(problems) if problems else "")
+            results.append(_row(f"hook {event} (hook server)", not problems, detail))
+    finally:
+        server.close()
+    return results
+
+
+def _output_contract(stdout: str) -> str | None:
+    """A JSON answer must also match Claude Code's output schema, or it is reported as an error."""
+    if not stdout.strip():
+        return None
+    from pydantic import ValidationError
+
+    from .payloads import output_adapter
+
+    try:
+        output_adapter.validate_json(stdout)
+    except ValidationError as exc:
+        return f"output breaks the hook output contract: {exc.errors()[0]['msg']}"
+    return None
+
+
+def sample_payload(event: str, project: Path) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "session_id": f"doctor-{os.getpid()}",
+        "transcript_path": str(project / "transcript.jsonl"),
+        "cwd": str(project),
+        "hook_event_name": event,
+    }
+    if "Tool" in event or event in ("PermissionRequest", "PermissionDenied"):
+        payload.update(
+            tool_name="Bash", tool_input={"command": "true"}, tool_use_id=f"toolu_doctor_{event}"
+        )
+    if event == "SessionStart":
+        payload["source"] = "startup"
+    return payload
+
+
+def _integrity(conn: apsw.Connection, full: bool) -> str:
+    """'ok', or what is wrong. Without `full`: the schema parses and the newest rows of the
+    event log and the audit read back (a damaged page on that path shows), in milliseconds."""
+    if full:
+        return str(conn.execute("PRAGMA quick_check").fetchall()[0][0])
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        for table in ("events", "hook_events", "frame_states"):
+            conn.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 100").fetchall()
+    except apsw.Error as exc:  # a damaged file: reported, never raised
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def _stored(project: Path, session_id: str, event: str) -> bool:
+    try:
+        conn = db.connect(db_path(str(project)), create=False, readonly=True)
+    except db.DatabaseError:
+        return False
+    try:
+        return bool(
+            db.rows(
+                conn,
+                "SELECT 1 FROM events WHERE session_id = ? AND hook_event_name = ? LIMIT 1",
+                (session_id, event),
+            )
+        )
+    finally:
+        conn.close()
+
+
+def _database(root: Path, full: bool = False) -> list[dict[str, Any]]:
+    path = db_path(str(root))
+    if not os.path.exists(path):
+        return [_row("database", True, f"{path} not created yet (the first hook creates it)")]
+    results = []
+    try:
+        conn = db.connect(path, create=False, migrate=False)
+        verdict = _integrity(conn, full)
+        mode = conn.execute("PRAGMA journal_mode").fetchall()[0][0]
+        version = db.schema_version(conn)
+        conn.close()
+        label = "database quick_check" if full else "database readable"
+        results.append(_row(label, verdict == "ok", f"{path}: {verdict}"))
+        unsafe = unsafe_filesystem(str(root))
+        expected = "delete" if unsafe else "wal"
+        note = f" ({unsafe}: WAL is not safe on this file system)" if unsafe else ""
+        results.append(_row("database journal", mode == expected, f"journal_mode={mode}{note}"))
+        results.append(
+            _row(
+                "database schema",
+                version == db.SCHEMA_VERSION,
+                f"version {version} (this claude-session: {db.SCHEMA_VERSION})",
+            )
+        )
+    except db.DatabaseError as exc:
+        results.append(_row("database", False, str(exc)))
+    perms = stat.S_IMODE(os.stat(path).st_mode)
+    results.append(_row("database permissions", perms & 0o077 == 0, f"mode {perms:o}"))
+    backlog = spool.backlog(str(root))
+    results.append(_row("spool backlog", backlog == 0, f"{backlog} events waiting"))
+    set_aside, reason = spool.quarantined(str(root))
+    detail = f"{set_aside} spool files set aside in {spool_dir(str(root))}/rejected"
+    results.append(
+        _row("spool set aside", set_aside == 0, detail + (f"; last: {reason}" if reason else ""))
+    )
+    count, last = log.count_errors(str(root))
+    results.append(
+        _row("internal errors", count == 0, f"{count} logged" + (f"; last: {last}" if last else ""))
+    )
+    results += _transcripts(path)
+    return results
+
+
+def _transcripts(path: str) -> list[dict[str, Any]]:
+    """Claude Code's transcripts read for costs: information (a transcript gone with an old
+    session is normal; one refused names a path outside the config folder we read)."""
+    from ..cost import costs
+
+    try:
+        conn = db.connect(path, create=False, migrate=False, readonly=True)
+        try:
+            found = costs.transcript_state(conn)
+            skipped = db.rows(
+                conn,
+                "SELECT path, lines_skipped, first_skipped, (SELECT sum(lines_skipped) FROM"
+                " transcript_files) AS total, (SELECT count(*) FROM transcript_files WHERE"
+                " lines_skipped > 0) AS files FROM transcript_files WHERE lines_skipped > 0"
+                " ORDER BY updated_at DESC LIMIT 1",
+            )
+        finally:
+            conn.close()
+    except (db.DatabaseError, apsw.Error):
+        return []  # an older schema, or the database check above says why
+    detail = f"{found['files']} read"
+    if skipped:  # not understood, or figures out of bounds (the agent can write there too)
+        last = skipped[0]
+        where = "" if last["first_skipped"] is None else f" from byte {last['first_skipped']}"
+        detail += (
+            f"; {last['total']} lines skipped in {last['files']} (latest: {last['path']},"
+            f" {last['lines_skipped']} lines{where})"
+        )
+    if found["old_unreadable"]:
+        detail += f"; {found['old_unreadable']} of ended sessions gone or unreadable (information)"
+    detail += "".join(f"; {problem}" for problem in found["live_problems"])
+    return [_row("transcripts", True, detail)]

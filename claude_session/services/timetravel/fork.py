@@ -1,0 +1,238 @@
+"""Forking a session from a frame, and replaying it headless.
+
+A fork is a new working directory with the files exactly as they were at the frame: a git
+worktree (detached, so no branch or ref is added to the user's repository) where the project
+is a git work tree with a commit, else a plain folder; then the frame's snapshot is restored
+into it, untracked files included. The fork gets a database of its own holding the branch
+(parent session and frame, label) and the frame's state; the first Claude Code session
+started there claims it and receives that state as context (SessionStart). The parent's
+database records the branch too, and a SessionForked (or ReplayStarted) event. Its sessions
+record through the project's hooks: in a worktree Claude Code reads the main repository's
+local settings; a plain folder gets its own copy (`_carry_hooks`).
+
+A replay is a fork in which `claude -p` runs at once, with the prompt of the turn the frame
+belongs to or a new one, recording into the fork's database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from ...core import db, executions, frames, trust
+from ...core.paths import db_path
+from ..setup import hook_sources, installer
+from ..snapshots import snapshot_files
+from . import timetravel
+
+GIT_TIMEOUT_SECONDS = 60.0
+
+
+class ForkError(Exception):
+    """A fork that cannot be made as asked (clear message for the user)."""
+
+
+def default_path(root: str, ref: timetravel.FrameRef, kind: str = "fork") -> str:
+    """Beside the project: `<project>-fork-<session>-<frame>`, `-2`, `-3`... when taken.
+
+    The session id comes from a Claude Code payload: only its safe characters make the name,
+    so no `/` or `..` in it can move the fork out of the project's parent folder."""
+    parent, name = os.path.split(os.path.abspath(root))  # name is '' for '/' alone
+    session = re.sub(r"[^A-Za-z0-9_-]+", "_", ref.session_id).strip("_")[:8] or "session"
+    base = os.path.join(parent, f"{name or 'root'}-{kind}-{session}-{ref.frame_no}")
+    candidate, n = base, 1
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def fork(
+    conn: apsw.Connection,
+    root: str,
+    address: str,
+    *,
+    label: str | None = None,
+    path: str | None = None,
+    kind: str = "fork",
+    prompt: str | None = None,
+    reset_failures: bool = False,
+) -> dict[str, Any]:
+    ref = timetravel.resolve(conn, address)
+    try:
+        commit, _ = timetravel.pointer(conn, ref)
+    except timetravel.FrameError as exc:
+        raise ForkError(str(exc)) from exc
+    found = timetravel.frame(conn, ref)
+    state = found["state"]
+    untrusted = trust.database_problem(db_path(root))
+    if untrusted:  # a clone's database: its recorded state is data, never put before a model
+        state = {}
+    if reset_failures:
+        state = dict(state, errors=[], failed_paths=[])
+    state_text = json.dumps(state, separators=(",", ":"), sort_keys=False)
+    dest = os.path.abspath(path or default_path(root, ref, kind))
+    if os.path.lexists(dest) and (not os.path.isdir(dest) or os.listdir(dest)):
+        raise ForkError(f"{dest} already exists and is not empty: choose another --path")
+    how = _make_worktree(root, dest)
+    snapshot_files.restore(root, commit, None, work_tree=dest)
+    if how.startswith("folder"):
+        _carry_hooks(root, dest)
+    now = time.time()
+    digest = frames.content_hash(state_text)
+
+    def add_branch(target: apsw.Connection) -> int:
+        return executions.add_branch(
+            target,
+            kind=kind,
+            parent_session_id=ref.session_id,
+            parent_frame_no=ref.frame_no,
+            parent_root=os.path.abspath(root),
+            path=dest,
+            label=label,
+            state_hash=digest,
+            prompt=prompt,
+            now=now,
+        )
+
+    child = db.connect(db_path(dest))
+    try:
+        with db.Immediate(child):
+            frames.store_state(child, state_text, now)
+            add_branch(child)
+    finally:
+        child.close()
+    with db.Immediate(conn):
+        frames.store_state(conn, state_text, now)
+        branch_id = add_branch(conn)
+        detail = {"branch": branch_id, "path": dest, "label": label, "commit": commit}
+        name = "ReplayStarted" if kind == "replay" else "SessionForked"
+        frames.add_timeline_event(conn, name, ref.session_id, ref.frame_no, now, json.dumps(detail))
+    return {
+        "branch": branch_id,
+        "kind": kind,
+        "from": str(ref),
+        "path": dest,
+        "made_with": how,
+        "snapshot_commit": commit,
+        "label": label,
+        "hooks": hook_sources.Found(Path(dest)).describe(),
+        "next": f"cd {shlex.quote(dest)} && claude",
+    }
+
+
+def turn_prompt(conn: apsw.Connection, ref: timetravel.FrameRef) -> str | None:
+    """The prompt of the turn the frame belongs to (the one a replay runs again)."""
+    rows = conn.execute(
+        "SELECT t.prompt FROM frames f JOIN turns t ON t.id = f.turn_id"
+        " WHERE f.session_id = ? AND f.frame_no = ?",
+        (ref.session_id, ref.frame_no),
+    ).fetchall()
+    return str(rows[0][0]) if rows and rows[0][0] else None
+
+
+def replay(
+    conn: apsw.Connection,
+    root: str,
+    address: str,
+    *,
+    prompt: str | None = None,
+    reset_failures: bool = False,
+    label: str | None = None,
+    path: str | None = None,
+    claude: str = "claude",
+    extra_args: list[str] | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Fork, then run `claude -p PROMPT` in the fork, recording into its database."""
+    ref = timetravel.resolve(conn, address)
+    if not prompt and trust.database_problem(db_path(root)):
+        raise ForkError(
+            "this project's database is not trusted (it came with a clone or a copy), so its"
+            " recorded prompt is not run: give one with --prompt, or run `claude-session trust`"
+        )
+    text = prompt or turn_prompt(conn, ref)
+    if not text:
+        raise ForkError(f"frame {ref} belongs to no turn with a prompt: give one with --prompt")
+    executable = shutil.which(claude)
+    if executable is None:
+        raise ForkError(f"{claude!r} is not on PATH: install Claude Code, or pass --claude PATH")
+    made = fork(
+        conn,
+        root,
+        str(ref),
+        label=label,
+        path=path,
+        kind="replay",
+        prompt=text,
+        reset_failures=reset_failures,
+    )
+    argv = [executable, "-p", text, *(extra_args or [])]
+    if not _hooks_reach(made["path"]):
+        argv += ["--settings", json.dumps(installer.with_ours({}))]
+    env = dict(os.environ, CLAUDE_PROJECT_DIR=made["path"])
+    done = subprocess.run(
+        argv, cwd=made["path"], env=env, capture_output=True, timeout=timeout, check=False
+    )
+    made["exit_code"] = done.returncode
+    made["output"] = done.stdout.decode("utf-8", "replace")[-4000:]
+    if done.returncode != 0:
+        made["error"] = done.stderr.decode("utf-8", "replace")[-2000:]
+    return made
+
+
+def _hooks_reach(path: str) -> bool:
+    """Our hooks are in a settings file Claude Code reads for a session in `path` (a
+    worktree's main repository's included), or in the plugin."""
+    found = hook_sources.Found(Path(path))
+    return bool(found.files) or found.plugin is not None
+
+
+def _carry_hooks(root: str, dest: str) -> None:
+    """A fork made as a plain folder has no settings of the project's: where the project's
+    own settings files hold our hooks and nothing else brings them to the fork, its
+    `.claude/settings.local.json` gets them, so a `claude` started there records (a git
+    worktree needs none: Claude Code reads the main repository's local settings there)."""
+    parent = hook_sources.Found(Path(root))
+    if not any(scope != "user" for scope, _, _ in parent.files) or _hooks_reach(dest):
+        return
+    path = installer.settings_path("local", Path(dest))
+    installer.write_settings(path, installer.with_ours(installer.read_settings(path)))
+
+
+def _make_worktree(root: str, dest: str) -> str:
+    """A detached git worktree of HEAD where there is one (no branch, no ref added to the
+    user's repository), else an empty folder."""
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+
+    def git(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            ["git", "-C", root, *args],
+            capture_output=True,
+            env=env,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+
+    try:
+        head = git("rev-parse", "--verify", "-q", "HEAD")
+    except OSError:
+        head = None
+    if head is not None and head.returncode == 0:
+        added = git("worktree", "add", "--detach", dest, "HEAD")
+        if added.returncode == 0:
+            return "git worktree (detached)"
+        raise ForkError(
+            "git worktree add failed: " + added.stderr.decode("utf-8", "replace").strip()[:300]
+        )
+    os.makedirs(dest, mode=0o755, exist_ok=True)
+    return "folder (no git commit to make a worktree from)"
