@@ -104,6 +104,7 @@ def test_tier_markers_sit_on_tests_or_modules_and_agree_with_MODULES() -> None:
         ["pipx", "install", "x.whl"],
         [sys.executable, "-m", "pip", "wheel", "."],
     ],
+    ids=["hook", "cli", "daemon", "claude", "chromium", "tmux", "pipx", "pip-wheel"],
 )
 def test_the_fast_tier_refuses_processes_of_ours_and_of_the_outside_world(argv: object) -> None:
     assert refused(argv)
@@ -116,6 +117,7 @@ def test_the_fast_tier_refuses_processes_of_ours_and_of_the_outside_world(argv: 
         ["sh", "-c", "exit 3"],
         [sys.executable, "-c", "print(1)"],
     ],
+    ids=["git", "sh", "python"],
 )
 def test_the_fast_tier_allows_plain_programs(argv: object) -> None:
     assert refused(argv) is None

@@ -16,8 +16,8 @@ module whose tests are all end-to-end may also say so itself (`pytestmark = pyte
 a test with `@pytest.mark.e2e`: a marker on the test or its module wins, and must then be its
 only tier. tests/conftest.py applies this at collection (`assign`), refuses a test module named
 nowhere, and fails a `fast` test that starts a process of ours or of the outside world
-(`Guard`); tests/test_tiers.py checks the rest. The split was measured, not guessed: a run noting
-every process each test started (subprocess and posix_spawn).
+(`Guard`); tests/test_tiers.py checks the rest. The split was measured, not guessed: a run of
+the whole suite noting every program each test started, then the fast tier under the guard.
 """
 
 from __future__ import annotations
