@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import hook_argv
 from tiers import GUARD, MODULES, TESTS, TIERS, refused
-
-from claude_session.services import installer
 
 TESTS_DIR = Path(__file__).resolve().parent
 ROOT = TESTS_DIR.parent
@@ -95,7 +94,7 @@ def test_tier_markers_sit_on_tests_or_modules_and_agree_with_MODULES() -> None:
 @pytest.mark.parametrize(
     "argv",
     [
-        installer.hook_argv("PreToolUse", sys.executable),
+        hook_argv("PreToolUse"),
         [str(Path(sys.executable).parent / "claude-session"), "status"],
         [sys.executable, "-P", "-m", "claude_session.resident", "--project", "/p"],
         "/root/.cache/claude-session-tests/claude-code-2.1.330/node_modules/.bin/claude -p hi",
