@@ -296,8 +296,17 @@ def _stop_the_tests_processes(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.hookimpl(trylast=True)  # after the session's fixtures are torn down
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run when a process of ours under this run's basetemp is still running after a
-    bounded grace (then stop it: the run leaves nothing behind either way)."""
+    bounded grace (then stop it: the run leaves nothing behind either way).
+
+    Under pytest-xdist each worker has its own basetemp, inside the controller's: a worker
+    leaves the check to the controller, which runs it over the basetemp holding every
+    worker's, once all of them are done, and whose exit status is the run's."""
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller checks
+        return
     base = session.config.stash.get(_BASETEMP, None)
+    if base is None and session.config.pluginmanager.has_plugin("dsession"):  # xdist controller
+        factory = getattr(session.config, "_tmp_path_factory", None)
+        base = factory.getbasetemp().resolve() if factory is not None else None
     if base is None:  # no test ran
         return
     deadline = time.monotonic() + EXIT_GRACE_SECONDS
@@ -316,6 +325,33 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     else:
         sys.stderr.write("\n".join([title, *lines, ""]))
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# --- the test tiers (tests/tiers.py, docs/testing.md) -------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every test has its tier by then
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tiers import assign
+
+    assign(items)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_process_of_ours(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """A `fast` test that starts a hook, the CLI, a capture process, the daemon, a server, the
+    real Claude Code CLI, a browser, tmux or an install fails at its end, naming what it
+    started: it belongs in a slower tier."""
+    if request.node.get_closest_marker("fast") is None:
+        yield
+        return
+    from tiers import GUARD, Guard
+
+    guard = request.node.stash[GUARD] = Guard(monkeypatch)
+    yield
+    assert not guard.found, "a fast test started: " + "; ".join(guard.found)
 
 
 @pytest.fixture(autouse=True)
@@ -381,9 +417,30 @@ def build_wheel(into: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def wheel_install(tmp_path_factory: pytest.TempPathFactory) -> WheelInstall:
-    """Built and installed once per test session; the e2e tests install their hooks from it."""
-    scratch = tmp_path_factory.mktemp("wheel")
+def wheel_install(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> WheelInstall:
+    """Built and installed once per test run; the e2e tests install their hooks from it. Under
+    pytest-xdist the workers share one, made by the first that needs it (under a lock, in the
+    basetemp above the workers' own)."""
+    if not hasattr(request.config, "workerinput"):
+        return make_wheel_install(tmp_path_factory.mktemp("wheel"))
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent / "wheel"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / ".done"
+        if done.exists():
+            (wheel,) = (shared / "dist").glob("claude_session-*.whl")
+            return WheelInstall(wheel, shared / "venv")
+        made = make_wheel_install(shared)
+        done.touch()
+        return made
+
+
+def make_wheel_install(scratch: Path) -> WheelInstall:
     wheel = build_wheel(scratch / "dist")
     venv = scratch / "venv"
     subprocess.run([PYTHON, "-m", "venv", str(venv)], check=True, timeout=300)

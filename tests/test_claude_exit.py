@@ -353,7 +353,6 @@ class SlowSubagent:
         return [text("Done.")]
 
 
-@pytest.mark.e2e
 def query_once_made(project: Path, sql: str) -> list[tuple[Any, ...]]:
     """Rows, or none while the first hook is still creating the database (the file exists a
     moment before its tables do)."""
@@ -367,6 +366,7 @@ def query_once_made(project: Path, sql: str) -> list[tuple[Any, ...]]:
         return []
 
 
+@pytest.mark.e2e
 def test_real_claude_code_killed_while_its_subagent_runs_a_command(
     tmp_path: Path, wheel_install: Any
 ) -> None:

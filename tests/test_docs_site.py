@@ -38,7 +38,8 @@ def test_the_readme_is_a_short_front_page() -> None:
     assert lines[0] == "# claude-session"
     head = "\n".join(lines[:6])
     assert "./install.sh && .venv/bin/claude-session demo" in head
-    assert "./install.sh --dev && .venv/bin/python -m pytest" in head
+    assert "./install.sh --dev && ./test.sh " in head
+    assert "./install.sh --dev && ./test.sh\n" in (ROOT / ".ci" / "run").read_text()
 
 
 def test_every_relative_link_of_the_readme_leads_somewhere() -> None:
