@@ -136,7 +136,7 @@ def build(root: str) -> MCPServer:
             return {"error": str(exc)}
         finally:
             conn.close()
-        label = f"g{memory_id}" if scope == "global" else str(memory_id)
+        label = memories.label(scope, memory_id)
         answer = {"id": label, "stored": "new" if new else "already known: strengthened"}
         if stored is not None and stored["review"] == memories.PENDING:
             answer |= {"review": "pending", "note": AWAITS_REVIEW.format(id=label)}
