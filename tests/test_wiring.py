@@ -156,8 +156,11 @@ def test_the_other_entries_install_writes_exist() -> None:
 
 def test_the_runtimes_deadlines_stay_under_the_timeouts_written() -> None:
     from claude_session.core.config import DEFAULTS
+    from claude_session.services import gitstate
 
     for event in installer.installed_events():
         assert installer.TIMEOUTS.get(event, installer.DEFAULT_TIMEOUT) > runtime_deadline(event)
     for event in ("Stop", "SubagentStop", "TaskCompleted"):  # the judge's events wait for it
         assert installer.TIMEOUTS[event] > float(DEFAULTS["judge_timeout_seconds"])
+    # PreCompact's git state runs inside the hook: within the relay's answer, so the timeout
+    assert runtime_deadline("PreCompact") > gitstate.GIT_TIMEOUT_SECONDS
