@@ -144,6 +144,9 @@ def test_a_missing_git_and_a_timeout_are_statuses_not_exceptions(
         "",
         "git is not installed",
     )
+    from claude_session.services import gitstate
+
+    assert gitstate.capture(str(tmp_path)) == {"error": "git is not installed"}
     slow = tmp_path / "git"
     slow.write_text(f"#!/bin/sh\nexec {sleep} 5\n")
     slow.chmod(0o755)

@@ -18,9 +18,7 @@ def capture(root: str) -> dict[str, Any]:
 
     args = ["status", "--porcelain=v2", "--branch", "--untracked-files=normal"]
     code, out, err = usergit.run(root, args, timeout=GIT_TIMEOUT_SECONDS)
-    if code in (usergit.NOT_INSTALLED, usergit.TIMED_OUT) and not out:
-        return {"error": err}
-    if code != 0:
+    if code != 0:  # git's error, or usergit's for a missing git or a timeout
         from ..core.redact import redact
 
         # Redacted whole before the cut (a remote's URL may carry a token).
