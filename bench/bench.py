@@ -133,6 +133,11 @@ def main() -> None:
     parser.add_argument(
         "--relayed-only", action="store_true", help="the relayed storm alone, then stop"
     )
+    parser.add_argument(
+        "--relay-compare",
+        action="store_true",
+        help="hook processes with the daemon running, relay on and off alternated, then stop",
+    )
     args = parser.parse_args()
     if args.relayed_only:
         with tempfile.TemporaryDirectory() as scratch:
@@ -143,6 +148,15 @@ def main() -> None:
                 args.python,
                 package_dir(args.python) / "hook.py",
                 Path(scratch),
+            )
+        print(json.dumps(found, indent=2 if args.json else None))
+        return
+
+    if args.relay_compare:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as scratch:
+            os.environ["CLAUDE_SESSION_STATE_DIR"] = str(Path(scratch) / "state")
+            found = relay_compare(
+                args.runs, args.python, package_dir(args.python) / "hook.py", Path(scratch)
             )
         print(json.dumps(found, indent=2 if args.json else None))
         return
@@ -410,6 +424,87 @@ def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) ->
         "median_ms": round(statistics.median(ordered), 2),
         "p90_ms": round(ordered[int(len(ordered) * 0.9)], 2),
         "max_ms": round(ordered[-1], 1),
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime+stime
+
+
+def relay_compare(runs: int, python: str, entry: Path, scratch: Path) -> dict[str, object]:
+    """What the relay saves a `command` hook: real hook processes (the command transport)
+    with the project's daemon running, each event timed with the relay on and with it off
+    (CLAUDE_SESSION_NO_RELAY=1), on and off alternated run by run so that drift in machine
+    load hits both alike. The daemon's CPU (utime+stime from /proc) is read around each
+    relayed run: its cost per event handed over."""
+    from claude_session.services.background import daemon_control
+
+    python = os.path.abspath(python)
+    project = scratch / "compare"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    env = hook_env(project, scratch, CLAUDE_SESSION_NO_DAEMON="1")
+    off_env = env | {"CLAUDE_SESSION_NO_RELAY": "1"}
+    timed(
+        installer.hook_argv("SessionStart", python, entry),
+        payload("SessionStart.startup", project, 0),
+        env,
+    )
+    resident = start_daemon_process(project, python, env)
+    cpu_at_start = _cpu_seconds(resident.pid)
+    cases = CASES  # SessionStart: the one command of the default (mcp) install relayed often
+    samples: dict[str, dict[str, list[float]]] = {
+        event: {"on": [], "off": []} for event, _ in cases
+    }
+    cpu: dict[str, list[float]] = {event: [] for event, _ in cases}
+    try:
+        for i in range(-1, runs):
+            for event, name in cases:
+                cmd = installer.hook_argv(event, python, entry)
+                order = ("on", "off") if i % 2 else ("off", "on")
+                for mode in order:
+                    data = payload(name, project, 2 * i + (mode == "on") + 10)
+                    before = _cpu_seconds(resident.pid)
+                    elapsed = timed(cmd, data, env if mode == "on" else off_env)
+                    if i >= 0:
+                        samples[event][mode].append(elapsed)
+                        if mode == "on":
+                            cpu[event].append((_cpu_seconds(resident.pid) - before) * 1000)
+        served = json.loads(Path(daemon_control.status_path(str(project))).read_text())
+        cpu_total = _cpu_seconds(resident.pid) - cpu_at_start
+    finally:
+        resident.terminate()
+        resident.wait(30)
+        daemon_control.stop(str(project))
+
+    def p90(values: list[float]) -> float:
+        ordered = sorted(values)
+        return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))], 2)
+
+    table: dict[str, object] = {}
+    for event, modes in samples.items():
+        row: dict[str, object] = {}
+        for mode, values in modes.items():
+            row[f"{mode}_median_ms"] = round(statistics.median(values), 2)
+            row[f"{mode}_p90_ms"] = p90(values)
+        row["saved_median_ms"] = round(
+            statistics.median(modes["off"]) - statistics.median(modes["on"]), 2
+        )
+        row["daemon_cpu_ms_per_event"] = round(statistics.mean(cpu[event]), 2)
+        table[event] = row
+    stats = served.get("stats", served)
+    return {
+        "runs": runs,
+        "cores": os.cpu_count(),
+        "load_before": os.getloadavg(),
+        "relay_served": stats.get("relay_served"),
+        "relay_declined": stats.get("relay_declined"),
+        # everything the daemon did while the hooks ran (sweeps, captures too), per relayed event
+        "daemon_cpu_ms_per_relayed_event_all_in": round(
+            cpu_total * 1000 / max(1, int(stats.get("relay_served") or 0)), 2
+        ),
+        "events": table,
     }
 
 

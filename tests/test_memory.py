@@ -317,3 +317,18 @@ def test_prune_bounds_memories_and_keeps_the_users_own(project: Path) -> None:
     assert done["rows_removed"]["memories"] == 42  # the old session note, 41 learned over the cap
     left = as_json(project, "memory", "list", "--limit", "1000")
     assert len(left) == 10 and any(m["text"] == "Keep me: I added this" for m in left)
+
+
+def test_a_memory_label_is_built_and_read_in_one_place() -> None:
+    """`memory list`, the MCP tools and the search answers all show a memory's id as
+    core/memories.label gives it, and the CLI reads it back with parse_label."""
+    from claude_session.core import answers, memories
+
+    assert memories.label("global", 12) == "g12"
+    assert memories.label("project", 12) == "12"
+    for scope in ("global", "project"):
+        assert memories.parse_label(memories.label(scope, 7)) == (scope, 7)
+    assert memories.parse_label("p7") == ("project", 7)
+    assert memories.parse_label("twelve") is None
+    row = {"id": 3, "category": "fact", "scope": "global", "text": "t", "tags": "[]", "rank": 1}
+    assert answers.memory_found("global", row)["id"] == "g3"

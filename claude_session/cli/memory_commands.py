@@ -37,26 +37,22 @@ def global_db(create: bool) -> Iterator[apsw.Connection | None]:
             conn.close()
 
 
-def _label(scope: str, row: dict[str, Any]) -> str:
-    return f"g{row['id']}" if scope == "global" else str(row["id"])
-
-
 def _rows(scope: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for row in found:
-        item = {"id": _label(scope, row)} | {k: v for k, v in row.items() if k != "id"}
+        item = {"id": memories.label(scope, row["id"])} | {
+            k: v for k, v in row.items() if k != "id"
+        }
         item["tags"] = json.loads(str(item.get("tags") or "[]"))
         out.append(item)
     return out
 
 
 def _parse_id(text: str) -> tuple[str, int]:
-    raw = text.strip().lower()
-    scope = "global" if raw.startswith("g") else "project"
-    digits = raw[1:] if raw.startswith(("g", "p")) else raw
-    if not digits.isdigit():
+    found = memories.parse_label(text)
+    if found is None:
         raise click.ClickException(f"{text!r} is not a memory id (12 for this project, g12 global)")
-    return scope, int(digits)
+    return found
 
 
 @cli.group()
@@ -125,7 +121,7 @@ def memory_add(
                     )
     except memories.MemoryProblem as exc:
         raise click.ClickException(str(exc)) from exc
-    label = f"g{memory_id}" if scope == "global" else str(memory_id)
+    label = memories.label(scope, memory_id)
     answer: dict[str, Any] = {"id": label, "new": new}
     said = f"memory {label} {'added' if new else 'strengthened (already known)'}"
     if scope == "session":
@@ -396,7 +392,7 @@ def _records(scope: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for row in _rows(scope, found):
         if row["supersedes"] is not None:
-            row["supersedes"] = _label(scope, {"id": row["supersedes"]})
+            row["supersedes"] = memories.label(scope, row["supersedes"])
         out.append({k: row[k] for k in memories.EXPORTED})
     return out
 

@@ -151,10 +151,10 @@ def quoted(value: "Any", cap: int = 300) -> "Any":
 
 def memory_found(scope: str, row: "dict[str, Any]") -> "dict[str, Any]":
     """One memory a search found: its id as `memory list` shows it, the rest quoted."""
-    from .memories import TEXT_CAP
+    from .memories import TEXT_CAP, label
 
     return {
-        "id": f"g{row['id']}" if scope == "global" else str(row["id"]),
+        "id": label(scope, row["id"]),
         "category": row["category"],
         "scope": row["scope"],
         "text": for_model(row["text"], TEXT_CAP),

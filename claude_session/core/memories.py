@@ -36,6 +36,21 @@ COLUMNS = (
 PENDING = "pending"  # review: held from every session and search until the user accepts it
 ACCEPTED = "accepted"
 REVIEWS = (PENDING, ACCEPTED)
+GLOBAL_PREFIX = "g"  # a memory's label: 12 for this project's memory 12, g12 for a global one
+
+
+def label(scope: str, memory_id: object) -> str:
+    """The memory's id as every surface shows it and takes it back (`memory list`, the MCP
+    tools, search answers): the global database's ids carry GLOBAL_PREFIX."""
+    return f"{GLOBAL_PREFIX}{memory_id}" if scope == "global" else str(memory_id)
+
+
+def parse_label(text: str) -> "tuple[str, int] | None":
+    """(scope, id) of a label (`label`'s; "p12" is taken for 12 too), None if it is none."""
+    raw = text.strip().lower()
+    scope = "global" if raw.startswith(GLOBAL_PREFIX) else "project"
+    digits = raw[1:] if raw.startswith((GLOBAL_PREFIX, "p")) else raw
+    return (scope, int(digits)) if digits.isdigit() else None
 
 
 class MemoryProblem(ValueError):

@@ -15,6 +15,8 @@ import gc
 import os
 import time
 
+from ..core.hook_contract import BLOCK_EXIT  # not 2: python exits 2 when it cannot open a file
+
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,8 +30,6 @@ if TYPE_CHECKING:
     from .request import Request
 
     Connect = Callable[[str, int], apsw.Connection]  # (root, busy timeout ms) -> connection
-
-BLOCK_EXIT = 3  # not 2: python itself exits 2 when it cannot open the script
 
 
 class Outcome:

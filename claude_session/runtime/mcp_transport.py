@@ -30,6 +30,8 @@ import sys
 import threading
 import time
 
+from ..core.hook_contract import BLOCK_EXIT, HOOK_ENTRY, HOOK_SERVER, HOOK_TOOL, INTERPRETER_FLAGS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,9 +41,7 @@ if TYPE_CHECKING:
     from . import hookrt
     from .connections import Connections
 
-NAME = "claude-session-hooks"
-# Listed to the model after a compaction as a tool used: the name says whose it is.
-HOOK_TOOL = "called_by_claude_code_not_the_model"
+NAME = HOOK_SERVER  # as `install` registers it
 LEGACY_TOOLS = ("hook",)  # what the hooks of an earlier install call, until install runs again
 PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a payload past the hook's own cap (32 MB) is no event
@@ -227,7 +227,7 @@ class HookServer:
         finally:
             for conn, held, chosen in taken:
                 chosen.give_back(conn, held)
-        if outcome.code == hookrt.BLOCK_EXIT:  # never for the events this transport carries
+        if outcome.code == BLOCK_EXIT:  # never for the events this transport carries
             block = {"decision": "block", "reason": outcome.err.strip()}
             return json.dumps(block), False, outcome
         return outcome.out, False, outcome
@@ -237,9 +237,9 @@ class HookServer:
         applies the event with the new code, as the command transport would."""
         import subprocess
 
-        entry = os.path.join(self.package, "hook.py")
+        entry = os.path.join(self.package, HOOK_ENTRY)
         done = subprocess.run(
-            [sys.executable, "-I", "-S", entry, event_name],
+            [sys.executable, *INTERPRETER_FLAGS, entry, event_name],
             input=raw,
             capture_output=True,
             timeout=60,

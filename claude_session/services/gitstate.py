@@ -14,27 +14,17 @@ GIT_TIMEOUT_SECONDS = 3.0
 
 
 def capture(root: str) -> dict[str, Any]:
-    import subprocess
+    from ..core import usergit
 
-    try:
-        done = subprocess.run(
-            ["git", "-C", root, "status", "--porcelain=v2", "--branch", "--untracked-files=normal"],
-            capture_output=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            stdin=subprocess.DEVNULL,
-            env=_git_env(),
-        )
-    except FileNotFoundError:
-        return {"error": "git is not installed"}
-    except subprocess.TimeoutExpired:
-        return {"error": f"git status took longer than {GIT_TIMEOUT_SECONDS:g}s"}
-    if done.returncode != 0:
+    args = ["status", "--porcelain=v2", "--branch", "--untracked-files=normal"]
+    code, out, err = usergit.run(root, args, timeout=GIT_TIMEOUT_SECONDS)
+    if code != 0:  # git's error, or usergit's for a missing git or a timeout
         from ..core.redact import redact
 
         # Redacted whole before the cut (a remote's URL may carry a token).
-        message = redact(done.stderr.decode("utf-8", "replace")).strip().splitlines()
-        return {"error": message[0][:200] if message else f"git exited {done.returncode}"}
-    return parse_status(done.stdout.decode("utf-8", "replace"))
+        message = redact(err).strip().splitlines()
+        return {"error": message[0][:200] if message else f"git exited {code}"}
+    return parse_status(out)
 
 
 def parse_status(text: str) -> dict[str, Any]:
@@ -58,12 +48,3 @@ def parse_status(text: str) -> dict[str, Any]:
         elif line.startswith("? "):
             state["changed"].append(f"?? {line[2:]}")
     return state
-
-
-def _git_env() -> dict[str, str]:
-    import os
-
-    env = dict(os.environ)
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # never take the index lock from a hook
-    env["LC_ALL"] = "C"
-    return env

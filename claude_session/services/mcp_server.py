@@ -24,7 +24,7 @@ from typing import Any
 import apsw
 from mcp.server.mcpserver import MCPServer
 
-from ..core import answers, db, injections, memories, recall, trust
+from ..core import answers, db, hook_contract, injections, memories, recall, trust
 from ..core import state as project_state
 from ..core.paths import DB_NAME, db_path
 from .timetravel import timetravel
@@ -56,7 +56,7 @@ def project_root() -> str:
 
 def build(root: str) -> MCPServer:
     server: MCPServer = MCPServer(
-        name="claude-session",
+        name=hook_contract.MCP_SERVER,
         instructions=(
             "Memories, project state and the session timeline recorded by claude-session for "
             "this project. Search memories before repeating work that may have failed before."
@@ -136,7 +136,7 @@ def build(root: str) -> MCPServer:
             return {"error": str(exc)}
         finally:
             conn.close()
-        label = f"g{memory_id}" if scope == "global" else str(memory_id)
+        label = memories.label(scope, memory_id)
         answer = {"id": label, "stored": "new" if new else "already known: strengthened"}
         if stored is not None and stored["review"] == memories.PENDING:
             answer |= {"review": "pending", "note": AWAITS_REVIEW.format(id=label)}

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...core import hook_fields
+from ...core import hook_contract, hook_fields
 from ...core.events import EVENTS
 from ...core.paths import DB_NAME
 
 MARKER = "# claude-session"
-BLOCK_EXIT = 3  # hookrt's exit status for a deliberate block; the wrapper turns it into 2
+BLOCK_EXIT = hook_contract.BLOCK_EXIT  # the runtime's block; the wrapper turns it into 2
 SCOPES = ("project", "local", "user")
 GITIGNORE_LINE = f"{DB_NAME}*"
 LOCAL_SETTINGS_LINE = ".claude/settings.local.json"
@@ -39,28 +39,17 @@ SKIPPED_EVENTS = ("WorktreeCreate",)
 # hooks still running when `claude -p` exits, which loses the event, and a synchronous hook
 # costs ~15 ms. Kept as the one switch should that trade-off change.
 ASYNC_EVENTS: frozenset[str] = frozenset()
-# Seconds. SessionEnd's value also raises Claude Code's 1.5 s budget for SessionEnd hooks.
-# The judge's events wait for it (judge_timeout_seconds, default 120).
-TIMEOUTS = {
-    "SessionStart": 15,
-    "PreCompact": 20,
-    "SessionEnd": 5,
-    "TaskCompleted": 180,
-    "Stop": 180,
-    "SubagentStop": 180,
-}
-DEFAULT_TIMEOUT = 10
+# Seconds, per event (core/hook_contract.py says why).
+TIMEOUTS = hook_contract.HOOK_TIMEOUTS
+DEFAULT_TIMEOUT = hook_contract.DEFAULT_HOOK_TIMEOUT
 
 # The transports (docs/design.md, "Hooks without a process"): 'mcp' delivers the events of a
 # running session to the session's own hook server (runtime/mcp_transport.py) as mcp_tool
 # hooks, no process started; 'command' starts a hook process per event (which hands the
 # event to the project's daemon when one runs).
 TRANSPORTS = ("mcp", "command")
-HOOK_SERVER = "claude-session-hooks"  # the MCP server's name, as `install` registers it
-# The hook server's tool (runtime/mcp_transport.HOOK_TOOL): never offered to the model, but
-# Claude Code lists every mcp_tool hook's tool among the tools used in a compaction's summary,
-# so its name says it is not the model's.
-HOOK_TOOL = "called_by_claude_code_not_the_model"
+HOOK_SERVER = hook_contract.HOOK_SERVER  # the MCP server's name, as `install` registers it
+HOOK_TOOL = hook_contract.HOOK_TOOL  # the hook server's tool, which every mcp_tool hook calls
 # The events the hook server carries: those of a running session. The rest stay commands:
 # SessionStart and Setup (Claude Code gives an mcp_tool hook there no MCP client, checked in
 # 2.1.330), SessionEnd (the server is gone by then), InstructionsLoaded and DirectoryAdded
@@ -81,7 +70,8 @@ def package_folder() -> str:
 def hook_server_argv(python: str | None = None) -> list[str]:
     """The hook server as Claude Code starts it: this install's interpreter and entry."""
     interpreter = os.path.abspath(python or sys.executable)
-    return [interpreter, "-I", "-S", str(Path(package_folder()) / "hookserver.py")]
+    entry = Path(package_folder()) / hook_contract.HOOK_SERVER_ENTRY
+    return [interpreter, *hook_contract.INTERPRETER_FLAGS, str(entry)]
 
 
 def mcp_handler(event: str) -> dict[str, Any]:
@@ -98,22 +88,27 @@ def mcp_handler(event: str) -> dict[str, Any]:
 def hook_entry() -> Path:
     """The hook entry inside this installed package (site-packages for a wheel, the checkout
     for a clone): whatever install wrote it, the command runs code that exists there."""
-    return Path(__file__).resolve().parents[2] / "hook.py"
+    return Path(__file__).resolve().parents[2] / hook_contract.HOOK_ENTRY
 
 
 def hook_argv(event: str, python: str | None = None, entry: Path | None = None) -> list[str]:
     """The hook process as Claude Code starts it, without the shell guard."""
     interpreter = os.path.abspath(python or sys.executable)  # not resolved: keep the venv path
-    return [interpreter, "-I", "-S", str(entry or hook_entry()), event]
+    return [interpreter, *hook_contract.INTERPRETER_FLAGS, str(entry or hook_entry()), event]
 
 
 def installed_events() -> tuple[str, ...]:
     return tuple(e for e in EVENTS if e not in SKIPPED_EVENTS)
 
 
+def block_guard() -> str:
+    """The shell after the hook process: the runtime's block becomes Claude Code's, every
+    other status 0."""
+    return f"[ $? -ne {BLOCK_EXIT} ] || exit {hook_contract.CLAUDE_BLOCK_EXIT}"
+
+
 def hook_command(event: str, python: str | None = None, entry: Path | None = None) -> str:
-    guard = f"[ $? -ne {BLOCK_EXIT} ] || exit 2"
-    return f"{shlex.join(hook_argv(event, python, entry))}; {guard} {MARKER}"
+    return f"{shlex.join(hook_argv(event, python, entry))}; {block_guard()} {MARKER}"
 
 
 def our_handlers(

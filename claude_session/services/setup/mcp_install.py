@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ...core import hook_contract
 from . import installer
 from .plugin import ClaudeError, output_tail, run_claude
 
-NAME = "claude-session"
+NAME = hook_contract.MCP_SERVER
 PROBE_SECONDS = 30.0
 
 

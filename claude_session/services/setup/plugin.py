@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import __version__
+from ...core import hook_contract
 from . import installer
 
 # A plugin's name must not start with "claude-" (the CLI's validator reserves it).
@@ -32,7 +33,7 @@ DESCRIPTION = (
 )
 # The clone used as a plugin folder (`claude --plugin-dir <clone>`): its own venv and entry.
 CLONE_PYTHON = "${CLAUDE_PLUGIN_ROOT}/.venv/bin/python"
-CLONE_ENTRY = "${CLAUDE_PLUGIN_ROOT}/claude_session/hook.py"
+CLONE_ENTRY = f"${{CLAUDE_PLUGIN_ROOT}}/claude_session/{hook_contract.HOOK_ENTRY}"
 
 
 def plugin_dir() -> Path:
@@ -46,9 +47,10 @@ def plugin_dir() -> Path:
 def clone_command(event: str) -> str:
     """A hook command for the checkout itself as the plugin: paths from CLAUDE_PLUGIN_ROOT,
     which the shell expands (quoted, so a root with spaces works)."""
-    guard = f"[ $? -ne {installer.BLOCK_EXIT} ] || exit 2"
+    flags = " ".join(hook_contract.INTERPRETER_FLAGS)
+    guard = installer.block_guard()
     return (
-        f'"{CLONE_PYTHON}" -I -S "{CLONE_ENTRY}" {shlex.quote(event)}; {guard} {installer.MARKER}'
+        f'"{CLONE_PYTHON}" {flags} "{CLONE_ENTRY}" {shlex.quote(event)}; {guard} {installer.MARKER}'
     )
 
 

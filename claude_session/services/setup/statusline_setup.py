@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ...core import hook_contract
 from . import installer
 
 ENTRY_TAIL = "claude_session/statusline.py"
@@ -34,13 +35,13 @@ class ForeignStatusLine(Exception):
 
 def entry() -> Path:
     """The status-line entry inside this installed package (beside the hook entry)."""
-    return installer.hook_entry().parent / "statusline.py"
+    return installer.hook_entry().parent / hook_contract.STATUSLINE_ENTRY
 
 
 def argv(python: str | None = None, path: Path | None = None) -> list[str]:
     """The status-line process as Claude Code starts it (less the marker)."""
     interpreter = os.path.abspath(python or sys.executable)  # not resolved: keep the venv path
-    return [interpreter, "-I", "-S", str(path or entry())]
+    return [interpreter, *hook_contract.INTERPRETER_FLAGS, str(path or entry())]
 
 
 def command(python: str | None = None, path: Path | None = None) -> str:

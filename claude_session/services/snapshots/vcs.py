@@ -15,6 +15,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from ...core import usergit
+
 TIMEOUT_SECONDS = 5.0
 
 
@@ -29,8 +31,8 @@ class Pointer:
 def pointer(root: str) -> Pointer:
     head = branch = jj_commit = jj_operation = None
     if _inside(root, ".git"):
-        head = _run(["git", "-C", root, "rev-parse", "--verify", "-q", "HEAD"])
-        branch = _run(["git", "-C", root, "symbolic-ref", "-q", "--short", "HEAD"])
+        head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+        branch = _git(root, "symbolic-ref", "-q", "--short", "HEAD")
     if _inside(root, ".jj") and shutil.which("jj"):
         base = ["jj", "--ignore-working-copy", "--no-pager", "--color", "never", "-R", root]
         jj_commit = _run([*base, "log", "-r", "@", "--no-graph", "-T", "commit_id"])
@@ -50,18 +52,26 @@ def _inside(root: str, marker: str) -> bool:
         folder = parent
 
 
+def _git(root: str, *args: str) -> str | None:
+    return _first_line(*usergit.run(root, list(args), timeout=TIMEOUT_SECONDS))
+
+
 def _run(argv: list[str]) -> str | None:
-    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    """jj's, in git's environment (core/usergit): git's go through usergit.run."""
     try:
         done = subprocess.run(
             argv,
             capture_output=True,
             timeout=TIMEOUT_SECONDS,
             stdin=subprocess.DEVNULL,
-            env=env,
+            env=usergit.env(),
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    text = done.stdout.decode("utf-8", "replace").strip()
-    return text.splitlines()[0][:200] if done.returncode == 0 and text else None
+    return _first_line(done.returncode, done.stdout.decode("utf-8", "replace"), "")
+
+
+def _first_line(code: int, out: str, _err: str) -> str | None:
+    text = out.strip()
+    return text.splitlines()[0][:200] if code == 0 and text else None

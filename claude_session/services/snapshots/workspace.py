@@ -156,7 +156,11 @@ def git(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `git args` on the store `git_dir` (with `root` as its work tree unless
     `work_tree` is False), in an environment of its own (`env`: a quarantine's); a failure,
-    a missing git or a timeout is a WorkspaceError (`check=False`: the caller reads it)."""
+    a missing git or a timeout is a WorkspaceError (`check=False`: the caller reads it).
+
+    Not core/usergit, the runner of git in the user's repository: this one runs git on our
+    snapshot repository, whose environment is the opposite of the user's (every GIT_ variable
+    replaced, our GIT_DIR, index and author, no user or system config, HOME moved away)."""
     try:
         done = subprocess.run(
             ["git", *args],

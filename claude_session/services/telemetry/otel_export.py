@@ -134,9 +134,9 @@ def resource_attributes(root: str) -> dict[str, str]:
     OTEL_SERVICE_NAME override them (see `_resource`)."""
     import getpass
     import socket
-    import subprocess
 
     from ... import __version__
+    from ...core import usergit
 
     attrs = {
         "service.name": "claude-session",
@@ -152,14 +152,9 @@ def resource_attributes(root: str) -> dict[str, str]:
         ("vcs.repository.url.full", ["config", "--get", "remote.origin.url"]),
         ("vcs.repository.ref.name", ["symbolic-ref", "--short", "-q", "HEAD"]),
     ):
-        try:
-            done = subprocess.run(
-                ["git", "-C", root, *args], capture_output=True, text=True, timeout=5, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        value = done.stdout.strip()
-        if done.returncode == 0 and value:
+        code, out, _ = usergit.run(root, args, timeout=5)
+        value = out.strip()
+        if code == 0 and value:
             attrs[key] = redact(safe_url(value) if key == "vcs.repository.url.full" else value)
     return attrs
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import apsw
 
-from ...core import db, executions, frames, trust
+from ...core import db, executions, frames, trust, usergit
 from ...core.paths import db_path
 from ..setup import hook_sources, installer
 from ..snapshots import snapshot_files
@@ -212,27 +212,14 @@ def _carry_hooks(root: str, dest: str) -> None:
 def _make_worktree(root: str, dest: str) -> str:
     """A detached git worktree of HEAD where there is one (no branch, no ref added to the
     user's repository), else an empty folder."""
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-
-    def git(*args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            ["git", "-C", root, *args],
-            capture_output=True,
-            env=env,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
+    wait = GIT_TIMEOUT_SECONDS
+    head, _, _ = usergit.run(root, ["rev-parse", "--verify", "-q", "HEAD"], timeout=wait)
+    if head == 0:
+        added, _, err = usergit.run(
+            root, ["worktree", "add", "--detach", dest, "HEAD"], timeout=wait
         )
-
-    try:
-        head = git("rev-parse", "--verify", "-q", "HEAD")
-    except OSError:
-        head = None
-    if head is not None and head.returncode == 0:
-        added = git("worktree", "add", "--detach", dest, "HEAD")
-        if added.returncode == 0:
+        if added == 0:
             return "git worktree (detached)"
-        raise ForkError(
-            "git worktree add failed: " + added.stderr.decode("utf-8", "replace").strip()[:300]
-        )
+        raise ForkError("git worktree add failed: " + err.strip()[:300])
     os.makedirs(dest, mode=0o755, exist_ok=True)
     return "folder (no git commit to make a worktree from)"

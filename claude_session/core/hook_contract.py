@@ -1,0 +1,45 @@
+"""What `install` writes into Claude Code's settings and the runtime answers to, defined once:
+the installer (services/setup) builds its commands and mcp_tool hooks from these, the hook
+runtime, the hook server and the relay check against the same names (tests/test_wiring.py
+installs into a scratch HOME and checks every entry written against the runtime).
+
+Imports nothing: the hook runtime loads it on every event.
+"""
+
+# Claude Code's exit status for "block" (a command hook's contract).
+CLAUDE_BLOCK_EXIT = 2
+# The runtime's own status for a deliberate block: not 2, which python itself exits with when
+# it cannot open the script. The installed shell guard turns BLOCK_EXIT into
+# CLAUDE_BLOCK_EXIT and every other status into 0 (a broken install never blocks).
+BLOCK_EXIT = 3
+
+# The interpreter's flags in every command we install (no user site, no site-packages scan:
+# the hook imports only the standard library, apsw and our package beside its entry).
+INTERPRETER_FLAGS = ("-I", "-S")
+# The entries inside the package that the installed commands name.
+HOOK_ENTRY = "hook.py"
+HOOK_SERVER_ENTRY = "hookserver.py"
+STATUSLINE_ENTRY = "statusline.py"
+
+# The hook server (runtime/mcp_transport.py): its name as `install` registers it, and the one
+# tool every mcp_tool hook calls. The tool is never offered to the model, but Claude Code
+# lists every mcp_tool hook's tool among the tools used in a compaction's summary, so its name
+# says it is not the model's.
+HOOK_SERVER = "claude-session-hooks"
+HOOK_TOOL = "called_by_claude_code_not_the_model"
+# The memory MCP server (services/mcp_server.py), as `install --with-mcp` registers it.
+MCP_SERVER = "claude-session"
+
+# Seconds Claude Code gives each hook, as `install` writes them. SessionEnd's value also raises
+# Claude Code's 1.5 s budget for SessionEnd hooks. The judge's events wait for it
+# (judge_timeout_seconds, default 120). The runtime's own deadlines stay under these (the
+# relay's ANSWER_SECONDS; tests/test_wiring.py checks it).
+HOOK_TIMEOUTS = {
+    "SessionStart": 15,
+    "PreCompact": 20,
+    "SessionEnd": 5,
+    "TaskCompleted": 180,
+    "Stop": 180,
+    "SubagentStop": 180,
+}
+DEFAULT_HOOK_TIMEOUT = 10
