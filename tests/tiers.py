@@ -133,8 +133,10 @@ MODULES: dict[str, str] = {
     "test_trust_surfaces.py": "integration",
     "test_types.py": "lint",
     "test_untrusted_sources.py": "integration",
+    "test_usergit.py": "integration",
     "test_watch.py": "integration",
     "test_wheel_build.py": "lint",
+    "test_wiring.py": "integration",
     "test_workspace.py": "integration",
 }
 
