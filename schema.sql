@@ -177,7 +177,7 @@ CREATE TABLE hook_events (
     payload_summary TEXT,            -- one redacted line, at most 200 characters: "Bash: npm test", "Edit src/a.py", "prompt: ..."
     timestamp       TEXT,  -- UTC
     source          TEXT NOT NULL DEFAULT 'hook' CHECK (source IN ('hook', 'transcript')),  -- 'hook': Claude Code sent it; 'transcript': no hook delivered it, it was rebuilt from Claude Code's transcript (version 17)
-    transport       TEXT CHECK (transport IN ('process', 'relay', 'mcp'))  -- how it reached the store: a hook process, the resident process it handed over to, or the hook server of an mcp_tool hook; NULL before version 18, and for rebuilt or spooled events
+    transport       TEXT CHECK (transport IN ('process', 'relay', 'mcp'))  -- how it reached the store: a hook process, the daemon it handed over to (the relay), or the hook server of an mcp_tool hook; NULL before version 18, and for rebuilt or spooled events
 );
 CREATE INDEX hook_events_started ON hook_events (started_at);
 

@@ -9,7 +9,7 @@ draws the tree and the one direction of imports between the packages:
 - `telemetry`: sessions as OpenTelemetry spans, and their export.
 - `web`: the local web view (`serve`).
 - `setup`: install/uninstall (hooks, MCP, plugin, status line), doctor, demo, payload models.
-- `background`: the resident process's sweeps, and starting and finding it.
+- `background`: the daemon's sweeps, and starting and finding it.
 
 At the top, the small base every package may use (`configuration`, `gitstate`, `judge`) and
 the few modules that read across the packages (`queries`, `live`, `prune`, `mcp_server`).
