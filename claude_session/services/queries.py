@@ -132,26 +132,18 @@ def last_compaction(conn: apsw.Connection) -> dict[str, Any] | None:
 
 
 def problems(
-    conn: apsw.Connection,
+    conn: apsw.Connection | None,
     root: str,
     database: dict[str, Any],
     daemon: dict[str, Any],
     now: float,
 ) -> list[str]:
-    """Anything wrong with the installation, one sentence each."""
-    found = [*hooks_problem(root)]
-    if database["spool_backlog"]:
-        found.append(f"{database['spool_backlog']} events wait in the spool")
-    if database["spool_set_aside"]:
-        found.append(
-            f"{database['spool_set_aside']} spool files were set aside (quarantined): "
-            f"{database['spool_last_set_aside_reason'] or 'see doctor'}"
-        )
-    for kind, why in trust_report(root).items():
-        if why != "trusted":
-            found.append(f"the {kind} is not trusted: {why}")
-    if database["internal_errors"]:
-        found.append(f"{database['internal_errors']} internal errors logged")
+    """Anything wrong with the installation, one sentence each. The checks `doctor` makes too
+    (the spool, internal errors, trust) are computed once, in `health`: here their sentences."""
+    from . import health
+
+    shared = [*health.spool_checks(root), *health.trust_checks(root), health.internal_errors(root)]
+    found = [*hooks_problem(root), *(c.problem for c in shared if c.problem is not None)]
     for copy in database["moved_aside"]:
         found.append(f"a corrupt database was moved aside: {copy}")
     if database["wal_unsafe_filesystem"]:
@@ -159,6 +151,8 @@ def problems(
     from ..core.config import number
     from .configuration import load_or_defaults
 
+    if conn is None:  # no database yet: no session is live
+        return found
     idle = number(load_or_defaults(root).values, "session_idle_minutes") * 60
     live = db.rows(
         conn,
