@@ -3,12 +3,9 @@
 This module is imported by every hook process, so it defines the version and nothing else at
 import time: `from claude_session import Project` (the library API, claude_session/project.py)
 loads it when first asked for. Loaded by name, so that no module's `import claude_session`
-(for the version) counts as an import of the library API, which sits above the services.
+(for the version) counts as an import of the library API, which sits above the services;
+`__init__.pyi` tells type checkers what `Project` is.
 """
-
-TYPE_CHECKING = False  # typing is not imported here: a hook's import stays cheap
-if TYPE_CHECKING:  # for type checkers only; the import contracts ignore it
-    from .project import Project
 
 __version__ = "0.1.0"
 __all__ = ["Project", "__version__"]

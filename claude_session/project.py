@@ -472,14 +472,9 @@ class Project:
         from .services.timetravel import timetravel
 
         conn = self.connection()
-        if conn is None:
+        session_id = self.session_at(session)
+        if conn is None or session_id is None:
             return []
-        try:
-            session_id = timetravel.find_session(conn, session)
-        except timetravel.FrameError as exc:
-            if not session and self.latest_session() is None:
-                return []
-            raise ProjectError(str(exc)) from exc
         spent = costs.frame_figures(conn, session_id)
         none = {"cost_usd": None, "tokens": None, "messages": 0}
         return [
@@ -488,6 +483,22 @@ class Project:
         ]
 
     frames = timeline
+
+    def session_at(self, address: str = "") -> str | None:
+        """The session an address names: '' the latest, else a session id or prefix, or any
+        frame address (`<session>:<frame>`, `@<commit>`...). None: no session recorded yet;
+        `ProjectError` when the address names nothing."""
+        from .services.timetravel import timetravel
+
+        conn = self.connection()
+        if conn is None:
+            return None
+        try:
+            return timetravel.find_session(conn, address)
+        except timetravel.FrameError as exc:
+            if not address and self.latest_session() is None:
+                return None
+            raise ProjectError(str(exc)) from exc
 
     def diff(self, a: str, b: str, stat_only: bool = False) -> Diff:
         """What changed between frames `a` and `b` (addresses as `claude-session diff` takes
@@ -557,14 +568,16 @@ class Project:
         self,
         query: str | None = None,
         limit: int = 10,
+        *,
+        scope: str | None = None,
         category: str | None = None,
-        include_global: bool = True,
     ) -> list[Memory]:
-        """With `query`: the memories matching it, this project's and the global ones, best
-        first (what `memory search` and the MCP tool `search_memories` find). Without: the
-        memories in use, most used and strongest first. Never one awaiting review."""
-        conn = self.connection()
-        global_conn = recall.open_global() if include_global else None
+        """With `query`: the memories matching it, best first across this project's and the
+        global ones (what `claude-session memory search` and the MCP tool `search_memories`
+        find: this is their one search). Without: the memories in use, most used and
+        strongest first. `scope`: 'project' or 'global' alone. Never one awaiting review."""
+        conn = self.connection() if scope in (None, "project") else None
+        global_conn = recall.open_global() if scope in (None, "global") else None
         try:
             if query is not None:
                 return search_memories(conn, global_conn, query, limit)
