@@ -25,16 +25,35 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, fields
+from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 
 from .core import db, injections, memories, recall, trust
 from .core import state as project_state
 from .core.paths import DB_NAME, db_path
+from .records import (
+    Agent,
+    Claim,
+    CostReport,
+    Diff,
+    Error,
+    FailedPath,
+    Frame,
+    Injection,
+    Listing,
+    Memory,
+    Session,
+    StateChange,
+    StateValue,
+)
+
+if TYPE_CHECKING:
+    from .services.queries import Query
 
 __all__ = [
     "Agent",
@@ -45,6 +64,7 @@ __all__ = [
     "FailedPath",
     "Frame",
     "Injection",
+    "Listing",
     "Memory",
     "Project",
     "ProjectError",
@@ -61,220 +81,13 @@ class ProjectError(Exception):
     frame that names nothing)."""
 
 
-@dataclass(frozen=True)
-class Session:
-    """A session with its counters (`claude-session status --json`'s `sessions`)."""
-
-    session_id: str
-    status: str | None
-    source: str | None
-    started_at: float | None
-    last_activity_at: float | None
-    end_reason: str | None
-    events: int | None
-    prompts: int | None
-    tool_calls: int | None
-    tool_failures: int | None
-    file_edits: int | None
-    subagents: int | None
-    compactions: int | None
-
-
-@dataclass(frozen=True)
-class Agent:
-    """An agent of the registry (`claude-session agents --json`)."""
-
-    agent: str
-    type: str | None
-    task: str | None
-    state: str | None
-    age_seconds: float | None
-    silent_seconds: float | None
-    files: int
-    tokens: int | None
-    cost_usd: float | None
-    reason: str | None
-    session_id: str
-    tool_uses: int | None
-    is_internal: int
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A file claim (lease) of an agent (`claude-session claims --json`)."""
-
-    file_path: str
-    agent: str
-    session_id: str
-    operation: str | None
-    edits: int | None
-    last_touched_at: float | None
-    expires_at: float | None
-    lease: str
-    contested: int
-
-
-@dataclass(frozen=True)
-class Error:
-    """A failure on its error ladder (`claude-session errors --json`)."""
-
-    id: int
-    session_id: str
-    agent_id: str | None
-    tool_name: str | None
-    error_category: str | None
-    attempt_number: int | None
-    resolution: str | None
-    interrupted: int
-    what: str | None
-    command: str | None
-    file_path: str | None
-    exit_code: int | None
-    task_id: str | None
-    error_message: str | None
-    occurred_at: float | None
-    resolved_at: float | None
-    tokens: int | None
-    cost_usd: float | None
-
-
-@dataclass(frozen=True)
-class FailedPath:
-    """An approach tried and rejected (`claude-session failed-paths --json`)."""
-
-    id: int
-    approach: str
-    reason_failed: str | None
-    file_path: str | None
-    session_id: str | None
-    still_relevant: int
-    created_at: float | None
-    expires_at: float | None
-    context: str | None
-    tokens: int | None
-    cost_usd: float | None
-
-
-@dataclass(frozen=True)
-class Frame:
-    """A frame of a session's timeline: what happened, when, what changed, what it cost."""
-
-    frame: int
-    created_at: float
-    kind: str
-    agent: str
-    tool_name: str | None
-    summary: str | None
-    files: tuple[str, ...]
-    state_hash: str | None
-    turn: int | None
-    snapshot: str | None
-    snapshot_commit: str | None
-    snapshot_note: str | None
-    tool_status: str | None
-    duration_ms: float | None
-    open_errors: int | None
-    cost_usd: float | None
-    tokens: int | None
-    messages: int
-
-
-@dataclass(frozen=True)
-class Diff:
-    """What changed between two frames (`claude-session diff --json`): `state`, the session's
-    recorded state (agents, claims, errors, failed_paths: added, removed, changed; task;
-    counters); `files`, `stat` (and `diff` unless `stat_only`), or `error`."""
-
-    a: str
-    b: str
-    state: dict[str, Any]
-    files: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class CostReport:
-    """Cost and tokens grouped `by` session, turn, agent, tool, model or day
-    (`claude-session cost --json`, without the transcripts read: a Project reads none)."""
-
-    by: str
-    session_id: str | None
-    since: float | None
-    rows: tuple[dict[str, Any], ...]
-    groups: int
-    total: dict[str, Any]
-    claude_code_total_usd: float | None
-    price_table_models: Any
-    dead_ends: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Memory:
-    """A memory (`claude-session memory search --json`): `id` as the CLI names it (`12` in
-    this project, `g12` global); `rank` from a search (lower is better), None in a listing."""
-
-    id: str
-    category: str
-    scope: str
-    text: str
-    tags: tuple[str, ...]
-    source: str | None
-    session_id: str | None
-    agent_id: str | None
-    tool_use_id: str | None
-    project: str | None
-    strength: float | None
-    created_at: float | None
-    updated_at: float | None
-    last_used_at: float | None
-    use_count: int
-    supersedes: int | None
-    trusted: int | None
-    review: str | None
-    imported_at: float | None
-    rank: float | None = None
-
-    @property
-    def where(self) -> str:
-        """'project' or 'global': which database holds it."""
-        return "global" if self.id.startswith("g") else "project"
-
-
-@dataclass(frozen=True)
-class StateValue:
-    """A key of the project's state."""
-
-    key: str
-    value: str | None
-    updated_at: str | None  # as SQLite's datetime() writes it, UTC
-
-
-@dataclass(frozen=True)
-class StateChange:
-    """A change of a state key, newest first in `state_history`."""
-
-    id: int
-    key: str
-    old_value: str | None
-    new_value: str | None
-    changed_at: float
-    cause: str | None
-
-
-@dataclass(frozen=True)
-class Injection:
-    """A text put before a session's model (the injection log: `claude-session restore --all`)."""
-
-    id: int
-    at: float
-    session_id: str
-    agent_id: str | None
-    event: str
-    kind: str
-    source: str | None
-    event_id: int | None
-    tool_use_id: str | None
-    text: str
-    chars: int | None
+# The row type of each listing `Project.page` and `Project.each` read.
+_ROWS: dict[str, type[Any]] = {
+    "agents": Agent,
+    "claims": Claim,
+    "errors": Error,
+    "failed_paths": FailedPath,
+}
 
 
 T = TypeVar("T")
@@ -381,6 +194,51 @@ class Project:
     def __repr__(self) -> str:
         return f"Project({str(self.root)!r}, exists={self.exists})"
 
+    # -- listings: a page (with what more there is and what the filter hides), or each row --
+
+    LISTINGS = ("agents", "claims", "errors", "failed_paths")
+
+    def _query(self, conn: apsw.Connection, listing: str, options: dict[str, Any]) -> Query:
+        from .services import queries
+
+        every = bool(options.get("all"))
+        if listing == "agents":
+            return queries.agents_query(include_all=every, session=options.get("session"))
+        if listing == "claims":
+            return queries.claims_query(conn, include_released=every)
+        if listing == "errors":
+            return queries.errors_query(open_only=bool(options.get("open_only")))
+        if listing == "failed_paths":
+            return queries.failed_paths_query(include_all=every)
+        raise ValueError(f"no listing {listing!r}: one of {', '.join(self.LISTINGS)}")
+
+    def page(self, listing: str, limit: int = 50, **options: Any) -> Listing[Any]:
+        """The newest `limit` rows of a listing ('agents', 'claims', 'errors',
+        'failed_paths'; `options` as its method takes them), how many matched in all, and how
+        many the default filter hides."""
+        from .services import queries
+
+        kind = _ROWS[listing]
+        conn = self.connection()
+        if conn is None:
+            return Listing([], 0)
+        query = self._query(conn, listing, options)
+        found = queries.page(conn, query, limit)
+        what = query.hidden.what if query.hidden is not None else None
+        rows = [_make(kind, row) for row in found.rows]
+        return Listing(rows, found.total, queries.hidden(conn, query), what)
+
+    def each(self, listing: str, **options: Any) -> Iterator[Any]:
+        """Every row of a listing, as it is read (none held)."""
+        from .services import queries
+
+        kind = _ROWS[listing]
+        conn = self.connection()
+        if conn is None:
+            return
+        for row in queries.stream(conn, self._query(conn, listing, options)):
+            yield _make(kind, row)
+
     # -- sessions and agents --------------------------------------------------------------
 
     def sessions(self, limit: int = 20) -> list[Session]:
@@ -423,44 +281,21 @@ class Project:
         """The agent registry, running first: by default the real agents of active sessions
         and anything still running; `all` adds finished sessions' agents and Claude Code's
         internal helpers. `session`: one session's (an id or a prefix)."""
-        from .services import queries
-
-        conn = self.connection()
-        if conn is None:
-            return []
-        query = queries.agents_query(include_all=all, session=session)
-        return [_make(Agent, row) for row in queries.page(conn, query, limit).rows]
+        return self.page("agents", limit, session=session, all=all).rows
 
     def claims(self, all: bool = False, limit: int = 200) -> list[Claim]:
         """File claims, live and contested first; `all` adds released ones."""
-        from .services import queries
-
-        conn = self.connection()
-        if conn is None:
-            return []
-        query = queries.claims_query(conn, include_released=all)
-        return [_make(Claim, row) for row in queries.page(conn, query, limit).rows]
+        return self.page("claims", limit, all=all).rows
 
     def errors(self, open_only: bool = False, limit: int = 200) -> list[Error]:
         """Failures, newest first, with their ladder step and what its climb cost;
         `open_only`: the ones not fixed (abandoned by an ended session included)."""
-        from .services import queries
-
-        conn = self.connection()
-        if conn is None:
-            return []
-        return [_make(Error, row) for row in queries.errors(conn, open_only=open_only, limit=limit)]
+        return self.page("errors", limit, open_only=open_only).rows
 
     def failed_paths(self, all: bool = False, limit: int = 200) -> list[FailedPath]:
         """Approaches tried and rejected, newest first: those still shown to agents, or
         (`all`) resolved and expired ones too."""
-        from .services import queries
-
-        conn = self.connection()
-        if conn is None:
-            return []
-        found = queries.all_failed_paths(conn, include_all=all, limit=limit)
-        return [_make(FailedPath, row) for row in found]
+        return self.page("failed_paths", limit, all=all).rows
 
     # -- time travel ----------------------------------------------------------------------
 
@@ -476,9 +311,15 @@ class Project:
         if conn is None or session_id is None:
             return []
         spent = costs.frame_figures(conn, session_id)
+        answered = {t["turn"]: t["result_text"] for t in costs.turn_figures(conn, session_id)}
         none = {"cost_usd": None, "tokens": None, "messages": 0}
         return [
-            _make(Frame, f | spent.get(int(f["frame"]), none), files=tuple(f["files"]))
+            _make(
+                Frame,
+                f | spent.get(int(f["frame"]), none),
+                files=tuple(f["files"]),
+                result_text=answered.get(f["turn"]) if f["kind"] == "turn_end" else None,
+            )
             for f in timetravel.timeline(conn, session_id)
         ]
 
@@ -503,33 +344,15 @@ class Project:
     def diff(self, a: str, b: str, stat_only: bool = False) -> Diff:
         """What changed between frames `a` and `b` (addresses as `claude-session diff` takes
         them): the recorded state, then the files from their snapshots."""
-        from .services.snapshots import snapshot_files, workspace
         from .services.timetravel import timetravel
 
         conn = self.connection()
         if conn is None:
             raise ProjectError(f"no claude-session database at {self.path}")
         try:
-            ref_a, ref_b = timetravel.resolve(conn, a), timetravel.resolve(conn, b)
-            frame_a, frame_b = timetravel.frame(conn, ref_a), timetravel.frame(conn, ref_b)
+            return Diff(*timetravel.diff(conn, str(self.root), a, b, stat_only))
         except timetravel.FrameError as exc:
             raise ProjectError(str(exc)) from exc
-        state = timetravel.state_diff(frame_a["state"], frame_b["state"])
-        files: dict[str, Any] = {}
-        try:
-            commit_a, _ = timetravel.pointer(conn, ref_a)
-            commit_b, _ = timetravel.pointer(conn, ref_b)
-        except timetravel.FrameError as exc:
-            files = {"error": str(exc)}
-        else:
-            root = str(self.root)
-            try:
-                files["stat"] = snapshot_files.diff_stat(root, commit_a, commit_b)
-                if not stat_only:
-                    files["diff"] = snapshot_files.unified_diff(root, commit_a, commit_b)
-            except workspace.WorkspaceError as exc:
-                files = {"error": str(exc)}
-        return Diff(str(ref_a), str(ref_b), state, files)
 
     # -- cost -----------------------------------------------------------------------------
 

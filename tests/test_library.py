@@ -85,6 +85,7 @@ def test_the_examples_of_the_docs_page_run(
     assert "session_start" in said  # a frame
     assert "run pytest with -q here" in said  # the memory found
     assert "problem: no claude-session hooks are installed" in said
+    assert "agents in all" in said, said
 
 
 def test_each_read_answers_typed_rows_with_the_cli_json_names(recorded: Path) -> None:
@@ -98,6 +99,12 @@ def test_each_read_answers_typed_rows_with_the_cli_json_names(recorded: Path) ->
         agents = project.agents(all=True)
         assert agents and all(isinstance(a, Agent) for a in agents)
         assert project.agents() == []  # every session ended: none shown by default
+        listed = project.page("claims", limit=5)
+        assert (listed.rows, listed.total, listed.hidden) == ([], 0, 1)
+        assert listed.hidden_what == "released claims" and listed.more == 0
+        assert list(project.each("agents", all=True)) == project.agents(all=True)
+        with pytest.raises(KeyError):
+            project.page("nothing")
         claims = project.claims(all=True)
         assert [(c.file_path, c.agent) for c in claims] == [("hello.py", "main")]
         assert isinstance(claims[0], Claim)
