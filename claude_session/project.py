@@ -93,6 +93,12 @@ _ROWS: dict[str, type[Any]] = {
 T = TypeVar("T")
 
 
+def _row_type(listing: str) -> type[Any]:
+    if listing not in _ROWS:
+        raise ValueError(f"no listing {listing!r}: one of {', '.join(_ROWS)}")
+    return _ROWS[listing]
+
+
 def _make(cls: type[T], row: dict[str, Any], **changed: Any) -> T:
     """A dataclass from a row: its fields by name (a field the row lacks: None)."""
     values = {f.name: row.get(f.name) for f in fields(cls)}  # type: ignore[arg-type]
@@ -196,8 +202,6 @@ class Project:
 
     # -- listings: a page (with what more there is and what the filter hides), or each row --
 
-    LISTINGS = ("agents", "claims", "errors", "failed_paths")
-
     def _query(self, conn: apsw.Connection, listing: str, options: dict[str, Any]) -> Query:
         from .services import queries
 
@@ -210,7 +214,7 @@ class Project:
             return queries.errors_query(open_only=bool(options.get("open_only")))
         if listing == "failed_paths":
             return queries.failed_paths_query(include_all=every)
-        raise ValueError(f"no listing {listing!r}: one of {', '.join(self.LISTINGS)}")
+        raise ValueError(f"no listing {listing!r}")
 
     def page(self, listing: str, limit: int = 50, **options: Any) -> Listing[Any]:
         """The newest `limit` rows of a listing ('agents', 'claims', 'errors',
@@ -218,7 +222,7 @@ class Project:
         many the default filter hides."""
         from .services import queries
 
-        kind = _ROWS[listing]
+        kind = _row_type(listing)
         conn = self.connection()
         if conn is None:
             return Listing([], 0)
@@ -232,7 +236,7 @@ class Project:
         """Every row of a listing, as it is read (none held)."""
         from .services import queries
 
-        kind = _ROWS[listing]
+        kind = _row_type(listing)
         conn = self.connection()
         if conn is None:
             return
@@ -263,10 +267,10 @@ class Project:
         )
         if len(found) != 1:
             return None
-        for row in self.sessions(limit=1_000_000):
-            if row.session_id == found[0]["session_id"]:
-                return row
-        return None
+        from .services import queries
+
+        rows = queries.sessions(conn, limit=1, only=str(found[0]["session_id"]))
+        return _make(Session, rows[0]) if rows else None
 
     def latest_session(self) -> str | None:
         """The id of the session active last (None: none recorded)."""

@@ -103,7 +103,7 @@ def test_each_read_answers_typed_rows_with_the_cli_json_names(recorded: Path) ->
         assert (listed.rows, listed.total, listed.hidden) == ([], 0, 1)
         assert listed.hidden_what == "released claims" and listed.more == 0
         assert list(project.each("agents", all=True)) == project.agents(all=True)
-        with pytest.raises(KeyError):
+        with pytest.raises(ValueError, match="no listing 'nothing'"):
             project.page("nothing")
         claims = project.claims(all=True)
         assert [(c.file_path, c.agent) for c in claims] == [("hello.py", "main")]

@@ -199,16 +199,19 @@ STATUS_CLAIMS = 20  # `status` shows the first claims (live and contested first)
 COUNTERS = ("prompts", "tool_calls", "tool_failures", "file_edits", "subagents", "compactions")
 
 
-def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
+def sessions(
+    conn: apsw.Connection, limit: int = 20, only: str | None = None
+) -> list[dict[str, Any]]:
     """Recent sessions with their counters (session_metrics rows pivoted: events is the sum of
-    every event type's count)."""
+    every event type's count); `only`: the one session with this id."""
     pivot = ", ".join(
         f"sum(CASE WHEN key = '{key}' THEN CAST(value AS INTEGER) ELSE 0 END) AS {key}"
         for key in COUNTERS
     )
     return db.rows(  # the counters of the sessions shown only, never of every session
         conn,
-        "WITH shown AS (SELECT * FROM sessions ORDER BY last_activity_at DESC LIMIT ?)"
+        "WITH shown AS (SELECT * FROM sessions WHERE ?2 IS NULL OR session_id = ?2"
+        " ORDER BY last_activity_at DESC LIMIT ?1)"
         " SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
         " s.last_activity_at, s.end_reason, m.events, m.prompts, m.tool_calls,"
         " m.tool_failures, m.file_edits, m.subagents, m.compactions FROM shown s"
@@ -217,7 +220,7 @@ def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
         f" {pivot} FROM session_metrics WHERE session_id IN (SELECT session_id FROM shown)"
         " GROUP BY session_id) m USING (session_id)"
         " ORDER BY s.last_activity_at DESC",
-        (limit,),
+        (limit, only),
     )
 
 
