@@ -195,3 +195,20 @@ def test_a_closed_project_says_so(recorded: Path) -> None:
     project.close()
     with pytest.raises(Exception, match="closed"):
         project.sessions()
+
+
+def test_status_and_doctor_make_the_shared_checks_once(recorded: Path) -> None:
+    """An event waiting in the spool: one check (services/health.py) is status's sentence
+    (Project.problems) and doctor's row."""
+    from claude_session.services import health
+    from claude_session.services.setup import doctor
+
+    spool.write(spool_dir(str(recorded)), {"delivery_id": "library-test", "x": 1})
+    backlog = next(c for c in health.spool_checks(str(recorded)) if c.check == "spool backlog")
+    assert not backlog.ok and backlog.problem == "1 events wait in the spool"
+    with Project(recorded) as project:
+        assert backlog.problem in project.problems()
+    rows = doctor.check(recorded)
+    assert backlog.row() in rows
+    trusted = [c.row() for c in health.trust_checks(str(recorded))]
+    assert trusted and all(row in rows for row in trusted)
