@@ -80,6 +80,7 @@ MODULES: dict[str, str] = {
     "test_judge.py": "integration",
     "test_ladder.py": "integration",
     "test_layers.py": "lint",
+    "test_library.py": "integration",
     "test_lint.py": "lint",
     "test_listings.py": "fast",
     "test_memory.py": "integration",

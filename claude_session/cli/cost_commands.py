@@ -3,6 +3,7 @@ Claude Code's own transcripts (read up to date first: only their new bytes)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import click
 
 from ..core.figures import token_count as tokens
 from ..core.figures import usd
+from ..project import Project
 from ..services.cost import costs, transcripts
 from . import lookup, output
 from .group import cli, json_option, opened
@@ -101,11 +103,12 @@ def cost(
         # New bytes only: of the session asked for, else of the sessions active in the last
         # hour (the daemon reads live ones as they grow; older ones were read by then).
         read = transcripts.catch_up(conn, session, recent_seconds=None if session else 3600)
-        by = by or ("turn" if session else "session")
-        found = costs.report(conn, by, session, start, None if every else limit)
-        if session:
-            total = found["total"]["cost_usd"] if found["rows"] else None
-            found["dead_ends"] = costs.dead_ends(conn, session, start, total)
+    by = by or ("turn" if session else "session")
+    with Project(root) as project:  # the report as the library gives it
+        report = project.cost(session, by, start, None if every else limit)
+    found = dataclasses.asdict(report) | {"rows": list(report.rows)}
+    if not session:
+        del found["dead_ends"]  # one session's only
     found["transcripts"] = read
     if as_json:
         output.emit(found, "json")

@@ -5,9 +5,10 @@ cell whole off a terminal, where a script reads it."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import click
@@ -15,7 +16,10 @@ import click
 from ..services import queries
 from . import output
 
-__all__ = ["emit_page", "limit_option", "show", "stream_rows", "tell_hidden"]
+if TYPE_CHECKING:
+    from ..project import Project
+
+__all__ = ["emit_page", "limit_option", "show", "show_listing", "stream_rows", "tell_hidden"]
 
 
 def limit_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,15 +69,40 @@ def show(
         stream_rows(queries.stream(conn, query), as_json, hide)
         return
     emit_page(queries.page(conn, query, limit), as_json, title, command, hide)
-    tell_hidden(queries.hidden(conn, query), query, reveal or f"{command} --all")
+    what = query.hidden.what if query.hidden is not None else None
+    tell_hidden(queries.hidden(conn, query), what, reveal or f"{command} --all")
 
 
-def tell_hidden(count: int, query: queries.Query, reveal: str) -> None:
+def show_listing(
+    project: Project,
+    listing: str,
+    options: dict[str, Any],
+    every: bool,
+    limit: int,
+    as_json: bool,
+    title: str,
+    command: str,
+    hide: tuple[str, ...] = (),
+    reveal: str = "",
+) -> None:
+    """A listing read through the library API (`Project.page`, `Project.each`), printed as
+    `show` prints one: the rows are the dataclasses' fields, the names `--json` prints."""
+    if every:
+        rows = (dataclasses.asdict(row) for row in project.each(listing, **options))
+        stream_rows(rows, as_json, hide)
+        return
+    found = project.page(listing, limit, **options)
+    page = queries.Page([dataclasses.asdict(row) for row in found.rows], found.total)
+    emit_page(page, as_json, title, command, hide)
+    tell_hidden(found.hidden, found.hidden_what, reveal or f"{command} --all")
+
+
+def tell_hidden(count: int, what: str | None, reveal: str) -> None:
     """On stderr (stdout stays the data), how many rows the listing's default filter left
     out and what shows them: `2 hidden: released claims (`claude-session claims --all` shows
     them)`."""
-    if count and query.hidden is not None:
-        output.note(f"{count:,} hidden: {query.hidden.what} (`claude-session {reveal}` shows them)")
+    if count and what is not None:
+        output.note(f"{count:,} hidden: {what} (`claude-session {reveal}` shows them)")
 
 
 def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, ...] = ()) -> None:

@@ -9,6 +9,7 @@ an agent added waits for `memory accept` (`memory list --pending` shows where it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -20,7 +21,7 @@ from typing import Any
 import apsw
 import click
 
-from ..core import db, memories, recall
+from ..core import db, memories, recall, spool
 from ..services import queries
 from . import output
 from .group import cli, json_option, opened
@@ -209,14 +210,14 @@ def memory_list(
 @click.pass_obj
 def memory_search(root: Path, query: str, limit: int, as_json: bool) -> None:
     """Full-text search (best first), in this project and the global memories."""
-    found: list[dict[str, Any]] = []
-    with opened(root, create=True) as conn:
-        found += _rows("project", memories.search(conn, query, limit=limit))
-    with global_db(create=False) as conn:
-        if conn is not None:
-            found += _rows("global", memories.search(conn, query, limit=limit))
-    found.sort(key=lambda row: float(row["rank"]))
-    _emit(found[:limit], as_json)
+    from ..project import Project
+
+    if spool.backlog(str(root)):
+        with opened(root):
+            pass  # the spool's events first: memories they added are found too
+    with Project(root) as project:  # the one search, the MCP server's too
+        found = project.memories(query, limit)
+    _emit([dataclasses.asdict(m) for m in found], as_json)
 
 
 def _emit(found: list[dict[str, Any]], as_json: bool) -> None:

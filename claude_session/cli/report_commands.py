@@ -9,11 +9,12 @@ from pathlib import Path
 import click
 
 from ..core import context, injections
+from ..project import Project
 from ..services import queries
 from ..services.cost import transcripts
 from . import lookup, output, status_view
 from .group import cli, json_option, opened
-from .listing import emit_page, limit_option, show, stream_rows
+from .listing import emit_page, limit_option, show, show_listing, stream_rows
 
 
 @cli.command()
@@ -64,9 +65,11 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
             session = lookup.session(conn, session)
         # Their cost from only the new bytes of the transcripts: the session's, else the live ones'.
         transcripts.catch_up(conn, session, recent_seconds=None if session else 0)
-        query = queries.agents_query(include_all=include_all, session=session)
-        reveal = f"agents --session {session} --all" if session else ""
-        show(conn, query, include_all, limit, as_json, "agents", "agents", hide, reveal)
+    reveal = f"agents --session {session} --all" if session else ""
+    options = {"all": include_all, "session": session}
+    with Project(root) as project:
+        show_listing(project, "agents", options, include_all, limit, as_json, "agents", "agents",
+                     hide, reveal)  # fmt: skip
 
 
 @cli.command()
@@ -80,9 +83,11 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
 @click.pass_obj
 def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
-    with opened(root) as conn:
-        query = queries.claims_query(conn, include_released=include_all)
-        show(conn, query, include_all, limit, as_json, "claims", "claims")
+    with opened(root):
+        pass  # the spool ingested
+    with Project(root) as project:
+        options = {"all": include_all}
+        show_listing(project, "claims", options, include_all, limit, as_json, "claims", "claims")
 
 
 @cli.command(name="errors")
@@ -103,11 +108,13 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
     """Failures with their escalation step (attempt), resolution, and the tokens and cost of
     the ladder's climb they are on (from its first failure until fixed, abandoned, or now)."""
     hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
-    query = queries.errors_query(open_only=open_only)
     with opened(root) as conn:
         transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
-        reveal = "errors" if open_only else ""  # the open ones hide the fixed
-        show(conn, query, every, limit, as_json, "errors", "errors", hide, reveal)
+    reveal = "errors" if open_only else ""  # the open ones hide the fixed
+    with Project(root) as project:
+        options = {"open_only": open_only}
+        show_listing(project, "errors", options, every, limit, as_json, "errors", "errors",
+                     hide, reveal)  # fmt: skip
 
 
 @cli.command(name="failed-paths")
@@ -125,10 +132,12 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
 @click.pass_obj
 def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """Approaches tried and rejected, newest first, with the tokens and cost each one took."""
-    query = queries.failed_paths_query(include_all=include_all)
     with opened(root) as conn:
         transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
-        show(conn, query, include_all, limit, as_json, "failed paths", "failed-paths")
+    with Project(root) as project:
+        options = {"all": include_all}
+        show_listing(project, "failed_paths", options, include_all, limit, as_json,
+                     "failed paths", "failed-paths")  # fmt: skip
 
 
 @cli.command(name="verdicts")

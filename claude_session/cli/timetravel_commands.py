@@ -7,6 +7,7 @@ SESSION:N, :N, SESSION (its latest frame), SESSION@attempt:N and SESSION@turn:N 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,9 @@ from rich.console import Console
 from rich.text import Text
 
 from ..core.figures import usd
-from ..services.cost import costs, transcripts
-from ..services.snapshots import snapshot_files, workspace
+from ..project import Frame, Project, ProjectError
+from ..services.cost import transcripts
+from ..services.snapshots import workspace
 from ..services.timetravel import fork as forking
 from ..services.timetravel import revert as reverting
 from ..services.timetravel import timetravel
@@ -68,17 +70,13 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
         except timetravel.FrameError as exc:
             raise _fail(exc) from exc
         transcripts.catch_up(conn, session_id)  # only their new bytes
-        frames = timetravel.timeline(conn, session_id)
-        spent = costs.frame_figures(conn, session_id)
-        answers = {t["turn"]: t["result_text"] for t in costs.turn_figures(conn, session_id)}
-        for f in frames:
-            f |= spent.get(int(f["frame"]), {"cost_usd": None, "tokens": None, "messages": 0})
-            if f["kind"] == "turn_end":
-                f["result_text"] = answers.get(f["turn"])
-        found: dict[str, Any] = {"session_id": session_id, "frames": frames}
+        found: dict[str, Any] = {"session_id": session_id}
         if tree:
             found["subagents"] = timetravel.subagents(conn, session_id)
             found["branches"] = timetravel.branches(conn, session_id)
+    with Project(root) as project:  # the frames as the library reads them
+        frames = [_frame_row(f) for f in project.timeline(session_id)]
+    found = {"session_id": session_id, "frames": frames} | found
     if as_json:
         output.emit(found, "json")
         return
@@ -105,6 +103,14 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
         output.emit(rows, "table", title, TIMELINE)
         return
     _print_tree(session_id, rows, found["subagents"], found["branches"])
+
+
+def _frame_row(frame: Frame) -> dict[str, Any]:
+    """A frame as `timeline --json` prints it: `files` a list; `result_text` at a turn's end."""
+    row = dataclasses.asdict(frame) | {"files": list(frame.files)}
+    if frame.kind != "turn_end":
+        del row["result_text"]
+    return row
 
 
 def _inexact(frame: dict[str, Any]) -> bool:
@@ -183,27 +189,15 @@ def _tree_line(out: Console, lead: str, text: str) -> None:
 @click.pass_obj
 def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
     """What changed between frames A and B: the session's state, then the files."""
-    with opened(root) as conn:
-        try:
-            ref_a, ref_b = timetravel.resolve(conn, a), timetravel.resolve(conn, b)
-            frame_a, frame_b = timetravel.frame(conn, ref_a), timetravel.frame(conn, ref_b)
-        except timetravel.FrameError as exc:
-            raise _fail(exc) from exc
-        state = timetravel.state_diff(frame_a["state"], frame_b["state"])
-        files: dict[str, Any] = {}
-        try:
-            commit_a, _ = timetravel.pointer(conn, ref_a)
-            commit_b, _ = timetravel.pointer(conn, ref_b)
-        except timetravel.FrameError as exc:
-            files = {"error": str(exc)}
-        else:
-            try:
-                files["stat"] = snapshot_files.diff_stat(str(root), commit_a, commit_b)
-                if not stat:
-                    files["diff"] = snapshot_files.unified_diff(str(root), commit_a, commit_b)
-            except workspace.WorkspaceError as exc:
-                files = {"error": str(exc)}
-    result = {"a": str(ref_a), "b": str(ref_b), "state": state, "files": files}
+    with opened(root):
+        pass  # the spool ingested
+    try:
+        with Project(root) as project:  # the diff as the library reads it
+            change = project.diff(a, b, stat_only=stat)
+    except ProjectError as exc:
+        raise _fail(exc) from exc
+    ref_a, ref_b, state, files = change.a, change.b, change.state, change.files
+    result = {"a": ref_a, "b": ref_b, "state": state, "files": files}
     if as_json:
         output.emit(result, "json")
         return

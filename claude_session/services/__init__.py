@@ -11,8 +11,10 @@ draws the tree and the one direction of imports between the packages:
 - `setup`: install/uninstall (hooks, MCP, plugin, status line), doctor, demo, payload models.
 - `background`: the daemon's sweeps, and starting and finding it.
 
-At the top, the small base every package may use (`configuration`, `gitstate`, `judge`) and
-the few modules that read across the packages (`queries`, `live`, `prune`, `mcp_server`).
+At the top, the small base every package may use (`configuration`, `gitstate`, `judge`), the
+checks `status` and `doctor` share (`health`), and the few modules that read across the
+packages (`queries`, `live`, `prune`); `mcp_server` is the MCP server's first module path, a
+shim for claude_session/mcp_server.py (above the services, beside the CLI).
 `capture` here only runs `python -m claude_session.services.capture` for processes started
 by an earlier version.
 """

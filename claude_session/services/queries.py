@@ -132,26 +132,18 @@ def last_compaction(conn: apsw.Connection) -> dict[str, Any] | None:
 
 
 def problems(
-    conn: apsw.Connection,
+    conn: apsw.Connection | None,
     root: str,
     database: dict[str, Any],
     daemon: dict[str, Any],
     now: float,
 ) -> list[str]:
-    """Anything wrong with the installation, one sentence each."""
-    found = [*hooks_problem(root)]
-    if database["spool_backlog"]:
-        found.append(f"{database['spool_backlog']} events wait in the spool")
-    if database["spool_set_aside"]:
-        found.append(
-            f"{database['spool_set_aside']} spool files were set aside (quarantined): "
-            f"{database['spool_last_set_aside_reason'] or 'see doctor'}"
-        )
-    for kind, why in trust_report(root).items():
-        if why != "trusted":
-            found.append(f"the {kind} is not trusted: {why}")
-    if database["internal_errors"]:
-        found.append(f"{database['internal_errors']} internal errors logged")
+    """Anything wrong with the installation, one sentence each. The checks `doctor` makes too
+    (the spool, internal errors, trust) are computed once, in `health`: here their sentences."""
+    from . import health
+
+    shared = [*health.spool_checks(root), *health.trust_checks(root), health.internal_errors(root)]
+    found = [*hooks_problem(root), *(c.problem for c in shared if c.problem is not None)]
     for copy in database["moved_aside"]:
         found.append(f"a corrupt database was moved aside: {copy}")
     if database["wal_unsafe_filesystem"]:
@@ -159,6 +151,8 @@ def problems(
     from ..core.config import number
     from .configuration import load_or_defaults
 
+    if conn is None:  # no database yet: no session is live
+        return found
     idle = number(load_or_defaults(root).values, "session_idle_minutes") * 60
     live = db.rows(
         conn,
@@ -205,16 +199,19 @@ STATUS_CLAIMS = 20  # `status` shows the first claims (live and contested first)
 COUNTERS = ("prompts", "tool_calls", "tool_failures", "file_edits", "subagents", "compactions")
 
 
-def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
+def sessions(
+    conn: apsw.Connection, limit: int = 20, only: str | None = None
+) -> list[dict[str, Any]]:
     """Recent sessions with their counters (session_metrics rows pivoted: events is the sum of
-    every event type's count)."""
+    every event type's count); `only`: the one session with this id."""
     pivot = ", ".join(
         f"sum(CASE WHEN key = '{key}' THEN CAST(value AS INTEGER) ELSE 0 END) AS {key}"
         for key in COUNTERS
     )
     return db.rows(  # the counters of the sessions shown only, never of every session
         conn,
-        "WITH shown AS (SELECT * FROM sessions ORDER BY last_activity_at DESC LIMIT ?)"
+        "WITH shown AS (SELECT * FROM sessions WHERE ?2 IS NULL OR session_id = ?2"
+        " ORDER BY last_activity_at DESC LIMIT ?1)"
         " SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
         " s.last_activity_at, s.end_reason, m.events, m.prompts, m.tool_calls,"
         " m.tool_failures, m.file_edits, m.subagents, m.compactions FROM shown s"
@@ -223,7 +220,7 @@ def sessions(conn: apsw.Connection, limit: int = 20) -> list[dict[str, Any]]:
         f" {pivot} FROM session_metrics WHERE session_id IN (SELECT session_id FROM shown)"
         " GROUP BY session_id) m USING (session_id)"
         " ORDER BY s.last_activity_at DESC",
-        (limit,),
+        (limit, only),
     )
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import apsw
 
-from ...core import db, log, spool
-from ...core.paths import db_path, spool_dir, unsafe_filesystem
+from ...core import db
+from ...core.paths import db_path, unsafe_filesystem
 from . import installer
 
 
@@ -126,12 +126,9 @@ def _snapshot_rules(root: Path) -> list[dict[str, Any]]:
 
 
 def _trust(root: Path) -> list[dict[str, Any]]:
-    from .. import configuration
+    from .. import health
 
-    rows = []
-    for kind, problem in configuration.trust_state(str(root)).items():
-        rows.append(_row(f"trust: {kind}", problem is None, problem or "trusted"))
-    return rows
+    return [c.row() for c in health.trust_checks(str(root))]
 
 
 def _configuration(root: Path) -> list[dict[str, Any]]:
@@ -407,17 +404,10 @@ def _database(root: Path, full: bool = False) -> list[dict[str, Any]]:
         results.append(_row("database", False, str(exc)))
     perms = stat.S_IMODE(os.stat(path).st_mode)
     results.append(_row("database permissions", perms & 0o077 == 0, f"mode {perms:o}"))
-    backlog = spool.backlog(str(root))
-    results.append(_row("spool backlog", backlog == 0, f"{backlog} events waiting"))
-    set_aside, reason = spool.quarantined(str(root))
-    detail = f"{set_aside} spool files set aside in {spool_dir(str(root))}/rejected"
-    results.append(
-        _row("spool set aside", set_aside == 0, detail + (f"; last: {reason}" if reason else ""))
-    )
-    count, last = log.count_errors(str(root))
-    results.append(
-        _row("internal errors", count == 0, f"{count} logged" + (f"; last: {last}" if last else ""))
-    )
+    from .. import health  # the checks `status` makes too, computed once
+
+    shared = (*health.spool_checks(str(root)), health.internal_errors(str(root)))
+    results += [c.row() for c in shared]
     results += _transcripts(path)
     return results
 

@@ -240,6 +240,28 @@ def subagents(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
 # --- the diff of two states: a pure function -----------------------------------------------
 
 
+def diff(
+    conn: apsw.Connection, root: str, a: str, b: str, stat_only: bool = False
+) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    """What changed between frames `a` and `b` (addresses): (a, b, the recorded state's diff,
+    the files': `stat` and `diff` (not with `stat_only`), or `error`). `FrameError` when an
+    address names nothing. What `claude-session diff`, `Project.diff` and the web page show."""
+    from ..snapshots import snapshot_files, workspace
+
+    ref_a, ref_b = resolve(conn, a), resolve(conn, b)
+    state = state_diff(frame(conn, ref_a)["state"], frame(conn, ref_b)["state"])
+    files: dict[str, Any] = {}
+    try:
+        commit_a, _ = pointer(conn, ref_a)
+        commit_b, _ = pointer(conn, ref_b)
+        files["stat"] = snapshot_files.diff_stat(root, commit_a, commit_b)
+        if not stat_only:
+            files["diff"] = snapshot_files.unified_diff(root, commit_a, commit_b)
+    except (FrameError, workspace.WorkspaceError) as exc:
+        files = {"error": str(exc)}
+    return str(ref_a), str(ref_b), state, files
+
+
 def state_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """What changed from state `a` to state `b` (two frame snapshots): agents, claims,
     errors and failed paths added, removed and changed, the task, the counters."""

@@ -27,7 +27,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from ...core import db, paths
 from .. import live, queries
 from ..cost import costs
-from ..snapshots import snapshot_files, workspace
 from ..timetravel import timetravel
 from . import web_pages
 
@@ -42,20 +41,9 @@ class NotFound(Exception):
 def frame_diff(conn: Any, root: str, a: str, b: str) -> tuple[str, str, dict[str, Any], Any]:
     """What `claude-session diff A B` shows: the state's diff and the files' diff."""
     try:
-        ref_a, ref_b = timetravel.resolve(conn, a), timetravel.resolve(conn, b)
-        frame_a, frame_b = timetravel.frame(conn, ref_a), timetravel.frame(conn, ref_b)
+        return timetravel.diff(conn, root, a, b)
     except timetravel.FrameError as exc:
         raise NotFound(str(exc)) from exc
-    state = timetravel.state_diff(frame_a["state"], frame_b["state"])
-    files: dict[str, Any] = {}
-    try:
-        commit_a, _ = timetravel.pointer(conn, ref_a)
-        commit_b, _ = timetravel.pointer(conn, ref_b)
-        files["stat"] = snapshot_files.diff_stat(root, commit_a, commit_b)
-        files["diff"] = snapshot_files.unified_diff(root, commit_a, commit_b)
-    except (timetravel.FrameError, workspace.WorkspaceError) as exc:
-        files = {"error": str(exc)}
-    return str(ref_a), str(ref_b), state, files
 
 
 def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:

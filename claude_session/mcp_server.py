@@ -1,0 +1,263 @@
+"""The MCP server (stdio) that lets the agent use claude-session itself: search and add
+memories, read and set the project's state, read a session's timeline.
+
+`python -m claude_session.services.mcp_server` (what `claude-session install --mcp` registers
+at user scope: that module runs this one). It reads through the library API
+(claude_session/project.py), as the CLI does: the memory search is `Project.memories`, the
+state `Project.state`, the timeline `Project.timeline`; so it sits beside the CLI, above the
+services, and writes (a memory added, a state set, a search counted as a use) here.
+
+The project is `$CLAUDE_PROJECT_DIR` (Claude Code sets it in the server's
+environment; `${CLAUDE_PROJECT_DIR}` is not expanded in `.mcp.json` outside plugins), else the
+nearest folder up with a database, else the working directory. Everything it returns that was
+recorded is marked as recorded data: a memory's text is not an instruction.
+
+A memory the agent adds records where it came from: source 'agent', this project, the session,
+agent and tool call that asked (from the hooks' record of the call), trusted (this project's
+database is, or nothing is written). A global one reaches every project, so it waits for the
+user's review (`claude-session memory accept`) and the answer says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import apsw
+from mcp.server.mcpserver import MCPServer
+
+from .core import answers, db, hook_contract, injections, memories, recall, trust
+from .core import state as project_state
+from .core.paths import db_path
+from .project import Memory, Project, ProjectError, find_root
+
+UNTRUSTED = (
+    "This project's claude-session database was not made by this user on this machine (it came"
+    " with a clone or a copy), so nothing in it is served and nothing is written to it; the"
+    " user can run `claude-session trust` in the project if it is theirs."
+)
+AWAITS_REVIEW = (
+    "Held for the user's review: a global memory reaches every project, so no session is given"
+    " it and no search finds it until the user accepts it (`claude-session memory list"
+    " --pending`, then `claude-session memory accept {id}`). It is not active yet."
+)
+ADD_MEMORY_TOOL = "mcp__*__add_memory"  # GLOB: the tool as Claude Code names it, any server name
+CALL_WINDOW_S = 600.0
+
+
+def project_root() -> str:
+    explicit = os.environ.get("CLAUDE_PROJECT_DIR")
+    if explicit and os.path.isdir(explicit):
+        return os.path.abspath(explicit)
+    return str(find_root(Path.cwd()))
+
+
+def build(root: str) -> MCPServer:
+    server: MCPServer = MCPServer(
+        name=hook_contract.MCP_SERVER,
+        instructions=(
+            "Memories, project state and the session timeline recorded by claude-session for "
+            "this project. Search memories before repeating work that may have failed before."
+        ),
+    )
+
+    def project() -> Any:
+        return db.connect(db_path(root))
+
+    def untrusted() -> str | None:
+        """Why this project's database is not to be served or written (core/trust.py)."""
+        return UNTRUSTED if trust.database_problem(db_path(root)) else None
+
+    @server.tool(description="Search the memories (this project's and the global ones) by text.")
+    def search_memories(query: str, limit: int = 5) -> dict[str, Any]:
+        limit = max(1, min(int(limit), 20))
+        refused = untrusted()
+        # The one search (Project.memories); an untrusted project: the user's own only.
+        with Project(root) as found_in:
+            found = found_in.memories(query, limit, scope="global" if refused else None)
+        _count_use(root, found)
+        answer = {"note": answers.RECORDED_NOTE, "memories": [_found(m) for m in found]}
+        return said(root, "search_memories", answer | {"project": refused} if refused else answer)
+
+    @server.tool(
+        description=(
+            "Remember something for later sessions. category: fact, learning, preference, "
+            "context or skill; scope: project (default) or global (all projects: held for the "
+            "user's review, and given to no session until the user accepts it)."
+        )
+    )
+    def add_memory(
+        text: str, category: str, scope: str = "project", tags: list[str] | None = None
+    ) -> dict[str, Any]:
+        if scope not in ("project", "global"):
+            return {"error": "scope must be project or global"}
+        refused = untrusted()
+        if refused:  # a global memory from here would carry what the clone said elsewhere
+            return {"error": refused}
+        now = time.time()
+        session_id, agent_id, tool_use_id = _caller(root, now)
+        conn = recall.open_global(create=True) if scope == "global" else project()
+        if conn is None:
+            return {"error": "the user-level memory database cannot be opened"}
+        try:
+            with db.Immediate(conn):
+                memory_id, new = memories.add(
+                    conn,
+                    text,
+                    category,
+                    scope,
+                    now,
+                    tags=tags or [],
+                    source="agent",
+                    session_id=session_id,
+                    agent_id=agent_id,
+                    tool_use_id=tool_use_id,
+                    project=root if scope == "global" else None,
+                    trusted=True,  # this project's database is trusted: checked above
+                )
+            stored = memories.get(conn, memory_id)
+        except memories.MemoryProblem as exc:
+            return {"error": str(exc)}
+        finally:
+            conn.close()
+        label = memories.label(scope, memory_id)
+        answer = {"id": label, "stored": "new" if new else "already known: strengthened"}
+        if stored is not None and stored["review"] == memories.PENDING:
+            answer |= {"review": "pending", "note": AWAITS_REVIEW.format(id=label)}
+        return said(root, "add_memory", answer)
+
+    @server.tool(description="Read the project's state: one key, or all keys with their values.")
+    def get_state(key: str | None = None) -> dict[str, Any]:
+        refused = untrusted()
+        if refused:
+            return {"error": refused}
+        with Project(root) as reading:
+            values = [(v.key, v.value) for v in reading.state()]
+        if key:
+            wanted = project_state.stored_key(key)
+            value = next((v for k, v in values if k == wanted), None)
+            return said(root, "get_state", answers.state_value(key, value))
+        rows = [{"key": k, "value": v} for k, v in values]
+        return said(root, "get_state", answers.state_values(rows))
+
+    @server.tool(description="Set a key of the project's state (recorded in its history).")
+    def set_state(key: str, value: str) -> dict[str, Any]:
+        refused = untrusted()
+        if refused:
+            return {"error": refused}
+        conn = project()
+        try:
+            with db.Immediate(conn):
+                changed = project_state.set_values(
+                    conn, {key: value}, time.time(), "MCP tool set_state (an agent)"
+                )
+        finally:
+            conn.close()
+        return said(root, "set_state", {"key": key, "changed": bool(changed)})
+
+    @server.tool(description="The frames of a session (default: the latest): what happened when.")
+    def timeline(session: str = "", limit: int = 40) -> dict[str, Any]:
+        refused = untrusted()
+        if refused:
+            return {"error": refused}
+        try:
+            with Project(root) as reading:
+                session_id = reading.session_at(session)
+                frames = reading.timeline(session_id or "")
+        except ProjectError as exc:
+            return {"error": str(exc)}
+        if session_id is None:
+            return {"error": "no frames recorded yet in this project"}
+        last = frames[-max(1, min(int(limit), 200)) :]
+        shown = [dataclasses.asdict(f) | {"files": list(f.files)} for f in last]
+        return said(root, "timeline", answers.timeline(session_id, shown))
+
+    return server
+
+
+def _found(memory: Memory) -> dict[str, Any]:
+    """A memory a search found, as the model is given it (core/answers.py)."""
+    row = dataclasses.asdict(memory) | {"id": memory.id.removeprefix("g")}
+    row["tags"] = memories.tags_json(memory.tags)  # the text stored, quoted as before
+    return {k: v for k, v in answers.memory_found(memory.where, row).items() if k != "rank"}
+
+
+def _count_use(root: str, found: list[Memory]) -> None:
+    """The memories a search gave the agent count as used (strengthening them)."""
+    now = time.time()
+    for where in ("project", "global"):
+        ids = [int(m.id.removeprefix("g")) for m in found if m.where == where]
+        if not ids:
+            continue
+        if where == "global":
+            conn = recall.open_global()
+        else:
+            conn = db.connect(db_path(root), create=False)
+        if conn is None:
+            continue
+        try:
+            with db.Immediate(conn):
+                memories.count_use(conn, ids, now)
+        finally:
+            conn.close()
+
+
+def said(root: str, tool: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """Keep an answer the model is about to read in the project's injection log (with the
+    session and agent that asked, when one call in flight tells), then return it. Never in a
+    database that is not trusted, and never at the cost of the answer."""
+    if trust.database_problem(db_path(root)):
+        return answer
+    try:
+        now = time.time()
+        session_id, agent_id, tool_use_id = _caller(root, now, f"mcp__*__{tool}")
+        conn = db.connect(db_path(root), create=False)
+        try:
+            text = json.dumps(answer, ensure_ascii=False, sort_keys=True)
+            injections.record(
+                conn, now, session_id or "unknown", agent_id, "mcp", injections.MCP, text,
+                source=tool, tool_use_id=tool_use_id,
+            )  # fmt: skip
+        finally:
+            conn.close()
+    except (db.DatabaseError, apsw.Error, OSError):
+        pass  # the answer matters more than its record
+    return answer
+
+
+def _caller(
+    root: str, now: float, tool: str = ADD_MEMORY_TOOL
+) -> tuple[str | None, str | None, str | None]:
+    """(session, agent, tool call) of the MCP tool call being served, best effort: the MCP
+    request names none of them, but the PreToolUse hook recorded the call as running just before
+    Claude Code made it. Only one such call in flight is an answer; none or several (two
+    sessions at once), and the memory records no session rather than a guessed one."""
+    try:
+        conn = db.connect(db_path(root), create=False)
+    except db.DatabaseError:
+        return None, None, None
+    try:
+        found = conn.execute(
+            "SELECT session_id, agent_id, tool_use_id FROM tool_calls"
+            " WHERE status = 'running' AND tool_name GLOB ? AND started_at >= ?"
+            " ORDER BY started_at DESC LIMIT 2",
+            (tool, now - CALL_WINDOW_S),
+        ).fetchall()
+    finally:
+        conn.close()
+    if len(found) != 1:
+        return None, None, None
+    session_id, agent_id, tool_use_id = (db.as_opt_text(v) for v in found[0])
+    return session_id, agent_id, tool_use_id
+
+
+def main() -> None:
+    build(project_root()).run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+"""The rows the library API (claude_session/project.py) answers with: frozen dataclasses whose
+fields are the names the CLI's `--json` prints, in its order (`dataclasses.asdict(row)` is the
+row that command shows). Nothing here reads anything: see `Project`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+__all__ = [
+    "Agent",
+    "Claim",
+    "CostReport",
+    "Diff",
+    "Error",
+    "FailedPath",
+    "Frame",
+    "Injection",
+    "Listing",
+    "Memory",
+    "Session",
+    "StateChange",
+    "StateValue",
+]
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session with its counters (`claude-session status --json`'s `sessions`)."""
+
+    session_id: str
+    status: str | None
+    source: str | None
+    started_at: float | None
+    last_activity_at: float | None
+    end_reason: str | None
+    events: int | None
+    prompts: int | None
+    tool_calls: int | None
+    tool_failures: int | None
+    file_edits: int | None
+    subagents: int | None
+    compactions: int | None
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent of the registry (`claude-session agents --json`)."""
+
+    agent: str
+    type: str | None
+    task: str | None
+    state: str | None
+    age_seconds: float | None
+    silent_seconds: float | None
+    files: int
+    tokens: int | None
+    cost_usd: float | None
+    reason: str | None
+    session_id: str
+    tool_uses: int | None
+    is_internal: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A file claim (lease) of an agent (`claude-session claims --json`)."""
+
+    file_path: str
+    agent: str
+    session_id: str
+    operation: str | None
+    edits: int | None
+    last_touched_at: float | None
+    expires_at: float | None
+    lease: str
+    contested: int
+
+
+@dataclass(frozen=True)
+class Error:
+    """A failure on its error ladder (`claude-session errors --json`)."""
+
+    id: int
+    session_id: str
+    agent_id: str | None
+    tool_name: str | None
+    error_category: str | None
+    attempt_number: int | None
+    resolution: str | None
+    interrupted: int
+    what: str | None
+    command: str | None
+    file_path: str | None
+    exit_code: int | None
+    task_id: str | None
+    error_message: str | None
+    occurred_at: float | None
+    resolved_at: float | None
+    tokens: int | None
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class FailedPath:
+    """An approach tried and rejected (`claude-session failed-paths --json`)."""
+
+    id: int
+    approach: str
+    reason_failed: str | None
+    file_path: str | None
+    session_id: str | None
+    still_relevant: int
+    created_at: float | None
+    expires_at: float | None
+    context: str | None
+    tokens: int | None
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A frame of a session's timeline (`claude-session timeline --json`'s `frames`): what
+    happened, when, what changed, what the model responses since the frame before cost;
+    `result_text`, at a turn's end, what the model answered."""
+
+    frame: int
+    created_at: float
+    kind: str
+    tool_name: str | None
+    summary: str | None
+    files: tuple[str, ...]
+    state_hash: str | None
+    turn: int | None
+    snapshot: str | None
+    snapshot_commit: str | None
+    snapshot_note: str | None
+    tool_status: str | None
+    duration_ms: float | None
+    open_errors: int | None
+    agent: str
+    cost_usd: float | None
+    tokens: int | None
+    messages: int
+    result_text: str | None = None
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What changed between two frames (`claude-session diff --json`): `state`, the session's
+    recorded state (agents, claims, errors, failed_paths: added, removed, changed; task;
+    counters); `files`, `stat` (and `diff` unless `stat_only`), or `error`."""
+
+    a: str
+    b: str
+    state: dict[str, Any]
+    files: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CostReport:
+    """Cost and tokens grouped `by` session, turn, agent, tool, model or day
+    (`claude-session cost --json`, without the transcripts read: a Project reads none)."""
+
+    by: str
+    session_id: str | None
+    since: float | None
+    rows: tuple[dict[str, Any], ...]
+    groups: int
+    total: dict[str, Any]
+    claude_code_total_usd: float | None
+    price_table_models: Any
+    dead_ends: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory (`claude-session memory search --json`): `id` as the CLI names it (`12` in
+    this project, `g12` global); `rank` from a search (lower is better), None in a listing."""
+
+    id: str
+    category: str
+    scope: str
+    text: str
+    tags: tuple[str, ...]
+    source: str | None
+    session_id: str | None
+    agent_id: str | None
+    tool_use_id: str | None
+    project: str | None
+    strength: float | None
+    created_at: float | None
+    updated_at: float | None
+    last_used_at: float | None
+    use_count: int
+    supersedes: int | None
+    trusted: int | None
+    review: str | None
+    imported_at: float | None
+    rank: float | None = None
+
+    @property
+    def where(self) -> str:
+        """'project' or 'global': which database holds it."""
+        return "global" if self.id.startswith("g") else "project"
+
+
+@dataclass(frozen=True)
+class StateValue:
+    """A key of the project's state."""
+
+    key: str
+    value: str | None
+    updated_at: str | None  # as SQLite's datetime() writes it, UTC
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """A change of a state key, newest first in `state_history`."""
+
+    id: int
+    key: str
+    old_value: str | None
+    new_value: str | None
+    changed_at: float
+    cause: str | None
+
+
+@dataclass(frozen=True)
+class Injection:
+    """A text put before a session's model (the injection log: `claude-session restore --all`)."""
+
+    id: int
+    at: float
+    session_id: str
+    agent_id: str | None
+    event: str
+    kind: str
+    source: str | None
+    event_id: int | None
+    tool_use_id: str | None
+    text: str
+    chars: int | None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Listing(Generic[T]):
+    """The newest rows of a listing (`rows`), how many matched in all (`total`), and how
+    many its default filter hides (`hidden`) and what they are (`hidden_what`): what the
+    CLI's listings print, their notes on stderr included."""
+
+    rows: list[T]
+    total: int
+    hidden: int = 0
+    hidden_what: str | None = None
+
+    @property
+    def more(self) -> int:
+        """How many matched beyond the rows given."""
+        return max(0, self.total - len(self.rows))

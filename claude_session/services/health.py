@@ -1,0 +1,81 @@
+"""The health checks `status` and `doctor` share, computed once: the spool (events waiting,
+files set aside), internal errors logged, and trust in the database and the configuration.
+
+Each check is a `Check`: its name, whether it passed, the detail `doctor` prints in its row,
+and the one sentence `status` lists among its problems when it failed. `queries.problems`
+(what `status` and `Project.problems()` list) keeps the failed ones' sentences; `doctor` shows
+every one as a row and adds its install-level checks (settings files, hooks run, the
+snapshot store) on top.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import log, spool
+from ..core.paths import spool_dir
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: `check` (its name), `ok`, `detail` (doctor's row), `problem` (status's
+    sentence when not ok, else None)."""
+
+    check: str
+    ok: bool
+    detail: str
+    problem: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        """The row `doctor` prints: check, ok, detail."""
+        return {"check": self.check, "ok": self.ok, "detail": self.detail}
+
+
+def spool_checks(root: str) -> list[Check]:
+    """Events waiting in the spool, and spool files set aside (quarantined)."""
+    backlog = spool.backlog(root)
+    set_aside, reason = spool.quarantined(root)
+    detail = f"{set_aside} spool files set aside in {spool_dir(root)}/rejected"
+    return [
+        Check(
+            "spool backlog",
+            backlog == 0,
+            f"{backlog} events waiting",
+            f"{backlog} events wait in the spool" if backlog else None,
+        ),
+        Check(
+            "spool set aside",
+            set_aside == 0,
+            detail + (f"; last: {reason}" if reason else ""),
+            f"{set_aside} spool files were set aside (quarantined): {reason or 'see doctor'}"
+            if set_aside
+            else None,
+        ),
+    ]
+
+
+def internal_errors(root: str) -> Check:
+    """claude-session's own errors in its log."""
+    count, last = log.count_errors(root)
+    return Check(
+        "internal errors",
+        count == 0,
+        f"{count} logged" + (f"; last: {last}" if last else ""),
+        f"{count} internal errors logged" if count else None,
+    )
+
+
+def trust_checks(root: str) -> list[Check]:
+    """The database and the configuration: trusted, or why not."""
+    from . import configuration
+
+    return [
+        Check(
+            f"trust: {kind}",
+            why is None,
+            why or "trusted",
+            None if why is None else f"the {kind} is not trusted: {why}",
+        )
+        for kind, why in configuration.trust_state(root).items()
+    ]

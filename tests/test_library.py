@@ -1,0 +1,214 @@
+"""The library API (claude_session/project.py, docs/guides/library.md): `Project(path)` reads a
+project recorded through the hooks' own code path and answers in frozen dataclasses whose
+fields are the CLI's JSON names; the examples of its docs page run here as they are written;
+reading never writes (no database created, no spool ingested, the file untouched); and the
+one memory search is what `memory search` prints."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, stream
+from inproc import Recorder
+
+from claude_session.core import db, memories, spool
+from claude_session.core.paths import db_path, spool_dir
+from claude_session.project import (
+    Agent,
+    Claim,
+    CostReport,
+    Error,
+    Frame,
+    Injection,
+    Memory,
+    Project,
+    Session,
+    StateChange,
+    StateValue,
+)
+from claude_session.services import queries
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "guides" / "library.md"
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+@pytest.fixture
+def recorded(project: Path) -> Iterator[Path]:
+    """The recorded session stream applied through `core.events.apply` (as the hook does),
+    and a memory the user added."""
+    recorder = Recorder(project)
+    for payload in stream(project):
+        recorder.send(payload)
+        recorder.advance(1)
+    with db.Immediate(recorder.conn):
+        memories.add(
+            recorder.conn, "run pytest with -q here", "learning", "project", recorder.now,
+            tags=["pytest", "tests"],
+        )  # fmt: skip
+    recorder.close()
+    yield project
+
+
+def test_project_is_exported_lazily_by_the_package() -> None:
+    import claude_session
+
+    assert claude_session.Project is Project
+    with pytest.raises(AttributeError):
+        _ = claude_session.Nothing  # type: ignore[attr-defined]
+
+
+def test_the_examples_of_the_docs_page_run(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocks = BLOCK.findall(PAGE.read_text())
+    assert len(blocks) >= 8, "the library page lost its examples"
+    monkeypatch.chdir(recorded)
+    namespace: dict[str, object] = {"__name__": "library_docs"}
+    for number, code in enumerate(blocks, 1):
+        try:
+            exec(compile(code, f"{PAGE.name} example {number}", "exec"), namespace)
+        except Exception as exc:  # named with the example that failed
+            pytest.fail(f"example {number} of {PAGE.name} failed: {exc!r}\n{code}")
+    said = capsys.readouterr().out
+    assert "has a database: True" in said
+    assert "TASK-A: write hello.py and run it" in said  # an agent's task
+    assert "hello.py held by main" in said  # a claim
+    assert "import nonexistent_mod" in said  # the failed command
+    assert "session_start" in said  # a frame
+    assert "run pytest with -q here" in said  # the memory found
+    assert "problem: no claude-session hooks are installed" in said
+    assert "agents in all" in said, said
+
+
+def test_each_read_answers_typed_rows_with_the_cli_json_names(recorded: Path) -> None:
+    with Project(recorded) as project:
+        assert project.exists and project.trusted
+        sessions = project.sessions()
+        assert [type(s) for s in sessions] == [Session, Session]
+        assert sessions[0].status == "ended" and sessions[0].tool_calls == 6
+        assert project.session(sessions[0].session_id[:8]) == sessions[0]
+        assert project.session("nothing-like-it") is None
+        agents = project.agents(all=True)
+        assert agents and all(isinstance(a, Agent) for a in agents)
+        assert project.agents() == []  # every session ended: none shown by default
+        listed = project.page("claims", limit=5)
+        assert (listed.rows, listed.total, listed.hidden) == ([], 0, 1)
+        assert listed.hidden_what == "released claims" and listed.more == 0
+        assert list(project.each("agents", all=True)) == project.agents(all=True)
+        with pytest.raises(ValueError, match="no listing 'nothing'"):
+            project.page("nothing")
+        claims = project.claims(all=True)
+        assert [(c.file_path, c.agent) for c in claims] == [("hello.py", "main")]
+        assert isinstance(claims[0], Claim)
+        errors = project.errors()
+        assert [type(e) for e in errors] == [Error] and errors[0].tool_name == "Bash"
+        assert project.errors(open_only=True)[0].resolution == "abandoned"
+        frames = project.timeline()
+        assert frames and all(isinstance(f, Frame) for f in frames)
+        assert project.frames(sessions[0].session_id) == frames
+        assert [f.frame for f in frames] == sorted(f.frame for f in frames)
+        change = project.diff(str(frames[0].frame), str(frames[-1].frame), stat_only=True)
+        assert set(change.state) >= {"agents", "claims", "errors", "failed_paths"}
+        report = project.cost(session=sessions[0].session_id[:8])
+        assert isinstance(report, CostReport) and report.by == "turn"
+        assert report.session_id == sessions[0].session_id and report.rows == ()  # no transcript
+        found = project.memories("pytest")
+        assert [(type(m), m.id, m.tags, m.where) for m in found] == [
+            (Memory, "1", ("pytest", "tests"), "project")
+        ]
+        assert found[0].rank is not None and project.memories()[0].rank is None
+        state = project.state()
+        assert all(isinstance(v, StateValue) for v in state)
+        assert {v.key for v in state} >= {"last_session_id"}
+        history = project.state_history("last_session_id")
+        assert history and all(isinstance(c, StateChange) for c in history)
+        assert history[0].new_value == sessions[0].session_id
+        given = project.injections()
+        assert all(isinstance(i, Injection) for i in given)
+        assert project.problems() == [
+            "no claude-session hooks are installed (`claude-session install`)"
+        ]
+        # The CLI's JSON names, in its order: asdict gives the rows its --json prints.
+        conn = project.connection()
+        assert conn is not None
+        rows = queries.page(conn, queries.agents_query(include_all=True), 200).rows
+        assert [list(dataclasses.asdict(a)) for a in agents] == [list(r) for r in rows]
+        rows = queries.errors(conn)
+        assert [dataclasses.asdict(e) for e in errors] == rows
+        assert [dataclasses.asdict(s) for s in sessions] == queries.sessions(conn)
+
+
+def test_memory_search_on_the_cli_prints_the_projects_search(recorded: Path) -> None:
+    done = run_cli(recorded, "memory", "search", "pytest", "--json")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    with Project(recorded) as project:
+        expected = [dataclasses.asdict(m) for m in project.memories("pytest")]
+    assert printed == json.loads(json.dumps(expected))
+    assert printed[0]["id"] == "1" and printed[0]["tags"] == ["pytest", "tests"]
+
+
+def test_reading_an_empty_folder_creates_nothing(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with Project(empty) as project:
+        assert not project.exists and not project.trusted
+        assert project.sessions() == [] and project.agents(all=True) == []
+        assert project.claims() == [] and project.errors() == [] and project.failed_paths() == []
+        assert project.timeline() == [] and project.state() == [] and project.injections() == []
+        assert project.memories("anything", scope="project") == []
+        assert project.cost().rows == ()
+        assert isinstance(project.problems(), list)
+    assert sorted(os.listdir(empty)) == []
+
+
+def test_reading_never_writes_the_database_nor_ingests_the_spool(recorded: Path) -> None:
+    path = Path(db_path(str(recorded)))
+    conn = db.connect(str(path))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file itself
+    conn.close()
+    waiting = spool.write(spool_dir(str(recorded)), {"delivery_id": "library-test", "x": 1})
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    backlog = spool.backlog(str(recorded))
+    time.sleep(0.01)
+    with Project(recorded) as project:
+        project.sessions(), project.agents(all=True), project.claims(all=True)
+        project.errors(), project.failed_paths(all=True), project.timeline()
+        project.cost(), project.memories("pytest"), project.state(), project.injections()
+        project.problems()
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    assert os.path.exists(waiting) and spool.backlog(str(recorded)) == backlog
+    wal = Path(str(path) + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_a_closed_project_says_so(recorded: Path) -> None:
+    project = Project(recorded)
+    project.close()
+    with pytest.raises(Exception, match="closed"):
+        project.sessions()
+
+
+def test_status_and_doctor_make_the_shared_checks_once(recorded: Path) -> None:
+    """An event waiting in the spool: one check (services/health.py) is status's sentence
+    (Project.problems) and doctor's row."""
+    from claude_session.services import health
+    from claude_session.services.setup import doctor
+
+    spool.write(spool_dir(str(recorded)), {"delivery_id": "library-test", "x": 1})
+    backlog = next(c for c in health.spool_checks(str(recorded)) if c.check == "spool backlog")
+    assert not backlog.ok and backlog.problem == "1 events wait in the spool"
+    with Project(recorded) as project:
+        assert backlog.problem in project.problems()
+    rows = doctor.check(recorded)
+    assert backlog.row() in rows
+    trusted = [c.row() for c in health.trust_checks(str(recorded))]
+    assert trusted and all(row in rows for row in trusted)
