@@ -263,15 +263,8 @@ def prune(
                 + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
                 f" database: {plan['database_bytes'] / 1e6:.1f} MB"
             )
-        if dry_run:
+        if dry_run or not _go_ahead(yes, "delete", "delete them?"):
             return
-        if not yes:
-            if not (sys.stdin.isatty() and sys.stdout.isatty()):
-                click.echo("not on a terminal: nothing deleted; pass --yes to delete", err=True)
-                sys.exit(1)
-            if not click.confirm("delete them?", default=False):
-                click.echo("nothing deleted")
-                return
         done = pruning.run(conn, str(root), days, vacuum)
     if as_json:
         output.emit(done, "json")
@@ -295,6 +288,20 @@ def prune(
     )
 
 
+def _go_ahead(yes: bool, verb: str, question: str) -> bool:
+    """Whether to go on: `--yes`, or the person at the terminal says so. Off a terminal
+    without `--yes`, nothing is done and the command exits 1."""
+    if yes:
+        return True
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        click.echo(f"not on a terminal: nothing {verb}d; pass --yes to {verb}", err=True)
+        sys.exit(1)
+    if not click.confirm(question, default=False):
+        click.echo(f"nothing {verb}d")
+        return False
+    return True
+
+
 def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json: bool) -> None:
     from ..services import prune as pruning
 
@@ -312,15 +319,8 @@ def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json
                     f"{plan['path']}: held by {plan['snapshots_holding']} workspace snapshots;"
                     " its content would be taken out of them"
                 )
-        if dry_run:
+        if dry_run or not _go_ahead(yes, "purge", "purge it?"):
             return
-        if not yes:
-            if not (sys.stdin.isatty() and sys.stdout.isatty()):
-                click.echo("not on a terminal: nothing purged; pass --yes to purge", err=True)
-                sys.exit(1)
-            if not click.confirm("purge it?", default=False):
-                click.echo("nothing purged")
-                return
         done = [pruning.purge(conn, str(root), p) for p in paths]
     if as_json:
         output.emit({"purged": done}, "json")
