@@ -42,6 +42,7 @@ MODULES: dict[str, str] = {
     "test_cli.py": "integration",
     "test_cli_docs.py": "fast",
     "test_cli_readable.py": "integration",
+    "test_piped_output.py": "integration",
     "test_cli_storage_faults.py": "integration",
     "test_configuration.py": "integration",
     "test_coordination.py": "integration",

@@ -263,6 +263,10 @@ def prune(
                 + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
                 f" database: {plan['database_bytes'] / 1e6:.1f} MB"
             )
+        if not (yes or vacuum or dry_run) and not any(plan["rows"].values()):
+            if not as_json:  # nothing to ask about, nothing to refuse: a success
+                output.echo_wrapped(f"nothing to prune: no rows older than {days:g} days")
+            return
         if dry_run or not _go_ahead(yes, "delete", "delete them?"):
             return
         done = pruning.run(conn, str(root), days, vacuum)

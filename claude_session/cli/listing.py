@@ -1,7 +1,8 @@
 """Listings at any size: a page of the newest rows by default, with a line saying how many
 more there are, and how many the default filter hides and which option shows them (never a
-silent "none"); `--all` streams every row as it is read (none held, no table to lay out), each
-cell whole off a terminal, where a script reads it."""
+silent "none"); `--all` streams every row as it is read: off a terminal as tab-separated
+lines, each cell whole, where a script reads them; on a terminal as aligned tables of a few
+hundred rows at a time, cells folded, never cut."""
 
 from __future__ import annotations
 
@@ -105,10 +106,14 @@ def tell_hidden(count: int, what: str | None, reveal: str) -> None:
         output.note(f"{count:,} hidden: {what} (`claude-session {reveal}` shows them)")
 
 
+BATCH = 200  # rows laid out as one table by `--all` on a terminal
+
+
 def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, ...] = ()) -> None:
-    """Every row as it is read: a JSON array written element by element, or tab-separated
-    lines under a header, cells escaped and formatted as in the tables: whole off a terminal
-    (or with --wide), where a script reads them; on a terminal each line within its width."""
+    """Every row as it is read: a JSON array written element by element; off a terminal (or
+    with --wide), tab-separated lines under a header, each cell whole, where a script reads
+    them; on a terminal, aligned tables of up to BATCH rows each, every column kept and every
+    cell folded within its width, never cut (at most BATCH rows are held at a time)."""
     out = sys.stdout
     first = True
     if as_json:
@@ -119,27 +124,43 @@ def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, 
         out.write("\n]\n" if not first else "]\n")
         out.flush()
         return
+    if not output.whole_rows():
+        _stream_tables(rows, hide)
+        return
     columns: list[str] = []
-    whole = output.whole_rows()
-    width = output.console().width  # on a terminal, like a table: within its width
     for row in rows:
         row = _without(row, hide)
         if first:
             columns = list(row)
-            out.write(_fit("\t".join(c.replace("_", " ") for c in columns), width, whole) + "\n")
+            out.write("\t".join(c.replace("_", " ") for c in columns) + "\n")
             first = False
-        cells = (output.cell_text(c, row.get(c), whole) for c in columns)
-        line = "\t".join(cell.replace("\t", " ") for cell in cells)
-        out.write(_fit(line, width, whole) + "\n")
+        cells = (output.cell_text(c, row.get(c), True) for c in columns)
+        out.write("\t".join(cell.replace("\t", " ") for cell in cells) + "\n")
     if first:
         out.write("none\n")
     out.flush()
 
 
-def _fit(line: str, width: int, whole: bool) -> str:
-    """A streamed line within a terminal's width (tabs count as one column here); `whole`,
-    as it is: the full rows are in a pipe, --wide and --json."""
-    return line if whole or len(line) <= width else line[: width - 1] + "…"
+def _stream_tables(rows: Iterable[dict[str, Any]], hide: tuple[str, ...]) -> None:
+    """`--all` on a terminal: the rows as tables of BATCH rows, each printed as it fills."""
+    out = output.console()
+    batch: list[dict[str, Any]] = []
+    shown = False
+
+    def flush() -> None:
+        output.print_table(out, batch, "", keep=True)
+        batch.clear()
+
+    for row in rows:
+        batch.append(_without(row, hide))
+        if len(batch) >= BATCH:
+            flush()
+            shown = True
+    if batch:
+        flush()
+        shown = True
+    if not shown:
+        out.print("none")
 
 
 def _without(row: dict[str, Any], hide: tuple[str, ...]) -> dict[str, Any]:

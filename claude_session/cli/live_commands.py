@@ -43,9 +43,12 @@ def _short(agent: str, session: str) -> str:
     return "main" if agent == session else agent[:10]
 
 
-def render(data: dict[str, Any], width: int, now: float | None = None) -> RenderableType:
+def render(
+    data: dict[str, Any], width: int, now: float | None = None, once: bool = False
+) -> RenderableType:
     """One frame of the view for a terminal `width` columns wide: the least important columns
-    (silent time, files, the session) go first when it is narrow; the rest are cut with `…`."""
+    (silent time, files, the session) go first when it is narrow; the rest are cut with `…`.
+    The footer says how to quit, but not for `once` (one frame, `--once`)."""
     wide = width >= 110
     later = max(0.0, (now or data["taken_at"]) - data["taken_at"])  # since the read
 
@@ -112,7 +115,8 @@ def render(data: dict[str, Any], width: int, now: float | None = None) -> Render
         overflow="ellipsis",
         no_wrap=True,
     )
-    footer = Text(time.strftime("updated %H:%M:%S · q or Ctrl+C to quit"), style="dim")
+    quit_hint = "" if once else " · q or Ctrl+C to quit"
+    footer = Text(time.strftime("updated %H:%M:%S") + quit_hint, style="dim")
     parts: list[RenderableType] = [header]
     for table in (agents, claims, errors):
         parts.append(Text(""))
@@ -163,7 +167,7 @@ def watch(root: Path, session: str | None, interval: float, once: bool, as_json:
                 output.emit(data, "json")
             else:
                 console = Console(highlight=False)
-                console.print(render(data, console.width))
+                console.print(render(data, console.width, once=True))  # nothing to quit
             return
         _run(conn, str(root), session, interval)
     finally:

@@ -7,12 +7,12 @@ Rows are plain dicts. One format for each kind of value, here and nowhere else:
   with its zone (`2026-11-23 17:20:05 UTC+01:00`), tables the local time (the zone is in the
   table's title) or, where recency matters, an age (`3m ago`, `in 12m`).
 
-Tables fit the console's width (a terminal's, else `COLUMNS`, else 80): every column has a
-priority; the least important go first (a line under the table names them, and the options
-that show them), then the widest are narrowed: the columns a table exists for wrap (doctor's
-detail, a setting's key and value, a timeline's what and files, a payload), the others are cut
-with an ellipsis. Headers are never cut. `--wide` (`wide_option`) prints every column whole,
-whatever the width; a listing's `--all` does too off a terminal. Hints and problems wrap.
+On a terminal, tables fit its width: every column has a priority; the least important go
+first (a line under the table names them, and the options that show them), then the widest
+are narrowed, their cells folded onto more lines, never cut. Headers are never cut. Off a
+terminal (a pipe, a file), every line is whole whatever `COLUMNS` says: no wrapping, no
+cutting, so a path can be copied as it is; tables print every column, each cell whole, as
+`--wide` (`wide_option`) does on a terminal. Hints and problems wrap only on a terminal.
 
 Recorded text is hostile input: every cell is a `rich.text.Text` (never parsed as markup, so
 `[/tmp]` or `[link=...]` print as they are) and every control character (ESC, OSC, BEL, C1,
@@ -216,18 +216,25 @@ def wide_option(command: F) -> F:
     )(command)
 
 
-def console() -> Console:
-    """The console the CLI prints through: a terminal's width; piped, `COLUMNS` or 80 columns
-    of plain text (rich reads `COLUMNS` and leaves out colours and styles off a terminal);
-    under --wide, as wide as anything printed."""
-    width = WIDE_WIDTH if SETTINGS["wide"] else None
-    return Console(highlight=False, soft_wrap=False, markup=False, width=width)
+def console(err: bool = False) -> Console:
+    """The console the CLI prints through (`err`: stderr's): a terminal's width; off a
+    terminal, or under --wide, as wide as anything printed (rich leaves out colours and
+    styles off a terminal, and `COLUMNS` does not fold lines that go to a pipe or a file)."""
+    out = Console(highlight=False, soft_wrap=False, markup=False, stderr=err)
+    if SETTINGS["wide"] or not out.is_terminal:
+        return Console(highlight=False, soft_wrap=False, markup=False, stderr=err, width=WIDE_WIDTH)
+    return out
+
+
+def whole() -> bool:
+    """Whether tables print every column, each cell whole: off a terminal (a script or a
+    file reads them) or under --wide."""
+    return SETTINGS["wide"] or not console().is_terminal
 
 
 def whole_rows() -> bool:
-    """Whether streamed rows (`--all`) keep every cell whole: off a terminal (a script reads
-    them) or under --wide; on a terminal they fit its width like a table."""
-    return SETTINGS["wide"] or not console().is_terminal
+    """Whether streamed rows (`--all`) keep every cell whole: as tables, `whole`."""
+    return whole()
 
 
 class Layout:
@@ -299,11 +306,15 @@ def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
 
 
 def print_table(
-    out: Console, rows: list[dict[str, Any]], label: str, layout: Layout | None = None
+    out: Console,
+    rows: list[dict[str, Any]],
+    label: str,
+    layout: Layout | None = None,
+    keep: bool = False,
 ) -> None:
     """A table fit to the console, then a line naming the columns it had no room for and
-    what shows them: a column is never dropped without a word."""
-    grid, dropped = table(rows, label, out.width, layout)
+    what shows them: a column is never dropped without a word. `keep`: as `table`'s."""
+    grid, dropped = table(rows, label, out.width, layout, keep)
     out.print(grid)
     if dropped:
         say(
@@ -322,19 +333,28 @@ def reveal() -> str:
 
 
 def table(
-    rows: list[dict[str, Any]], label: str, width: int, layout: Layout | None = None
+    rows: list[dict[str, Any]],
+    label: str,
+    width: int,
+    layout: Layout | None = None,
+    keep: bool = False,
 ) -> tuple[Table, list[str]]:
     """Rows as a table no wider than `width`, and the headers of the columns left out: the
-    least important dropped first, then the widest narrowed (wrapped, or cut with an
-    ellipsis), never below their narrowest readable width nor their header's. Under --wide,
-    every column and every cell whole."""
-    whole = SETTINGS["wide"]
+    least important dropped first, then the widest narrowed (their cells folded, never
+    cut), never below their narrowest readable width nor their header's. Under --wide,
+    every column and every cell whole; `keep`: every column, narrowed and folded to fit
+    (`--all` on a terminal)."""
+    whole = width >= WIDE_WIDTH
     layout = layout or Layout()
     names = list(rows[0])
     wrapped = {i for i, n in enumerate(names) if n in layout.wrap and not whole}
     cells = [
         [
-            escape_controls(_cell_text(n, row.get(n), cap=_cap(i in wrapped, whole), whole=whole))
+            escape_controls(
+                _cell_text(
+                    n, row.get(n), cap=_cap(i in wrapped, whole or keep), whole=whole or keep
+                )
+            )
             for i, n in enumerate(names)
         ]
         for row in rows
@@ -346,7 +366,8 @@ def table(
     else:
         natural = [min(width, n) for n in natural]
         specs = [layout.spec(n) for n in names]
-        floors = [min(natural[i], max(specs[i][1], len(headers[i]))) for i in range(len(names))]
+        least = [len(h) if keep else max(specs[i][1], len(h)) for i, h in enumerate(headers)]
+        floors = [min(natural[i], least[i]) for i in range(len(names))]
         kept = fit([p for p, _ in specs], floors, width)
         widths = shrink({i: natural[i] for i in kept}, floors, width)
     times = any(n.endswith("_at") and n not in RECENT for n in (names[i] for i in kept))
@@ -363,8 +384,8 @@ def table(
         grid.add_column(
             Text(headers[i]),
             width=widths[i],
-            no_wrap=i not in wrapped,
-            overflow="fold" if i in wrapped else "ellipsis",
+            no_wrap=False,
+            overflow="fold",  # folded onto more lines, never cut
             min_width=1,
         )
     for row in cells:
@@ -477,17 +498,16 @@ def say(out: Console, line: str, indent: int = 4, style: str = "") -> None:
 
 def note(line: str) -> None:
     """A line for people on stderr (how many more rows, what a filter hides), wrapped at the
-    width of the terminal it goes to (else `COLUMNS`, else 80): stdout stays the data."""
-    width = WIDE_WIDTH if SETTINGS["wide"] else Console(stderr=True).width
-    for part in wrap(line, width):
+    width of the terminal it goes to (whole off a terminal): stdout stays the data."""
+    for part in wrap(line, console(err=True).width):
         click.echo(part, err=True)
 
 
 def echo_wrapped(line: str, indent: int = 4, err: bool = False) -> None:
-    """One line of recorded text, escaped and folded at the console's width (80 when piped,
-    or `COLUMNS`), its continuation lines indented under it: nothing is cut. `err`: on stderr
-    (what is said about an output, so that the output itself stays exact)."""
-    for part in wrap(line, console().width, indent):
+    """One line of recorded text, escaped and, on a terminal, folded at its width, its
+    continuation lines indented under it (whole off a terminal): nothing is cut. `err`: on
+    stderr (what is said about an output, so that the output itself stays exact)."""
+    for part in wrap(line, console(err=err).width, indent):
         print(part, file=sys.stderr if err else sys.stdout)
 
 

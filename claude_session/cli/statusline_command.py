@@ -27,6 +27,12 @@ from .group import cli
     show_default=True,
     help="The line, or what it is made of as JSON.",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="The same as --format json, as every command spells it.",
+)
 @click.option("--session", help="Session id (default: the one in the JSON on stdin, if any).")
 @click.option(
     "--color/--no-color",
@@ -35,13 +41,15 @@ from .group import cli
 )
 @click.pass_context
 def statusline_command(
-    ctx: click.Context, fmt: str, session: str | None, color: bool | None
+    ctx: click.Context, fmt: str, as_json: bool, session: str | None, color: bool | None
 ) -> None:
     """One short line about the project: the session's cost, agents running, contested
     files, open errors (`cs: $1.24 · 3 agents running · 2 open errors`).
 
     Reads Claude Code's statusLine JSON from stdin when stdin is not a terminal; prints nothing
     where there is no database (and never creates one)."""
+    if as_json:
+        fmt = "json"
     explicit = ctx.parent.params.get("project") if ctx.parent else None
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
