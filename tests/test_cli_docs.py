@@ -23,7 +23,6 @@ NO_JSON = {
     "claude-session daemon": "a group: it only holds start, stop, status, run",
     "claude-session memory": "a group: it only holds the memory commands",
     "claude-session state": "a group: it only holds the state commands",
-    "claude-session statusline": "prints the one line Claude Code shows; --format json instead",
     "claude-session memory export": "its output is data already: --format jsonl or markdown",
 }
 

@@ -212,7 +212,7 @@ def wide_option(command: F) -> F:
         expose_value=False,
         callback=remember,
         help="Print every column of the tables, each cell whole, however long the lines"
-        " (without it, tables fit the terminal, else COLUMNS, else 80 columns).",
+        " (without it, tables fit the terminal; off a terminal they are always whole).",
     )(command)
 
 

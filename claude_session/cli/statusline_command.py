@@ -31,7 +31,9 @@ from .group import cli
     "--json",
     "as_json",
     is_flag=True,
-    help="The same as --format json, as every command spells it.",
+    help="What the line is made of, as JSON (the same as --format json): project, database,"
+    " session_id, agents_running, subagent_types (type, running), contested_files,"
+    " open_errors, top_ladder_step, cost_usd, cost_from, line, problem",
 )
 @click.option("--session", help="Session id (default: the one in the JSON on stdin, if any).")
 @click.option(
