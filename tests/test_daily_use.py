@@ -154,7 +154,7 @@ def day(busy: Path, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_command_fits_the_width_and_cuts_no_header(day: Path, width: int) -> None:
     for args in COMMANDS:
-        lines = run(day, *args, width=width)
+        lines = run(day, *args, width=width, terminal=True)
         assert lines, args
         shown = lines
         begins = DATA_FROM.get(" ".join(args[:2])) or DATA_FROM.get(args[0])
@@ -181,7 +181,7 @@ def test_a_problem_and_its_fix_wrap_at_80_columns(busy: Path, tmp_path: Path) ->
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     conn.close()
     shutil.copy(busy / ".claude-session.db", clone / ".claude-session.db")
-    lines = run(clone, "status")
+    lines = run(clone, "status", terminal=True)
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     head = lines[: lines.index("")]
     text = said(head)
@@ -191,12 +191,12 @@ def test_a_problem_and_its_fix_wrap_at_80_columns(busy: Path, tmp_path: Path) ->
     problems = head[next(i for i, line in enumerate(head) if line.startswith("problems:")) :]
     assert not [line for line in problems if "…" in line], problems
     assert "…" not in said(wrapped(head, "last compaction:"))
-    doctor = said(run(clone, "doctor"))
+    doctor = said(run(clone, "doctor", terminal=True))
     assert "run `claude-session trust` if it is yours" in doctor
 
 
 def test_timeline_at_80_keeps_what_and_files_and_names_what_it_left_out(day: Path) -> None:
-    lines = run(day, "timeline")
+    lines = run(day, "timeline", terminal=True)
     (head,) = header_lines(lines)
     assert head.split()[:2] == ["frame", "agent"] and "what" in head and "files" in head
     files = "".join(column(lines, "files"))
@@ -213,7 +213,7 @@ def test_timeline_at_80_keeps_what_and_files_and_names_what_it_left_out(day: Pat
 
 
 def test_headers_are_whole_and_wide_shows_every_column(day: Path) -> None:
-    lines = run(day, "errors")
+    lines = run(day, "errors", terminal=True)
     (head,) = header_lines(lines)
     assert "resolution" in head.split()
     note = said(wrapped(lines, "(hidden at"))
@@ -231,10 +231,12 @@ def test_headers_are_whole_and_wide_shows_every_column(day: Path) -> None:
 
 
 def test_state_history_keeps_keys_whole_and_payloads_wrap(day: Path) -> None:
-    lines = run(day, "state", "history")
+    lines = run(day, "state", "history", terminal=True)
     assert all(len(line) <= 80 for line in lines)
     assert "release_" + "x" * 60 in "".join(column(lines, "key"))
-    payload = run(day, "events", "--payload", "--event", "PostToolUseFailure", "--limit", "1")
+    payload = run(
+        day, "events", "--payload", "--event", "PostToolUseFailure", "--limit", "1", terminal=True
+    )
     assert all(len(line) <= 80 for line in payload)
     (head,) = header_lines(payload)
     assert "payload" in head
