@@ -349,9 +349,15 @@ class Project:
                 return None
             raise ProjectError(str(exc)) from exc
 
-    def diff(self, a: str, b: str, stat_only: bool = False) -> Diff:
+    def diff(
+        self,
+        a: str,
+        b: str,
+        stat_only: bool = False,
+    ) -> Diff:
         """What changed between frames `a` and `b` (addresses as `claude-session diff` takes
-        them): the recorded state, then the files from their snapshots."""
+        them): the recorded state, then the files from their snapshots. A snapshot still
+        being taken: ProjectError (`claude-session diff` takes it first)."""
         from .services.timetravel import timetravel
 
         conn = self.connection()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import log, spool
+from ..core.figures import plural
 from ..core.paths import spool_dir
 
 
@@ -41,8 +42,8 @@ def spool_checks(root: str) -> list[Check]:
         Check(
             "spool backlog",
             backlog == 0,
-            f"{backlog} events waiting",
-            f"{backlog} events wait in the spool" if backlog else None,
+            f"{plural(backlog, 'event')} waiting",
+            f"{plural(backlog, 'event')} wait in the spool" if backlog else None,
         ),
         Check(
             "spool set aside",
