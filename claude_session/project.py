@@ -356,8 +356,7 @@ class Project:
         stat_only: bool = False,
     ) -> Diff:
         """What changed between frames `a` and `b` (addresses as `claude-session diff` takes
-        them): the recorded state, then the files from their snapshots. A snapshot still
-        being taken: ProjectError (`claude-session diff` takes it first)."""
+        them): the recorded state, then the files from their snapshots."""
         from .services.timetravel import timetravel
 
         conn = self.connection()

@@ -197,13 +197,13 @@ def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
         with Project(root) as project:  # the diff as the library reads it
             change = project.diff(a, b, stat_only=stat)
     except ProjectError as exc:
-        if "still being taken" in str(exc):
-            raise click.ClickException(
-                f"{exc} (waited {timetravel.SNAPSHOT_WAIT_SECONDS:g} seconds for it; is a"
-                " capture stuck? `claude-session doctor` says)"
-            ) from exc
         raise _fail(exc) from exc
     ref_a, ref_b, state, files = change.a, change.b, change.state, change.files
+    if files.get("pending"):  # not taken in the time waited: no diff to give
+        raise click.ClickException(
+            f"{files['error']} (waited {timetravel.SNAPSHOT_WAIT_SECONDS:g} seconds for it; is"
+            " a capture stuck? `claude-session doctor` says)"
+        )
     result = {"a": ref_a, "b": ref_b, "state": state, "files": files}
     if as_json:
         output.emit(result, "json")

@@ -37,13 +37,15 @@ def spool_checks(root: str) -> list[Check]:
     """Events waiting in the spool, and spool files set aside (quarantined)."""
     backlog = spool.backlog(root)
     set_aside, reason = spool.quarantined(root)
-    detail = f"{set_aside} spool files set aside in {spool_dir(root)}/rejected"
+    detail = f"{plural(set_aside, 'spool file')} set aside in {spool_dir(root)}/rejected"
     return [
         Check(
             "spool backlog",
             backlog == 0,
             f"{plural(backlog, 'event')} waiting",
-            f"{plural(backlog, 'event')} wait in the spool" if backlog else None,
+            f"{plural(backlog, 'event')} {'waits' if backlog == 1 else 'wait'} in the spool"
+            if backlog
+            else None,
         ),
         Check(
             "spool set aside",

@@ -295,7 +295,7 @@ def diff(
 ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
     """What changed between frames `a` and `b` (addresses): (a, b, the recorded state's diff,
     the files': `stat` and `diff` (not with `stat_only`), or `error`). `FrameError` when an
-    address names nothing, `SnapshotPending` when a snapshot is still being taken (a writer
+    address names nothing; a snapshot still being taken: `error` and `pending` (a writer
     takes them first: `take_pending`). What `claude-session diff`, `Project.diff` and the web
     page show."""
     from ..snapshots import snapshot_files, workspace
@@ -309,8 +309,8 @@ def diff(
         files["stat"] = snapshot_files.diff_stat(root, commit_a, commit_b)
         if not stat_only:
             files["diff"] = snapshot_files.unified_diff(root, commit_a, commit_b)
-    except SnapshotPending:  # no answer to give: the files' diff is not known yet
-        raise
+    except SnapshotPending as exc:  # the files' diff is not known yet
+        files = {"error": str(exc), "pending": True}
     except (FrameError, workspace.WorkspaceError) as exc:
         files = {"error": str(exc)}
     return str(ref_a), str(ref_b), state, files
