@@ -29,7 +29,7 @@ class Session:
     """A session with its counters (`claude-session status --json`'s `sessions`)."""
 
     session_id: str
-    status: str | None
+    status: str | None  # active, ended, or interrupted (it never said SessionEnd)
     source: str | None
     started_at: float | None
     last_activity_at: float | None
