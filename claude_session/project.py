@@ -48,6 +48,7 @@ from .records import (
     Listing,
     Memory,
     Session,
+    SessionRow,
     StateChange,
     StateValue,
 )
@@ -87,6 +88,7 @@ _ROWS: dict[str, type[Any]] = {
     "claims": Claim,
     "errors": Error,
     "failed_paths": FailedPath,
+    "sessions": SessionRow,
 }
 
 
@@ -214,12 +216,14 @@ class Project:
             return queries.errors_query(open_only=bool(options.get("open_only")))
         if listing == "failed_paths":
             return queries.failed_paths_query(include_all=every)
+        if listing == "sessions":
+            return queries.sessions_query()
         raise ValueError(f"no listing {listing!r}")
 
     def page(self, listing: str, limit: int = 50, **options: Any) -> Listing[Any]:
         """The newest `limit` rows of a listing ('agents', 'claims', 'errors',
-        'failed_paths'; `options` as its method takes them), how many matched in all, and how
-        many the default filter hides."""
+        'failed_paths', 'sessions'; `options` as its method takes them), how many matched in
+        all, and how many the default filter hides."""
         from .services import queries
 
         kind = _row_type(listing)
@@ -345,7 +349,12 @@ class Project:
                 return None
             raise ProjectError(str(exc)) from exc
 
-    def diff(self, a: str, b: str, stat_only: bool = False) -> Diff:
+    def diff(
+        self,
+        a: str,
+        b: str,
+        stat_only: bool = False,
+    ) -> Diff:
         """What changed between frames `a` and `b` (addresses as `claude-session diff` takes
         them): the recorded state, then the files from their snapshots."""
         from .services.timetravel import timetravel

@@ -29,7 +29,7 @@ class Session:
     """A session with its counters (`claude-session status --json`'s `sessions`)."""
 
     session_id: str
-    status: str | None
+    status: str | None  # active, ended, or interrupted (it never said SessionEnd)
     source: str | None
     started_at: float | None
     last_activity_at: float | None
@@ -41,6 +41,25 @@ class Session:
     file_edits: int | None
     subagents: int | None
     compactions: int | None
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """A row of `claude-session sessions --json`: a session, `active`, `ended` or
+    `interrupted` (it never said SessionEnd), its prompts, tool calls, cost (from Claude
+    Code's transcripts; null: not read), compactions and the forks made from it."""
+
+    session_id: str
+    state: str | None
+    started_at: float | None
+    ended_at: float | None
+    prompts: int | None
+    tool_calls: int | None
+    cost_usd: float | None
+    compactions: int | None
+    forks: int
+    end_reason: str | None
+    last_activity_at: float | None
 
 
 @dataclass(frozen=True)

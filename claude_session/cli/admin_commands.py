@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..core import db, injections, spool
+from ..core.figures import plural
 from ..core.paths import log_path
 from ..services import queries
 from . import lookup, output, status_view
@@ -257,8 +258,8 @@ def prune(
             output.emit({"would_remove": plan}, "json")
         elif not as_json:
             output.echo_wrapped(
-                f"would remove, from {plan['sessions']} sessions that ended more than {days:g}"
-                " days ago: "
+                f"would remove, from {plural(plan['sessions'], 'session')} that ended more than"
+                f" {days:g} days ago: "
                 + ", ".join(f"{n} {table} rows" for table, n in plan["rows"].items())
                 + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
                 f" database: {plan['database_bytes'] / 1e6:.1f} MB"
@@ -356,7 +357,7 @@ def ingest(root: Path, as_json: bool) -> None:
         waiting = spool.backlog(str(root))
     output.reply(
         {"ingested": max(0, before - waiting), "waiting": waiting},
-        f"{waiting} events still waiting in the spool",
+        f"{plural(waiting, 'event')} still waiting in the spool",
         as_json,
     )
 

@@ -63,7 +63,13 @@ def memory() -> None:
 
 @memory.command(name="add")
 @click.argument("text")
-@click.option("--category", type=click.Choice(memories.CATEGORIES), required=True)
+@click.option(
+    "--category",
+    type=click.Choice(memories.CATEGORIES),
+    default="fact",
+    show_default=True,
+    help="What kind of memory it is.",
+)
 @click.option("--scope", type=click.Choice(memories.SCOPES), default="project", show_default=True)
 @click.option(
     "--session",
@@ -248,8 +254,13 @@ def _origin_row(r: dict[str, Any]) -> dict[str, Any]:
         "project": r["project"],
         "session_id": r["session_id"],
         "agent_id": r["agent_id"],
-        "trusted": {1: "yes", 0: "no"}.get(r["trusted"], "unknown"),
+        "trusted": _trusted(r["trusted"]),
     }
+
+
+def _trusted(value: object) -> str:
+    """A memory's `trusted` as a person reads it."""
+    return "yes" if value == 1 else "no" if value == 0 else "unknown"
 
 
 @contextmanager
@@ -288,9 +299,10 @@ def _show(row: dict[str, Any], as_json: bool) -> None:
     if as_json:
         output.emit(row, "json")
         return
-    output.emit_pairs(
-        output.console(), f"memory {row['id']}", row | {"tags": ", ".join(row["tags"])}
-    )
+    shown = row | {"tags": ", ".join(row["tags"])}
+    if "trusted" in row:
+        shown["trusted"] = _trusted(row["trusted"])
+    output.emit_pairs(output.console(), f"memory {row['id']}", shown)
 
 
 @memory.command(name="edit")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..core.figures import plural
 from ..services import configuration
 from ..services.cost import costs
 from ..services.telemetry import otel_export
@@ -48,4 +49,4 @@ def export_otel(root: Path, since: str, as_json: bool) -> None:
     if as_json:
         output.emit(found, "json")
         return
-    click.echo(f"sent {spans} spans of {sessions} sessions to {where.shown}")
+    click.echo(f"sent {plural(spans, 'span')} of {plural(sessions, 'session')} to {where.shown}")

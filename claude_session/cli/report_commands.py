@@ -1,5 +1,6 @@
-"""What was recorded: `status`, `agents`, `claims`, `errors`, `failed-paths`, `verdicts`,
-`events`, `restore`. Every one has --json (the full rows); the tables keep what a person scans."""
+"""What was recorded: `status`, `sessions`, `agents`, `claims`, `errors`, `failed-paths`,
+`verdicts`, `events`, `restore`. Every one has --json (the full rows); the tables keep what
+a person scans."""
 
 from __future__ import annotations
 
@@ -70,6 +71,28 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
     with Project(root) as project:
         show_listing(project, "agents", options, include_all, limit, as_json, "agents", "agents",
                      hide, reveal)  # fmt: skip
+
+
+@cli.command()
+@click.option("--all", "include_all", is_flag=True, help="Every session, streamed.")
+@limit_option
+@json_option(
+    "a list of sessions: session_id, state (active, ended, or interrupted: it never said"
+    " SessionEnd), started_at, ended_at, prompts, tool_calls, cost_usd (its model responses,"
+    " from Claude Code's transcripts; null: not read), compactions, forks (made from it),"
+    " end_reason, last_activity_at"
+)
+@output.wide_option
+@click.pass_obj
+def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
+    """The sessions recorded, the latest active first: id, started, ended or interrupted,
+    prompts, tool calls, cost, compactions, forks made from it."""
+    hide = () if as_json else ("end_reason", "last_activity_at")
+    with opened(root) as conn:
+        transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
+    with Project(root) as project:
+        show_listing(project, "sessions", {}, include_all, limit, as_json, "sessions",
+                     "sessions", hide)  # fmt: skip
 
 
 @cli.command()

@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from ..core.figures import usd
+from ..core.figures import plural, usd
 from ..project import Frame, Project, ProjectError
 from ..services.cost import transcripts
 from ..services.snapshots import workspace
@@ -134,13 +134,15 @@ def _print_tree(
         ("  ", "(undo one agent's files: `claude-session revert --agent main|ID`)"),
     ]
     current_agent = "main"
+    # `revert --agent` is offered only for an agent that changed files: else it has nothing to do
+    changed = {row["agent"] for row in rows if row["files"]}
     offered: set[object] = set()
     for row in rows:
         agent = row["agent"] if row["agent"] != "user" else "main"
         if agent != "main" and agent != current_agent:
             full = next((a for a in names if str(a).startswith(str(agent))), agent)
             lines.append(("  ├─ ", f"subagent {names.get(full, agent)}"))
-            if full not in offered:
+            if full not in offered and agent in changed:
                 offered.add(full)
                 lines.append(
                     ("  │    ", f"(undo its files: `claude-session revert --agent {full}`)")
@@ -149,7 +151,7 @@ def _print_tree(
         indent = "  │    " if agent != "main" else "  "
         snapshot = f" @{row['snapshot']}" if row["snapshot"] not in ("-", None) else ""
         files = f" [{row['files']}]" if row["files"] else ""
-        errors = f" ({row['errors']} open errors)" if row["errors"] else ""
+        errors = f" ({plural(row['errors'], 'open error')})" if row["errors"] else ""
         spent = f" {usd(row['cost_usd'])}" if row["cost_usd"] is not None else ""
         what = f"{row['what']}{files}{errors}{snapshot}{spent}"
         lines.append((f"{indent}{row['frame']:>4} {row['kind']:<14} ", what))
@@ -189,14 +191,19 @@ def _tree_line(out: Console, lead: str, text: str) -> None:
 @click.pass_obj
 def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
     """What changed between frames A and B: the session's state, then the files."""
-    with opened(root):
-        pass  # the spool ingested
+    with opened(root) as conn:  # the spool ingested; a snapshot still being taken, taken
+        timetravel.take_pending(conn, str(root), note=output.note)
     try:
         with Project(root) as project:  # the diff as the library reads it
             change = project.diff(a, b, stat_only=stat)
     except ProjectError as exc:
         raise _fail(exc) from exc
     ref_a, ref_b, state, files = change.a, change.b, change.state, change.files
+    if files.get("pending"):  # not taken in the time waited: no diff to give
+        raise click.ClickException(
+            f"{files['error']} (waited {timetravel.SNAPSHOT_WAIT_SECONDS:g} seconds for it; is"
+            " a capture stuck? `claude-session doctor` says)"
+        )
     result = {"a": ref_a, "b": ref_b, "state": state, "files": files}
     if as_json:
         output.emit(result, "json")
@@ -210,9 +217,9 @@ def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
             for item in state[section][how]:
                 say(f"  {section} {how}: {_brief(item)}")
     if state["task"]:
-        say(f"  task: {state['task'][0]!r} -> {state['task'][1]!r}")
+        say(f"  task: {_value(state['task'][0])} -> {_value(state['task'][1])}")
     for key, (before, after) in state["counters"].items():
-        say(f"  {key}: {before} -> {after}")
+        say(f"  {key}: {_value(before)} -> {_value(after)}")
     if "error" in files:
         say(f"files: {files['error']}")
         return
@@ -224,9 +231,16 @@ def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
         output.echo_text(files["diff"], fold=False)  # a patch, as `git apply` reads it
 
 
+def _value(value: object) -> str:
+    """A recorded value as a person reads it: `none` for no value, text quoted."""
+    if value is None:
+        return "none"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
 def _brief(item: dict[str, Any]) -> str:
     if "changes" in item:
-        parts = [f"{k}: {v[0]!r} -> {v[1]!r}" for k, v in item["changes"].items()]
+        parts = [f"{k}: {_value(v[0])} -> {_value(v[1])}" for k, v in item["changes"].items()]
         return f"{'/'.join(str(k) for k in item['key'])} ({'; '.join(parts)})"
     return ", ".join(f"{k}={v}" for k, v in item.items() if v not in (None, "", []))[:300]
 
@@ -386,7 +400,7 @@ def _show_plan(todo: reverting.Plan, as_json: bool) -> None:
         output.emit(todo.as_dict(), "json")
         return
     say = output.echo_wrapped
-    say(f"revert to {todo.target}:")
+    say(f"{todo.headline}:")
     for change in todo.changes:
         marks = [
             "changed outside the recorded tool calls" if change.path in todo.outside else "",

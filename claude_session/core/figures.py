@@ -3,7 +3,7 @@ the restored context). Imports nothing: SessionStart's context uses it on the ho
 
 from __future__ import annotations
 
-__all__ = ["token_count", "usd"]
+__all__ = ["plural", "token_count", "usd"]
 
 
 def usd(value: object) -> str:
@@ -21,3 +21,9 @@ def token_count(value: object) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f}k".replace(".0k", "k") if n < 10_000 else f"{n / 1000:.0f}k"
     return f"{n / 1_000_000:.1f}M"
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """`1 open error`, `2 open errors`: a count and its noun, singular or plural (`many`: a
+    plural other than the noun with an s)."""
+    return f"{n:,} {noun if n == 1 else many or noun + 's'}"

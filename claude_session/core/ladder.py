@@ -82,7 +82,7 @@ def record_failure(
             None if command is None else command[:1000],
             errors.exit_code(error),
             now,
-            now if resolution else None,
+            None,  # an escalation is no resolution: resolved when fixed or abandoned
             key,
         ),
     )

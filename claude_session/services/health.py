@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import log, spool
+from ..core.figures import plural
 from ..core.paths import spool_dir
 
 
@@ -36,13 +37,15 @@ def spool_checks(root: str) -> list[Check]:
     """Events waiting in the spool, and spool files set aside (quarantined)."""
     backlog = spool.backlog(root)
     set_aside, reason = spool.quarantined(root)
-    detail = f"{set_aside} spool files set aside in {spool_dir(root)}/rejected"
+    detail = f"{plural(set_aside, 'spool file')} set aside in {spool_dir(root)}/rejected"
     return [
         Check(
             "spool backlog",
             backlog == 0,
-            f"{backlog} events waiting",
-            f"{backlog} events wait in the spool" if backlog else None,
+            f"{plural(backlog, 'event')} waiting",
+            f"{plural(backlog, 'event')} {'waits' if backlog == 1 else 'wait'} in the spool"
+            if backlog
+            else None,
         ),
         Check(
             "spool set aside",

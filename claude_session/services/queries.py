@@ -199,6 +199,36 @@ STATUS_CLAIMS = 20  # `status` shows the first claims (live and contested first)
 COUNTERS = ("prompts", "tool_calls", "tool_failures", "file_edits", "subagents", "compactions")
 
 
+# A session the daemon ended because it never said SessionEnd is `interrupted`, never `ended`:
+# what `status` lists under "sessions never ended" (readings.NEVER_ENDED).
+SESSION_STATE = (
+    f"CASE WHEN s.status = 'ended' AND {readings.NEVER_ENDED.replace('end_reason', 's.end_reason')}"
+    " THEN 'interrupted' ELSE s.status END"
+)
+
+
+def sessions_query() -> Query:
+    """Every session, the latest active first: id, started, ended or interrupted, prompts,
+    tool calls, cost (from Claude Code's transcripts), compactions, forks made from it."""
+    counter = (
+        "(SELECT sum(CAST(value AS INTEGER)) FROM session_metrics m"
+        " WHERE m.session_id = s.session_id AND m.key = '{key}')"
+    )
+    return Query(
+        f"SELECT s.session_id, {SESSION_STATE} AS state, s.started_at, s.ended_at,"
+        f" {counter.format(key='prompts')} AS prompts,"
+        f" {counter.format(key='tool_calls')} AS tool_calls,"
+        " (SELECT sum(u.cost_usd) FROM message_usage u WHERE u.session_id = s.session_id)"
+        " AS cost_usd,"
+        f" {counter.format(key='compactions')} AS compactions,"
+        " (SELECT count(*) FROM branches b WHERE b.parent_session_id = s.session_id) AS forks,"
+        " s.end_reason, s.last_activity_at"
+        " FROM sessions s ORDER BY s.last_activity_at DESC",
+        (),
+        "SELECT 1 FROM sessions",
+    )
+
+
 def sessions(
     conn: apsw.Connection, limit: int = 20, only: str | None = None
 ) -> list[dict[str, Any]]:
@@ -212,7 +242,7 @@ def sessions(
         conn,
         "WITH shown AS (SELECT * FROM sessions WHERE ?2 IS NULL OR session_id = ?2"
         " ORDER BY last_activity_at DESC LIMIT ?1)"
-        " SELECT s.session_id, s.status, s.start_source AS source, s.started_at,"
+        f" SELECT s.session_id, {SESSION_STATE} AS status, s.start_source AS source, s.started_at,"
         " s.last_activity_at, s.end_reason, m.events, m.prompts, m.tool_calls,"
         " m.tool_failures, m.file_edits, m.subagents, m.compactions FROM shown s"
         " LEFT JOIN (SELECT session_id,"
@@ -317,6 +347,8 @@ def agents_query(
     `include_all` adds finished sessions' agents and Claude Code's internal helpers."""
     now = time.time() if now is None else now
     shown = "a.is_internal = 0 AND (a.status = 'running' OR s.status = 'active')"
+    if session:  # a session named: its agents whatever their state (its helpers: --all)
+        shown = "a.is_internal = 0"
     where = "1" if include_all else shown
     params: list[Any] = [now, now]
     scope = ""
@@ -329,7 +361,9 @@ def agents_query(
         left_out = Hidden(
             "SELECT 1 FROM agent_registry a LEFT JOIN sessions s USING (session_id)"
             f" WHERE ?1 = ?1 AND ?2 = ?2 AND NOT coalesce({shown}, 0){scope}",
-            "agents of ended sessions and Claude Code's internal helpers",
+            "Claude Code's internal helpers"
+            if session
+            else "agents of ended sessions and Claude Code's internal helpers",
         )
     return Query(
         "SELECT a.id AS agent, CASE WHEN a.is_main THEN 'main' ELSE a.agent_type END AS type,"
@@ -501,7 +535,10 @@ def errors_query(*, open_only: bool = False) -> Query:
     return Query(
         "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
         " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
-        " file_path, exit_code, task_id, error_message, occurred_at, resolved_at,"
+        " file_path, exit_code, task_id, error_message, occurred_at,"
+        # escalated (by an earlier version, a time was written): not resolved
+        " CASE WHEN resolution IN ('auto_fixed', 'abandoned') THEN resolved_at END"
+        " AS resolved_at,"
         f" {spent} FROM (SELECT e.*, {readings.climb_columns('e')} FROM error_log e"
         f" WHERE {where}) w ORDER BY id DESC",
         (),

@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 
 from ...core import db
+from ...core.figures import plural
 from ...core.paths import db_path, unsafe_filesystem
 from . import installer
 
@@ -103,7 +104,7 @@ def _snapshot_rules(root: Path) -> list[dict[str, Any]]:
         _row(
             "snapshot rules",
             True,
-            f"{said}: {len(here)} files here" + (f" ({named})" if here else ""),
+            f"{said}: {plural(len(here), 'file')} here" + (f" ({named})" if here else ""),
         )
     ]
     tops = [p for p in kept if not any(p.startswith(k + "/") for k in kept)]
@@ -167,7 +168,7 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
         if ours:
             events = {event for _, event, _ in ours}
             missing = set(installer.installed_events()) - events
-            detail = f"{path}: {len(ours)} handlers for {len(events)} events"
+            detail = f"{path}: {plural(len(ours), 'handler')} for {plural(len(events), 'event')}"
             if missing:
                 detail += f"; missing: {', '.join(sorted(missing))}"
             results.append(_row(f"settings {scope}", not missing, detail))

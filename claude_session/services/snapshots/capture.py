@@ -23,6 +23,7 @@ import apsw
 
 from ...core import db, executions, facts, frames, log, state
 from ...core.config import megabytes
+from ...core.figures import plural
 from ...core.paths import db_path
 from ...core.redact import redact  # a frame's note: redacted whole, then cut
 from .. import configuration
@@ -177,7 +178,7 @@ def capture_pending(
     with db.Immediate(conn):
         for key, members in groups.items():
             status, note, commit, files = snapshots[key]
-            shared = len(members) > 1 and f"one snapshot for {len(members)} frames"
+            shared = len(members) > 1 and f"one snapshot for {plural(len(members), 'frame')}"
             for member in members:
                 said = [n for n in (notes.get(member), note, shared) if n]
                 frames.record_capture(

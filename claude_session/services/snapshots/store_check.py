@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ...core.figures import plural
 from . import snapshot_store, workspace
 
 
@@ -22,7 +23,7 @@ def check(root: str, *, fsck: bool = False) -> list[tuple[str, bool, str]]:
             (
                 "snapshot store",
                 True,
-                f"{git_dir}: {size:.1f} MB, {len(workspace.refs(root))} snapshots",
+                f"{git_dir}: {size:.1f} MB, {plural(len(workspace.refs(root)), 'snapshot')}",
             )
         ]
         try:

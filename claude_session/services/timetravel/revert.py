@@ -67,6 +67,16 @@ class Plan:
     only: list[str] | None = None  # `revert --agent --files`: these paths (and below) only
 
     @property
+    def headline(self) -> str:
+        """What the revert does, in words: `revert to 3a4b5c6d:7`, `undo the work of agent X
+        since ...`, `undo of revert 2`."""
+        if self.agent is not None:
+            return f"undo {self.target}"
+        if self.target.startswith("undo of revert"):
+            return self.target
+        return f"revert to {self.target}"
+
+    @property
     def conflicts(self) -> list[str]:
         return [c.path for c in self.changes if c.conflict]
 
@@ -133,7 +143,7 @@ def plan_undo(conn: apsw.Connection, root: str) -> Plan:
     detail = json.loads(str(detail_text))
     safety = detail.get("safety_commit")
     if not safety:
-        raise RevertError(f"revert {event_id} has no safety snapshot to go back to")
+        raise RevertError("the last revert has no safety snapshot to go back to")
     paths = [str(p) for p in detail.get("paths") or []]
     modes = detail.get("manifest") if isinstance(detail.get("manifest"), dict) else None
     finished = conn.execute(
@@ -142,7 +152,9 @@ def plan_undo(conn: apsw.Connection, root: str) -> Plan:
         (safety,),
     ).fetchall()
     after = finished[0][1] if finished and finished[0][1] else safety
-    number = finished[0][0] if finished else event_id  # the id `revert` printed
+    # the number `revert` printed (one that never finished: the next one's)
+    last = int(finished[0][0] if finished else event_id)  # type: ignore[arg-type]
+    number = revert_number(conn, last) + (not finished)
     todo = Plan(
         f"undo of revert {number}",
         str(safety),
@@ -425,7 +437,7 @@ def _finish(
             todo.session_id,
             "revert",
             finished,
-            summary=f"revert to {todo.target}"[:200],
+            summary=todo.headline[:200],
             files=json.dumps(paths),  # all of them: history.py reads which paths a revert made
             capture=True,
         )
@@ -447,8 +459,18 @@ def _finish(
         frames.add_timeline_event(
             conn, "RevertFinished", todo.session_id, frame_no, finished, json.dumps(detail)
         )
-        revert_id = conn.last_insert_rowid()
+        revert_id = revert_number(conn, int(conn.last_insert_rowid()))
     return revert_id, frame_no
+
+
+def revert_number(conn: apsw.Connection, event_id: int) -> int:
+    """A revert's number in its project, from 1: how many reverts finished up to its
+    RevertFinished event (the event's id counts every timeline event of the project)."""
+    found = conn.execute(
+        "SELECT count(*) FROM timeline_events WHERE name = 'RevertFinished' AND id <= ?",
+        (event_id,),
+    ).fetchall()
+    return int(found[0][0])  # type: ignore[arg-type]
 
 
 def _lock(root: str) -> int:

@@ -13,7 +13,9 @@ which change files, live in services/timetravel/revert.py and services/timetrave
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,7 @@ import apsw
 
 from ...core import frames
 from ...core.db import rows
+from ...core.figures import plural
 
 # Said by every command that takes a frame, in its --help and in every addressing error.
 ADDRESS_SYNTAX = (
@@ -117,9 +120,21 @@ def resolve(conn: apsw.Connection, address: str) -> FrameRef:
     if number < 0:  # from the end: -1 is the frame before the latest
         number = last + number
     if not 1 <= number <= last:
-        hint = f" (the session whose id starts with {frame_part} is {frame_part}:)" if bare else ""
+        hint = ""
+        if bare and _starts_a_session(conn, frame_part):  # a session's id, meant as one?
+            hint = f" (the session whose id starts with {frame_part} is {frame_part}:)"
         raise _bad(f"session {session_id[:12]} has frames 1 to {last}, not {frame_part}{hint}")
     return FrameRef(session_id, number)
+
+
+def _starts_a_session(conn: apsw.Connection, prefix: str) -> bool:
+    """Whether a session with frames has an id that starts with `prefix`."""
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM frames WHERE session_id >= ?1 AND session_id < ?1 || x'ff' LIMIT 1",
+            (prefix,),
+        ).fetchall()
+    )
 
 
 def _shortcut(conn: apsw.Connection, session_id: str, shortcut: str) -> FrameRef:
@@ -132,7 +147,8 @@ def _shortcut(conn: apsw.Connection, session_id: str, shortcut: str) -> FrameRef
         (session_id, kinds[kind][0]),
     ).fetchall()
     if int(value) > len(rows):
-        raise _bad(f"session {session_id[:12]} has {len(rows)} {kind} frames, not {value}")
+        has = plural(len(rows), f"{kind} frame")
+        raise _bad(f"session {session_id[:12]} has {has}, not {value}")
     return FrameRef(session_id, int(rows[int(value) - 1][0]))  # type: ignore[arg-type]
 
 
@@ -166,7 +182,7 @@ def pointer(conn: apsw.Connection, ref: FrameRef) -> tuple[str, FrameRef]:
     if status == "captured" and isinstance(commit, str):
         return commit, own
     if status == "pending":
-        raise FrameError(f"the snapshot of frame {own} is still being taken: try again")
+        raise SnapshotPending(f"the snapshot of frame {own} is still being taken: try again")
     why = f"{status} ({note})" if note else str(status)
     raise FrameError(f"frame {own} has no workspace snapshot: {why}")
 
@@ -240,12 +256,48 @@ def subagents(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
 # --- the diff of two states: a pure function -----------------------------------------------
 
 
+class SnapshotPending(FrameError):
+    """A frame's snapshot is still waiting to be taken."""
+
+
+SNAPSHOT_WAIT_SECONDS = 5.0  # how long `diff` waits for a snapshot being taken
+
+
+def take_pending(
+    conn: apsw.Connection,
+    root: str,
+    seconds: float = SNAPSHOT_WAIT_SECONDS,
+    note: Callable[[str], None] | None = None,
+) -> None:
+    """The snapshots still pending taken now (waiting at most `seconds` for the capture
+    lock), `note` told first: a diff right after a session sees its last frames' files."""
+    from ..snapshots import capture, capture_control
+
+    if not frames.pending_captures(conn):
+        return
+    if note is not None:
+        note("waiting for the snapshot being taken...")
+    fd = capture_control.take_lock(root, seconds)
+    if fd is None:
+        return
+    try:
+        capture.capture_all_pending(conn, root)
+    finally:
+        os.close(fd)
+
+
 def diff(
-    conn: apsw.Connection, root: str, a: str, b: str, stat_only: bool = False
+    conn: apsw.Connection,
+    root: str,
+    a: str,
+    b: str,
+    stat_only: bool = False,
 ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
     """What changed between frames `a` and `b` (addresses): (a, b, the recorded state's diff,
     the files': `stat` and `diff` (not with `stat_only`), or `error`). `FrameError` when an
-    address names nothing. What `claude-session diff`, `Project.diff` and the web page show."""
+    address names nothing; a snapshot still being taken: `error` and `pending` (a writer
+    takes them first: `take_pending`). What `claude-session diff`, `Project.diff` and the web
+    page show."""
     from ..snapshots import snapshot_files, workspace
 
     ref_a, ref_b = resolve(conn, a), resolve(conn, b)
@@ -257,6 +309,8 @@ def diff(
         files["stat"] = snapshot_files.diff_stat(root, commit_a, commit_b)
         if not stat_only:
             files["diff"] = snapshot_files.unified_diff(root, commit_a, commit_b)
+    except SnapshotPending as exc:  # the files' diff is not known yet
+        files = {"error": str(exc), "pending": True}
     except (FrameError, workspace.WorkspaceError) as exc:
         files = {"error": str(exc)}
     return str(ref_a), str(ref_b), state, files

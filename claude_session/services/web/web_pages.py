@@ -18,7 +18,7 @@ import time
 from typing import Any
 from urllib.parse import quote
 
-from ...core.figures import token_count, usd
+from ...core.figures import plural, token_count, usd
 from ...core.terminal import escape_controls
 
 STATUS_COLOURS = {  # agent boxes: the status at a glance
@@ -171,7 +171,7 @@ def session_page(
     )
     body = [
         f"<h1>Session {esc(session_id)}</h1>",
-        f"<p class=muted>{len(frames)} frames · {len(subagents)} subagents ·"
+        f"<p class=muted>{plural(len(frames), 'frame')} · {plural(len(subagents), 'subagent')} ·"
         f" {len(branches)} forks and replays{cost}</p>",
         "<h2>Agents</h2>",
         f'<div class="box">{agent_tree(main, session_id, subagents, spent.get("agents"))}</div>',
