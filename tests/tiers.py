@@ -78,6 +78,7 @@ MODULES: dict[str, str] = {
     "test_install_paths.py": "e2e",
     "test_install_root.py": "integration",
     "test_judge.py": "integration",
+    "test_judge_optin.py": "integration",
     "test_ladder.py": "integration",
     "test_layers.py": "lint",
     "test_library.py": "integration",
