@@ -152,14 +152,15 @@ CREATE TABLE llm_verdicts (
     session_id   TEXT,
     hook_event   TEXT,             -- the event judged: TaskCompleted, Stop, SubagentStop
     task         TEXT,             -- what was to be done: the task's subject and description, else the latest prompts
-    decision     TEXT,             -- allow, block, or error (the judge failed: allowed)
+    decision     TEXT,             -- allow, block, error (the judge failed: allowed), or skipped (over judge_budget_usd_per_day: allowed)
     reason       TEXT,
     raw          TEXT,             -- the judge's output as it came
     judge        TEXT,             -- the judge command
     created_at   REAL NOT NULL,
     task_id      TEXT,             -- TaskCompleted's task_id, else the payload's prompt_id
     verdict_json TEXT CHECK (verdict_json IS NULL OR json_valid(verdict_json)),  -- the verdict as JSON: the judge's parsed answer, or {"decision", "reason"} when it failed
-    timestamp    TEXT  -- UTC
+    timestamp    TEXT, -- UTC
+    cost_usd     REAL  -- what the call cost, as the judge's command reported it (claude -p: total_cost_usd); NULL when unknown
 );
 
 -- Audit trail: one row per hook run that reached the database (spooled runs on ingestion).
@@ -761,4 +762,4 @@ CREATE TABLE purged_paths (
 );
 CREATE INDEX purged_paths_path ON purged_paths (path);
 
-PRAGMA user_version = 23;
+PRAGMA user_version = 24;

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, query, wait_for
+from conftest import WheelInstall, query, wait_for, write_config
 from fake_api import FakeAnthropic, is_compaction, text, tool
 
 from claude_session.services.background import daemon_control
@@ -448,11 +448,13 @@ def test_real_claude_code_failed_path_survives_compaction_and_is_said_once(
 
 
 def test_default_judge_is_the_real_claude_cli_in_headless_mode(tmp_path: Path) -> None:
-    """The default judge command, unchanged, with the real CLI found on PATH."""
+    """The default judge command, unchanged, with the real CLI found on PATH (the judge is
+    opt-in: turned on here, as a user does)."""
     binary = claude_binary()
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
     home.mkdir()
+    write_config(project, {"judge_events": "TaskCompleted"})
     verdict = '{"decision": "block", "reason": "no test covers the new validation"}'
     with FakeAnthropic(lambda body: [text(verdict)]) as api:
         payload = {

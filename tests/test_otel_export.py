@@ -193,6 +193,7 @@ def test_a_backend_down_loses_nothing_doubles_nothing_and_says_so(recorded: Reco
     try:
         failed = export(recorded, where, NOW)
         assert failed.sent == 0 and failed.error and failed.waiting == 7
+        assert "did not take them: Service Unavailable" in failed.error  # why, not just "no"
         state = recorded.rows(
             "SELECT failures, last_error IS NOT NULL, next_attempt_at FROM otel_export"
         )[0]
@@ -203,7 +204,8 @@ def test_a_backend_down_loses_nothing_doubles_nothing_and_says_so(recorded: Reco
         assert export(recorded, where, NOW + 1).sent == 0
         assert receiver.requests == tried  # backing off: not even tried
         receiver.stop()  # down for good, then back on the same port
-        assert export(recorded, where, state[2] + 1).error
+        closed = export(recorded, where, state[2] + 1).error
+        assert closed and "did not take them: connection refused" in closed
         receiver.refusing = False
         receiver.start()
         later = recorded.rows("SELECT next_attempt_at FROM otel_export")[0][0]

@@ -80,6 +80,8 @@ MODULES: dict[str, str] = {
     "test_install_paths.py": "e2e",
     "test_install_root.py": "integration",
     "test_judge.py": "integration",
+    "test_judge_optin.py": "integration",
+    "test_fork_remove.py": "integration",
     "test_ladder.py": "integration",
     "test_layers.py": "lint",
     "test_library.py": "integration",

@@ -74,7 +74,9 @@ LAYOUT = output.Layout(
     "an object: by, session_id, since, rows (the groups shown: messages, input_tokens,"
     " output_tokens, cache_read_tokens, cache_creation_tokens, thinking_tokens, cost_usd,"
     " source), groups (how many in all), total (of every group, shown or not),"
-    " claude_code_total_usd, price_table_models, transcripts (what was read);"
+    " claude_code_total_usd, price_table_models, transcripts (what was read),"
+    " claude_session_judge (claude-session's own spend, not in the total: the judge's calls,"
+    " cost_usd and calls, as its command reported them);"
     " with --session, dead_ends (what went to errors never fixed and approaches that failed:"
     " cost_usd, tokens, messages, share of the total, errors, failed_paths; null when the"
     " session's usage was not read)"
@@ -103,6 +105,7 @@ def cost(
         # New bytes only: of the session asked for, else of the sessions active in the last
         # hour (the daemon reads live ones as they grow; older ones were read by then).
         read = transcripts.catch_up(conn, session, recent_seconds=None if session else 3600)
+        judged = costs.judge_spend(conn, session, start)
     by = by or ("turn" if session else "session")
     with Project(root) as project:  # the report as the library gives it
         report = project.cost(session, by, start, None if every else limit)
@@ -110,6 +113,7 @@ def cost(
     if not session:
         del found["dead_ends"]  # one session's only
     found["transcripts"] = read
+    found["claude_session_judge"] = judged
     if as_json:
         output.emit(found, "json")
     elif every and found["rows"]:
@@ -156,6 +160,13 @@ def notes(found: dict[str, Any]) -> None:
             f"* estimated from claude-session's own price table (Claude Code gave no figure"
             f" for {models})",
             style="dim",
+        )
+    judged = found.get("claude_session_judge")
+    if judged and judged["calls"]:
+        output.say(
+            out,
+            f"claude-session's own spend (its judge, not in the total):"
+            f" {usd(judged['cost_usd'])} in {judged['calls']} call(s)",
         )
     if found.get("dead_ends"):
         output.say(out, dead_end_line(found["dead_ends"]))

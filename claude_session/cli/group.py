@@ -110,7 +110,7 @@ class Group(click.Group):
         "statusline": "statusline_command",
         "timeline": "timetravel_commands",
         "diff": "timetravel_commands",
-        "fork": "timetravel_commands",
+        "fork": "fork_commands",
         "replay": "timetravel_commands",
         "revert": "timetravel_commands",
         "cost": "cost_commands",

@@ -8,6 +8,7 @@ user scope (`installer.hooks_settings_path`)."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import click
 
+from ..services import configuration, judge
 from ..services.setup import installer, mcp_install, plugin, statusline_setup
 from . import hook_transport, output
 from .group import cli, json_option
@@ -236,6 +238,48 @@ def install_any(
         install_settings(root, scope, dry_run, claude_path, transport)
     if with_mcp and not dry_run:
         install_mcp(claude_path)
+    if not dry_run:
+        offer_judge(root, scope)
+
+
+JUDGE_ON = "claude-session config --set judge_events=TaskCompleted"
+
+
+def offer_judge(root: Path, scope: str) -> None:
+    """The judge calls a paid model, so it is off until asked for: on a terminal, ask (no by
+    default) and say what a call costs; elsewhere, one line on how to turn it on."""
+    try:
+        loaded = configuration.load(str(root))
+    except configuration.ConfigError:
+        return  # `config` and doctor report an unreadable file
+    if "judge_events" in loaded.written:
+        return  # chosen already, either way
+    estimate = judge.estimated_cost_per_call()
+    cost = (
+        f"each check calls a paid model (claude -p --model {judge.JUDGE_MODEL}), about"
+        f" ${estimate:.2f} a call (an estimate)"
+    )
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if scope == "user" or not interactive or click.get_current_context().meta.get(REPORT):
+        say(f"the judge (checks finished tasks) is off; {cost}; to turn it on: `{JUDGE_ON}`")
+        return
+    question = (
+        f"Turn on the judge? When a task is marked done, it checks the work is really done;"
+        f" {cost}, at most ${loaded.values['judge_budget_usd_per_day']:.2f} a day"
+        f" (judge_budget_usd_per_day)."
+    )
+    if not click.confirm(question, default=False):
+        say(f"the judge stays off; to turn it on later: `{JUDGE_ON}`")
+        return
+    try:
+        configuration.set_values(str(root), ["judge_events=TaskCompleted"])
+    except configuration.ConfigError as exc:
+        say(f"the judge was not turned on: {exc}")
+        return
+    say(
+        f"the judge is on (judge_events=TaskCompleted in {loaded.path});"
+        " `claude-session config --set judge_events=` turns it off"
+    )
 
 
 def install_root(root: Path) -> Path:

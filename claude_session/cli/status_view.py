@@ -71,9 +71,26 @@ def headline(found: dict[str, Any], width: int = 80) -> list[str]:
         lines.append(f"  ... {len(errors) - 5} more (`claude-session errors --open`)")
     lines.append(compaction(now["last_compaction"]))
     lines.append(cost(found["cost"]))
+    if found.get("judge"):
+        lines += judge(found["judge"])
     problems = now["problems"]
     lines.append(f"problems: {len(problems) or 'none'}")
     lines += [f"  ! {problem}" for problem in problems]
+    return lines
+
+
+def judge(state: dict[str, Any]) -> list[str]:
+    """The judge's line: off, or on with today's spend; a skip for want of budget said so."""
+    spent, budget = float(state["spent_today_usd"]), state["budget_usd_per_day"]
+    if not state["events"] and not spent and not state["skipped_today"]:
+        return ["judge: off (`claude-session config --set judge_events=TaskCompleted`)"]
+    lines = [f"judge: {state['events'] or 'off'}, ${spent:.2f} spent today of ${budget:.2f}"]
+    if state["skipped_today"]:
+        lines.append(
+            f"  ! judge skipped {state['skipped_today']}x today: today's spend reached"
+            " judge_budget_usd_per_day (raise it with `claude-session config --set"
+            " judge_budget_usd_per_day=N`)"
+        )
     return lines
 
 

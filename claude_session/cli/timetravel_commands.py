@@ -245,32 +245,6 @@ def _brief(item: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in item.items() if v not in (None, "", []))[:300]
 
 
-@cli.command(name="fork", epilog=ADDRESSES)
-@click.argument("frame")
-@click.option("--label", help="A name for the fork.")
-@click.option("--path", "path", type=click.Path(file_okay=False), help="Where (default: beside).")
-@json_option(
-    "an object: branch, kind, from, path, made_with, snapshot_commit, label, hooks (where a"
-    " session there gets claude-session's hooks from), next"
-)
-@click.pass_obj
-def fork_command(
-    root: Path, frame: str, label: str | None, path: str | None, as_json: bool
-) -> None:
-    """A new working directory with the files as at FRAME; its first session gets its state."""
-    with opened(root) as conn:
-        try:
-            made = forking.fork(conn, str(root), frame, label=label, path=path)
-        except (timetravel.FrameError, forking.ForkError, workspace.WorkspaceError) as exc:
-            raise _fail(exc) from exc
-    if as_json:
-        output.emit(made, "json")
-        return
-    output.echo_wrapped(f"forked {made['from']} into {made['path']} ({made['made_with']})")
-    output.echo_wrapped(f"hooks there: {made['hooks']}")
-    output.echo_wrapped(f"next: {made['next']}")
-
-
 @cli.command(epilog=ADDRESSES)
 @click.argument("frame")
 @click.option("--prompt", help="Run with this prompt instead of the frame's turn's prompt.")

@@ -37,8 +37,9 @@ DEFAULTS: dict[str, object] = {
     # A failed path stops being shown this long after it was recorded.
     "failed_path_ttl_days": 14.0,
     # Events at which a judge checks that the work is really done: any of TaskCompleted,
-    # Stop, SubagentStop (comma-separated); "" turns the judge off.
-    "judge_events": "TaskCompleted",
+    # Stop, SubagentStop (comma-separated); "" (the default) leaves the judge off: it calls a
+    # paid model, so it is opt-in (`install` on a terminal asks).
+    "judge_events": "",
     # The judge: a command that reads a prompt on stdin and answers JSON
     # {"decision": "allow"|"block", "reason": "..."} (also inside `claude -p` JSON output).
     "judge_command": (
@@ -46,6 +47,9 @@ DEFAULTS: dict[str, object] = {
         " --settings '{\"disableAllHooks\": true}'"
     ),
     "judge_timeout_seconds": 120.0,
+    # What the judge may spend in a day (UTC), in USD, by the costs its command reported;
+    # past it, the judge skips (the work goes ahead) and `status` says so.
+    "judge_budget_usd_per_day": 1.0,
     # A snapshot of the work tree (in claude-session's own snapshot repository, never the
     # user's) after each tool call that can change files and at each turn: what `revert`,
     # `diff` and `fork` go back to.

@@ -19,24 +19,68 @@ from typing import Any
 
 import apsw
 
-from ..core import verdicts
+from ..core import usage, verdicts
 from ..core.db import Immediate, rows
 from ..core.event import Event
 from ..core.readings import failed_paths, open_errors
 from ..core.redact import redact
 
+# The cost of one call, estimated (shown before anyone turns the judge on): `claude -p` sends
+# Claude Code's own instructions and tool definitions (roughly 15,000 tokens; our guess, it
+# varies with the version) plus our prompt (at most PROMPT_CAP characters, about 4 to a
+# token), written to the prompt cache (1.25 times the input price), and gets a short answer.
+CLAUDE_CODE_PROMPT_TOKENS = 15_000
+ANSWER_TOKENS = 200
+JUDGE_MODEL = "haiku"
 MAX_BLOCKS = 3  # consecutive blocks of one task before the judge is overruled (no endless loop)
 PROMPT_CAP = 12_000
 
 
+def estimated_cost_per_call() -> float:
+    """USD per judge call with the default command (haiku), at the price table's rates: an
+    estimate, the upper end for a full prompt."""
+    price = usage.input_price(JUDGE_MODEL) or 1.0
+    _, output, _, cache_write = usage.WEIGHTS
+    prompt_tokens = CLAUDE_CODE_PROMPT_TOKENS + PROMPT_CAP // 4
+    return price * (prompt_tokens * cache_write + ANSWER_TOKENS * output) / 1e6
+
+
+def spent_today(conn: apsw.Connection, now: float) -> float:
+    """USD the judge's calls cost since midnight UTC, as its command reported them."""
+    found = rows(
+        conn,
+        "SELECT COALESCE(SUM(cost_usd), 0) AS spent FROM llm_verdicts"
+        " WHERE created_at >= unixepoch(datetime(?, 'unixepoch', 'start of day'))",
+        (now,),
+    )
+    return float(found[0]["spent"] or 0.0)
+
+
+def skipped_today(conn: apsw.Connection, now: float) -> int:
+    """How many times today the judge skipped because the day's budget was spent."""
+    found = rows(
+        conn,
+        "SELECT COUNT(*) AS n FROM llm_verdicts WHERE decision = 'skipped'"
+        " AND created_at >= unixepoch(datetime(?, 'unixepoch', 'start of day'))",
+        (now,),
+    )
+    return int(found[0]["n"])
+
+
 class Verdict:
     def __init__(
-        self, decision: str, reason: str, raw: str, answer: dict[str, Any] | None = None
+        self,
+        decision: str,
+        reason: str,
+        raw: str,
+        answer: dict[str, Any] | None = None,
+        cost_usd: float | None = None,
     ) -> None:
-        self.decision = decision  # allow | block | error (the judge failed: allowed)
+        self.decision = decision  # allow | block | error (the judge failed: allowed) | skipped
         self.reason = reason
         self.raw = raw
         self.answer = answer  # the judge's JSON answer, when it gave a valid one
+        self.cost_usd = cost_usd  # what the call cost, when the command said (claude -p does)
 
     def as_json(self) -> str:
         """The verdict as JSON (llm_verdicts.verdict_json): the judge's own answer, with the
@@ -106,15 +150,28 @@ def run(command: str, prompt: str, timeout: float) -> Verdict:
     except OSError as exc:
         return Verdict("error", f"judge could not run: {exc}", "")
     raw = redact(done.stdout.decode("utf-8", "replace"))[:20_000]
+    cost = cost_of(raw)
     if done.returncode != 0:
         tail = redact(done.stderr.decode("utf-8", "replace")).strip()[-300:]
-        return Verdict("error", f"judge exited {done.returncode}: {tail}", raw)
+        return Verdict("error", f"judge exited {done.returncode}: {tail}", raw, cost_usd=cost)
     try:
         answer = answer_of(raw)
         decision, reason = checked(answer)
     except ValueError as exc:
-        return Verdict("error", f"judge answered nonsense: {exc}", raw)
-    return Verdict(decision, reason, raw, answer)
+        return Verdict("error", f"judge answered nonsense: {exc}", raw, cost_usd=cost)
+    return Verdict(decision, reason, raw, answer, cost)
+
+
+def cost_of(text: str) -> float | None:
+    """The cost a `claude -p --output-format json` envelope reports (total_cost_usd)."""
+    try:
+        value = _json_object(text)
+    except ValueError:
+        return None
+    cost = value.get("total_cost_usd")
+    if isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1000:
+        return None
+    return float(cost)
 
 
 def answer_of(text: str) -> dict[str, Any]:
@@ -165,8 +222,17 @@ def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) 
         " ORDER BY id DESC LIMIT ?",
         (ev.session_id, task, MAX_BLOCKS),
     )
+    budget = float(config.get("judge_budget_usd_per_day") or 0.0)
+    spent = spent_today(conn, now)
     if len(previous) == MAX_BLOCKS and all(p["decision"] == "block" for p in previous):
         verdict = Verdict("allow", f"judge overruled: blocked {MAX_BLOCKS} times in a row", "")
+    elif budget > 0 and spent >= budget:
+        verdict = Verdict(
+            "skipped",
+            f"judge skipped: today's judge spend ${spent:.2f} reached"
+            f" judge_budget_usd_per_day (${budget:.2f})",
+            "",
+        )
     else:
         prompt = build_prompt(conn, ev, task, now)
         verdict = run(str(config["judge_command"]), prompt, float(config["judge_timeout_seconds"]))
@@ -183,5 +249,6 @@ def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) 
             raw=verdict.raw,
             judge=redact(str(config["judge_command"]))[:500],  # it may hold a key
             now=time.time(),
+            cost_usd=verdict.cost_usd,
         )
     return verdict

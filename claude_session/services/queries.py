@@ -62,8 +62,23 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "cost": costs.latest(conn)
         | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
         "otel": otel_export.status(conn, root, now),  # None: export is off
+        "judge": judge_state(conn, root, now),
     }
     return {"now": happening(conn, root, found, now)} | found
+
+
+def judge_state(conn: apsw.Connection, root: str, now: float) -> dict[str, Any]:
+    """The judge: at which events it runs ("" off), what it cost today (UTC) by its command's
+    own figures, the day's budget, and how often today it skipped for want of budget."""
+    from . import configuration, judge
+
+    values = configuration.load_or_defaults(root).values
+    return {
+        "events": str(values.get("judge_events") or ""),
+        "spent_today_usd": round(judge.spent_today(conn, now), 6),
+        "budget_usd_per_day": values.get("judge_budget_usd_per_day"),
+        "skipped_today": judge.skipped_today(conn, now),
+    }
 
 
 def happening(

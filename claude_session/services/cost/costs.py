@@ -257,6 +257,26 @@ def _newest_turns(conn: apsw.Connection, limit: int) -> list[dict[str, Any]]:
     return found
 
 
+def judge_spend(conn: apsw.Connection, session: str | None, since: float | None) -> dict[str, Any]:
+    """claude-session's own spend, apart from the user's: what the judge's calls cost, as its
+    command reported them (llm_verdicts.cost_usd), in the same selection."""
+    where: str = " 1"
+    params: list[Any] = []
+    if session is not None:
+        where += " AND session_id = ?"
+        params.append(session)
+    if since is not None:
+        where += " AND created_at >= ?"
+        params.append(since)
+    found = db.rows(
+        conn,
+        "SELECT coalesce(sum(cost_usd), 0.0) AS usd, count(cost_usd) AS calls"
+        f" FROM llm_verdicts WHERE{where}",
+        params,
+    )[0]
+    return {"cost_usd": float(found["usd"]), "calls": int(found["calls"])}
+
+
 def _filter(session: str | None, since: float | None) -> tuple[str, list[Any]]:
     where: str = " 1"
     params: list[Any] = []

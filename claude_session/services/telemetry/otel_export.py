@@ -21,7 +21,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -289,17 +290,73 @@ def sender(root: str, where: Target) -> Send:
     def send(spans: list[otel_spans.Span]) -> str | None:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        try:
-            result = exporter.export(to_sdk(spans, resource))
-        except Exception as exc:  # the SDK's own failure: told, tried again later
-            return f"{type(exc).__name__}: {exc}"
-        return (
-            None
-            if result == SpanExportResult.SUCCESS
-            else f"the backend at {where.shown} did not take them"
-        )
+        with _sdk_told() as told:
+            try:
+                result = exporter.export(to_sdk(spans, resource))
+            except Exception as exc:  # the SDK's own failure: told, tried again later
+                return f"{type(exc).__name__}: {exc}"
+        if result == SpanExportResult.SUCCESS:
+            return None
+        return f"the backend at {where.shown} did not take them: {why_not(told)}"
 
     return send
+
+
+class _Told(logging.Handler):
+    """What the SDK's exporter logged while it tried (its only account of why it failed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.messages.append(record.getMessage())
+        except Exception:  # a malformed record: its reason is lost, not the export
+            self.messages.append(str(record.msg))
+
+
+@contextmanager
+def _sdk_told() -> Iterator[list[str]]:
+    """The SDK's log messages during one export, kept from the terminal."""
+    logger = logging.getLogger("opentelemetry")
+    level, propagate = logger.level, logger.propagate
+    handler = _Told()
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def why_not(told: list[str]) -> str:
+    """The reason an export failed, from what the SDK logged: connection refused, a timeout,
+    an HTTP status; else its last words; else "no reason given"."""
+    given_up = any("max retries or shutdown" in m for m in told)
+    said = [m for m in told if "max retries or shutdown" not in m]
+    retried = " (tried again, then gave up)" if given_up else ""
+    for message in reversed(said):
+        status = re.search(r"code: (\d{3}), reason: (.{0,80})", message)
+        if status:
+            return f"HTTP {status.group(1)} {status.group(2).strip()}".strip()
+    low = " ".join(said).lower()
+    if "refused" in low:
+        return f"connection refused (is the backend running, on that port?){retried}"
+    if "timed out" in low or "timeout" in low:
+        return f"timed out{retried}"
+    if "name or service not known" in low or "nodename nor servname" in low:
+        return "the host name could not be resolved"
+    for message in reversed(said):
+        transient = re.search(r"Transient error (.{1,120}?) encountered", message)
+        if transient:
+            return f"{transient.group(1)}{retried}"
+    if said:
+        return said[-1].strip()[:200]
+    return "timed out, or tried again until it gave up" if given_up else "no reason given"
 
 
 def export_pass(

@@ -223,3 +223,117 @@ def _make_worktree(root: str, dest: str) -> str:
         raise ForkError("git worktree add failed: " + err.strip()[:300])
     os.makedirs(dest, mode=0o755, exist_ok=True)
     return "folder (no git commit to make a worktree from)"
+
+
+# --- forks made here: listed, and removed ----------------------------------------------------
+
+NOT_WORK = (".git", ".claude-session.db")  # the worktree's link, the fork's own database
+
+
+def remove_hint(path: str) -> str:
+    """How to remove a fork (worktree registration included), as a user types it."""
+    return f"claude-session fork --remove {shlex.quote(path)} --yes"
+
+
+def _worktrees(root: str) -> set[str]:
+    """The user's repository's registered worktrees (real paths); empty when there is none."""
+    code, out, _ = usergit.run(
+        root, ["worktree", "list", "--porcelain"], timeout=GIT_TIMEOUT_SECONDS
+    )
+    if code != 0:
+        return set()
+    return {
+        os.path.realpath(line[len("worktree ") :])
+        for line in out.splitlines()
+        if line.startswith("worktree ")
+    }
+
+
+def forks(conn: apsw.Connection, root: str) -> list[dict[str, Any]]:
+    """The forks (and replays) made from this project, as recorded: where, from which frame,
+    whether the folder is still there and whether the user's repository still registers it as
+    a worktree."""
+    registered = _worktrees(root)
+    found = db.rows(
+        conn,
+        "SELECT id AS branch, kind, path, label, parent_session_id, parent_frame_no,"
+        " created_at, child_session_id FROM branches ORDER BY id",
+    )
+    for row in found:
+        row["exists"] = os.path.isdir(row["path"])
+        row["worktree"] = os.path.realpath(row["path"]) in registered
+        row["remove_with"] = remove_hint(row["path"]) if row["exists"] or row["worktree"] else None
+    return found
+
+
+def would_be_lost(root: str, path: str, since: float) -> list[str]:
+    """What removing the fork at `path` would lose: files changed there since it was made
+    (`since`), and commits made there that no branch or tag holds."""
+    lost: list[str] = []
+    for folder, dirs, files in os.walk(path):
+        rel_folder = os.path.relpath(folder, path)
+        dirs[:] = [d for d in dirs if not (rel_folder == "." and d.startswith(NOT_WORK))]
+        for name in files:
+            rel = os.path.normpath(os.path.join(rel_folder, name))
+            if rel.startswith(NOT_WORK):
+                continue
+            try:
+                changed = os.lstat(os.path.join(folder, name)).st_mtime > since
+            except OSError:
+                continue
+            if changed:
+                lost.append(f"changed since the fork was made: {rel}")
+    if os.path.exists(os.path.join(path, ".git")):
+        wait = GIT_TIMEOUT_SECONDS
+        code, held, _ = usergit.run(path, ["for-each-ref", "--contains", "HEAD"], timeout=wait)
+        if code == 0 and not held.strip():
+            _, log, _ = usergit.run(
+                path, ["log", "--oneline", "-n", "5", "HEAD", "--not", "--all"], timeout=wait
+            )
+            shown = "; ".join(log.strip().splitlines()) or "HEAD"
+            lost.append(f"commits made in the fork that no branch holds: {shown}")
+    return sorted(lost)
+
+
+def remove(conn: apsw.Connection, root: str, folder: str, *, force: bool = False) -> dict[str, Any]:
+    """Remove a fork claude-session made (by our records) and its worktree registration in the
+    user's repository. Refused for any other folder, and, unless `force`, when work done in
+    the fork would be lost (ForkError says what)."""
+    wanted = os.path.realpath(os.path.abspath(folder))
+    project = os.path.realpath(os.path.abspath(root))
+    if wanted == project or project.startswith(wanted + os.sep):
+        raise ForkError(f"{wanted} is the project itself (or holds it): never removed")
+    ours = [row for row in forks(conn, root) if os.path.realpath(row["path"]) == wanted]
+    if not ours:
+        raise ForkError(
+            f"{wanted} is not a fork claude-session made from this project (by its records):"
+            " left alone; `claude-session fork --list` shows the forks"
+        )
+    row = ours[-1]
+    if not row["exists"] and not row["worktree"]:
+        raise ForkError(f"{wanted} is gone already, and no worktree is registered for it")
+    lost = would_be_lost(root, wanted, float(row["created_at"])) if row["exists"] else []
+    if lost and not force:
+        shown = "\n  ".join(lost[:20]) + (
+            f"\n  ... {len(lost) - 20} more" if len(lost) > 20 else ""
+        )
+        raise ForkError(
+            f"not removed: this would be lost with {wanted}:\n  {shown}\n"
+            "keep what you need, or pass --force to remove it anyway"
+        )
+    wait = GIT_TIMEOUT_SECONDS
+    if row["worktree"]:
+        code, _, _ = usergit.run(root, ["worktree", "remove", "--force", wanted], timeout=wait)
+        if code != 0 and os.path.isdir(wanted):
+            shutil.rmtree(wanted)
+        usergit.run(root, ["worktree", "prune"], timeout=wait)
+    elif os.path.isdir(wanted):
+        shutil.rmtree(wanted)
+    if wanted in _worktrees(root) or os.path.lexists(wanted):
+        raise ForkError(f"{wanted} could not be removed entirely; see `git worktree list`")
+    return {
+        "branch": row["branch"],
+        "path": wanted,
+        "was_worktree": row["worktree"],
+        "lost": lost,
+    }
