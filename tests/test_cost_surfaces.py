@@ -182,8 +182,9 @@ def test_timeline_gives_each_frame_the_responses_since_the_frame_before(
     assert usd(main_write["cost_usd"]) in wide.stdout
     narrow = run_cli(project, "timeline", CLAUDE_CONFIG_DIR=str(config), COLUMNS="80")
     assert narrow.returncode == 0, narrow.stderr
-    assert all(len(line) <= 80 for line in narrow.stdout.splitlines())
-    assert re.search(r"\(hidden at 80 columns: [^)]*cost", narrow.stdout)
+    # piped at 80 columns: whole lines, no column hidden, nothing cut (issue 32)
+    assert "…" not in narrow.stdout and usd(main_write["cost_usd"]) in narrow.stdout
+    assert "hidden at 80 columns" not in narrow.stdout
 
 
 def test_a_turn_keeps_its_answer_redacted_and_capped(session: Recorder) -> None:

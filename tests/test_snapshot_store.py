@@ -325,7 +325,7 @@ def test_doctor_reports_the_store_and_removes_a_stale_lock(project: Path) -> Non
     workspace.capture(str(project), label="d/1")
     (store_of(project) / "index.lock").write_bytes(b"")
     rows = doctor_rows(project)
-    assert rows["snapshot store"]["ok"] and "1 snapshots" in str(rows["snapshot store"]["detail"])
+    assert rows["snapshot store"]["ok"] and "1 snapshot" in str(rows["snapshot store"]["detail"])
     repairs = rows["snapshot store repairs"]
     assert "removed a stale index.lock left by a capture that was killed" in str(repairs["detail"])
     assert leftovers(project) == []

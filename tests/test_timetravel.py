@@ -172,7 +172,7 @@ def test_the_state_before_each_tool_call_is_recoverable_byte_for_byte(repo: Path
     assert "-VALUE = 2" in diff["files"]["diff"] and "+VALUE = 3" in diff["files"]["diff"]
     text = cli(repo, "diff", f"{SESSION}:{write}", f"{SESSION}:{bash}", "--stat").stdout
     assert "claims added" in text and "src/app.py (+1 -1)" in text
-    assert max(len(line) for line in text.splitlines()) <= 80, text  # folded, piped: 80 columns
+    assert "…" not in text, text  # piped: whole lines, nothing cut (issue 32)
     # Back to before the Bash command (the frame after the Edit): byte for byte.
     plan = json.loads(cli(repo, "revert", f"{SESSION}:{edit}", "--dry-run", "--json").stdout)
     assert sorted((c["action"], c["path"]) for c in plan["changes"]) == [
