@@ -48,6 +48,12 @@ def user_patterns(setting: object) -> "list[str]":
     return [p.strip() for p in setting.split(",") if p.strip()]
 
 
+def reincludes(setting: object) -> bool:
+    """Whether a `snapshot_exclude` value takes a file back in (`!PATTERN`): `named_secret`,
+    which knows only the defaults, must then stand aside."""
+    return any(p.startswith("!") for p in user_patterns(setting))
+
+
 def rules(setting: object) -> "list[str]":
     """Every pattern a snapshot leaves out, in the order they apply (a later `!` wins)."""
     return [*DEFAULT_PATTERNS, *user_patterns(setting)]

@@ -8,7 +8,7 @@ import os
 
 import apsw
 
-from ..core import executions, ladder, readings, relations, store
+from ..core import executions, ladder, readings, relations, secret_files, store
 from ..core.apply_types import Applied, Context
 from ..core.event import Event
 
@@ -234,8 +234,7 @@ def _before_tool(conn: apsw.Connection, ev: Event, ctx: Context, tool: str, pend
         return
     cap = int(ctx.number("snapshot_max_file_mb") * 1024 * 1024)
     use = ev.text_of("tool_use_id")
-    # A `!PATTERN` of the user's may take a secret-named file back into the snapshots.
-    secret_names = "!" not in str(ctx.config.get("snapshot_exclude") or "")
+    secret_names = not secret_files.reincludes(ctx.config.get("snapshot_exclude"))
     try:
         if tool in store.EDIT_TOOLS:
             target = ev.text_of("file_path") or ev.text_of("notebook_path")

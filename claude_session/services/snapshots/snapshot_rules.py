@@ -33,15 +33,6 @@ def rules(root: str) -> list[str]:
     return secret_files.rules(values.get("snapshot_exclude"))
 
 
-def user_reincludes(root: str) -> bool:
-    """Whether `snapshot_exclude` takes a file back in (`!PATTERN`): the hooks' cheap check
-    of the default names then stands aside."""
-    values = configuration.load_or_defaults(root).values
-    return any(
-        p.startswith("!") for p in secret_files.user_patterns(values.get("snapshot_exclude"))
-    )
-
-
 def matcher(patterns: list[str]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
