@@ -123,6 +123,43 @@ def run_hook(
     return result
 
 
+def answer_on_terminal(
+    argv: list[str],
+    prompt: bytes,
+    answer: bytes,
+    env: dict[str, str] | None = None,
+    seconds: float = 60,
+) -> tuple[int, str]:
+    """Run `argv` with a terminal (a pty) for stdin, stdout and stderr, type `answer` once
+    `prompt` shows, and return its exit status and what it printed, whitespace folded (lines
+    wrap at the terminal's width)."""
+    import select
+
+    controller, terminal = os.openpty()
+    proc = subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal, env=env)
+    os.close(terminal)
+    seen = b""
+    deadline = time.monotonic() + seconds
+    answered = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([controller], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if not answered and prompt in seen:
+            os.write(controller, answer + b"\n")
+            answered = True
+        if proc.poll() is not None and not ready:
+            break
+    os.close(controller)
+    return proc.wait(timeout=60), " ".join(seen.decode("utf-8", "replace").split())
+
+
 def hook_argv(event: str) -> list[str]:
     """The hook process exactly as `install` registers it (less the shell guard)."""
     return installer.hook_argv(event, PYTHON)

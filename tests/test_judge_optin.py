@@ -5,15 +5,11 @@ budget holds it back (and `status` says so); its spend shows in `cost`, apart.""
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
-from conftest import PYTHON, hook_env, query, run_cli, write_config
+from conftest import PYTHON, answer_on_terminal, hook_env, query, run_cli, write_config
 
 from claude_session.services.setup import installer
 
@@ -71,35 +67,8 @@ def test_install_off_a_terminal_leaves_it_off_and_says_how(project: Path) -> Non
 
 def on_terminal(project: Path, answer: bytes) -> tuple[int, str]:
     """`install` with a terminal for stdin and stdout, answering the judge's question."""
-    controller, terminal = os.openpty()
-    proc = subprocess.Popen(
-        [CLI, "--project", str(project), "install"],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        env=hook_env(project),
-    )
-    os.close(terminal)
-    seen = b""
-    deadline = time.monotonic() + 90
-    answered = False
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([controller], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if not answered and b"[y/N]" in seen:
-            os.write(controller, answer + b"\n")
-            answered = True
-        if proc.poll() is not None and not ready:
-            break
-    os.close(controller)
-    return proc.wait(timeout=60), " ".join(seen.decode("utf-8", "replace").split())
+    argv = [CLI, "--project", str(project), "install"]
+    return answer_on_terminal(argv, b"[y/N]", answer, env=hook_env(project), seconds=90)
 
 
 def test_install_on_a_terminal_asks_with_the_cost_and_yes_turns_it_on(project: Path) -> None:

@@ -5,14 +5,11 @@ the database with its WAL before and after, and --vacuum gives it back to the di
 from __future__ import annotations
 
 import json
-import os
-import select
 import subprocess
-import time
 from pathlib import Path
 
 import apsw
-from conftest import PYTHON, count, stream
+from conftest import PYTHON, answer_on_terminal, count, stream
 from inproc import Recorder
 
 CLI = str(Path(PYTHON).parent / "claude-session")
@@ -82,35 +79,8 @@ def test_vacuum_gives_the_space_back_and_says_how_much(project: Path) -> None:
 
 def on_terminal(project: Path, answer: bytes) -> tuple[int, str]:
     """`prune --older-than 0` with a terminal for stdin and stdout, answering `answer`."""
-    controller, terminal = os.openpty()
-    proc = subprocess.Popen(
-        [CLI, "--project", str(project), "prune", "--older-than", "0"],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-    )
-    os.close(terminal)
-    seen = b""
-    deadline = time.monotonic() + 60
-    answered = False
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([controller], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if not answered and b"delete them?" in seen:
-            os.write(controller, answer + b"\n")
-            answered = True
-        if proc.poll() is not None and not ready:
-            break
-    os.close(controller)
-    text = seen.decode("utf-8", "replace")
-    return proc.wait(timeout=60), " ".join(text.split())  # lines wrap at the terminal's width
+    argv = [CLI, "--project", str(project), "prune", "--older-than", "0"]
+    return answer_on_terminal(argv, b"delete them?", answer)
 
 
 def test_on_a_terminal_it_asks_and_no_keeps_everything(project: Path) -> None:
