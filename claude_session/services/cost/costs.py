@@ -260,14 +260,7 @@ def _newest_turns(conn: apsw.Connection, limit: int) -> list[dict[str, Any]]:
 def judge_spend(conn: apsw.Connection, session: str | None, since: float | None) -> dict[str, Any]:
     """claude-session's own spend, apart from the user's: what the judge's calls cost, as its
     command reported them (llm_verdicts.cost_usd), in the same selection."""
-    where: str = " 1"
-    params: list[Any] = []
-    if session is not None:
-        where += " AND session_id = ?"
-        params.append(session)
-    if since is not None:
-        where += " AND created_at >= ?"
-        params.append(since)
+    where, params = _filter(session, since, "session_id", "created_at")
     found = db.rows(
         conn,
         "SELECT coalesce(sum(cost_usd), 0.0) AS usd, count(cost_usd) AS calls"
@@ -277,14 +270,20 @@ def judge_spend(conn: apsw.Connection, session: str | None, since: float | None)
     return {"cost_usd": float(found["usd"]), "calls": int(found["calls"])}
 
 
-def _filter(session: str | None, since: float | None) -> tuple[str, list[Any]]:
+def _filter(
+    session: str | None,
+    since: float | None,
+    session_column: str = "m.session_id",
+    time_column: str = "m.at",
+) -> tuple[str, list[Any]]:
+    """A WHERE clause (after `WHERE`) selecting one session and/or rows since a time."""
     where: str = " 1"
     params: list[Any] = []
     if session is not None:
-        where += " AND m.session_id = ?"
+        where += f" AND {session_column} = ?"
         params.append(session)
     if since is not None:
-        where += " AND m.at >= ?"
+        where += f" AND {time_column} >= ?"
         params.append(since)
     return where, params
 
