@@ -206,7 +206,7 @@ def test_every_command_has_help() -> None:
         assert result.exit_code == 0, name
 
 
-def test_spool_backlog_is_ingested_by_the_cli(project: Path) -> None:
+def test_a_read_leaves_the_spool_to_the_hooks_and_ingest_takes_it(project: Path) -> None:
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
     (project / ".claude-session.db.spool").mkdir()
     from claude_session.core import spool
@@ -222,7 +222,12 @@ def test_spool_backlog_is_ingested_by_the_cli(project: Path) -> None:
         },
     )
     status = json.loads(cli("status", "--json", project=project).stdout)
-    assert status["database"]["spool_backlog"] == 0
+    assert status["database"]["spool_backlog"] == 1  # a read writes nothing
+    assert count(project, "events") == 1
+    said = cli("status", project=project).stdout
+    assert "1 event waits in the spool" in said and "claude-session ingest" in said
+    taken = json.loads(cli("ingest", "--json", project=project).stdout)
+    assert taken == {"ingested": 1, "waiting": 0}
     assert count(project, "events") == 2
 
 

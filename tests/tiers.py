@@ -36,6 +36,7 @@ MODULES: dict[str, str] = {
     "test_agent_tree.py": "fast",
     "test_apply.py": "fast",
     "test_papercuts.py": "integration",
+    "test_read_commands.py": "integration",
     "test_before_images.py": "integration",
     "test_capture_process.py": "integration",
     "test_checks_and_approaches.py": "integration",

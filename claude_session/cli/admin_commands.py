@@ -172,7 +172,7 @@ def fail(
     from ..core.redact import redact
     from ..services import configuration
 
-    with opened(root, create=True) as conn:
+    with opened(root, create=True, ingest=True) as conn:
         if resolve is not None:
             with db.Immediate(conn):
                 found = ladder.resolve_failed_path(conn, resolve)
@@ -252,7 +252,7 @@ def prune(
     if purge_paths:
         _purge(root, purge_paths, dry_run, yes, as_json)
         return
-    with opened(root) as conn:
+    with opened(root, ingest=True) as conn:
         plan = pruning.plan(conn, str(root), days)
         if as_json and (dry_run or not yes):
             output.emit({"would_remove": plan}, "json")
@@ -314,7 +314,7 @@ def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json
         paths = [pruning.purge_path(str(root), p) for p in given]
     except pruning.PurgeError as exc:
         raise click.ClickException(str(exc)) from exc
-    with opened(root) as conn:
+    with opened(root, ingest=True) as conn:
         plans = [pruning.purge_plan(str(root), p) for p in paths]
         if as_json and (dry_run or not yes):
             output.emit({"would_purge": plans}, "json")
@@ -353,7 +353,7 @@ def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json
 def ingest(root: Path, as_json: bool) -> None:
     """Replay events waiting in the spool into the database."""
     before = spool.backlog(str(root))
-    with opened(root):  # opening ingests
+    with opened(root, ingest=True):  # opening ingests
         waiting = spool.backlog(str(root))
     output.reply(
         {"ingested": max(0, before - waiting), "waiting": waiting},
@@ -380,7 +380,7 @@ def demo(keep: bool, as_json: bool) -> None:
     project.mkdir()
     played = player.play(project)
     failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
-    with opened(project) as conn:
+    with opened(project, ingest=True) as conn:
         found = queries.status(conn, str(project))
         given = injections.latest_compaction_restore(conn)  # as the model got it, and when
         session = str(given["session_id"]) if given else ""

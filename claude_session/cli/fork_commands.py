@@ -74,7 +74,7 @@ def fork_command(
 
 
 def _fork(root: Path, frame: str, label: str | None, path: str | None, as_json: bool) -> None:
-    with opened(root) as conn:
+    with opened(root, ingest=True) as conn:
         try:
             made = forking.fork(conn, str(root), frame, label=label, path=path)
         except (timetravel.FrameError, forking.ForkError, workspace.WorkspaceError) as exc:
@@ -117,7 +117,7 @@ def _remove(root: Path, folder: str, yes: bool, force: bool, as_json: bool) -> N
         if not click.confirm(f"remove the fork {folder} and its worktree?", default=False):
             click.echo("nothing removed")
             return
-    with opened(root) as conn:
+    with opened(root, ingest=True) as conn:
         try:
             done = forking.remove(conn, str(root), folder, force=force)
         except forking.ForkError as exc:

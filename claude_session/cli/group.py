@@ -16,6 +16,7 @@ import click
 
 from .. import __version__
 from ..core import db, spool
+from ..core.figures import plural
 from ..core.paths import DB_NAME, db_path
 from . import output
 
@@ -35,15 +36,32 @@ def find_root(explicit: str | None) -> Path:
     return here
 
 
-@contextmanager
-def opened(root: Path, create: bool = False) -> Iterator[apsw.Connection]:
-    """The project database, migrated and with the spool ingested; a clear error otherwise."""
+def require_database(root: Path) -> str:
+    """The project database's path; a clear error when there is none (a read never makes one)."""
     path = db_path(str(root))
-    if not create and not os.path.exists(path) and not spool.backlog(str(root)):
-        raise click.ClickException(
-            f"no claude-session database at {path} yet: install the hooks with "
-            "`claude-session install` and start Claude Code, or try `claude-session demo`"
+    if not os.path.exists(path):
+        waiting = spool.backlog(str(root))
+        hint = (
+            f" ({plural(waiting, 'event')} {'waits' if waiting == 1 else 'wait'} in its spool:"
+            " the background process takes them in, or `claude-session ingest`)"
+            if waiting
+            else ": install the hooks with `claude-session install` and start Claude Code,"
+            " or try `claude-session demo`"
         )
+        raise click.ClickException(f"no claude-session database at {path} yet{hint}")
+    return path
+
+
+@contextmanager
+def opened(root: Path, create: bool = False, ingest: bool = False) -> Iterator[apsw.Connection]:
+    """The project database, migrated; a clear error when there is none.
+
+    Reads open it as it is: no database is made (`create` is for commands that record), and
+    the spool is left to the hooks and the background process. A command that acts on what
+    was recorded (revert, fork, prune, ...) asks for the spool's events first (`ingest`)."""
+    path = db_path(str(root))
+    if not create and not (ingest and spool.backlog(str(root))):
+        require_database(root)
     try:
         conn = db.connect(path)
     except db.SchemaTooNew as exc:
@@ -51,7 +69,8 @@ def opened(root: Path, create: bool = False) -> Iterator[apsw.Connection]:
     except db.DatabaseError as exc:
         raise click.ClickException(f"cannot open {path}: {exc}") from exc
     try:
-        spool.ingest(conn, str(root))
+        if ingest:
+            spool.ingest(conn, str(root))
         yield conn
     finally:
         conn.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +22,8 @@ from typing import Any
 import apsw
 import click
 
-from ..core import db, memories, recall, spool
+from ..core import db, memories, recall
+from ..core.paths import db_path
 from ..services import queries
 from . import output
 from .group import cli, json_option, opened
@@ -174,8 +176,8 @@ def memory_list(
     total = 0
     waiting = 0  # held for review, when they are not what is listed
     cap = 2**62 if every else limit
-    if scope != "global":
-        with opened(root, create=True) as conn:
+    if scope != "global" and _say_if_no_project(root):
+        with opened(root) as conn:
             found += _rows(
                 "project",
                 memories.listed(conn, category=category, scope=scope, limit=cap, pending=pending),
@@ -218,9 +220,7 @@ def memory_search(root: Path, query: str, limit: int, as_json: bool) -> None:
     """Full-text search (best first), in this project and the global memories."""
     from ..project import Project
 
-    if spool.backlog(str(root)):
-        with opened(root):
-            pass  # the spool's events first: memories they added are found too
+    _say_if_no_project(root)
     with Project(root) as project:  # the one search, the MCP server's too
         found = project.memories(query, limit)
     _emit([dataclasses.asdict(m) for m in found], as_json)
@@ -256,6 +256,18 @@ def _origin_row(r: dict[str, Any]) -> dict[str, Any]:
         "agent_id": r["agent_id"],
         "trusted": _trusted(r["trusted"]),
     }
+
+
+def _say_if_no_project(root: Path) -> bool:
+    """Whether this project has a database; when not, says so on stderr (a read never makes
+    one), and the global memories are all there is."""
+    if os.path.exists(db_path(str(root))):
+        return True
+    click.echo(
+        f"no claude-session database at {db_path(str(root))}: global memories only",
+        err=True,
+    )
+    return False
 
 
 def _trusted(value: object) -> str:
@@ -389,8 +401,8 @@ def memory_export(root: Path, fmt: str, scope: str | None) -> None:
     supersedes; those awaiting review too. In Markdown, the fields a line does not show are in
     an HTML comment at its end."""
     found: list[dict[str, Any]] = []
-    if scope != "global":
-        with opened(root, create=True) as conn:
+    if scope != "global" and _say_if_no_project(root):
+        with opened(root) as conn:
             found += _records("project", memories.exportable(conn, scope))
     if scope in (None, "global"):
         with global_db(create=False) as conn:

@@ -14,7 +14,7 @@ from ..project import Project
 from ..services import queries
 from ..services.cost import transcripts
 from . import lookup, output, status_view
-from .group import cli, json_option, opened
+from .group import cli, json_option, opened, require_database
 from .listing import emit_page, limit_option, show, show_listing, stream_rows
 
 
@@ -106,8 +106,7 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
 @click.pass_obj
 def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
-    with opened(root):
-        pass  # the spool ingested
+    require_database(root)
     with Project(root) as project:
         options = {"all": include_all}
         show_listing(project, "claims", options, include_all, limit, as_json, "claims", "claims")

@@ -51,7 +51,7 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
 @click.pass_obj
 def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
     """Set KEY to VALUE (recorded in the history as your command)."""
-    with opened(root, create=True) as conn, db.Immediate(conn):
+    with opened(root, create=True, ingest=True) as conn, db.Immediate(conn):
         changed = project_state.set_values(
             conn, {key: value}, time.time(), f"claude-session state set (by {_who()})"
         )
@@ -68,7 +68,7 @@ def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
 @click.pass_obj
 def state_unset(root: Path, key: str, as_json: bool) -> None:
     """Remove KEY (recorded in the history)."""
-    with opened(root) as conn, db.Immediate(conn):
+    with opened(root, ingest=True) as conn, db.Immediate(conn):
         gone = project_state.delete(
             conn, key, time.time(), f"claude-session state unset (by {_who()})"
         )

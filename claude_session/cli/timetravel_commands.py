@@ -191,7 +191,7 @@ def _tree_line(out: Console, lead: str, text: str) -> None:
 @click.pass_obj
 def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
     """What changed between frames A and B: the session's state, then the files."""
-    with opened(root) as conn:  # the spool ingested; a snapshot still being taken, taken
+    with opened(root, ingest=True) as conn:  # a snapshot still being taken, taken
         timetravel.take_pending(conn, str(root), note=output.note)
     try:
         with Project(root) as project:  # the diff as the library reads it
@@ -269,7 +269,7 @@ def replay(
     """Fork FRAME, then run Claude Code headless (`claude -p`) there, recording the child.
 
     Arguments after `--` go to claude (e.g. `-- --model sonnet --max-turns 20`)."""
-    with opened(root) as conn:
+    with opened(root, ingest=True) as conn:
         try:
             done = forking.replay(
                 conn,
@@ -332,7 +332,7 @@ def revert(
         raise click.UsageError("--undo takes no FRAME and no --agent")
     if not (frame or undo or agent):
         raise click.UsageError("give a FRAME, --agent AGENT, or --undo")
-    with opened(root) as conn:
+    with opened(root, ingest=True) as conn:
         try:
             if undo:
                 todo = reverting.plan_undo(conn, str(root))
