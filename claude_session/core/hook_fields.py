@@ -82,6 +82,8 @@ FIELDS: dict[str, str] = {
         "message_id",
         "turn_id",
         "delta",
+        "scratchpad_dir",
+        "tool_kind",
     ]
 }
 FIELDS |= {
@@ -97,6 +99,8 @@ FIELDS |= {
         "requested_schema",
         "content",
         "globs",
+        "mcp_server",
+        "mcp_skill",
     ]
 }
 FIELDS |= {
@@ -120,14 +124,117 @@ FIELDS |= {
     ]
 }
 
+# The fields every event carries (Claude Code's base hook input), then each event's own, as
+# Claude Code 2.1.330's input schemas give them (tests/test_hook_fields_cli.py reads them out of
+# the real CLI and checks that no field is left out). An mcp_tool hook's input names only the
+# fields of its event: naming all of them on each of 27 events made settings.local.json 109 KB.
+COMMON = (
+    "hook_event_name",
+    "session_id",
+    "transcript_path",
+    "cwd",
+    "prompt_id",
+    "permission_mode",
+    "agent_id",
+    "agent_type",
+    "effort",
+    "scratchpad_dir",
+)
+_TOOL = ("tool_name", "tool_input", "tool_use_id", "mcp_server")
+_MODEL_SWITCH = (
+    "from_model",
+    "to_model",
+    "requested_model",
+    "source",
+    "context_tokens",
+    "prompt_cache_warm",
+    "cache_ttl",
+    "estimated_cache_write_usd",
+    "pricing",
+)
+_TASK = ("task_id", "task_subject", "task_description", "teammate_name", "team_name")
+_STOP = ("stop_hook_active", "last_assistant_message", "background_tasks", "session_crons")
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "SessionStart": (
+        "source",
+        "model",
+        "session_title",
+        "seconds_since_last_response",
+        "context_tokens",
+        "prompt_cache_likely_expired",
+        "estimated_cache_write_usd",
+    ),
+    "Setup": ("trigger",),
+    "InstructionsLoaded": (
+        "file_path",
+        "memory_type",
+        "load_reason",
+        "globs",
+        "trigger_file_path",
+        "parent_file_path",
+    ),
+    "UserPromptSubmit": ("prompt", "source", "session_title"),
+    "UserPromptExpansion": (
+        "expansion_type",
+        "command_name",
+        "command_args",
+        "command_source",
+        "prompt",
+    ),
+    "MessageDisplay": ("turn_id", "message_id", "index", "final", "delta"),
+    "PreToolUse": _TOOL,
+    "PermissionRequest": (*_TOOL, "permission_suggestions", "tool_kind", "mcp_skill"),
+    "PermissionDenied": (*_TOOL, "reason"),
+    "PostToolUse": (*_TOOL, "tool_response", "duration_ms"),
+    "PostToolUseFailure": (*_TOOL, "error", "is_interrupt", "duration_ms"),
+    "PostToolBatch": ("tool_calls",),
+    "Notification": ("message", "title", "notification_type"),
+    "SubagentStart": (),
+    "SubagentStop": (*_STOP, "agent_transcript_path"),
+    "TaskCreated": _TASK,
+    "TaskCompleted": _TASK,
+    "Stop": _STOP,
+    "StopFailure": ("error", "error_details", "last_assistant_message"),
+    "TeammateIdle": ("teammate_name", "team_name"),
+    "ConfigChange": ("source", "file_path"),
+    "CwdChanged": ("old_cwd", "new_cwd"),
+    "DirectoryAdded": ("directory", "source"),
+    "FileChanged": ("file_path", "event"),
+    "WorktreeCreate": ("name",),
+    "WorktreeRemove": ("worktree_path",),
+    "PreCompact": ("trigger", "custom_instructions"),
+    "PostCompact": ("trigger", "compact_summary"),
+    "PreModelSwitch": _MODEL_SWITCH,
+    "PostModelSwitch": _MODEL_SWITCH,
+    "Elicitation": (
+        "mcp_server_name",
+        "message",
+        "mode",
+        "url",
+        "elicitation_id",
+        "requested_schema",
+    ),
+    "ElicitationResult": ("mcp_server_name", "elicitation_id", "mode", "action", "content"),
+    "SessionEnd": ("reason",),
+}
+
+
+def fields_of(event: object) -> tuple[str, ...]:
+    """The fields an mcp_tool hook for `event` carries: the common ones and the event's own;
+    every known field for an event not listed (one Claude Code added later)."""
+    own = EVENT_FIELDS.get(event) if isinstance(event, str) else None
+    return tuple(FIELDS) if own is None else COMMON + own
+
+
 # The argument that names the install that wrote the hook (its package folder): a hook
 # server of another install refuses the call, as the relay declines another install's hook.
 INSTALL_ARGUMENT = "claude_session_install"
 
 
-def input_template(install: str) -> dict[str, str]:
-    """The `input` of our mcp_tool hook: every field by reference, and the install's name."""
-    template = {name: f"${{{name}}}" for name in FIELDS}
+def input_template(install: str, event: str | None = None) -> dict[str, str]:
+    """The `input` of our mcp_tool hook for `event`: each of its fields by reference, and the
+    install's name."""
+    template = {name: f"${{{name}}}" for name in fields_of(event)}
     template[INSTALL_ARGUMENT] = install
     return template
 
@@ -135,9 +242,10 @@ def input_template(install: str) -> dict[str, str]:
 def arguments_for(payload: dict[str, object], install: str) -> dict[str, str]:
     """What Claude Code makes of `input_template(install)` for `payload` (its substitution:
     a string as it is, an object or array as compact JSON, a number or flag as its text, a
-    missing or null field as ""): for the doctor, the benchmarks and the tests."""
+    missing or null field as ""): for the doctor, the benchmarks and the tests. The fields
+    are those of the payload's event, as `install` writes them."""
     arguments = {}
-    for name in FIELDS:
+    for name in fields_of(payload.get("hook_event_name")):
         value = payload.get(name)
         if value is None:
             arguments[name] = ""

@@ -75,12 +75,13 @@ def hook_server_argv(python: str | None = None) -> list[str]:
 
 
 def mcp_handler(event: str) -> dict[str, Any]:
-    """Our mcp_tool hook for `event`: every payload field by reference (core/hook_fields)."""
+    """Our mcp_tool hook for `event`: each of its payload fields by reference
+    (core/hook_fields)."""
     return {
         "type": "mcp_tool",
         "server": HOOK_SERVER,
         "tool": HOOK_TOOL,
-        "input": hook_fields.input_template(package_folder()),
+        "input": hook_fields.input_template(package_folder(), event),
         "timeout": TIMEOUTS.get(event, DEFAULT_TIMEOUT),
     }
 
