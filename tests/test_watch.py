@@ -166,7 +166,9 @@ def exit_code(exit_file: Path) -> str:
     return exit_file.read_text().strip() if exit_file.exists() else "still running"
 
 
-def test_once_fits_80_columns_and_json_holds_the_same(project: Path) -> None:
+def test_once_piped_prints_whole_lines_and_json_holds_the_same(project: Path) -> None:
+    """Off a terminal `--once` prints every column and every cell whole, whatever COLUMNS
+    says (a script or a file reads it); on one it fits the screen (the tmux tests)."""
     record_start(project)
     record_work(project)
     env = dict(os.environ, COLUMNS="80", LINES="24")
@@ -178,7 +180,12 @@ def test_once_fits_80_columns_and_json_holds_the_same(project: Path) -> None:
         timeout=60,
     )
     assert shown.returncode == 0, shown.stderr
-    assert max(cell_len(line) for line in shown.stdout.splitlines()) <= 80, shown.stdout
+    header, *rest = shown.stdout.splitlines()
+    assert header.endswith(str(project)), header  # the path whole
+    assert "…" not in shown.stdout and "q or Ctrl+C" not in shown.stdout
+    agent_line = next(line for line in rest if AGENT in line)  # the id whole, not its start
+    assert "write the greeter" in agent_line
+    assert "silent" in shown.stdout and "files" in shown.stdout  # every column
     assert SHOWN_TYPE in shown.stdout and "\x1b" not in shown.stdout
     assert "src/greeter.py" in shown.stdout
     as_json = subprocess.run(

@@ -39,27 +39,35 @@ def _text(value: Any, style: str = "") -> Text:
     return Text("-" if value is None else escape_controls(str(value)), style=style)
 
 
-def _short(agent: str, session: str) -> str:
-    return "main" if agent == session else agent[:10]
-
-
 def render(
-    data: dict[str, Any], width: int, now: float | None = None, once: bool = False
+    data: dict[str, Any],
+    width: int,
+    now: float | None = None,
+    once: bool = False,
+    whole: bool = False,
 ) -> RenderableType:
     """One frame of the view for a terminal `width` columns wide: the least important columns
     (silent time, files, the session) go first when it is narrow; the rest are cut with `…`.
+    `whole` (off a terminal, or --wide): every column, every cell whole, nothing cut.
     The footer says how to quit, but not for `once` (one frame, `--once`)."""
-    wide = width >= 110
+    wide = whole or width >= 110
+    cut: dict[str, Any] = {} if whole else {"overflow": "ellipsis"}
+
+    def most(cells: int) -> dict[str, Any]:
+        return {} if whole else {"max_width": cells}
+
+    def name(agent: str, session: str) -> str:
+        return "main" if agent == session else agent if whole else agent[:10]
     later = max(0.0, (now or data["taken_at"]) - data["taken_at"])  # since the read
 
     def ago(seconds: float | None) -> Text:
         return _text(live.ago(None if seconds is None else seconds + later))
 
-    agents = _table("agents", len(data["agents"]))
-    agents.add_column("state", no_wrap=True, max_width=9)
-    agents.add_column("agent", no_wrap=True, max_width=10)
-    agents.add_column("type", no_wrap=True, max_width=24, overflow="ellipsis")
-    agents.add_column("task", no_wrap=True, overflow="ellipsis", ratio=1)
+    agents = _table("agents", len(data["agents"]), whole)
+    agents.add_column("state", no_wrap=True, **most(9))
+    agents.add_column("agent", no_wrap=True, **most(10))
+    agents.add_column("type", no_wrap=True, **most(24), **cut)
+    agents.add_column("task", no_wrap=True, **cut, ratio=1)
     agents.add_column("age", no_wrap=True, justify="right", min_width=7)
     if wide:
         agents.add_column("silent", no_wrap=True, justify="right")
@@ -68,7 +76,7 @@ def render(
         style = STATE_STYLES.get(str(row["state"]), "")
         cells = [
             _text("live" if row["state"] == "running" else row["state"], style),
-            _text(_short(str(row["agent"]), str(row["session_id"]))),
+            _text(name(str(row["agent"]), str(row["session_id"]))),
             _text(row["type"]),
             _text(row["task"]),
             ago(row["age_seconds"]),
@@ -77,25 +85,25 @@ def render(
             cells += [ago(row["silent_seconds"]), _text(row["files"])]
         agents.add_row(*cells)
 
-    claims = _table("file claims", len(data["claims"]))
-    claims.add_column("file", no_wrap=True, overflow="ellipsis", ratio=1)
-    claims.add_column("agent", no_wrap=True, max_width=10)
-    claims.add_column("lease", no_wrap=True, overflow="ellipsis", max_width=18)
+    claims = _table("file claims", len(data["claims"]), whole)
+    claims.add_column("file", no_wrap=True, **cut, ratio=1)
+    claims.add_column("agent", no_wrap=True, **most(10))
+    claims.add_column("lease", no_wrap=True, **cut, **most(18))
     claims.add_column("touched", no_wrap=True, justify="right", min_width=7)
     for row in data["claims"]:
         mark = "! " if row["contested"] else ""
         claims.add_row(
             _text(mark + str(row["file_path"]), "bold red" if row["contested"] else ""),
-            _text(_short(str(row["agent"]), str(row["session_id"]))),
+            _text(name(str(row["agent"]), str(row["session_id"]))),
             _text("CONTESTED" if row["contested"] else row["lease"]),
             ago(row["touched_seconds"]),
         )
 
-    errors = _table("open errors", len(data["open_errors"]))
+    errors = _table("open errors", len(data["open_errors"]), whole)
     errors.add_column("step", no_wrap=True, min_width=4)
     errors.add_column("tries", no_wrap=True, justify="right")
-    errors.add_column("kind", no_wrap=True, max_width=8, overflow="ellipsis")
-    errors.add_column("what", no_wrap=True, overflow="ellipsis", ratio=1)
+    errors.add_column("kind", no_wrap=True, **most(8), **cut)
+    errors.add_column("what", no_wrap=True, **cut, ratio=1)
     errors.add_column("last", no_wrap=True, justify="right", min_width=7)
     for row in data["open_errors"]:
         attempts = int(row["attempts"] or 0)
@@ -112,7 +120,7 @@ def render(
         ("claude-session watch", "bold"),
         " · ",
         escape_controls(f"{scope} · {data['project']}"),
-        overflow="ellipsis",
+        overflow="ellipsis" if not whole else "ignore",
         no_wrap=True,
     )
     quit_hint = "" if once else " · q or Ctrl+C to quit"
@@ -127,7 +135,7 @@ def render(
     return Group(*parts, footer)
 
 
-def _table(title: str, rows: int) -> Table:
+def _table(title: str, rows: int, whole: bool) -> Table:
     return Table(
         title=Text(f"{title} ({rows})"),
         title_justify="left",
@@ -136,7 +144,7 @@ def _table(title: str, rows: int) -> Table:
         padding=(0, 1),
         pad_edge=False,
         show_edge=False,
-        expand=True,
+        expand=not whole,  # off a terminal, no padding out to a width nobody has
     )
 
 
@@ -151,6 +159,7 @@ def _table(title: str, rows: int) -> Table:
 )
 @click.option("--once", is_flag=True, help="Draw one frame and exit.")
 @click.option("--json", "as_json", is_flag=True, help="With --once: the same data as JSON.")
+@output.wide_option
 @click.pass_obj
 def watch(root: Path, session: str | None, interval: float, once: bool, as_json: bool) -> None:
     """A live view of the agents, file claims and open errors, redrawn as events arrive."""
@@ -166,8 +175,9 @@ def watch(root: Path, session: str | None, interval: float, once: bool, as_json:
             if as_json:
                 output.emit(data, "json")
             else:
-                console = Console(highlight=False)
-                console.print(render(data, console.width, once=True))  # nothing to quit
+                console = output.console()  # a terminal's width; off one, lines whole
+                frame = render(data, console.width, once=True, whole=output.whole())
+                console.print(frame)  # nothing to quit
             return
         _run(conn, str(root), session, interval)
     finally:
