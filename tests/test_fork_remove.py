@@ -100,6 +100,34 @@ def test_work_done_in_the_fork_is_not_lost_without_force(project: Path) -> None:
     assert not fork.exists() and str(fork) not in git(project, "worktree", "list")
 
 
+def test_a_deletion_or_a_change_that_kept_the_time_is_work_too(project: Path) -> None:
+    """Compared by content with the snapshot the fork was made from, not by file times: a
+    file deleted there, or changed with its old time put back (`cp -p`, `touch -r`)."""
+    fork = a_fork(project)
+    (fork / "notes.md").write_text("kept\n")
+    os.utime(fork / "notes.md", (1_000_000, 1_000_000))  # an old time: new, by content
+    kept = (fork / "app.py").stat()
+    (fork / "app.py").write_text("VALUE = 9\n")
+    os.utime(fork / "app.py", ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    refused = cli(project, "fork", "--remove", str(fork), "--yes")
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and fork.is_dir(), said
+    assert "changed since the fork was made: app.py" in said
+    assert "added since the fork was made: notes.md" in said
+    (fork / "app.py").write_text("VALUE = 2\n")  # as the fork was made
+    (fork / "notes.md").unlink()
+    assert cli(project, "fork", "--remove", str(fork), "--yes", "--json").returncode == 0
+    assert not fork.exists()
+
+
+def test_a_file_deleted_in_the_fork_is_work_too(project: Path) -> None:
+    fork = a_fork(project)
+    (fork / "app.py").unlink()
+    refused = cli(project, "fork", "--remove", str(fork), "--yes")
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 1 and "deleted since the fork was made: app.py" in said
+
+
 def test_a_folder_that_is_not_our_fork_is_left_alone(project: Path, tmp_path: Path) -> None:
     a_fork(project)
     other = tmp_path / "someone-elses"

@@ -58,6 +58,7 @@ def render(
 
     def name(agent: str, session: str) -> str:
         return "main" if agent == session else agent if whole else agent[:10]
+
     later = max(0.0, (now or data["taken_at"]) - data["taken_at"])  # since the read
 
     def ago(seconds: float | None) -> Text:

@@ -92,18 +92,7 @@ def restore(
             git_dir, "restore", seeded=target == os.path.abspath(root)
         )
         try:
-            # The target's files now, through a scratch index (the target may be a fork).
-            workspace.add_all(target, git_dir, scratch)
-            now_tree = (
-                workspace.git(target, git_dir, ["write-tree"], index=scratch)
-                .stdout.decode()
-                .strip()
-            )
-            changes = _name_status(
-                _diff_tree(target, git_dir, commit + "^{tree}", now_tree, "-z", "--name-status")
-            )
-            secret = snapshot_rules.left_out(root, [path for _, path in changes])
-            changes = [c for c in changes if c[1] not in secret]  # an older snapshot's `.env`
+            changes = _changes(root, git_dir, target, commit, scratch)
             if paths is not None:
                 wanted = [p.rstrip("/") for p in paths]
                 changes = [
@@ -129,6 +118,40 @@ def restore(
             if os.path.exists(scratch):
                 os.unlink(scratch)
     return done
+
+
+def _changes(
+    root: str, git_dir: str, target: str, commit: str, scratch: str
+) -> list[tuple[str, str]]:
+    """How the files of `target` differ from snapshot `commit`, as (status, path): A only on
+    disk, D only in the snapshot, M changed. Read through the `scratch` index (the target may
+    be a fork), with the snapshot rules; an older snapshot's secret file is left out."""
+    workspace.add_all(target, git_dir, scratch)
+    now_tree = workspace.git(target, git_dir, ["write-tree"], index=scratch).stdout.decode().strip()
+    changes = _name_status(
+        _diff_tree(target, git_dir, commit + "^{tree}", now_tree, "-z", "--name-status")
+    )
+    secret = snapshot_rules.left_out(root, [path for _, path in changes])
+    return [c for c in changes if c[1] not in secret]
+
+
+def differences(root: str, commit: str, work_tree: str) -> list[tuple[str, str]]:
+    """How the files of `work_tree` (a fork made from snapshot `commit`) differ from it now:
+    what `restore` would undo there. Reads only."""
+    git_dir = workspace.ensure_repo(root)
+    target = os.path.abspath(work_tree)
+    with workspace.Lock(git_dir):
+        if not workspace.exists(root, git_dir, commit):
+            raise workspace.WorkspaceError(
+                f"snapshot {commit[:12]} is not in the snapshot repository"
+            )
+        workspace.write_excludes(root, git_dir, [])
+        scratch = workspace.scratch_index(git_dir, "compare", seeded=False)
+        try:
+            return _changes(root, git_dir, target, commit, scratch)
+        finally:
+            if os.path.exists(scratch):
+                os.unlink(scratch)
 
 
 def write_paths(root: str, commit: str, paths: list[str]) -> None:

@@ -31,7 +31,7 @@ import apsw
 from ...core import db, executions, frames, trust, usergit
 from ...core.paths import db_path
 from ..setup import hook_sources, installer
-from ..snapshots import snapshot_files
+from ..snapshots import revert_store, snapshot_files, workspace
 from . import timetravel
 
 GIT_TIMEOUT_SECONDS = 60.0
@@ -266,16 +266,29 @@ def forks(conn: apsw.Connection, root: str) -> list[dict[str, Any]]:
     return found
 
 
-def would_be_lost(root: str, path: str, since: float) -> list[str]:
-    """What removing the fork at `path` would lose: files changed there since it was made
-    (`since`), and commits made there that no branch or tag holds."""
+def would_be_lost(root: str, path: str, since: float, commit: str | None = None) -> list[str]:
+    """What removing the fork at `path` would lose: files added, changed or deleted there since
+    it was made from snapshot `commit` (compared by content, so a deletion or a change that
+    kept the file's time shows), files written since `since` that snapshots leave out
+    (ignored ones), and commits made there that no branch or tag holds."""
     lost: list[str] = []
+    compared: set[str] = set()
+    if commit:
+        try:
+            found = snapshot_files.differences(root, commit, path)
+            compared.update(revert_store.tree_paths(root, commit))  # same content: kept
+        except workspace.WorkspaceError:
+            found = []  # the snapshot pruned: the file times below are all there is
+        said = {"A": "added", "D": "deleted", "M": "changed"}
+        for status, rel in found:
+            compared.add(rel)
+            lost.append(f"{said.get(status[:1], 'changed')} since the fork was made: {rel}")
     for folder, dirs, files in os.walk(path):
         rel_folder = os.path.relpath(folder, path)
         dirs[:] = [d for d in dirs if not (rel_folder == "." and d.startswith(NOT_WORK))]
         for name in files:
             rel = os.path.normpath(os.path.join(rel_folder, name))
-            if rel.startswith(NOT_WORK):
+            if rel.startswith(NOT_WORK) or rel in compared:
                 continue
             try:
                 changed = os.lstat(os.path.join(folder, name)).st_mtime > since
@@ -295,6 +308,17 @@ def would_be_lost(root: str, path: str, since: float) -> list[str]:
     return sorted(lost)
 
 
+def _fork_commit(conn: apsw.Connection, branch: int) -> str | None:
+    """The snapshot a fork was made from, as its SessionForked (ReplayStarted) event says."""
+    rows = conn.execute(
+        "SELECT json_extract(detail, '$.commit') FROM timeline_events"
+        " WHERE name IN ('SessionForked', 'ReplayStarted')"
+        " AND json_extract(detail, '$.branch') = ? ORDER BY id DESC LIMIT 1",
+        (branch,),
+    ).fetchall()
+    return str(rows[0][0]) if rows and rows[0][0] else None
+
+
 def remove(conn: apsw.Connection, root: str, folder: str, *, force: bool = False) -> dict[str, Any]:
     """Remove a fork claude-session made (by our records) and its worktree registration in the
     user's repository. Refused for any other folder, and, unless `force`, when work done in
@@ -312,7 +336,8 @@ def remove(conn: apsw.Connection, root: str, folder: str, *, force: bool = False
     row = ours[-1]
     if not row["exists"] and not row["worktree"]:
         raise ForkError(f"{wanted} is gone already, and no worktree is registered for it")
-    lost = would_be_lost(root, wanted, float(row["created_at"])) if row["exists"] else []
+    made_from = _fork_commit(conn, int(row["branch"]))
+    lost = would_be_lost(root, wanted, float(row["created_at"]), made_from) if row["exists"] else []
     if lost and not force:
         shown = "\n  ".join(lost[:20]) + (
             f"\n  ... {len(lost) - 20} more" if len(lost) > 20 else ""
