@@ -295,6 +295,63 @@ def test_session_and_diff_pages_in_a_real_browser(
     assert database_files(recorded) == before  # read-only: not a byte written
 
 
+def test_branch_labels_apart_helpers_without_lanes_and_the_start_column(
+    recorded: Path, tmp_path: Path
+) -> None:
+    """A replay from the frame after the fork's: the two labels each on a row of their own;
+    Claude Code's compaction helper (a SubagentStop with no type and no SubagentStart) gets
+    no lane; the sessions table's `start` says how the session started. Looked at in
+    Chromium. The replay runs /bin/true as its `claude` (a stand-in: only its branch is
+    drawn here)."""
+    (frame,) = query(
+        recorded, "SELECT frame_no FROM frames WHERE agent_id = ? AND kind = 'tool'", (DONE,)
+    )[0]
+    replayed = subprocess.run(
+        [CLI, "--project", str(recorded), "replay", f"{SESSION}:{frame + 1}", "--prompt", "again",
+         "--label", "second-try", "--claude", "/bin/true"],
+        capture_output=True, text=True, env=hook_env(recorded), timeout=120,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    helper = "acompact0helper01"
+    send(
+        recorded,
+        "SubagentStop",
+        agent_id=helper,
+        agent_type="",
+        last_assistant_message="<analysis>the summary</analysis>",
+    )
+    assert query(recorded, "SELECT is_internal FROM agent_registry WHERE id = ?", (helper,)) == [
+        (1,)
+    ]
+    process = start_serve(recorded, "--port", "0")
+    try:
+        url = url_of(process)
+        page = f"{url}session/{SESSION[:8]}"
+        dom = chromium(page, tmp_path, "--dump-dom").stdout
+        labels = re.findall(
+            r'<g class="branch">.*?<text x="(\d+)" y="(\d+)"[^>]*>(\w+) ([^<]*)</text>', dom
+        )
+        assert sorted((kind, name) for _, _, kind, name in labels) == [
+            ("fork", "try-again"),
+            ("replay", "second-try"),
+        ]
+        assert len({y for _, y, _, _ in labels}) == 2  # one row each: never drawn over
+        timeline = re.search(r'<svg[^>]*class="timeline".*?</svg>', dom, re.S)
+        assert timeline is not None
+        lanes = re.findall(r'<text x="8" [^>]*>([^<]*)</text>', timeline.group(0))
+        assert len(lanes) == 3 and not any(helper[:8] in lane for lane in lanes), lanes
+        screenshot(page, tmp_path, "branches").save(tmp_path / "branches.png")
+        listing = chromium(url, tmp_path, "--dump-dom").stdout
+        (started,) = query(
+            recorded, "SELECT start_source FROM sessions WHERE session_id = ?", (SESSION,)
+        )[0]
+        cell = re.search(rf"{SESSION}</a></td><td>[^<]*</td><td>([^<]*)</td>", listing)
+        assert cell is not None and cell.group(1) == started == "startup"
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(10)
+
+
 def database_files(project: Path) -> dict[str, bytes]:
     return {
         p.name: hashlib.sha256(p.read_bytes()).digest()

@@ -446,14 +446,15 @@ def _figures(found: dict[str, Any]) -> dict[str, Any]:
 
 def session_figures(conn: apsw.Connection, session: str | None = None) -> dict[str, Any]:
     """Per session (or the one given): cost_usd as `cost` shows it (Claude Code's total where
-    it has one), tokens, messages, source."""
+    it has one), tokens, messages, cost_source (whose figures: named apart from a session's
+    own `source`, how it started)."""
     found = report(conn, "session", session)["rows"]
     return {
         str(r["session_id"]): {
             "cost_usd": r["cost_usd"],
             "tokens": sum(r[t] or 0 for t in TOKENS if t != "thinking_tokens"),
             "messages": r["messages"],
-            "source": r["source"],
+            "cost_source": r["source"],
         }
         for r in found
     }

@@ -158,9 +158,11 @@ def session_page(
     frames: list[dict[str, Any]],
     branches: list[dict[str, Any]],
     spent: dict[str, Any] | None = None,
+    internal: frozenset[str] = frozenset(),
 ) -> str:
     """`spent`: what web_server.spent read (the session's, agents', turns' and frames' cost
-    and tokens, and the running total); None or empty: nothing read."""
+    and tokens, and the running total); None or empty: nothing read. `internal`: the ids of
+    Claude Code's own helpers (no lane of their own)."""
     spent = spent or {}
     quoted = quote(session_id, safe="")
     whole = spent.get("session")
@@ -172,12 +174,14 @@ def session_page(
     body = [
         f"<h1>Session {esc(session_id)}</h1>",
         f"<p class=muted>{plural(len(frames), 'frame')} · {plural(len(subagents), 'subagent')} ·"
-        f" {len(branches)} forks and replays{cost}</p>",
+        f" {plural(len(branches), 'fork or replay', 'forks and replays')}{cost}</p>",
         "<h2>Agents</h2>",
         f'<div class="box">{agent_tree(main, session_id, subagents, spent.get("agents"))}</div>',
         _legend(STATUS_COLOURS),
         "<h2>Timeline</h2>",
-        f'<div class="box">{timeline_svg(base, session_id, frames, subagents, branches)}</div>',
+        '<div class="box">',
+        timeline_svg(base, session_id, frames, subagents, branches, internal),
+        "</div>",
         _legend(KIND_COLOURS),
         "<p class=muted>A square above a mark: files changed; a red triangle below: open"
         " errors after it. Click a mark for its diff with the frame before.</p>",
@@ -311,25 +315,33 @@ def timeline_svg(
     frames: list[dict[str, Any]],
     subagents: list[dict[str, Any]],
     branches: list[dict[str, Any]],
+    internal: frozenset[str] = frozenset(),
 ) -> str:
     """One lane for the main thread and one per subagent; one mark per frame, in order, its
     colour the frame's kind; files changed above it, open errors below; forks and replays hang
-    below the frame they came from."""
+    below the frame they came from, each on a row of its own so no two labels meet. Claude
+    Code's own helpers (`internal`: the compaction summariser and such) get no lane: their
+    frames are on the main thread's."""
     lanes: dict[str, int] = {"main": 0}
     names = {"main": "main thread"}
     for sub in subagents:
         lanes[str(sub["id"])] = len(lanes)
         names[str(sub["id"])] = f"{sub['agent_type'] or 'agent'} {str(sub['id'])[:8]}"
+
+    def lane_of(frame: dict[str, Any]) -> str:
+        agent = str(frame["agent"])
+        return "main" if agent in ("main", "user") or agent in internal else agent
+
     for f in frames:  # an agent with frames but no registry row still gets a lane
-        agent = "main" if f["agent"] in ("main", "user") else str(f["agent"])
+        agent = lane_of(f)
         if agent not in lanes:
             lanes[agent] = len(lanes)
             names[agent] = f"agent {agent[:8]}"
-    by_frame: dict[int, list[dict[str, Any]]] = {}
-    for branch in branches:
-        by_frame.setdefault(int(branch["frame"]), []).append(branch)
+    by_frame: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    for row, branch in enumerate(branches):  # in frame order already
+        by_frame.setdefault(int(branch["frame"]), []).append((row, branch))
     lanes_h = len(lanes) * LANE_H
-    branch_h = 30 * max((len(v) for v in by_frame.values()), default=0)
+    branch_h = 30 * len(branches)
     width = LEFT + max(1, len(frames)) * STEP + 40
     height = 30 + lanes_h + branch_h + 20
     quoted = quote(session_id, safe="")
@@ -347,7 +359,7 @@ def timeline_svg(
         )
     previous: dict[str, int] = {}
     for i, f in enumerate(frames):
-        agent = "main" if f["agent"] in ("main", "user") else str(f["agent"])
+        agent = lane_of(f)
         x = LEFT + i * STEP + STEP // 2
         y = 30 + lanes[agent] * LANE_H + LANE_H // 2
         if agent in previous and previous[agent] != i - 1:  # the lane's own thread
@@ -387,8 +399,8 @@ def timeline_svg(
                 f'<path class="errors" d="M{x - 5} {y + 19} L{x + 5} {y + 19} L{x} {y + 11} Z"'
                 ' fill="#dc2626"/>'
             )
-        for k, branch in enumerate(by_frame.get(number, [])):
-            by = 30 + lanes_h + 18 + k * 30
+        for row, branch in by_frame.get(number, []):
+            by = 30 + lanes_h + 18 + row * 30
             label = branch["label"] or branch["path"]
             parts.append(
                 f'<g class="branch"><path d="M{x} {y + 8} V{by} H{x + 16}" fill="none"'

@@ -55,7 +55,8 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
             current = db.schema_version(conn) >= db.SCHEMA_VERSION  # older: not migrated here
             figures = costs.session_figures(conn) if current else {}
             for row in rows:
-                row |= figures.get(str(row["session_id"]), {"cost_usd": None, "tokens": None})
+                found = figures.get(str(row["session_id"]), {})
+                row |= {"cost_usd": found.get("cost_usd"), "tokens": found.get("tokens")}
             return web_pages.sessions_page(base, rows)
         if path.startswith("/session/"):
             prefix = unquote(path[len("/session/") :])
@@ -72,6 +73,13 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
                 timetravel.timeline(conn, session_id),
                 timetravel.branches(conn, session_id),
                 spent(conn, session_id),
+                frozenset(
+                    str(r[0])
+                    for r in conn.execute(
+                        "SELECT id FROM agent_registry WHERE session_id = ? AND is_internal",
+                        (session_id,),
+                    )
+                ),
             )
         if path == "/diff":
             a, b = query.get("a", [""])[0], query.get("b", [""])[0]
