@@ -185,6 +185,23 @@ def log_file(project: Path) -> Path:
     return Path(log_path(str(project)))
 
 
+def spool_a_stop(project: Path) -> None:
+    """One Stop event waiting in the project's spool, as a hook leaves it when the database
+    could not be written."""
+    from claude_session.core import spool
+
+    spool.write(
+        str(project / ".claude-session.db.spool"),
+        {
+            "delivery_id": "d1",
+            "received_at": 1.0,
+            "event_hint": "Stop",
+            "reason": "test",
+            "payload": json.dumps(fixture("Stop", project)),
+        },
+    )
+
+
 def spooled(project: Path) -> list[Path]:
     folder = project / ".claude-session.db.spool"
     return sorted(folder.glob("*.json")) if folder.exists() else []

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import PYTHON, count, fixture, run_hook, run_tmp, stream
+from conftest import PYTHON, count, fixture, run_hook, run_tmp, spool_a_stop, stream
 
 from claude_session.core.db import SCHEMA_VERSION
 from claude_session.services.setup import installer
@@ -208,19 +208,7 @@ def test_every_command_has_help() -> None:
 
 def test_a_read_leaves_the_spool_to_the_hooks_and_ingest_takes_it(project: Path) -> None:
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
-    (project / ".claude-session.db.spool").mkdir()
-    from claude_session.core import spool
-
-    spool.write(
-        str(project / ".claude-session.db.spool"),
-        {
-            "delivery_id": "d1",
-            "received_at": 1.0,
-            "event_hint": "Stop",
-            "reason": "test",
-            "payload": json.dumps(fixture("Stop", project)),
-        },
-    )
+    spool_a_stop(project)
     status = json.loads(cli("status", "--json", project=project).stdout)
     assert status["database"]["spool_backlog"] == 1  # a read writes nothing
     assert count(project, "events") == 1

@@ -4,15 +4,12 @@ folder with no database says so. Run as users run them: the installed CLI, no --
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, count, fixture, hook_env, run_hook, spooled
-
-from claude_session.core import spool
+from conftest import PYTHON, count, fixture, hook_env, run_hook, spool_a_stop, spooled
 
 # Every command that only reads, with arguments it needs; each must refuse or answer without
 # leaving a database, a spool or a WAL file behind.
@@ -103,16 +100,7 @@ def test_memory_list_at_home_makes_no_database_there(tmp_path: Path) -> None:
 
 def test_reads_leave_the_spool_and_the_tables_as_they_were(project: Path) -> None:
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
-    spool.write(
-        str(project / ".claude-session.db.spool"),
-        {
-            "delivery_id": "d1",
-            "received_at": 1.0,
-            "event_hint": "Stop",
-            "reason": "test",
-            "payload": json.dumps(fixture("Stop", project)),
-        },
-    )
+    spool_a_stop(project)
     events = count(project, "events")
     for args in READS:
         run(project, project.parent, *args)
@@ -125,16 +113,7 @@ def test_reads_leave_the_spool_and_the_tables_as_they_were(project: Path) -> Non
 def test_a_spool_without_a_database_is_named_by_a_read(tmp_path: Path) -> None:
     folder = tmp_path / "p"
     folder.mkdir()
-    spool.write(
-        str(folder / ".claude-session.db.spool"),
-        {
-            "delivery_id": "d1",
-            "received_at": 1.0,
-            "event_hint": "Stop",
-            "reason": "test",
-            "payload": json.dumps(fixture("Stop", folder)),
-        },
-    )
+    spool_a_stop(folder)
     done = run(folder, tmp_path, "status")
     assert done.returncode == 1
     assert "1 events wait in its spool" not in done.stderr  # said in good English
