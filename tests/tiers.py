@@ -131,6 +131,7 @@ MODULES: dict[str, str] = {
     "test_terminal_safety.py": "integration",
     "test_tiers.py": "fast",
     "test_timetravel.py": "integration",
+    "test_hook_runs.py": "fast",
     "test_transcript_values.py": "fast",
     "test_transcripts.py": "fast",
     "test_transport_install.py": "e2e",
