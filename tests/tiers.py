@@ -58,6 +58,7 @@ MODULES: dict[str, str] = {
     "test_e2e_claude.py": "e2e",
     "test_e2e_cost.py": "e2e",
     "test_e2e_hostile_transcript.py": "e2e",
+    "test_e2e_hooks_report.py": "e2e",
     "test_e2e_memory.py": "e2e",
     "test_e2e_otel.py": "e2e",
     "test_e2e_reconcile.py": "e2e",
