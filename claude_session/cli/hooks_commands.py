@@ -33,10 +33,7 @@ LAYOUT = output.Layout(
 )
 
 
-def ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1000:.2f} s" if value >= 10_000 else f"{value:.0f} ms"
+ms = hooks_report.fmt_ms
 
 
 def share(value: float | None) -> str:

@@ -48,7 +48,7 @@ def p90(values: Sequence[float]) -> float | None:
 
 
 def group(
-    runs: list[tuple[str, str, bool, float | None]],
+    runs: Sequence[tuple[str, str, bool, float | None]],
     ours_recorded: dict[str, int],
     wall_ms: float | None,
 ) -> list[dict[str, Any]]:
@@ -238,3 +238,77 @@ def slowest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def is_ours(command: str) -> bool:
     return command == OURS_UNTIMED or hook_runs.is_ours(command)
+
+
+def over_budget(rows: list[dict[str, Any]], budget_ms: float) -> list[dict[str, Any]]:
+    """The groups whose p90 passes `budget_ms`, the slowest p90 first."""
+    found = [r for r in rows if r["p90_ms"] is not None and r["p90_ms"] > budget_ms]
+    return sorted(found, key=lambda r: -float(r["p90_ms"]))
+
+
+def since(conn: apsw.Connection, start: float) -> list[dict[str, Any]]:
+    """Rows of the runs timed since `start` (Unix seconds): what `doctor` holds to the
+    budget (recent runs, not a pass over a project's whole history)."""
+    timed = [
+        (str(r[0]), str(r[1]), bool(r[2]), float(r[3]))
+        for r in conn.execute(
+            "SELECT command, event, ours, duration_ms FROM hook_runs"
+            " WHERE at >= ? AND duration_ms IS NOT NULL",
+            (start,),
+        )
+    ]
+    return group(timed, {}, None)
+
+
+def latest(conn: apsw.Connection, session_id: str | None, budget_ms: float) -> dict[str, Any]:
+    """For `status`: the hooks' time in a session (Claude Code's clock), the group that took
+    the most, and those over the budget."""
+    if session_id is None:
+        return {"session_id": None}
+    found = report(conn, session_id)
+    top = slowest(found["rows"])
+    over = over_budget(found["rows"], budget_ms)
+    keep = ("command", "event", "ours", "runs", "total_ms", "p90_ms")
+    return {
+        "session_id": session_id,
+        "clock": CLOCK,
+        "budget_ms": budget_ms,
+        **found["total"],
+        "slowest": {k: top[k] for k in keep} if top else None,
+        "over_budget": [{k: r[k] for k in keep} for r in over],
+    }
+
+
+def said(found: dict[str, Any]) -> list[str]:
+    """`latest` in a line or two, for people (the status view; the status line has its own)."""
+    if not found.get("session_id") or not found.get("measured"):
+        return []
+    line = f"{fmt_ms(found['total_ms'])} in hooks in the latest session (Claude Code's clock"
+    line += f", {found['share']:.1%} of its wall time)" if found.get("share") else ")"
+    top = found["slowest"]
+    if top:
+        whose = "ours" if top["ours"] else "another hook"
+        line += f"; slowest: {label(top)} ({top['event']}, {whose}) {fmt_ms(top['total_ms'])}"
+    lines = [line]
+    if found["over_budget"]:
+        worst = found["over_budget"][0]
+        lines.append(
+            f"{len(found['over_budget'])} hook(s) over hook_budget_ms ({found['budget_ms']:.0f}"
+            f" ms) at p90, the worst {label(worst)} ({worst['event']})"
+            f" {fmt_ms(worst['p90_ms'])}: `claude-session hooks`"
+        )
+    return lines
+
+
+def label(row: dict[str, Any], width: int = 60) -> str:
+    """A group's hook named short: ours as claude-session, another's command cut to `width`."""
+    if row["ours"]:
+        return "claude-session"
+    command = str(row["command"])
+    return command if len(command) <= width else command[: width - 1] + "…"
+
+
+def fmt_ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 1000:.2f} s" if value >= 10_000 else f"{value:.0f} ms"
