@@ -285,3 +285,71 @@ def test_report_per_session_and_turn(recorder: Recorder, main_path: Path) -> Non
     assert ours and all(r["total_ms"] is None and r["unmeasured"] == r["runs"] for r in ours)
     with pytest.raises(ValueError, match="no turn 9"):
         hooks_report.report(recorder.conn, SESSION, 9)
+
+
+# --- the surfaces: status, doctor, the status line ------------------------------------------
+
+
+def slow_session(recorder: Recorder, main_path: Path) -> None:
+    """A session whose hook `echo slow` runs 10 times: 8 quick, 2 past 100 ms (p90: the 9th
+    smallest, 150 ms), and our mcp_tool hook 10 times at 5 ms."""
+    start(recorder, main_path)
+    lines = [user(PROMPT, 1)]
+    for i, ms in enumerate([10, 10, 10, 10, 10, 10, 10, 10, 150, 400]):
+        lines.append(attachment("hook_success", "PreToolUse", "echo slow", ms, 2 + i))
+        lines.append(attachment("hook_success", "PreToolUse", OURS_MCP, 5, 2 + i))
+    write(main_path, lines)
+    transcripts.catch_up(recorder.conn)
+
+
+def test_status_doctor_and_status_line_name_the_slow_hook(
+    recorder: Recorder, main_path: Path
+) -> None:
+    from claude_session.core import statusline
+    from claude_session.services import queries
+    from claude_session.services.setup import doctor
+
+    slow_session(recorder, main_path)
+    found = queries.status(recorder.conn, recorder.root)["hook_time"]
+    assert found["session_id"] == SESSION and found["budget_ms"] == 100.0
+    assert found["total_ms"] == 630 + 50 and found["ours_ms"] == 50
+    assert found["slowest"]["command"] == "echo slow" and found["slowest"]["p90_ms"] == 150
+    assert [r["command"] for r in found["over_budget"]] == ["echo slow"]
+    said = hooks_report.said(found)
+    assert said[0].startswith("680 ms in hooks in the latest session (Claude Code's clock")
+    assert "slowest: echo slow (PreToolUse, another hook) 630 ms" in said[0]
+    assert "1 hook(s) over hook_budget_ms (100 ms) at p90" in said[1]
+    assert queries.hook_runs(recorder.conn)["mean_duration_clock"].startswith("ours")
+
+    row = doctor.hook_budget(Path(recorder.root))[0]
+    assert row["ok"] and row.get("warning") and "echo slow (PreToolUse) p90 150 ms" in row["detail"]
+
+    assert statusline.slow_hooks(recorder.conn, SESSION, 100.0) == 1
+    assert statusline.slow_hooks(recorder.conn, SESSION, 150.0) == 0  # p90 is 150: not past
+    assert statusline.slow_hooks(recorder.conn, SESSION, 4.0) == 2
+    idle = statusline.Status(0, [], [], 0, 0, 0.5, "recorded", slow_hooks=1)
+    assert statusline.render(idle) == "cs: $0.50 · idle · 1 slow hook"
+    busy = statusline.Status(1, [], [], 2, 1, None, None, slow_hooks=2)
+    assert statusline.render(busy).endswith("2 open errors (ladder 1/4) · 2 slow hooks")
+
+
+def test_the_status_line_counts_by_the_same_p90_as_the_report() -> None:
+    """The status line's SQL (fewer than ceil(0.9 n) runs within the budget) and the report's
+    nearest-rank p90 agree for every count of runs and every budget."""
+    import apsw
+
+    from claude_session.core import statusline
+
+    conn = apsw.Connection(":memory:")
+    conn.execute(
+        "CREATE TABLE hook_runs (session_id TEXT, command TEXT, event TEXT, duration_ms REAL)"
+    )
+    for n in range(1, 23):
+        conn.execute("DELETE FROM hook_runs")
+        values = [float((i * 37) % 101) for i in range(n)]
+        for v in values:
+            conn.execute("INSERT INTO hook_runs VALUES ('s', 'c', 'e', ?)", (v,))
+        for budget in (0.0, 10.0, 50.0, 90.0, 99.0, 100.0):
+            p90 = hooks_report.p90(values)
+            assert p90 is not None
+            assert statusline.slow_hooks(conn, "s", budget) == int(p90 > budget), (n, budget)

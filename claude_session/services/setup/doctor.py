@@ -32,14 +32,14 @@ def check(root: Path, full: bool = False, fsck: bool = False) -> list[dict[str, 
     results += _snapshot_store(root, fsck)
     results += _snapshot_rules(root)
     results += _otel(root)
-    results += _hook_budget(root)
+    results += hook_budget(root)
     return results
 
 
 HOOK_WINDOW = 7 * 86400.0  # the runs `doctor` holds to the budget: those of the last week
 
 
-def _hook_budget(root: Path) -> list[dict[str, Any]]:
+def hook_budget(root: Path) -> list[dict[str, Any]]:
     """The hooks (ours or any other) whose p90 run, as Claude Code timed it in the last week,
     passes hook_budget_ms: a warning, not a failure (a loaded machine is slow too)."""
     from .. import configuration
