@@ -353,3 +353,31 @@ def test_the_status_line_counts_by_the_same_p90_as_the_report() -> None:
             p90 = hooks_report.p90(values)
             assert p90 is not None
             assert statusline.slow_hooks(conn, "s", budget) == int(p90 > budget), (n, budget)
+
+
+def test_hook_runs_are_span_events_on_their_tool_call_and_turn(
+    recorder: Recorder, main_path: Path
+) -> None:
+    from claude_session.services.telemetry import otel_spans
+
+    base = {"session_id": SESSION, "transcript_path": str(main_path), "cwd": recorder.root}
+    slow_session(recorder, main_path)  # every run names tool call toolu_1
+    call = {"tool_name": "Bash", "tool_use_id": "toolu_1", "prompt_id": PROMPT}
+    recorder.send(base | call | {"hook_event_name": "PreToolUse", "tool_input": {"command": "ls"}})
+    write(main_path, [summary([{"command": "cat >/dev/null", "durationMs": 8}], 20)])
+    transcripts.catch_up(recorder.conn)
+    spans = {s.key: s for s in otel_spans.session_spans(recorder.conn, SESSION, content=False)}
+    on_tool = [e for e in spans["tool:toolu_1"].events if e.name == "claude_session.hook_run"]
+    assert sorted(e.attributes["claude_session.hook.duration_ms"] for e in on_tool) == sorted(
+        [10.0] * 8 + [150.0, 400.0] + [5.0] * 10
+    )
+    assert sum(e.attributes["claude_session.hook.ours"] is True for e in on_tool) == 10
+    assert all("claude_session.hook.command" not in e.attributes for e in on_tool)  # content
+    on_turn = [e for e in spans["turn:1"].events if e.name == "claude_session.hook_run"]
+    assert [e.attributes["claude_session.hook.event"] for e in on_turn] == ["Stop"]
+    assert on_turn[0].attributes["claude_session.hook.duration_ms"] == 8.0
+    shown = otel_spans.session_spans(recorder.conn, SESSION, content=True)
+    commands = {
+        e.attributes.get("claude_session.hook.command") for s in shown for e in s.events
+    } - {None}
+    assert commands == {"echo slow", OURS_MCP, "cat >/dev/null"}
