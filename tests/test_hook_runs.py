@@ -381,3 +381,18 @@ def test_hook_runs_are_span_events_on_their_tool_call_and_turn(
         e.attributes.get("claude_session.hook.command") for s in shown for e in s.events
     } - {None}
     assert commands == {"echo slow", OURS_MCP, "cat >/dev/null"}
+
+
+def test_the_session_page_charts_hook_time_per_turn_beside_cost(
+    recorder: Recorder, main_path: Path
+) -> None:
+    from claude_session.services.web import web_server
+
+    slow_session(recorder, main_path)
+    write(main_path, [attachment("hook_success", "Stop", "printf '\x1b]8;;x\x07'", 2, 30)])
+    transcripts.catch_up(recorder.conn)
+    page = web_server.render(recorder.root, "", f"/session/{SESSION}", {})
+    assert "<th>time in hooks</th>" in page
+    assert "682 ms (ours 50)" in page  # turn 1: every run, 50 ms of them ours
+    assert 'class="hooks-chart"' in page and 'class="hooks-bar"' in page
+    assert "\x1b" not in page and "\x07" not in page

@@ -218,17 +218,18 @@ def report(
     }
 
 
-def by_turn(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
-    """Per turn of a session: Claude Code's time in hooks (ours and others'), for the web
-    page's chart beside the turn's cost."""
-    return [
-        {"turn_id": int(r[0]), "hooks_ms": float(r[1] or 0.0), "ours_ms": float(r[2] or 0.0)}
+def by_turn(conn: apsw.Connection, session_id: str) -> dict[int, dict[str, float]]:
+    """Turn number -> Claude Code's time in its hooks (ours and all), for the web page's
+    chart beside the turn's cost."""
+    return {
+        int(r[0]): {"hooks_ms": float(r[1] or 0.0), "ours_ms": float(r[2] or 0.0)}
         for r in conn.execute(
-            f"SELECT {_TURN_OF_RUN} AS turn, sum(h.duration_ms), sum(h.duration_ms * h.ours)"
-            " FROM hook_runs h WHERE h.session_id = ? GROUP BY turn HAVING turn IS NOT NULL",
+            "SELECT t.turn_no, sum(x.duration_ms), sum(x.duration_ms * x.ours) FROM"
+            f" (SELECT {_TURN_OF_RUN} AS turn, h.duration_ms, h.ours FROM hook_runs h"
+            " WHERE h.session_id = ?) x JOIN turns t ON t.id = x.turn GROUP BY t.turn_no",
             (session_id,),
         )
-    ]
+    }
 
 
 def slowest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
