@@ -151,8 +151,8 @@ def notes(found: dict[str, Any]) -> None:
     if total.get("unmeasured"):
         output.say(
             out,
-            f"{total['unmeasured']} run(s) of ours Claude Code wrote no time for (a command"
-            " hook that printed nothing or JSON): counted, not timed",
+            f"{total['unmeasured']} run(s) Claude Code wrote no time for (a hook that answered"
+            " JSON, or one of our command hooks that printed nothing): counted, not timed",
             style="dim",
         )
     read = found["transcripts"]

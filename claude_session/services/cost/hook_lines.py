@@ -3,8 +3,9 @@
 - an `attachment` line whose attachment is `hook_success`, `hook_non_blocking_error`,
   `hook_cancelled` or `hook_error_during_execution`, with `hookEvent`, `hookName`, `toolUseID`,
   `command` (an mcp_tool hook's is SERVER/TOOL) and `durationMs`. Every mcp_tool hook run gets
-  one; a command hook only when it printed something that is not JSON (or JSON with a context
-  for the model), or failed: a silent one, or one answering `{}`, gets none;
+  one, without `durationMs` when the hook answered JSON (a run, unmeasured); a command hook
+  only when it printed something that is not bare JSON (`{}` gets none), or failed: a silent
+  one gets none;
 - at each Stop, a `system` line of subtype `stop_hook_summary` whose `hookInfos` list every
   Stop hook that ran, `{command, durationMs}`, silent command hooks too.
 
@@ -64,9 +65,7 @@ def _attachment(found: dict[str, Any]) -> list[dict[str, Any]]:
     event = _text(found.get("hookEvent"), "hookEvent") or (name or "").split(":")[0]
     if not event:
         raise values.Bad("a hook run with no event")
-    duration = _duration(found.get("durationMs"))
-    if duration is None:
-        return []  # no time: not a run we can place (a summary lists Stop's)
+    duration = _duration(found.get("durationMs"))  # None: a run Claude Code did not time
     command = _text(found.get("command"), "command") or "(no command named)"
     return [
         {

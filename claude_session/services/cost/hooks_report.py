@@ -10,8 +10,9 @@ Definitions (docs/guides/hooks.md says the same):
   claude-session's own records: a session from its first hook to SessionEnd (else its last
   activity), a turn from its prompt to its Stop (else the session's last activity). Hooks of
   one event run side by side, so shares can add up to more than the time waited.
-- unmeasured: runs of our own hooks that our records (hook_events) have and Claude Code wrote
-  no time for (a command hook that printed nothing or JSON): counted, never given a time.
+- unmeasured: runs Claude Code wrote without a time (an mcp_tool hook that answered JSON), and
+  runs of our own hooks that our records (hook_events) have and no line of Claude Code's names
+  (a command hook that printed nothing or JSON): counted, never given a time.
 Other hooks that Claude Code did not time are not known at all (except at Stop, whose summary
 lists every hook).
 """
