@@ -124,6 +124,12 @@ def test_hooks_report_equals_what_the_transcript_says(project: Path) -> None:
     assert done.returncode == 0, done.stderr
     turn = {(r["command"], r["event"]): r for r in json.loads(done.stdout)["rows"]}
     assert turn[(OTHER, "PreToolUse")]["runs"] == len(expected[(OTHER, "PreToolUse")])
+    # status says the same total for the latest session, by the same clock
+    done = run_cli(project, "status", "--json", **env)
+    assert done.returncode == 0, done.stderr
+    told = json.loads(done.stdout)["hook_time"]
+    assert told["session_id"] == session and told["clock"] == report["clock"]
+    assert told["total_ms"] == pytest.approx(total)
     # people's table: the other plugin named, ours marked
     done = run_cli(project, "hooks", "--session", session, COLUMNS="200", **env)
     assert done.returncode == 0, done.stderr

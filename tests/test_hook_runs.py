@@ -397,3 +397,23 @@ def test_the_session_page_charts_hook_time_per_turn_beside_cost(
     assert "682 ms (ours 50)" in page  # turn 1: every run, 50 ms of them ours
     assert 'class="hooks-chart"' in page and 'class="hooks-bar"' in page
     assert "\x1b" not in page and "\x07" not in page
+
+
+def test_reading_again_from_the_start_as_version_25_does_counts_nothing_twice(
+    recorder: Recorder, main_path: Path
+) -> None:
+    """Migration 25 sets every transcript to be read again from its start (for the hook runs
+    in lines read before): the responses, the runs and the counts of lines stay as they were."""
+    slow_session(recorder, main_path)
+    write(main_path, [assistant("msg_1", 30), summary([{"command": "x", "durationMs": 1}], 31)])
+    transcripts.catch_up(recorder.conn)
+    table = "SELECT * FROM {} ORDER BY 1, 2, 3"
+    before = {t: rows(recorder, table.format(t)) for t in ("hook_runs", "message_usage")}
+    lines = rows(recorder, "SELECT lines_read, lines_skipped FROM transcript_files")
+    migration = Path(db.__file__).parent / "migrations" / "0025_hook_runs.sql"
+    update = migration.read_text()[migration.read_text().index("UPDATE transcript_files") :]
+    recorder.conn.execute(update)
+    assert rows(recorder, "SELECT read_to FROM transcript_files") == [{"read_to": 0}]
+    transcripts.catch_up(recorder.conn)
+    assert {t: rows(recorder, table.format(t)) for t in before} == before
+    assert rows(recorder, "SELECT lines_read, lines_skipped FROM transcript_files") == lines
