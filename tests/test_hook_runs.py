@@ -15,7 +15,7 @@ import pytest
 from inproc import Recorder
 from test_transcripts import PROMPT, SESSION, assistant, stamp, start, user, write
 
-from claude_session.core import db, hook_contract
+from claude_session.core import db, hook_contract, hook_runs
 from claude_session.services.cost import hook_lines, hooks_report, transcripts
 
 OURS_MCP = hook_contract.HOOK_RUN_NAME
@@ -207,6 +207,9 @@ def test_runs_are_stored_once_redacted_and_escaped(recorder: Recorder, main_path
     assert found[0]["prompt_id"] is None and found[1]["prompt_id"] == PROMPT
     commands = [r["command"] for r in found]
     assert "sk-ant-api03" not in " ".join(commands) and "[REDACTED:" in commands[2]
+    url = hook_runs.shown_command("http://127.0.0.1:1/h?token=abcdef1234567890XYZ")
+    assert url.startswith("http://127.0.0.1:1/h?token=[REDACTED:")  # an http hook's: its URL
+    assert "abcdef" not in url
     assert commands[4] == "printf 'x\\x1b[31mred\\x07'"  # never an escape raw
     assert not any("\x1b" in c or "\x07" in c for c in commands)
 

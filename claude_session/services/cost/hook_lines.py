@@ -7,7 +7,8 @@
   only when it printed something that is not bare JSON (`{}` gets none), or failed: a silent
   one gets none;
 - at each Stop, a `system` line of subtype `stop_hook_summary` whose `hookInfos` list every
-  Stop hook that ran, `{command, durationMs}`, silent command hooks too.
+  Stop hook that ran, `{command, durationMs}`, silent command hooks too (an http hook's
+  without `durationMs`: an http hook is never timed, its command is its URL).
 
 Other hook attachments (hook_additional_context, hook_blocking_error, hook_system_message, ...)
 carry no duration and are not runs of their own. A line is the agent's to write too: a figure
