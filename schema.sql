@@ -654,7 +654,7 @@ CREATE TABLE hook_runs (
     prompt_id   TEXT,              -- the promptId of the user entry before it (its turn)
     event       TEXT NOT NULL,     -- hookEvent: PreToolUse, Stop, ...
     hook_name   TEXT,              -- hookName: PreToolUse:Bash, SessionStart:startup, ...
-    command     TEXT NOT NULL,     -- the command (an mcp_tool hook: SERVER/TOOL), redacted, control characters escaped, at most 300 characters
+    command     TEXT NOT NULL,     -- the command (an mcp_tool hook: SERVER/TOOL; an http hook: its URL), redacted, control characters escaped, at most 300 characters
     ours        INTEGER NOT NULL,  -- 1: one of claude-session's own hooks
     outcome     TEXT NOT NULL,     -- success, non_blocking_error, cancelled, error (hook_error_during_execution), stop_summary
     tool_use_id TEXT,              -- toolUseID: the tool call's id, or Claude Code's id for the hook batch

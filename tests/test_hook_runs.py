@@ -207,6 +207,9 @@ def test_runs_are_stored_once_redacted_and_escaped(recorder: Recorder, main_path
     assert found[0]["prompt_id"] is None and found[1]["prompt_id"] == PROMPT
     commands = [r["command"] for r in found]
     assert "sk-ant-api03" not in " ".join(commands) and "[REDACTED:" in commands[2]
+    huge = hook_runs.shown_command("echo " + "A" * 10_000)
+    assert huge == "(a command of 10,005 characters, not shown)"
+    assert hook_runs.shown_name("PreToolUse:\x1b]8;;x\x07") == "PreToolUse:\\x1b]8;;x\\x07"
     url = hook_runs.shown_command("http://127.0.0.1:1/h?token=abcdef1234567890XYZ")
     assert url.startswith("http://127.0.0.1:1/h?token=[REDACTED:")  # an http hook's: its URL
     assert "abcdef" not in url

@@ -16,6 +16,11 @@ from . import hook_contract, redact
 from .terminal import escape_controls
 
 COMMAND_CHARS = 300
+# A command longer than this is not redacted and cut, but named by its length alone: a secret
+# cut in half at the cut would not be recognised, and redacting megabytes on the agent's say-so
+# (it can write to a transcript too) is not worth it. Settings' commands are far shorter.
+COMMAND_READ = 4096
+NAME_CHARS = 100  # an event's or a hook's name (hookName: "PreToolUse:<tool>")
 # Claude Code's attachment types that time a hook run (hook_success, ...) as our outcomes. The
 # others (hook_additional_context, hook_blocking_error, hook_system_message, ...) carry no
 # duration; they come beside a timed one or not at all.
@@ -39,8 +44,18 @@ def is_ours(command: str) -> bool:
 
 def shown_command(command: str) -> str:
     """The command as stored and shown: secrets redacted, control characters escaped, cut."""
-    text = escape_controls(redact.redact(command[: COMMAND_CHARS * 4]))
+    if len(command) > COMMAND_READ:
+        return f"(a command of {len(command):,} characters, not shown)"
+    text = escape_controls(redact.redact(command))
     return text if len(text) <= COMMAND_CHARS else text[: COMMAND_CHARS - 1] + "…"
+
+
+def shown_name(name: object) -> str | None:
+    """An event's or hook's name as stored: control characters escaped, cut."""
+    if name is None:
+        return None
+    text = escape_controls(redact.redact(str(name)[: NAME_CHARS * 4]))
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1] + "…"
 
 
 def forget_file(conn: apsw.Connection, path: str) -> None:
@@ -58,7 +73,7 @@ def record(
     stored = 0
     for run in runs:
         command = str(run["command"])
-        event = str(run["event"])
+        event = shown_name(run["event"]) or "?"
         tool_use_id = run.get("tool_use_id")
         summary = run["outcome"] == SUMMARY
         if summary and tool_use_id is not None:
@@ -87,7 +102,7 @@ def record(
                 agent_id,
                 run.get("prompt_id"),
                 event,
-                run.get("hook_name"),
+                shown_name(run.get("hook_name")),
                 shown_command(command),
                 int(is_ours(command)),
                 run["outcome"],
