@@ -663,6 +663,7 @@ CREATE TABLE hook_runs (
     PRIMARY KEY (path, line_end, item)
 ) WITHOUT ROWID;
 CREATE INDEX hook_runs_session ON hook_runs (session_id, at);
+CREATE INDEX hook_runs_at ON hook_runs (at);  -- doctor: the last week's runs
 
 -- Claude Code's own totals for a session: its latest cost-state entry (they include the
 -- subagents').

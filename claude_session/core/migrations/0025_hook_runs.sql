@@ -21,6 +21,7 @@ CREATE TABLE IF NOT EXISTS hook_runs (
     PRIMARY KEY (path, line_end, item)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS hook_runs_session ON hook_runs (session_id, at);
+CREATE INDEX IF NOT EXISTS hook_runs_at ON hook_runs (at);  -- doctor: the last week's runs
 -- The transcripts already read are read once more from their start, for the hook runs in
 -- lines read before this version: a model response read again is merged, never counted twice
 -- (message_usage's key), and the counts of lines start again with the reading.
