@@ -148,11 +148,12 @@ def wall_ms(conn: apsw.Connection, session_id: str | None, turn: int | None) -> 
             (turn,),
         )
     else:
+        where, params = ("WHERE session_id = ?", (session_id,)) if session_id else ("", ())
         found = db.rows(
             conn,
             "SELECT sum(coalesce(ended_at, last_activity_at) - started_at) * 1000 AS ms"
-            " FROM sessions WHERE (?1 IS NULL OR session_id = ?1)",
-            (session_id,),
+            f" FROM sessions {where}",
+            params,
         )
     ms = found[0]["ms"] if found else None
     return float(ms) if isinstance(ms, int | float) and ms > 0 else None
@@ -161,32 +162,56 @@ def wall_ms(conn: apsw.Connection, session_id: str | None, turn: int | None) -> 
 def runs(
     conn: apsw.Connection, session_id: str | None, turn: int | None
 ) -> list[tuple[str, str, bool, float | None]]:
-    where = "(?1 IS NULL OR h.session_id = ?1)"
+    """(command, event, ours, duration) of the runs shown: through the session's index when
+    there is one (never an `? IS NULL OR` that would read the whole table)."""
+    params: list[Any] = [session_id] if session_id else []
+    where = "WHERE h.session_id = ?" if session_id else ""
     if turn is not None:
-        where += f" AND {_TURN_OF_RUN} = ?2"
+        where += f" AND {_TURN_OF_RUN} = ?"
+        params.append(turn)
     return [
         (str(r[0]), str(r[1]), bool(r[2]), None if r[3] is None else float(r[3]))
         for r in conn.execute(
-            f"SELECT h.command, h.event, h.ours, h.duration_ms FROM hook_runs h WHERE {where}",
-            (session_id, turn) if turn is not None else (session_id,),
+            f"SELECT h.command, h.event, h.ours, h.duration_ms FROM hook_runs h {where}", params
         )
     ]
+
+
+WINDOW_MARGIN = 60.0  # seconds either side of a session's span where its hook runs are looked for
 
 
 def ours_recorded(
     conn: apsw.Connection, session_id: str | None, turn: int | None
 ) -> dict[str, int]:
     """event -> runs of our hooks that Claude Code made (not replays of the spool), from our
-    own records."""
-    where = "h.source = 'hook' AND h.dispatcher != 'spool' AND (?1 IS NULL OR h.session_id = ?1)"
+    own records. One session's are found through the index on their time (hook_events has
+    none on the session): within the session's span, then by its id."""
+    where = "h.source = 'hook' AND h.dispatcher != 'spool'"
+    params: list[Any] = []
+    if session_id:
+        span = db.rows(
+            conn,
+            "SELECT started_at, coalesce(ended_at, last_activity_at) AS until FROM sessions"
+            " WHERE session_id = ?",
+            (session_id,),
+        )
+        if not span:
+            return {}
+        where += " AND h.started_at BETWEEN ? AND ? AND h.session_id = ?"
+        params += [
+            float(span[0]["started_at"]) - WINDOW_MARGIN,
+            float(span[0]["until"] or span[0]["started_at"]) + WINDOW_MARGIN,
+            session_id,
+        ]
     if turn is not None:
-        where += f" AND {_TURN_OF_EVENT} = ?2"
+        where += f" AND {_TURN_OF_EVENT} = ?"
+        params.append(turn)
     return {
         str(r[0]): int(r[1])
         for r in conn.execute(
             "SELECT h.event_type, count(*) FROM hook_events h LEFT JOIN events e"
             f" ON e.id = h.event_id WHERE {where} GROUP BY h.event_type",
-            (session_id, turn) if turn is not None else (session_id,),
+            params,
         )
     }
 
