@@ -643,6 +643,28 @@ CREATE TABLE message_usage (
 CREATE INDEX message_usage_turn ON message_usage (session_id, turn_id);
 CREATE INDEX message_usage_at ON message_usage (at);
 
+-- Every hook run Claude Code timed, read from its transcripts (services/cost/hook_lines.py;
+-- written by core/hook_runs.py): ours and every other hook, with Claude Code's durationMs.
+CREATE TABLE hook_runs (
+    path        TEXT NOT NULL,     -- the transcript the line is in
+    line_end    INTEGER NOT NULL,  -- byte offset just past the line
+    item        INTEGER NOT NULL,  -- 0, or the position in a stop_hook_summary's hookInfos
+    session_id  TEXT NOT NULL,
+    agent_id    TEXT NOT NULL,     -- the subagent's id, or the session id (main transcript)
+    prompt_id   TEXT,              -- the promptId of the user entry before it (its turn)
+    event       TEXT NOT NULL,     -- hookEvent: PreToolUse, Stop, ...
+    hook_name   TEXT,              -- hookName: PreToolUse:Bash, SessionStart:startup, ...
+    command     TEXT NOT NULL,     -- the command (an mcp_tool hook: SERVER/TOOL; an http hook: its URL), redacted, control characters escaped, at most 300 characters
+    ours        INTEGER NOT NULL,  -- 1: one of claude-session's own hooks
+    outcome     TEXT NOT NULL,     -- success, non_blocking_error, cancelled, error (hook_error_during_execution), stop_summary
+    tool_use_id TEXT,              -- toolUseID: the tool call's id, or Claude Code's id for the hook batch
+    duration_ms REAL,              -- durationMs: Claude Code's own clock; NULL: a run it listed without a time
+    at          REAL,              -- the line's timestamp, Unix seconds
+    PRIMARY KEY (path, line_end, item)
+) WITHOUT ROWID;
+CREATE INDEX hook_runs_session ON hook_runs (session_id, at);
+CREATE INDEX hook_runs_at ON hook_runs (at);  -- doctor: the last week's runs
+
 -- Claude Code's own totals for a session: its latest cost-state entry (they include the
 -- subagents').
 CREATE TABLE session_costs (
@@ -762,4 +784,4 @@ CREATE TABLE purged_paths (
 );
 CREATE INDEX purged_paths_path ON purged_paths (path);
 
-PRAGMA user_version = 24;
+PRAGMA user_version = 25;

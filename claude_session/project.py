@@ -44,6 +44,7 @@ from .records import (
     Error,
     FailedPath,
     Frame,
+    HooksReport,
     Injection,
     Listing,
     Memory,
@@ -64,6 +65,7 @@ __all__ = [
     "Error",
     "FailedPath",
     "Frame",
+    "HooksReport",
     "Injection",
     "Listing",
     "Memory",
@@ -397,6 +399,30 @@ class Project:
             total = report["total"]["cost_usd"] if report["rows"] else None
             report["dead_ends"] = costs.dead_ends(conn, session, since, total)
         return _make(CostReport, report, rows=tuple(report["rows"]))
+
+    def hooks(
+        self, session: str | None = None, turn: int | None = None, limit: int | None = 50
+    ) -> HooksReport:
+        """Every hook that ran (ours and others'), timed by Claude Code, by command and event:
+        of every session, one `session`, or its `turn` (1, 2, ...); `limit` groups, the
+        largest total first (None: every one)."""
+        from .services.cost import hooks_report
+
+        conn = self.connection()
+        if conn is None:
+            return HooksReport(
+                session, turn, hooks_report.CLOCK, None, hooks_report.WALL_SOURCE, (), 0, {}
+            )
+        if session:
+            found = self.session(session)
+            if found is None:
+                raise ProjectError(f"no session {session!r} recorded")
+            session = found.session_id
+        try:
+            report = hooks_report.report(conn, session, turn, limit)
+        except ValueError as exc:
+            raise ProjectError(str(exc)) from None
+        return _make(HooksReport, report, rows=tuple(report["rows"]))
 
     # -- memories and state ---------------------------------------------------------------
 

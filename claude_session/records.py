@@ -193,6 +193,23 @@ class CostReport:
 
 
 @dataclass(frozen=True)
+class HooksReport:
+    """Every hook that ran, timed by Claude Code, grouped by command and event
+    (`claude-session hooks --json`, without the transcripts read: a Project reads none).
+    Each row: command, event, ours, runs, measured, unmeasured, total_ms, median_ms, p90_ms,
+    max_ms, share (of `wall_time_ms`)."""
+
+    session_id: str | None
+    turn: int | None
+    clock: str
+    wall_time_ms: float | None
+    wall_time_source: str
+    rows: tuple[dict[str, Any], ...]
+    groups: int
+    total: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Memory:
     """A memory (`claude-session memory search --json`): `id` as the CLI names it (`12` in
     this project, `g12` global); `rank` from a search (lower is better), None in a listing."""

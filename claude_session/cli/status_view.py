@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..services import queries
+from ..services.cost import hooks_report
 from . import output
 
 TABLE_ROWS = 10  # rows of a table in `status`; the section's own command lists them all
@@ -36,6 +37,8 @@ def show(found: dict[str, Any]) -> None:
     output.emit_pairs(out, "database", database(found["database"]))
     output.emit_pairs(out, "daemon", found["daemon"])
     output.emit_pairs(out, "hooks", found["hooks"])
+    for line in hooks_report.said(found.get("hook_time") or {}):
+        output.say(out, line)
     if found.get("otel"):
         output.emit_pairs(out, "opentelemetry export", found["otel"])
 

@@ -33,7 +33,8 @@ from .group import cli
     is_flag=True,
     help="What the line is made of, as JSON (the same as --format json): project, database,"
     " session_id, agents_running, subagent_types (type, running), contested_files,"
-    " open_errors, top_ladder_step, cost_usd, cost_from, line, problem",
+    " open_errors, top_ladder_step, cost_usd, cost_from, slow_hooks (hooks whose p90 run, by"
+    " Claude Code's clock, passes hook_budget_ms), line, problem",
 )
 @click.option("--session", help="Session id (default: the one in the JSON on stdin, if any).")
 @click.option(
@@ -77,6 +78,7 @@ def statusline_command(
                 "top_ladder_step": found.top_step if found and found.open_errors else None,
                 "cost_usd": found.cost if found else None,
                 "cost_from": found.cost_from if found else None,
+                "slow_hooks": found.slow_hooks if found else None,
                 "line": result.line,
                 "problem": result.problem,
             },

@@ -50,6 +50,10 @@ DEFAULTS: dict[str, object] = {
     # What the judge may spend in a day (UTC), in USD, by the costs its command reported;
     # past it, the judge skips (the work goes ahead) and `status` says so.
     "judge_budget_usd_per_day": 1.0,
+    # A hook whose 90th percentile run, as Claude Code times it (its transcripts'
+    # durationMs), passes this many milliseconds: `doctor` warns, `status` and the status line
+    # say so (ours or any other hook).
+    "hook_budget_ms": 100.0,
     # A snapshot of the work tree (in claude-session's own snapshot repository, never the
     # user's) after each tool call that can change files and at each turn: what `revert`,
     # `diff` and `fork` go back to.

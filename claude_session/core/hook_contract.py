@@ -27,6 +27,11 @@ STATUSLINE_ENTRY = "statusline.py"
 # says it is not the model's.
 HOOK_SERVER = "claude-session-hooks"
 HOOK_TOOL = "called_by_claude_code_not_the_model"
+# The end of every command hook `install` writes: how ours are told from other hooks (in
+# settings, and in the commands Claude Code's transcripts name).
+MARKER = "# claude-session"
+# How Claude Code's transcripts name an mcp_tool hook's run: SERVER/TOOL.
+HOOK_RUN_NAME = f"{HOOK_SERVER}/{HOOK_TOOL}"
 # The memory MCP server (services/mcp_server.py), as `install --with-mcp` registers it.
 MCP_SERVER = "claude-session"
 

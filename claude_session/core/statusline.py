@@ -73,6 +73,14 @@ _COST = (
     f" cost_source = 'claude_code' THEN cost_usd END), 0)), {_TOTAL}"
     " FROM message_usage WHERE session_id = ?1"
 )
+# The session's hooks (command and event) whose p90 run, as Claude Code timed it, passes the
+# budget (?2 ms): the nearest-rank p90 (the ceil(0.9 n)-th smallest of n runs) passes it when
+# fewer than ceil(0.9 n) runs are within it (services/cost/hooks_report.py says the same).
+_SLOW_HOOKS = (
+    "SELECT count(*) FROM (SELECT count(*) AS n, sum(duration_ms > ?2) AS over FROM hook_runs"
+    " WHERE session_id = ?1 AND duration_ms IS NOT NULL GROUP BY command, event)"
+    " WHERE n - over < (n * 9 + 9) / 10"
+)
 # The project-wide variant names the partial index's condition so SQLite can use it.
 _UNFIXED = " AND (resolution IS NULL OR resolution != 'auto_fixed')"
 
@@ -80,7 +88,16 @@ _UNFIXED = " AND (resolution IS NULL OR resolution != 'auto_fixed')"
 class Status:
     """What the line says, as numbers and names (`--format json` shows them as they are)."""
 
-    __slots__ = ("agents", "contested", "cost", "cost_from", "open_errors", "top_step", "types")
+    __slots__ = (
+        "agents",
+        "contested",
+        "cost",
+        "cost_from",
+        "open_errors",
+        "slow_hooks",
+        "top_step",
+        "types",
+    )
 
     def __init__(
         self,
@@ -91,6 +108,7 @@ class Status:
         top_step: int,
         cost: "float | None" = None,
         cost_from: "str | None" = None,
+        slow_hooks: int = 0,
     ) -> None:
         self.agents = agents
         self.types = types  # (subagent type, how many running), most first
@@ -99,6 +117,7 @@ class Status:
         self.top_step = top_step
         self.cost = cost  # USD so far in the session; None: not known
         self.cost_from = cost_from  # "claude_code" (the input's live figure) or "recorded"
+        self.slow_hooks = slow_hooks  # hooks whose p90 (Claude Code's clock) passes the budget
 
 
 class Outcome:
@@ -151,6 +170,8 @@ def compute(
             busy_timeout_ms=BUSY_TIMEOUT_MS,
         )
         outcome.status = summarize(conn, session, time.time(), live_cost)
+        if session is not None:
+            outcome.status.slow_hooks = slow_hooks(conn, session, hook_budget(root))
         outcome.line = render(outcome.status, color)
         from .trust import database_problem
 
@@ -274,6 +295,26 @@ def summarize(
     return Status(agents, types, paths, open_errors, top_step, cost, cost_from)
 
 
+def hook_budget(root: str) -> float:
+    """hook_budget_ms from the project's configuration (its default without one)."""
+    from . import config
+
+    scratch = apsw.Connection(":memory:")
+    try:
+        return config.number(config.for_hooks(root, scratch), "hook_budget_ms")
+    finally:
+        scratch.close()
+
+
+def slow_hooks(conn: apsw.Connection, session_id: str, budget_ms: float) -> int:
+    """How many of the session's hooks pass the budget at p90 (0 for an older database)."""
+    try:
+        found = conn.execute(_SLOW_HOOKS, (session_id, budget_ms)).fetchall()
+    except apsw.SQLError:  # no such table: a database of an older version, opened as it is
+        return 0
+    return db.as_int(found[0][0]) if found else 0
+
+
 def _recorded_cost(conn: apsw.Connection, session_id: str) -> "float | None":
     """What the transcripts read so far say the session cost (None: nothing read yet, or a
     database from before they were read)."""
@@ -305,8 +346,13 @@ def render(status: Status, color: bool = False, width: int = WIDTH) -> str:
         errors = _plural(status.open_errors, "open error")
         ladder = f" (ladder {shown})"
     cost = "" if status.cost is None else money(status.cost)
+    slow = _plural(status.slow_hooks, "slow hook") if status.slow_hooks else ""
     if not (agents or contested or errors):
-        return f"{PREFIX} {cost}{SEPARATOR}idle" if cost else f"{PREFIX} idle"
+        line = f"{PREFIX} {cost}{SEPARATOR}idle" if cost else f"{PREFIX} idle"
+        if slow and len(line) + len(SEPARATOR) + len(slow) <= width:
+            shown = f"\x1b[33m{slow}\x1b[0m" if color else slow
+            line += SEPARATOR + shown
+        return line
     error_colour = "31" if status.top_step >= RESEARCH_AT else "33"
     # The contested file's path says more than the subagents' types: types go first; the
     # ladder's step last (its colour still tells research from retries).
@@ -324,6 +370,8 @@ def render(status: Status, color: bool = False, width: int = WIDTH) -> str:
             parts.append((contested + (f" ({only})" if one else ""), "33"))
         if errors:
             parts.append((errors + (ladder if with_ladder else ""), error_colour))
+        if slow and with_ladder:  # dropped before the numbers that matter more
+            parts.append((slow, "33"))
         plain = f"{PREFIX} " + SEPARATOR.join(text for text, _ in parts)
         if len(plain) <= width:
             break

@@ -13,7 +13,7 @@ import apsw
 from ..core import db, liveness, log, readings, relations, spool
 from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
-from .cost import costs
+from .cost import costs, hooks_report
 from .telemetry import otel_export
 
 
@@ -59,12 +59,19 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             {k: v for k, v in row.items() if k != "id"} for row in readings.failed_paths(conn, now)
         ],
         "hooks": hook_runs(conn) | {"installed_in": hooks_from(root)},
+        "hook_time": hooks_report.latest(conn, latest_session(conn), hook_budget(root)),
         "cost": costs.latest(conn)
         | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
         "otel": otel_export.status(conn, root, now),  # None: export is off
         "judge": judge_state(conn, root, now),
     }
     return {"now": happening(conn, root, found, now)} | found
+
+
+def hook_budget(root: str) -> float:
+    from . import configuration
+
+    return float(configuration.load_or_defaults(root).values["hook_budget_ms"])  # type: ignore[arg-type]
 
 
 def judge_state(conn: apsw.Connection, root: str, now: float) -> dict[str, Any]:
@@ -614,7 +621,9 @@ HOOK_RUNS_WINDOW = 1000  # the run summary covers the latest runs: no pass over 
 
 def hook_runs(conn: apsw.Connection) -> dict[str, Any]:
     """The latest hook runs (at most HOOK_RUNS_WINDOW, by id through the primary key): how
-    many were duplicates or replayed, their mean time, the last one."""
+    many were duplicates or replayed, their mean time by our own clock (the hook's own timer,
+    from its start to its answer: not what Claude Code measures around it, which `hooks`
+    reads), the last one."""
     summary = db.rows(
         conn,
         "SELECT count(*) AS runs, sum(outcome = 'duplicate') AS duplicates,"
@@ -623,7 +632,11 @@ def hook_runs(conn: apsw.Connection) -> dict[str, Any]:
         " FROM (SELECT * FROM hook_events ORDER BY id DESC LIMIT ?)",
         (HOOK_RUNS_WINDOW,),
     )[0]
-    return {"latest_runs": summary.pop("runs")} | summary
+    return (
+        {"latest_runs": summary.pop("runs")}
+        | summary
+        | {"mean_duration_clock": "ours: claude-session's own hook timer, inside the hook"}
+    )
 
 
 def events_query(

@@ -1,5 +1,6 @@
 """Reading Claude Code's transcripts (JSONL) off the hook path: what each model response used,
-Claude Code's own cost figures, and the entries `reconcile` fills missed tool calls from.
+Claude Code's own cost figures, the hook runs it timed (hook_lines), and the entries
+`reconcile` fills missed tool calls from.
 
 A transcript is Claude Code's file, written while we read it: it is opened read-only, never
 through a planted link and only under the Claude Code config folder; read from the offset
@@ -23,9 +24,10 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from ...core import db, log, trust, usage
+from ...core import db, hook_runs, log, trust, usage
 from ...core import transcript_values as values
 from ...core.paths import db_path
+from . import hook_lines
 
 CHUNK = 1 << 20  # bytes read at a time
 BATCH = 4 << 20  # bytes of lines parsed and stored per transaction (memory stays bounded)
@@ -41,17 +43,16 @@ _unsettled: dict[tuple[str, str], tuple[int, int, float]] = {}
 # second, and a failure that stays is logged once, not on every sweep (forgotten on success).
 _failing: dict[tuple[str, str], str] = {}
 KEPT = frozenset({"user", "assistant", "cost-state"})
+HOOK_LINES = frozenset({"attachment", "system"})  # read for the hook runs they time (hook_lines)
 IGNORED = frozenset(
     {
         "api-request",
         "api-request-blob",
         "api-request-shape",
         "tools-used",
-        "attachment",
         "atis-latch",
         "last-prompt",
         "queue-operation",
-        "system",
         "mode",
         "summary",
         "file-history-snapshot",
@@ -183,6 +184,8 @@ def parse(line: bytes) -> dict[str, Any] | None:
     kind = entry["type"]
     if kind in KEPT:
         return None if values.problem(entry) is not None else entry
+    if kind in HOOK_LINES:
+        return hook_lines.entry(entry)
     return {} if kind in IGNORED else None
 
 
@@ -295,6 +298,7 @@ def catch_up(
         "unreadable": [],
         "reconciled": 0,
         "failed": [],
+        "hook_runs": 0,
     }
     resolved: dict[str, str] = {}  # folder -> its real path, for this catch-up
     untrusted = trust.database_problem(db_path(root))
@@ -479,7 +483,11 @@ def _read_open(
         if not got.lines and not restarted and known and state.get("last_error") is None:
             return stored  # only the start of a line still being written
         found = extract(got.entries, prompt_id)
+        runs = hook_lines.runs_of(got.entries, got.ends, prompt_id, main, timestamp)
         with db.Immediate(conn):
+            if restarted:
+                hook_runs.forget_file(conn, path)
+            hook_runs.record(conn, path, session_id, agent_id, runs)
             usage.record_messages(conn, session_id, agent_id, found.messages)
             if found.cost_state is not None and main:
                 usage.record_cost_state(conn, session_id, found.cost_state, found.as_of, now)
@@ -501,6 +509,7 @@ def _read_open(
         restarted = False
         stored |= bool(found.messages) or found.cost_state is not None
         summary["entries"] += len(got.entries)
+        summary["hook_runs"] = summary.get("hook_runs", 0) + len(runs)
         summary["messages"] += len(found.messages)
         summary["skipped"] += got.skipped
         if got.new_offset == offset or got.new_offset >= info.st_size:

@@ -32,7 +32,61 @@ def check(root: Path, full: bool = False, fsck: bool = False) -> list[dict[str, 
     results += _snapshot_store(root, fsck)
     results += _snapshot_rules(root)
     results += _otel(root)
+    results += hook_budget(root)
     return results
+
+
+HOOK_WINDOW = 7 * 86400.0  # the runs `doctor` holds to the budget: those of the last week
+
+
+def hook_budget(root: Path) -> list[dict[str, Any]]:
+    """The hooks (ours or any other) whose p90 run, as Claude Code timed it in the last week,
+    passes hook_budget_ms: a warning, not a failure (a loaded machine is slow too)."""
+    from .. import configuration
+    from ..cost import hooks_report
+
+    budget = float(configuration.load_or_defaults(str(root)).values["hook_budget_ms"])  # type: ignore[arg-type]
+    path = db_path(str(root))
+    if not os.path.exists(path):
+        return []
+    try:
+        conn = db.connect(path, create=False, migrate=False, readonly=True)
+        try:
+            rows = hooks_report.since(conn, time.time() - HOOK_WINDOW)
+        finally:
+            conn.close()
+    except (db.DatabaseError, apsw.Error):
+        return []  # an older schema, or the database check says why
+    name = "hook time (Claude Code's clock)"
+    if not rows:
+        return [_row(name, True, "no hook run timed by Claude Code in the last week")]
+    over = hooks_report.over_budget(rows, budget)
+    if not over:
+        worst = max(rows, key=lambda r: r["p90_ms"] or 0.0)
+        return [
+            _row(
+                name,
+                True,
+                f"every hook's p90 within hook_budget_ms ({budget:.0f} ms); the slowest,"
+                f" {hooks_report.label(worst)} ({worst['event']}),"
+                f" {hooks_report.fmt_ms(worst['p90_ms'])}",
+            )
+        ]
+    shown = "; ".join(
+        f"{hooks_report.label(r)} ({r['event']}) p90"
+        f" {hooks_report.fmt_ms(r['p90_ms'])} over {r['runs']} run(s)"
+        for r in over[:3]
+    )
+    more = f"; {len(over) - 3} more" if len(over) > 3 else ""
+    return [
+        _row(
+            name,
+            True,
+            f"warning: {len(over)} hook(s) over hook_budget_ms ({budget:.0f} ms) at p90 in the"
+            f" last week: {shown}{more} (`claude-session hooks` shows every one)",
+        )
+        | {"warning": True}
+    ]
 
 
 def _otel(root: Path) -> list[dict[str, Any]]:

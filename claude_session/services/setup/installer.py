@@ -27,7 +27,7 @@ from ...core import hook_contract, hook_fields
 from ...core.events import EVENTS
 from ...core.paths import DB_NAME
 
-MARKER = "# claude-session"
+MARKER = hook_contract.MARKER
 BLOCK_EXIT = hook_contract.BLOCK_EXIT  # the runtime's block; the wrapper turns it into 2
 SCOPES = ("project", "local", "user")
 GITIGNORE_LINE = f"{DB_NAME}*"

@@ -167,6 +167,7 @@ class Builder:
         if (where := self.text(cwd)) is not None:
             session.attributes["claude_session.session.cwd"] = where
         self.claude_turns, self.claude_tools = self._claude_code_spans()
+        self.hooks_by_tool, self.hooks_by_turn, hooks_elsewhere = self._hook_runs()
         turns = list(self._turns(session))
         session.links += [(t.trace_id, t.span_id) for t in turns if t.trace_id != self.trace]
         agents = list(self._agents(session))
@@ -183,6 +184,10 @@ class Builder:
         session.attributes["claude_session.tool_calls"] = len(tools)
         session.attributes["claude_session.subagents"] = len(agents)
         session.events += list(self._session_events())
+        session.events += hooks_elsewhere  # before any turn (SessionStart), or at SessionEnd
+        session.events += [
+            e for k, v in self.hooks_by_turn.items() if k not in self.turn_trace for e in v
+        ]
         return [session, *turns, *agents, *tools]
 
     def _usage_by(self, column: str) -> dict[object, Usage]:
@@ -246,6 +251,7 @@ class Builder:
                 span.attributes["claude_session.turn.prompt"] = text
             if turn_id in usage:
                 span.attributes |= usage[turn_id].attributes()
+            span.events += self.hooks_by_turn.get(turn_id, [])
             yield span
 
     def _turn_key(self) -> dict[object, str]:
@@ -363,7 +369,51 @@ class Builder:
             if status == "failed":
                 span.error = "the tool call failed"
             span.events += errors.get(tool_use_id, [])
+            span.events += self.hooks_by_tool.get(tool_use_id, [])
             yield span
+
+    def _hook_runs(
+        self,
+    ) -> tuple[dict[object, list[Event]], dict[object, list[Event]], list[Event]]:
+        """Each hook run Claude Code timed (hook_runs), as an event at its end with its
+        duration: on its tool call's span (a tool's hooks), else its turn's (by promptId, else
+        the turn it came in), else the session's. The command is content."""
+        by_tool: dict[object, list[Event]] = {}
+        by_turn: dict[object, list[Event]] = {}
+        rest: list[Event] = []
+        tools = {
+            r[0]
+            for r in self.conn.execute(
+                "SELECT tool_use_id FROM tool_calls WHERE session_id = ?", (self.session_id,)
+            )
+        }
+        for tool_use_id, turn_id, event, name, command, ours, outcome, ms, at in self.conn.execute(
+            "SELECT h.tool_use_id, coalesce((SELECT t.id FROM turns t WHERE t.session_id ="
+            " h.session_id AND t.prompt_id = h.prompt_id), (SELECT t.id FROM turns t WHERE"
+            " t.session_id = h.session_id AND t.started_at <= h.at ORDER BY t.started_at DESC"
+            " LIMIT 1)), h.event, h.hook_name, h.command, h.ours, h.outcome, h.duration_ms, h.at"
+            " FROM hook_runs h WHERE h.session_id = ? ORDER BY h.at, h.path, h.line_end, h.item",
+            (self.session_id,),
+        ):
+            found = Event("claude_session.hook_run", _float(at))
+            found.attributes |= {
+                "claude_session.hook.event": str(event),
+                "claude_session.hook.ours": bool(ours),
+                "claude_session.hook.outcome": str(outcome),
+            }
+            if isinstance(ms, int | float):
+                found.attributes["claude_session.hook.duration_ms"] = float(ms)
+            if name:
+                found.attributes["claude_session.hook.name"] = str(name)
+            if (text := self.text(command)) is not None:
+                found.attributes["claude_session.hook.command"] = text
+            if tool_use_id in tools:
+                by_tool.setdefault(tool_use_id, []).append(found)
+            elif turn_id is not None:
+                by_turn.setdefault(turn_id, []).append(found)
+            else:
+                rest.append(found)
+        return by_tool, by_turn, rest
 
     def _errors(self) -> dict[object, list[Event]]:
         """Each failure as an event of its tool call: its category, its step on the ladder of

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
-import time
 from typing import Any
 from urllib.parse import quote
 
 from ...core.figures import plural, token_count, usd
-from ...core.terminal import escape_controls
+from .web_charts import cost_chart, hooks_chart, hooks_ms
+from .web_text import cut, esc, when
 
 STATUS_COLOURS = {  # agent boxes: the status at a glance
     "running": "#2563eb",
@@ -73,26 +72,6 @@ CSP = (
     "img-src 'none'; script-src 'none'; connect-src 'none'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-
-
-def esc(value: object, keep_newlines: bool = False) -> str:
-    """Recorded text for HTML text and quoted attributes: its controls and bidi marks escaped
-    by the CLI's one rule (`\\x1b`, `\\u202e`), then HTML-escaped. `keep_newlines`: for
-    lines of files (tabs as spaces, as the CLI's `diff` shows them)."""
-    text = "-" if value is None else str(value)
-    return html.escape(escape_controls(text, keep_newlines), quote=True)
-
-
-def cut(value: object, limit: int) -> str:
-    """At most `limit` characters as shown: escaped first, so an escape counts its width."""
-    text = "" if value is None else escape_controls(str(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def when(seconds: object) -> str:
-    if not isinstance(seconds, int | float):
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds))
 
 
 def page(base: str, title: str, body: str) -> str:
@@ -188,7 +167,7 @@ def session_page(
         "<h2>Cost</h2>",
         _cost_section(spent),
         "<h2>Turns</h2>",
-        _turns_table(spent.get("turns") or []),
+        _turns_table(spent.get("turns") or [], spent.get("hooks") or {}),
         "<h2>Frames</h2>",
         _frames_table(base, quoted, frames, spent.get("frames") or {}),
         "<h2>Undo one agent's work</h2>",
@@ -465,67 +444,25 @@ def _cost_section(spent: dict[str, Any]) -> str:
     )
 
 
-CHART_W, CHART_H, CHART_LEFT, CHART_BOTTOM = 640, 200, 70, 30
-
-
-def cost_chart(points: list[tuple[float, float]]) -> str:
-    """Cumulative cost (USD) over time as a step line: a step up at each response."""
-    start, end = points[0][0], points[-1][0]
-    span = max(end - start, 1e-9)
-    top = max(points[-1][1], 1e-9)
-    plot_w, plot_h = CHART_W - CHART_LEFT - 20, CHART_H - CHART_BOTTOM - 20
-
-    def x_of(at: float) -> float:
-        return CHART_LEFT + (at - start) / span * plot_w if end > start else CHART_LEFT + plot_w
-
-    def y_of(cost: float) -> float:
-        return 20 + plot_h - cost / top * plot_h
-
-    base_y = 20 + plot_h
-    path = [f"M{CHART_LEFT} {base_y:.1f}"]
-    path += [f"H{x_of(at):.1f} V{y_of(cost):.1f}" for at, cost in points]
-    path.append(f"H{CHART_LEFT + plot_w}")
-    dots = "".join(
-        f'<circle cx="{x_of(at):.1f}" cy="{y_of(cost):.1f}" r="2.5" fill="#0f766e">'
-        f"<title>{esc(when(at))}: {esc(usd(cost))}</title></circle>"
-        for at, cost in points
-    )
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="cost-chart" width="{CHART_W}"'
-        f' height="{CHART_H}" viewBox="0 0 {CHART_W} {CHART_H}" role="img"'
-        ' aria-label="cost over the session">'
-        f'<line x1="{CHART_LEFT}" y1="20" x2="{CHART_LEFT}" y2="{base_y}" stroke="#94a3b8"/>'
-        f'<line x1="{CHART_LEFT}" y1="{base_y}" x2="{CHART_LEFT + plot_w}" y2="{base_y}"'
-        ' stroke="#94a3b8"/>'
-        f'<text x="{CHART_LEFT - 6}" y="24" font-size="11" fill="#334155"'
-        f' text-anchor="end">{esc(usd(points[-1][1]))}</text>'
-        f'<text x="{CHART_LEFT - 6}" y="{base_y}" font-size="11" fill="#334155"'
-        ' text-anchor="end">$0</text>'
-        f'<text x="{CHART_LEFT}" y="{base_y + 18}" font-size="11" fill="#64748b">'
-        f"{esc(when(start))}</text>"
-        f'<text x="{CHART_LEFT + plot_w}" y="{base_y + 18}" font-size="11" fill="#64748b"'
-        f' text-anchor="end">{esc(when(end))}</text>'
-        f'<path class="cost-line" d="{" ".join(path)}" fill="none" stroke="#0f766e"'
-        ' stroke-width="2"/>'
-        f"{dots}</svg>"
-    )
-
-
-def _turns_table(turns: list[dict[str, Any]]) -> str:
-    """Each turn: its prompt, its answer (the Stop's last message), tokens and cost."""
+def _turns_table(turns: list[dict[str, Any]], hooks: dict[int, dict[str, float]]) -> str:
+    """Each turn: its prompt, its answer (the Stop's last message), tokens, cost, and the
+    time Claude Code spent in its hooks; then both charted per turn."""
     if not turns:
         return "<p class=muted>No turn recorded.</p>"
     rows = "".join(
         f"<tr><td class=num>{esc(t['turn'])}</td><td>{esc(cut(t['prompt'], 80))}</td>"
         f"<td>{esc(cut(t['result_text'], 160))}</td><td>{esc(t['status'])}</td>"
         f"<td class=num>{esc(_tokens(t['tokens']))}</td>"
-        f'<td class="num cost">{esc(usd(t["cost_usd"]))}</td></tr>'
+        f'<td class="num cost">{esc(usd(t["cost_usd"]))}</td>'
+        f'<td class="num hooks">{esc(hooks_ms(hooks.get(t["turn"])))}</td></tr>'
         for t in turns
     )
     head = "".join(
-        f"<th>{h}</th>" for h in ("turn", "prompt", "answer", "status", "tokens", "cost")
+        f"<th>{h}</th>"
+        for h in ("turn", "prompt", "answer", "status", "tokens", "cost", "time in hooks")
     )
-    return f"<table class=turns><tr>{head}</tr>{rows}</table>"
+    chart = hooks_chart(turns, hooks) if hooks else ""
+    return f"<table class=turns><tr>{head}</tr>{rows}</table>{chart}"
 
 
 # --- the diff page ---------------------------------------------------------------------------

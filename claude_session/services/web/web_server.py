@@ -26,9 +26,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ...core import db, paths
 from .. import live, queries
-from ..cost import costs
+from ..cost import costs, hooks_report
 from ..timetravel import timetravel
-from . import web_pages
+from . import web_pages, web_text
 
 HOST = "127.0.0.1"
 REDIRECT_NAME = "open.html"
@@ -105,6 +105,7 @@ def spent(conn: Any, session_id: str) -> dict[str, Any]:
         "turns": costs.turn_figures(conn, session_id),
         "frames": costs.frame_figures(conn, session_id),
         "points": costs.cumulative(conn, session_id),
+        "hooks": hooks_report.by_turn(conn, session_id),
     }
 
 
@@ -232,7 +233,7 @@ def start(root: str, port: int = 0) -> tuple[Server, threading.Thread]:
 def redirect_page(url: str) -> str:
     """A page that sends the browser on to `url`: a meta refresh, and a link where refreshes
     are turned off. No script: nothing to allow."""
-    target = web_pages.esc(url)
+    target = web_text.esc(url)
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name="referrer" content="no-referrer">'

@@ -1,0 +1,163 @@
+"""`claude-session hooks`: every hook that ran in this project's sessions (ours and every
+other), as Claude Code timed it in its transcripts (read up to date first: only their new
+bytes), grouped by command and event."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..project import Project, ProjectError
+from ..services import queries
+from ..services.cost import hooks_report, transcripts
+from . import lookup, output
+from .group import cli, json_option, opened
+from .listing import limit_option, stream_rows
+
+LAYOUT = output.Layout(
+    {
+        "command": (1, 24),
+        "event": (1, 12),
+        "total": (1, 7),
+        "runs": (1, 4),
+        "median": (2, 6),
+        "p90": (2, 6),
+        "max": (3, 6),
+        "share": (3, 5),
+        "ours": (4, 4),
+        "unmeasured": (4, 4),
+    }
+)
+
+
+ms = hooks_report.fmt_ms
+
+
+def share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for people: durations in ms (s past 10 s), the share as a percentage."""
+    return {
+        "command": row["command"],
+        "event": row["event"],
+        "ours": "yes" if row["ours"] else "",
+        "runs": row["runs"],
+        "unmeasured": row["unmeasured"] or "",
+        "total": ms(row["total_ms"]),
+        "median": ms(row["median_ms"]),
+        "p90": ms(row["p90_ms"]),
+        "max": ms(row["max_ms"]),
+        "share": share(row["share"]),
+    }
+
+
+@cli.command()
+@click.option("--session", help="Session id, a prefix is enough (default: every session).")
+@click.option(
+    "--turn",
+    type=click.IntRange(1, None),
+    help="One turn (1, 2, ...) of the session (default with --turn: the latest session).",
+)
+@limit_option
+@click.option("--all", "every", is_flag=True, help="Every group, streamed.")
+@json_option(
+    "an object: session_id, turn, clock (whose: Claude Code's durationMs), wall_time_ms and"
+    " wall_time_source, rows (per command and event, the largest total first: command"
+    " (redacted, control characters escaped), event, ours, runs, measured, unmeasured, total_ms,"
+    " median_ms, p90_ms (nearest rank), max_ms, share of the wall time), groups, total (runs,"
+    " measured, unmeasured, total_ms, ours_ms, others_ms, share), transcripts (what was read)"
+)
+@output.wide_option
+@click.pass_obj
+def hooks(
+    root: Path, session: str | None, turn: int | None, limit: int, every: bool, as_json: bool
+) -> None:
+    """Every hook that ran (ours, marked, and every other: command, http, mcp_tool), as
+    Claude Code timed it: runs, total, median, p90 and max per command and event, and its share
+    of the sessions' wall time. Runs of ours that Claude Code did not time are counted as
+    unmeasured, never given a time."""
+    with opened(root) as conn:
+        if session:
+            session = lookup.session(conn, session)
+        elif turn is not None:
+            session = queries.latest_session(conn)
+        read = transcripts.catch_up(conn, session, recent_seconds=None if session else 3600)
+    with Project(root) as project:
+        try:
+            report = project.hooks(session, turn, None if every else limit)
+        except ProjectError as exc:
+            raise click.UsageError(str(exc)) from None
+    found = dataclasses.asdict(report) | {"rows": list(report.rows), "transcripts": read}
+    if as_json:
+        output.emit(found, "json")
+        return
+    if every and found["rows"]:
+        stream_rows([shown(r) for r in found["rows"]], False)
+    else:
+        show(found)
+    notes(found)
+    if not every and found["groups"] > len(found["rows"]):
+        output.note(
+            f"{found['groups'] - len(found['rows']):,} more not shown (of {found['groups']:,};"
+            " the total counts them): `claude-session hooks --all` lists every one,"
+            " `--limit N` more"
+        )
+
+
+def show(found: dict[str, Any]) -> None:
+    out = output.console()
+    if not found["rows"]:
+        output.say(out, "no hook runs read from Claude Code's transcripts yet")
+        return
+    title = "hooks, as Claude Code timed them"
+    if found["session_id"]:
+        title += f", session {found['session_id']}"
+    if found["turn"]:
+        title += f" turn {found['turn']}"
+    total = found["total"]
+    rows = [shown(r) for r in found["rows"]]
+    rows.append(
+        {
+            "command": "total",
+            "event": "",
+            "ours": "",
+            "runs": total["runs"],
+            "unmeasured": total["unmeasured"] or "",
+            "total": ms(total["total_ms"]),
+            "median": "",
+            "p90": "",
+            "max": "",
+            "share": share(total["share"]),
+        }
+    )
+    output.print_table(out, rows, title, LAYOUT)
+
+
+def notes(found: dict[str, Any]) -> None:
+    out = output.console()
+    total = found["total"]
+    if found["rows"]:
+        output.say(
+            out,
+            f"ours: {ms(total['ours_ms'])}, others: {ms(total['others_ms'])}; wall time"
+            f" {ms(found['wall_time_ms'])} ({hooks_report.WALL_SOURCE})",
+            style="dim",
+        )
+    if total.get("unmeasured"):
+        output.say(
+            out,
+            f"{total['unmeasured']} run(s) Claude Code wrote no time for (a hook that answered"
+            " JSON, or one of our command hooks that printed nothing): counted, not timed",
+            style="dim",
+        )
+    read = found["transcripts"]
+    for kind, what in (("missing", "gone"), ("refused", "refused"), ("unreadable", "unreadable")):
+        if read.get(kind):
+            output.note(f"{len(read[kind])} transcript(s) {what}: {read[kind][0]}")
+    if read.get("skipped"):
+        output.note(f"{read['skipped']} transcript lines were not understood and skipped")
