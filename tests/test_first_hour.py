@@ -413,7 +413,7 @@ def test_the_web_page_tells_a_revert_from_a_fork(project: Path, home: Path) -> N
             html = page.read().decode()
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(10)
+        process.wait(30)
     legend = dict(re.findall(r'<span data-key="(\w+)"><svg[^>]*><circle [^>]*fill="(#\w+)"', html))
     assert "revert" in legend and legend["revert"] != legend["fork"]
     marks = re.findall(

@@ -121,7 +121,7 @@ def server(recorded: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             try:
-                process.wait(10)
+                process.wait(30)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
@@ -349,7 +349,7 @@ def test_branch_labels_apart_helpers_without_lanes_and_the_start_column(
         assert cell is not None and cell.group(1) == started == "startup"
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(10)
+        process.wait(30)
 
 
 def database_files(project: Path) -> dict[str, bytes]:
@@ -375,7 +375,7 @@ def test_a_session_recorded_before_frames_still_has_its_page(project: Path) -> N
         assert get(f"{url}session/ffff")[0] == 404
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(10) == 0
+        assert process.wait(30) == 0
 
 
 def test_serve_json_says_where_it_listens(recorded: Path) -> None:
@@ -389,7 +389,7 @@ def test_serve_json_says_where_it_listens(recorded: Path) -> None:
             assert page.status == 200
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(10)
+        process.wait(30)
 
 
 def stand_in_browser(tmp_path: Path, seen: Path) -> Path:
@@ -452,7 +452,7 @@ def test_serve_open_gives_the_browser_a_private_redirect_file_never_the_token(
         assert get(url)[0] == 200
     finally:
         process.send_signal(stop)
-        code = process.wait(10)
+        code = process.wait(30)
     assert code == 0
     assert not redirect.exists() and not redirect.parent.exists()
 
@@ -478,7 +478,7 @@ def test_a_real_browser_follows_the_redirect_file_which_is_then_removed(
             assert not redirect.parent.exists() and process.poll() is None
         finally:
             process.send_signal(signal.SIGINT)
-            assert process.wait(10) == 0
+            assert process.wait(30) == 0
         doms.append(dom.stdout)
         if dom.stdout:
             break
@@ -547,4 +547,4 @@ def test_pages_show_controls_and_bidi_in_recorded_text_escaped(
         assert process.poll() is None
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(10)
+        process.wait(30)
