@@ -89,6 +89,7 @@ MODULES: dict[str, str] = {
     "test_listings.py": "fast",
     "test_memory.py": "integration",
     "test_memory_provenance.py": "integration",
+    "test_memory_stale.py": "integration",
     "test_memory_roundtrip.py": "integration",
     "test_migrations.py": "fast",
     "test_model_context.py": "integration",
