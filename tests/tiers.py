@@ -59,6 +59,7 @@ MODULES: dict[str, str] = {
     "test_e2e_cost.py": "e2e",
     "test_e2e_hostile_transcript.py": "e2e",
     "test_e2e_memory.py": "e2e",
+    "test_e2e_memory_stale.py": "e2e",
     "test_e2e_otel.py": "e2e",
     "test_e2e_reconcile.py": "e2e",
     "test_e2e_timetravel.py": "e2e",
