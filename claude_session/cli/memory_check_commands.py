@@ -36,44 +36,11 @@ def base_of(root: Path, scope: str, row: dict[str, Any]) -> str | None:
     return project if isinstance(project, str) and os.path.isdir(project) else None
 
 
-def files_now(
-    conn: apsw.Connection, base: str | None, memory_id: int
-) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
-    """Each file of a memory as recorded and as it is now (state: unchanged, changed, gone,
-    appeared; when changed, the agent claude-session saw edit it), and what was hashed."""
-    recorded = memory_files.files_of(conn, memory_id)
-    for row in recorded:
-        row["memory_id"] = memory_id
-    changes: dict[str, dict[str, Any]] = {}
-    seen: list[tuple[Any, ...]] = []
-    if base is not None:
-        found, seen = memory_files.check(os.path.realpath(base), recorded)
-        memory_files.with_agents(conn, found)
-        changes = {c["path"]: c for c in found}
-    out = []
-    for row in recorded:
-        change = changes.get(str(row["path"]))
-        item = {
-            "path": row["path"],
-            "state": change["how"] if change else "unchanged" if base else "unknown",
-            "sha256": row["sha256"],
-            "size": row["size"],
-            "git_commit": row["git_commit"],
-            "recorded_at": row["recorded_at"],
-        }
-        if change:
-            item["modified_at"] = change["modified_at"]
-            item["changed_by"] = change.get("by")
-            item["said"] = memory_files.describe(change)
-        out.append(item)
-    return out, seen
-
-
 def details(conn: apsw.Connection, root: Path, scope: str, row: dict[str, Any]) -> dict[str, Any]:
     """A memory with its files now, whether it is possibly stale, and the error it was about
     with what became of it."""
     number = int(str(row["id"]).removeprefix(memories.GLOBAL_PREFIX))
-    files, seen = files_now(conn, base_of(root, scope, row), number)
+    files, seen = memory_files.files_now(conn, base_of(root, scope, row), number)
     if seen:
         try:
             with db.Immediate(conn):
@@ -83,27 +50,12 @@ def details(conn: apsw.Connection, root: Path, scope: str, row: dict[str, Any]) 
     stale = [f["path"] for f in files if f["state"] in STATES[1:]]
     fate = memory_files.error_fate(conn, row.get("error_id")) if scope != "global" else None
     return row | {
-        "added_by": added_by(row),
+        "added_by": memory_files.added_by(row),
         "files": files,
         "possibly_stale": bool(stale),
         "stale_files": stale,
         "error": fate,
     }
-
-
-def added_by(row: dict[str, Any]) -> str:
-    """Who added a memory, as a person reads it."""
-    source = row.get("source")
-    if source == "user":
-        return "you (the CLI)"
-    if source == "agent":
-        agent = row.get("agent_id")
-        return f"an agent ({agent})" if agent else "an agent (which one unknown)"
-    if source == "learned":
-        return "claude-session (learned from the error ladder)"
-    if source == "import":
-        return "`memory import`"
-    return "unknown"
 
 
 def stale_rows(conn: apsw.Connection, root: Path, scope: str) -> list[dict[str, Any]]:

@@ -62,12 +62,25 @@ def _plain(path: str) -> bool:
     )
 
 
+_DIRS: "dict[str, str]" = {}  # a folder's real path, for one check (cleared by `check`)
+
+
 def _inside(real_root: str, path: str) -> str | None:
     """The real path of the project file `path` (as the database holds it), or None when it
-    would lead outside the project: absolute, `..`, or a symbolic link out of it."""
+    would lead outside the project: absolute, `..`, or a symbolic link out of it. Its folder's
+    real path is worked out once per check (many memories name files of one folder)."""
     if not _plain(path):
         return None
-    full = os.path.realpath(os.path.join(real_root, path))
+    folder, _, name = path.rpartition("/")
+    joined = os.path.join(real_root, folder)
+    real_folder = _DIRS.get(joined)
+    if real_folder is None:
+        if len(_DIRS) > 4096:
+            _DIRS.clear()
+        real_folder = _DIRS[joined] = os.path.realpath(joined)
+    full = os.path.join(real_folder, name)
+    if os.path.islink(full):
+        full = os.path.realpath(full)
     return full if full.startswith(real_root.rstrip("/") + "/") else None
 
 
@@ -79,7 +92,7 @@ def stat_of(real_root: str, path: str) -> "tuple[int, int] | None":
     if full is None:
         return None
     try:
-        found = os.stat(full)
+        found = os.stat(full, follow_symlinks=False)  # resolved: a link now is one swapped in
     except OSError:
         return None
     if not stat.S_ISREG(found.st_mode):
@@ -168,13 +181,15 @@ def files_of(conn: apsw.Connection, memory_id: int) -> "list[dict[str, Any]]":
 
 
 def check(
-    real_root: str, files: "list[dict[str, Any]]"
+    real_root: str, files: "list[dict[str, Any]]", fresh: bool = True
 ) -> "tuple[list[dict[str, Any]], list[tuple[Any, ...]]]":
     """Which of a memory's files changed since they were recorded: (changes, seen) where each
     change is {path, how (changed, gone, appeared), modified_at (the file's time, None when
     gone), recorded_at}, and `seen` the rows for `remember_seen` (what this check hashed)."""
     changes: list[dict[str, Any]] = []
     seen: list[tuple[Any, ...]] = []
+    if fresh:
+        _DIRS.clear()  # folders are resolved anew by each check: one may have become a link
     for row in files:
         path = as_text(row["path"])
         if not _plain(path):
@@ -247,8 +262,9 @@ def changes_for(
             by_memory.setdefault(as_int(row["memory_id"]), []).append(row)
     found: dict[int, list[dict[str, Any]]] = {}
     seen: list[tuple[Any, ...]] = []
+    _DIRS.clear()
     for memory_id, files in by_memory.items():
-        changes, hashed = check(real_root, files)
+        changes, hashed = check(real_root, files, fresh=False)
         seen += hashed
         if changes:
             found[memory_id] = changes
@@ -329,6 +345,54 @@ def describe(change: "dict[str, Any]") -> str:
             f" ({by['operation'] or 'edit'}, {utc(by['at'])})"
         )
     return said
+
+
+def files_now(
+    conn: apsw.Connection, base: str | None, memory_id: int
+) -> "tuple[list[dict[str, Any]], list[tuple[Any, ...]]]":
+    """Each file of a memory as recorded and as it is now (state: unchanged, changed, gone,
+    appeared; when changed, the agent claude-session saw edit it), and what was hashed."""
+    recorded = files_of(conn, memory_id)
+    for row in recorded:
+        row["memory_id"] = memory_id
+    changes: dict[str, dict[str, Any]] = {}
+    seen: list[tuple[Any, ...]] = []
+    if base is not None:
+        found, seen = check(os.path.realpath(base), recorded)
+        with_agents(conn, found)
+        changes = {c["path"]: c for c in found}
+    out = []
+    for row in recorded:
+        change = changes.get(str(row["path"]))
+        item = {
+            "path": row["path"],
+            "state": change["how"] if change else "unchanged" if base else "unknown",
+            "sha256": row["sha256"],
+            "size": row["size"],
+            "git_commit": row["git_commit"],
+            "recorded_at": row["recorded_at"],
+        }
+        if change:
+            item["modified_at"] = change["modified_at"]
+            item["changed_by"] = change.get("by")
+            item["said"] = describe(change)
+        out.append(item)
+    return out, seen
+
+
+def added_by(row: "dict[str, Any]") -> str:
+    """Who added a memory, as a person reads it."""
+    source = row.get("source")
+    if source == "user":
+        return "you (the CLI)"
+    if source == "agent":
+        agent = row.get("agent_id")
+        return f"an agent ({agent})" if agent else "an agent (which one unknown)"
+    if source == "learned":
+        return "claude-session (learned from the error ladder)"
+    if source == "import":
+        return "`memory import`"
+    return "unknown"
 
 
 # --- what an agent's memory is about, from the record of its turn ------------------------------
