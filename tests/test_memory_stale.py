@@ -256,3 +256,63 @@ def test_an_agents_memory_records_its_turn_files_and_the_error_it_was_about(
     at = lines.index("- [fact, project, hypothesis, not verified] HYP hello.py misspells print")
     said = f"  the error it was about (Bash: python3 hello.py) passed later ({utc(resolved_at)})"
     assert lines[at + 1] == said
+
+
+V1 = Path(__file__).parent / "fixtures" / "schema_v1.sql"
+
+
+def test_a_memory_from_before_keeps_working_its_provenance_unknown(project: Path) -> None:
+    """A database as version 24 left it, with a memory: upgraded, the memory is shown with
+    no files, turn or outcome, never stale, and given as before."""
+    import apsw
+
+    conn = apsw.Connection(str(project / ".claude-session.db"))
+    for _ in conn.execute(V1.read_text()):
+        pass
+    for number, sql in db.migrations():
+        if number <= 24:
+            for _ in conn.execute(sql):
+                pass
+            conn.execute(f"PRAGMA user_version = {number}")
+    conn.execute(
+        "INSERT INTO memories (category, scope, text, source, fingerprint, created_at,"
+        " updated_at, trusted) VALUES ('fact', 'project', 'OLD-FACT from before', 'agent', ?,"
+        " 1, 1, 1)",
+        ("a" * 32,),
+    )
+    conn.close()
+    shown = as_json(project, "memory", "show", "1")
+    assert (shown["files"], shown["turn_no"], shown["outcome"], shown["error"]) == (
+        [],
+        None,
+        None,
+        None,
+    )
+    assert shown["possibly_stale"] is False
+    assert shown["added_by"] == "an agent (which one unknown)"
+    cli(project, "trust")  # made by hand here: the user says it is theirs
+    assert "- [fact, project] OLD-FACT from before" in start(project, "s-new")
+    assert as_json(project, "memory", "list", "--stale") == []
+
+
+def test_an_import_with_bad_files_is_refused_whole(project: Path) -> None:
+    good = {"category": "fact", "scope": "project", "text": "IMPORTED about x.py"}
+    files = [{"path": "x.py", "sha256": "b" * 64, "size": 3, "mtime_ns": 1, "recorded_at": 5}]
+    lines = [
+        json.dumps(good | {"files": files}),
+        json.dumps(good | {"text": "BAD-1", "files": [{"path": "/etc/passwd"}]}),
+        json.dumps(good | {"text": "BAD-2", "files": [{"path": "a/../../b"}]}),
+        json.dumps(good | {"text": "BAD-3", "files": [{"path": "y.py", "sha256": "nothex"}]}),
+    ]
+    done = run_cli(project, "memory", "import", "-", "--json", stdin="\n".join(lines) + "\n")
+    report = json.loads(done.stdout)
+    assert (report["imported"], report["invalid"]) == (1, 3)
+    assert query(project, "SELECT text FROM memories") == [("IMPORTED about x.py",)]
+    assert query(project, "SELECT path, sha256, recorded_at FROM memory_files") == [
+        ("x.py", "b" * 64, 5.0)
+    ]
+    # No x.py here: what the memory was about is not here, and it says so.
+    (stale,) = as_json(project, "memory", "list", "--stale")
+    assert stale["changes"] == [
+        "x.py is no longer there (deleted or moved) since it was recorded (1970-01-01 00:00 UTC)"
+    ]

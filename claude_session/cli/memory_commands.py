@@ -287,10 +287,7 @@ def _show(row: dict[str, Any], as_json: bool) -> None:
     if "trusted" in row:
         shown["trusted"] = trusted_text(row["trusted"])
     if "files" in row:
-        shown["files"] = (
-            "; ".join(f"{f['path']} ({f.get('said') or f['state']})" for f in row["files"])
-            or "none named"
-        )
+        shown["files"] = "; ".join(_file_line(f) for f in row["files"]) or "none named"
         if row["files"] and row.get("files_inferred"):
             shown["files"] += " (inferred: what its agent read or changed in that turn)"
         shown.pop("stale_files", None)
@@ -299,6 +296,16 @@ def _show(row: dict[str, Any], as_json: bool) -> None:
             state = fate["resolution"] or "still open"
             shown["error"] = f"{fate['signature']} ({state}, {fate['session_id']})"
     output.emit_pairs(output.console(), f"memory {row['id']}", shown)
+
+
+def _file_line(f: dict[str, Any]) -> str:
+    """One file of a memory: what it is now, then as recorded (hash, commit, when)."""
+    recorded = f"sha256 {str(f['sha256'] or 'none: no file')[:12]}"
+    if f.get("git_commit"):
+        recorded += f", commit {str(f['git_commit'])[:10]}"
+    if isinstance(f["recorded_at"], int | float):
+        recorded += f", recorded {output.local_time(f['recorded_at'])}"
+    return f"{f.get('said') or f['path'] + ': ' + f['state']} ({recorded})"
 
 
 @memory.command(name="edit")
