@@ -316,3 +316,15 @@ def test_an_import_with_bad_files_is_refused_whole(project: Path) -> None:
     assert stale["changes"] == [
         "x.py is no longer there (deleted or moved) since it was recorded (1970-01-01 00:00 UTC)"
     ]
+
+
+def test_a_pruned_memory_takes_its_files_along(project: Path) -> None:
+    (project / "p.py").write_text("p = 1\n")
+    cli(project, "memory", "add", "PRUNED about p.py", "--file", "p.py", "--category", "context")
+    conn = db.connect(str(project / ".claude-session.db"))
+    with db.Immediate(conn):
+        conn.execute("DELETE FROM memories")  # as prune drops it
+    conn.close()
+    assert query(project, "SELECT count(*) FROM memory_files") == [(0,)]
+    cli(project, "memory", "add", "A NEW one, no file", "--category", "context")
+    assert as_json(project, "memory", "show", "1")["files"] == []  # its id reused: no files

@@ -29,3 +29,7 @@ CREATE TABLE memory_files (
     seen_sha256  TEXT,
     PRIMARY KEY (memory_id, path)
 ) WITHOUT ROWID;
+-- A memory deleted (prune) takes its files along: a later memory given its id never inherits them.
+CREATE TRIGGER memory_files_gone AFTER DELETE ON memories BEGIN
+    DELETE FROM memory_files WHERE memory_id = OLD.id;
+END;
