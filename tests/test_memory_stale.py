@@ -125,11 +125,22 @@ def test_a_memory_about_a_file_an_agent_then_edits_is_given_marked_stale(project
 def test_a_touched_but_unchanged_file_is_not_stale_and_not_hashed_twice(project: Path) -> None:
     (project / "a.txt").write_text("same\n")
     cli(project, "memory", "add", "A-FACT about a.txt", "--file", "a.txt")
-    later = time.time() + 5
-    os.utime(project / "a.txt", (later, later))
+    earlier = time.time() - 100  # touched, content the same (and its time long settled)
+    os.utime(project / "a.txt", (earlier, earlier))
     assert "POSSIBLY STALE" not in start(project, "s1")
     seen = query(project, "SELECT seen_mtime_ns, seen_sha256 = sha256 FROM memory_files")
     assert seen == [(os.stat(project / "a.txt").st_mtime_ns, 1)]  # what the check hashed, kept
+
+
+def test_a_change_within_the_file_systems_tick_is_still_seen(project: Path) -> None:
+    """Same size, same time (a coarse clock), other content, right after it was recorded: a
+    file modified that close to its recording is hashed, never trusted by its stat."""
+    (project / "t.py").write_text("x = 1\n")
+    cli(project, "memory", "add", "TICK-FACT x is one", "--file", "t.py")
+    before = os.stat(project / "t.py")
+    (project / "t.py").write_text("x = 2\n")
+    os.utime(project / "t.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert "- [fact, project, POSSIBLY STALE] TICK-FACT x is one" in start(project, "s1")
 
 
 def test_a_deleted_file_and_a_file_outside_the_project(project: Path, tmp_path: Path) -> None:

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
+# A file modified within this long of when it was recorded (or seen) may change again with the
+# same size and time (a file system's clock ticks coarsely): such a one is hashed, not trusted
+# by its stat, as git treats a "racily clean" entry.
+RACY_S = 2.0
 HASH_CAP = 16 * 1024 * 1024  # bytes hashed at most: a larger file by its first 16 MiB and size
 FILES_CAP = 20  # files one memory names at most
 PATH_CAP = 1024
@@ -186,8 +190,11 @@ def check(
     """Which of a memory's files changed since they were recorded: (changes, seen) where each
     change is {path, how (changed, gone, appeared), modified_at (the file's time, None when
     gone), recorded_at}, and `seen` the rows for `remember_seen` (what this check hashed)."""
+    import time
+
     changes: list[dict[str, Any]] = []
     seen: list[tuple[Any, ...]] = []
+    settled = int((time.time() - RACY_S) * 1e9)  # a file's time before this cannot hide a change
     if fresh:
         _DIRS.clear()  # folders are resolved anew by each check: one may have become a link
     for row in files:
@@ -204,7 +211,9 @@ def check(
         if recorded is None:
             changes.append(_change(row, APPEARED, mtime))
             continue
-        if size == row["size"] and mtime == row["mtime_ns"]:
+        recorded_at = row["recorded_at"]
+        racy = not isinstance(recorded_at, int | float) or mtime >= (recorded_at - RACY_S) * 1e9
+        if size == row["size"] and mtime == row["mtime_ns"] and not racy:
             continue  # as recorded: not even read
         if size == row["seen_size"] and mtime == row["seen_mtime_ns"] and row["seen_sha256"]:
             digest: str | None = as_text(row["seen_sha256"])
@@ -214,7 +223,8 @@ def check(
                 changes.append(_change(row, GONE, None))
                 continue
             digest, size, mtime = hashed
-            seen.append((size, mtime, digest, row["memory_id"], path))
+            if mtime < settled:  # kept only once its time can no longer hide a change
+                seen.append((size, mtime, digest, row["memory_id"], path))
         if digest != recorded:
             changes.append(_change(row, CHANGED, mtime))
     return changes, seen
