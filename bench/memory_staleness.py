@@ -8,7 +8,8 @@ about a file of its own (4 KB), then times the real SessionStart hook process (a
 each run, so memories are chosen and checked every time) in four states: no memories at all;
 N memories, files as recorded (one stat each of the candidates, no read); every file rewritten
 since with another content, before each run (each candidate's file hashed again); and every file
-changed but already seen by the check before (the `seen_*` columns: a stat, no read). Also the
+changed but already seen by the check before (the `seen_*` columns: a stat, no read). The
+files are left RACY_S + 0.5 s after each rewrite, so what a check sees may be kept. Also the
 whole check of all N memories in-process, as `status` and `memory list --stale` pay it.
 Figures, not pass/fail.
 """
@@ -83,6 +84,7 @@ def recall_ms(root: Path, label: str, runs: int, check: bool, rewrite: bool) -> 
         for i in range(runs):
             if rewrite:
                 write_files(root, count, 10_000 + i)
+                time.sleep(memory_files.RACY_S + 0.5)  # settled: what is seen may be kept
             started = time.perf_counter()
             recall.for_session_start(
                 conn, f"{label}-{i}", time.time(), 1500, str(root) if check else None
@@ -132,6 +134,7 @@ def main() -> None:
         samples["unchanged"].append(start(full, "same", i))
     for i in range(-1, args.runs):
         write_files(full, args.memories, i + 2)  # every file another content, new mtime
+        time.sleep(memory_files.RACY_S + 0.5)  # settled: what the check sees may be kept
         samples["changed"].append(start(full, "changed", i))
         seen.append(start(full, "seen", i))
     checks["all changed"] = whole_check(full)
