@@ -507,7 +507,7 @@ def memory_import(root: Path, source: Any, as_json: bool) -> None:
             target = conns[where]
             if found is not None and found[0] == where and target is not None:
                 with db.Immediate(target):
-                    memory_exchange.link_supersedes(target, memory_id, found[1])
+                    memories.link_supersedes(target, memory_id, found[1])
     if not as_json:
         for problem in report["problems"]:
             reason = output.escape_controls(problem["reason"])

@@ -227,6 +227,25 @@ def get(conn: apsw.Connection, memory_id: int) -> "dict[str, Any] | None":
     return found[0] if found else None
 
 
+def insert_restored(conn: apsw.Connection, values: "tuple[object, ...]") -> int:
+    """Insert a memory `memory import` restored (core/memory_exchange.py checks the record
+    and gives the values in this order); its id."""
+    conn.execute(
+        "INSERT INTO memories (category, scope, text, tags, source, session_id, agent_id,"
+        " tool_use_id, project, holder, fingerprint, strength, created_at, updated_at,"
+        " last_used_at, use_count, trusted, review, imported_at, turn_no, files_inferred,"
+        " outcome, outcome_at, verified_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        values,
+    )
+    return conn.last_insert_rowid()
+
+
+def link_supersedes(conn: apsw.Connection, memory_id: int, superseded: int) -> None:
+    """An imported memory names the one it replaces by that one's id here, not the exporter's."""
+    conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (superseded, memory_id))
+
+
 def edit(
     conn: apsw.Connection,
     memory_id: int,

@@ -19,6 +19,7 @@ from .memories import (
     MemoryProblem,
     clean_text,
     fingerprint,
+    insert_restored,
     listing_where,
     tags_json,
 )
@@ -144,12 +145,8 @@ def restore(
     ).fetchall()
     if found:
         return int(found[0][0]), False  # type: ignore[arg-type]
-    conn.execute(
-        "INSERT INTO memories (category, scope, text, tags, source, session_id, agent_id,"
-        " tool_use_id, project, holder, fingerprint, strength, created_at, updated_at,"
-        " last_used_at, use_count, trusted, review, imported_at, turn_no, files_inferred,"
-        " outcome, outcome_at, verified_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    memory_id = insert_restored(
+        conn,
         (
             category,
             scope,
@@ -177,12 +174,7 @@ def restore(
             _time(record, "verified_at"),
         ),
     )
-    return conn.last_insert_rowid(), True
-
-
-def link_supersedes(conn: apsw.Connection, memory_id: int, superseded: int) -> None:
-    """An imported memory names the one it replaces by that one's id here, not the exporter's."""
-    conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (superseded, memory_id))
+    return memory_id, True
 
 
 def _one_of(
@@ -252,6 +244,7 @@ def exported_files(conn: apsw.Connection, memory_id: int) -> "list[dict[str, Any
 def restore_files(conn: apsw.Connection, memory_id: int, files: object) -> int:
     """Put back the files an exported memory is about, as recorded there (never hashed here:
     what the memory was about then is what makes it stale). A bad list raises MemoryProblem."""
+    from . import memory_files
     from .memory_files import FILES_CAP, PATH_CAP
 
     if files is None:
@@ -285,9 +278,8 @@ def restore_files(conn: apsw.Connection, memory_id: int, files: object) -> int:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise MemoryProblem(f"a file's {field} must be a whole number: {_shown(value)}")
         recorded = _time(item, "recorded_at")
-        conn.execute(
-            "INSERT OR REPLACE INTO memory_files (memory_id, path, sha256, size, mtime_ns,"
-            " git_commit, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        memory_files.put(
+            conn,
             (
                 memory_id,
                 path,

@@ -163,13 +163,19 @@ def record(
     for path in list(dict.fromkeys(paths))[:FILES_CAP]:
         found = hash_of(real_root, path)
         digest, size, mtime = found if found else (None, None, None)
-        conn.execute(
-            "INSERT OR REPLACE INTO memory_files (memory_id, path, sha256, size, mtime_ns,"
-            " git_commit, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (memory_id, path, digest, size, mtime, commit, now),
-        )
+        put(conn, (memory_id, path, digest, size, mtime, commit, now))
         count += 1
     return count
+
+
+def put(conn: apsw.Connection, values: "tuple[object, ...]") -> None:
+    """One file of a memory as given (memory_id, path, sha256, size, mtime_ns, git_commit,
+    recorded_at): `record` takes it from the disk, `memory import` from its file."""
+    conn.execute(
+        "INSERT OR REPLACE INTO memory_files (memory_id, path, sha256, size, mtime_ns,"
+        " git_commit, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        values,
+    )
 
 
 def files_of(conn: apsw.Connection, memory_id: int) -> "list[dict[str, Any]]":
