@@ -339,3 +339,27 @@ def test_a_pruned_memory_takes_its_files_along(project: Path) -> None:
     assert query(project, "SELECT count(*) FROM memory_files") == [(0,)]
     cli(project, "memory", "add", "A NEW one, no file", "--category", "context")
     assert as_json(project, "memory", "show", "1")["files"] == []  # its id reused: no files
+
+
+def test_in_a_git_repository_the_commit_is_recorded_and_a_prompt_is_told_too(
+    project: Path,
+) -> None:
+    import subprocess
+
+    (project / "lib.py").write_text("def f(): return 1\n")
+    git = ["git", "-C", str(project), "-c", "user.email=t@t", "-c", "user.name=t"]
+    for args in (["init", "-q"], ["add", "lib.py"], ["commit", "-qm", "one"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    cli(project, "memory", "add", "LIBFACT lib.f returns one", "--file", "lib.py")
+    assert as_json(project, "memory", "show", "1")["files"][0]["git_commit"] == head.strip()
+    (project / "lib.py").write_text("def f(): return 2\n")
+    payload = fixture("UserPromptSubmit", project) | {
+        "session_id": "prompt-session",
+        "prompt": "what does lib.f return?",
+    }
+    answer = run_hook("UserPromptSubmit", payload, project).json()
+    assert answer is not None
+    told = answer["hookSpecificOutput"]["additionalContext"]
+    assert "- [fact, project, POSSIBLY STALE] LIBFACT lib.f returns one" in told
+    assert "possibly stale: lib.py changed since it was recorded" in told
