@@ -363,3 +363,32 @@ def test_in_a_git_repository_the_commit_is_recorded_and_a_prompt_is_told_too(
     told = answer["hookSpecificOutput"]["additionalContext"]
     assert "- [fact, project, POSSIBLY STALE] LIBFACT lib.f returns one" in told
     assert "possibly stale: lib.py changed since it was recorded" in told
+
+
+def test_what_the_ladder_learns_is_about_the_file_at_fault(project: Path) -> None:
+    """A command failing twice in hello.py, then passing: the learning names hello.py, and
+    is possibly stale once hello.py changes."""
+    (project / "hello.py").write_text("print(1)\n")
+    command = "python3 hello.py"
+    error = (
+        "Exit code 1\nTraceback (most recent call last):\n"
+        f'  File "{project / "hello.py"}", line 1, in <module>\n'
+        "    prnt(1)\nNameError: name 'prnt' is not defined"
+    )
+    for attempt in range(2):
+        failure = fixture("PostToolUseFailure.Bash", project) | {
+            "session_id": WRITER,
+            "tool_use_id": f"toolu_f{attempt}",
+            "tool_input": {"command": command},
+            "error": error,
+        }
+        run_hook("PostToolUseFailure", failure, project)
+    success = fixture("PostToolUse.Bash", project) | {"session_id": WRITER}
+    success["tool_input"] = {"command": command}
+    run_hook("PostToolUse", success, project)
+    rows = query(project, "SELECT source, path FROM memories JOIN memory_files ON id = memory_id")
+    assert rows == [("learned", "hello.py")]
+    assert as_json(project, "memory", "list", "--stale") == []
+    (project / "hello.py").write_text("print(2)\n")
+    (stale,) = as_json(project, "memory", "list", "--stale")
+    assert stale["changes"][0].startswith("hello.py changed since it was recorded")

@@ -56,7 +56,7 @@ def relative(root: str, given: str) -> str:
     return path
 
 
-def _plain(path: str) -> bool:
+def plain(path: str) -> bool:
     """A path as a project file's is written: relative, without `..`."""
     return (
         bool(path)
@@ -73,7 +73,7 @@ def _inside(real_root: str, path: str) -> str | None:
     """The real path of the project file `path` (as the database holds it), or None when it
     would lead outside the project: absolute, `..`, or a symbolic link out of it. Its folder's
     real path is worked out once per check (many memories name files of one folder)."""
-    if not _plain(path):
+    if not plain(path):
         return None
     folder, _, name = path.rpartition("/")
     joined = os.path.join(real_root, folder)
@@ -205,7 +205,7 @@ def check(
         _DIRS.clear()  # folders are resolved anew by each check: one may have become a link
     for row in files:
         path = as_text(row["path"])
-        if not _plain(path):
+        if not plain(path):
             continue  # never a project file (a hostile database's): not looked at, not said
         now_stat = stat_of(real_root, path)
         recorded = as_opt_text(row["sha256"])
