@@ -563,7 +563,13 @@ CREATE TABLE memories (
     forgotten_at REAL,                   -- `memory forget`: kept for the record, never shown
     trusted      INTEGER CHECK (trusted IN (0, 1)),  -- 1: written by the user (CLI), or by a hook or agent of a database this user made here; 0: not; NULL: before version 12
     review       TEXT CHECK (review IN ('pending', 'accepted')),  -- pending: a global memory the user did not add, given to no session until `memory accept`; NULL: no review needed
-    imported_at  REAL                    -- when `memory import` put it here (source and provenance stay the file's)
+    imported_at  REAL,                   -- when `memory import` put it here (source and provenance stay the file's)
+    turn_no      INTEGER,                -- the turn of its session it was added in (an agent's, through the MCP server)
+    files_inferred INTEGER CHECK (files_inferred IN (0, 1)),  -- 1: its files were taken from what the agent read or changed in that turn, not named
+    outcome      TEXT CHECK (outcome IN ('verified', 'disproved', 'hypothesis')),  -- what became of it; disproved: a dead end, never given as fact
+    outcome_at   REAL,
+    verified_at  REAL,                   -- when a person last checked it against the files (`memory verify`)
+    error_id     INTEGER                 -- the error (error_log.id) open in the turn an agent added it
 );
 CREATE UNIQUE INDEX memories_once ON memories (scope, holder, fingerprint)
     WHERE forgotten_at IS NULL;
@@ -593,6 +599,28 @@ CREATE TABLE memory_uses (
     how        TEXT NOT NULL CHECK (how IN ('session_start', 'prompt', 'search', 'cli')),
     PRIMARY KEY (session_id, scope, memory_id)
 ) WITHOUT ROWID;
+
+-- The files a memory is about, each as it was when the memory was recorded (or last
+-- verified): its content hash, size and modification time, and the commit checked out. A file
+-- whose content differs now, or that is gone, makes the memory possibly stale. `seen_*`: the
+-- file as the last check found it, so a file is hashed again only when its size or time moved.
+CREATE TABLE memory_files (
+    memory_id    INTEGER NOT NULL,      -- memories.id (of the same database)
+    path         TEXT NOT NULL,         -- relative to the project root (a global memory's: its project's)
+    sha256       TEXT,                  -- of its first 16 MiB; NULL: no such file then
+    size         INTEGER,
+    mtime_ns     INTEGER,
+    git_commit   TEXT,                  -- HEAD when recorded, if the project is a git repository
+    recorded_at  REAL NOT NULL,
+    seen_size    INTEGER,
+    seen_mtime_ns INTEGER,
+    seen_sha256  TEXT,
+    PRIMARY KEY (memory_id, path)
+) WITHOUT ROWID;
+-- A memory deleted (prune) takes its files along: a later memory given its id never inherits them.
+CREATE TRIGGER memory_files_gone AFTER DELETE ON memories BEGIN
+    DELETE FROM memory_files WHERE memory_id = OLD.id;
+END;
 
 -- Usage and cost, read from Claude Code's transcripts -------------------------------------
 
@@ -784,4 +812,4 @@ CREATE TABLE purged_paths (
 );
 CREATE INDEX purged_paths_path ON purged_paths (path);
 
-PRAGMA user_version = 25;
+PRAGMA user_version = 26;

@@ -13,9 +13,12 @@ nearest folder up with a database, else the working directory. Everything it ret
 recorded is marked as recorded data: a memory's text is not an instruction.
 
 A memory the agent adds records where it came from: source 'agent', this project, the session,
-agent and tool call that asked (from the hooks' record of the call), trusted (this project's
-database is, or nothing is written). A global one reaches every project, so it waits for the
-user's review (`claude-session memory accept`) and the answer says so.
+turn, agent and tool call that asked (from the hooks' record of the call), trusted (this
+project's database is, or nothing is written), and the files it is about: those the agent
+names (`files`), else those it read or changed in that turn (the memory says they were
+inferred), each with its content hash. A global one reaches every project, so it waits for the
+user's review (`claude-session memory accept`) and the answer says so. A search marks each
+memory whose files changed since as possibly stale, and a disproved one as a dead end.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 import apsw
 from mcp.server.mcpserver import MCPServer
 
-from .core import answers, db, hook_contract, injections, memories, recall, trust
+from .core import answers, db, hook_contract, injections, memories, memory_files, recall, trust
 from .core import state as project_state
 from .core.paths import db_path
 from .project import Memory, Project, ProjectError, find_root
@@ -80,18 +83,28 @@ def build(root: str) -> MCPServer:
         with Project(root) as found_in:
             found = found_in.memories(query, limit, scope="global" if refused else None)
         _count_use(root, found)
-        answer = {"note": answers.RECORDED_NOTE, "memories": [_found(m) for m in found]}
+        stale = _staleness(root, found)
+        shown = [_found(m, stale.get(m.id)) for m in found]
+        answer = {"note": answers.RECORDED_NOTE, "memories": shown}
         return said(root, "search_memories", answer | {"project": refused} if refused else answer)
 
     @server.tool(
         description=(
             "Remember something for later sessions. category: fact, learning, preference, "
             "context or skill; scope: project (default) or global (all projects: held for the "
-            "user's review, and given to no session until the user accepts it)."
+            "user's review, and given to no session until the user accepts it). files: the "
+            "project files it is about (paths relative to the project); when they change, the "
+            "memory is marked possibly stale. Without files, those you read or changed in this "
+            "turn are taken. hypothesis: true when it is not verified yet."
         )
     )
     def add_memory(
-        text: str, category: str, scope: str = "project", tags: list[str] | None = None
+        text: str,
+        category: str,
+        scope: str = "project",
+        tags: list[str] | None = None,
+        files: list[str] | None = None,
+        hypothesis: bool = False,
     ) -> dict[str, Any]:
         if scope not in ("project", "global"):
             return {"error": "scope must be project or global"}
@@ -100,6 +113,14 @@ def build(root: str) -> MCPServer:
             return {"error": refused}
         now = time.time()
         session_id, agent_id, tool_use_id = _caller(root, now)
+        try:
+            named = [memory_files.relative(root, str(f)) for f in files or []]
+        except memory_files.FileProblem as exc:
+            return {"error": str(exc)}
+        turn_no, paths, error_id = _turn(root, tool_use_id, scope)
+        inferred = not named and bool(paths)
+        paths = named or paths
+        commit = memory_files.head_commit(root) if paths else None
         conn = recall.open_global(create=True) if scope == "global" else project()
         if conn is None:
             return {"error": "the user-level memory database cannot be opened"}
@@ -118,14 +139,27 @@ def build(root: str) -> MCPServer:
                     tool_use_id=tool_use_id,
                     project=root if scope == "global" else None,
                     trusted=True,  # this project's database is trusted: checked above
+                    turn_no=turn_no,
+                    error_id=error_id,
+                    outcome="hypothesis" if hypothesis else None,
+                    files_inferred=inferred if paths else None,
                 )
+                if paths and (new or named):
+                    memory_files.record(conn, memory_id, root, paths, now, commit)
             stored = memories.get(conn, memory_id)
         except memories.MemoryProblem as exc:
             return {"error": str(exc)}
         finally:
             conn.close()
         label = memories.label(scope, memory_id)
-        answer = {"id": label, "stored": "new" if new else "already known: strengthened"}
+        answer: dict[str, Any] = {
+            "id": label,
+            "stored": "new" if new else "already known: strengthened",
+        }
+        if paths and (new or named):
+            answer["files"] = paths
+            if inferred:
+                answer["files_inferred"] = "the files you read or changed in this turn"
         if stored is not None and stored["review"] == memories.PENDING:
             answer |= {"review": "pending", "note": AWAITS_REVIEW.format(id=label)}
         return said(root, "add_memory", answer)
@@ -179,11 +213,64 @@ def build(root: str) -> MCPServer:
     return server
 
 
-def _found(memory: Memory) -> dict[str, Any]:
-    """A memory a search found, as the model is given it (core/answers.py)."""
+def _found(memory: Memory, stale: list[str] | None = None) -> dict[str, Any]:
+    """A memory a search found, as the model is given it (core/answers.py): a disproved one
+    said to be a dead end, one whose files changed since said to be possibly stale, and why."""
     row = dataclasses.asdict(memory) | {"id": memory.id.removeprefix("g")}
     row["tags"] = memories.tags_json(memory.tags)  # the text stored, quoted as before
-    return {k: v for k, v in answers.memory_found(memory.where, row).items() if k != "rank"}
+    found = {k: v for k, v in answers.memory_found(memory.where, row).items() if k != "rank"}
+    if found.get("outcome") is None:
+        found.pop("outcome", None)
+    elif found["outcome"] == "disproved":
+        found["dead_end"] = "disproved: it turned out false; not a fact"
+    if stale:
+        found["possibly_stale"] = answers.quoted(stale)
+    return found
+
+
+def _staleness(root: str, found: list[Memory]) -> dict[str, list[str]]:
+    """What changed, file by file, for each found memory whose files changed since it was
+    recorded (a global one against its own project), by its id."""
+    out: dict[str, list[str]] = {}
+    for where in ("project", "global"):
+        ours = [m for m in found if m.where == where]
+        if not ours:
+            continue
+        conn = recall.open_global() if where == "global" else db.connect(db_path(root))
+        if conn is None:
+            continue
+        try:
+            for m in ours:
+                base = root if where == "project" else m.project
+                if not base or not os.path.isdir(base):
+                    continue
+                number = int(m.id.removeprefix("g"))
+                changed, _ = memory_files.changes_for(conn, os.path.realpath(base), [number])
+                changes = changed.get(number) or []
+                memory_files.with_agents(conn, changes)
+                if changes:
+                    out[m.id] = [memory_files.describe(c) for c in changes]
+        finally:
+            conn.close()
+    return out
+
+
+def _turn(
+    root: str, tool_use_id: str | None, scope: str
+) -> tuple[int | None, list[str], int | None]:
+    """(turn number, the files the agent read or changed in it, the error open in it) of the
+    add_memory call being served, from the hooks' record; the error only for a project
+    memory (its id is this database's)."""
+    if not tool_use_id:
+        return None, [], None
+    conn = db.connect(db_path(root), create=False)
+    try:
+        turn_no, _ = memory_files.turn_of(conn, tool_use_id)
+        paths = memory_files.touched_in_turn(conn, root, tool_use_id)
+        error_id = memory_files.open_error_in_turn(conn, tool_use_id) if scope != "global" else None
+    finally:
+        conn.close()
+    return turn_no, paths, error_id
 
 
 def _count_use(root: str, found: list[Memory]) -> None:

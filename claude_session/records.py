@@ -234,6 +234,12 @@ class Memory:
     review: str | None
     imported_at: float | None
     rank: float | None = None
+    turn_no: int | None = None
+    files_inferred: int | None = None
+    outcome: str | None = None  # verified, disproved (a dead end), hypothesis
+    outcome_at: float | None = None
+    verified_at: float | None = None
+    error_id: int | None = None
 
     @property
     def where(self) -> str:

@@ -15,14 +15,19 @@ import apsw
 import pytest
 from conftest import PYTHON, fixture, hook_env, run_hook
 
-from claude_session.core import db, memories
+from claude_session.core import db, memories, memory_files
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "roundtrip-session-0001"
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 ROW = (
     "category, scope, text, tags, source, session_id, agent_id, tool_use_id, project, holder,"
-    " fingerprint, strength, use_count, created_at, updated_at, last_used_at"
+    " fingerprint, strength, use_count, created_at, updated_at, last_used_at, turn_no,"
+    " files_inferred, outcome, outcome_at, verified_at"
+)
+FILES = (
+    "SELECT m.text, f.path, f.sha256, f.size, f.mtime_ns, f.git_commit, f.recorded_at"
+    " FROM memory_files f JOIN memories m ON m.id = f.memory_id ORDER BY m.text, f.path"
 )
 
 
@@ -77,7 +82,9 @@ def source(project: Path, tmp_path: Path) -> tuple[Path, Path]:
         env={"CLAUDE_SESSION_DATA_DIR": str(data)},
     )
     add = ("memory", "add")
-    ok(project, data, *add, "Deploys go through the staging cluster", "--category", "fact")
+    (project / "deploy.sh").write_text("kubectl --context staging apply -f .\n")
+    deploy = ("Deploys go through the staging cluster", "--category", "fact", "--file", "deploy.sh")
+    ok(project, data, *add, *deploy)
     ok(project, data, *add, "deploys go through the STAGING cluster!", "--category", "fact")
     ok(project, data, *add, "Prefer small commits", "--category", "preference", "--tag", "git")
     ok(project, data, *add, "Run the suite with pytest -q", "--category", "skill")
@@ -128,7 +135,7 @@ def source(project: Path, tmp_path: Path) -> tuple[Path, Path]:
             tool_use_id="toolu_01",
             key="ladder|make build|import",
         )
-        memories.add(
+        second, _ = memories.add(
             conn,
             "`make build` needs the dev extras: pip install -e .[dev]",
             "learning",
@@ -137,7 +144,12 @@ def source(project: Path, tmp_path: Path) -> tuple[Path, Path]:
             source="agent",
             session_id=SESSION,
             supersedes=first,
+            turn_no=3,
+            outcome="hypothesis",
+            files_inferred=True,
         )
+        (project / "Makefile").write_text("build:\n\tpip install -e .[dev]\n")
+        memory_files.record(conn, second, str(project), ["Makefile", "deploy.sh"], now - 40, None)
         memories.count_use(conn, [first, first, first], now - 30)
     conn.close()
     return project, data
@@ -173,6 +185,12 @@ def test_every_memory_is_restored_in_another_project(
     learned = next(r for r in theirs if r[4] == "learned")
     assert (learned[6], learned[7], learned[12]) == ("agent-7", "toolu_01", 3)
     assert table(target_data / "global.db") == table(data / "global.db")
+    # The files each memory is about, as recorded there: hashes, sizes, times, commit.
+    files = _rows(root, FILES)
+    assert len(files) == 3 and _rows(target, FILES) == files
+    hypothesis = next(r for r in theirs if r[18] == "hypothesis")
+    assert (hypothesis[4], hypothesis[16], hypothesis[17]) == ("agent", 3, 1)  # turn, inferred
+    assert hypothesis[19] is not None  # when its outcome was said
     links = table(
         target / ".claude-session.db",
         "text, (SELECT s.text FROM memories AS s WHERE s.id = memories.supersedes)",
@@ -186,6 +204,14 @@ def test_every_memory_is_restored_in_another_project(
     # Exported again from the target, the file is the same but for the ids.
     again = ok(target, target_data, "memory", "export", "--format", fmt)
     assert sorted(_without_ids(again)) == sorted(_without_ids(exported))
+
+
+def _rows(project: Path, sql: str) -> list[tuple[Any, ...]]:
+    conn = apsw.Connection(str(project / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
 
 
 def _without_ids(text: str) -> list[str]:

@@ -548,3 +548,34 @@ def test_pages_show_controls_and_bidi_in_recorded_text_escaped(
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(30)
+
+
+def test_the_memories_page_shows_provenance_and_staleness(project: Path) -> None:
+    """Who added each memory, from where, what became of it, and its files as recorded and
+    now: one changed since is said possibly stale; recorded text stays escaped."""
+    send(project, "SessionStart.startup")
+    (project / "conf.py").write_text("DEBUG = False\n")
+    cs = str(Path(PYTHON).parent / "claude-session")
+
+    def cli(*args: str) -> None:
+        done = subprocess.run(
+            [cs, "--project", str(project), *args], capture_output=True, env=hook_env(project)
+        )
+        assert done.returncode == 0, done.stderr
+
+    cli("memory", "add", "MEMPAGE conf.py keeps DEBUG off \u202e<b>x</b>", "--file", "conf.py")
+    cli("memory", "add", "MEMPAGE-2 tests need the VPN")
+    cli("memory", "outcome", "2", "disproved")
+    write(project, "conf.py", "DEBUG = True\n")  # the main agent's Write, through the hooks
+    process = start_serve(project)
+    try:
+        status, html, _ = get(f"{url_of(process)}memories")
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+    assert status == 200 and "\u202e" not in html and "<b>x</b>" not in html
+    assert "MEMPAGE conf.py keeps DEBUG off \\u202e&lt;b&gt;x&lt;/b&gt;" in html
+    assert "1 possibly stale" in html and "you (the CLI)" in html
+    assert "conf.py <span class=changed>changed</span>" in html
+    assert "conf.py changed since it was recorded" in html and "edited by the main agent" in html
+    assert "disproved: a dead end" in html

@@ -11,56 +11,30 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import apsw
 import click
 
-from ..core import db, memories, recall
-from ..core.paths import db_path
+from ..core import db, memories, memory_exchange, memory_files
 from ..services import queries
-from . import output
-from .group import cli, json_option, opened
+from . import memory_check_commands, output
+from .group import json_option, opened
 from .listing import emit_page, limit_option, stream_rows
-
-
-@contextmanager
-def global_db(create: bool) -> Iterator[apsw.Connection | None]:
-    conn = recall.open_global(create=create)
-    try:
-        yield conn
-    finally:
-        if conn is not None:
-            conn.close()
-
-
-def _rows(scope: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for row in found:
-        item = {"id": memories.label(scope, row["id"])} | {
-            k: v for k, v in row.items() if k != "id"
-        }
-        item["tags"] = json.loads(str(item.get("tags") or "[]"))
-        out.append(item)
-    return out
-
-
-def _parse_id(text: str) -> tuple[str, int]:
-    found = memories.parse_label(text)
-    if found is None:
-        raise click.ClickException(f"{text!r} is not a memory id (12 for this project, g12 global)")
-    return found
-
-
-@cli.group()
-def memory() -> None:
-    """Memories: facts, learnings, preferences, context and skills, for this project or all."""
+from .memory_group import (
+    found_row,
+    global_db,
+    has_project_database,
+    holding,
+    labelled,
+    memory,
+    parse_id,
+    trusted_text,
+)
 
 
 @memory.command(name="add")
@@ -79,9 +53,16 @@ def memory() -> None:
     help="The session of a session-scope memory (default: the most recently active).",
 )
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    help="A project file the memory is about (repeatable): recorded with its content hash,"
+    " and the memory is marked possibly stale once the file changes.",
+)
 @json_option(
-    "an object: id, new (false: an existing memory was strengthened), and for a session"
-    " memory session_id"
+    "an object: id, new (false: an existing memory was strengthened), files (with --file:"
+    " the paths recorded, relative to the project), and for a session memory session_id"
 )
 @click.pass_obj
 def memory_add(
@@ -91,14 +72,18 @@ def memory_add(
     scope: str,
     session_id: str | None,
     tags: tuple[str, ...],
+    files: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Remember TEXT (redacted like everything recorded).
 
     Yours, so in use at once: a global one reaches every project's sessions (one an agent adds
-    waits for `memory accept`)."""
+    waits for `memory accept`). `--file PATH` names a file it is about (relative to the
+    current folder or the project)."""
     now = time.time()
     latest = scope == "session" and not session_id
+    paths = memory_check_commands.project_files(root, files)
+    commit = memory_files.head_commit(str(root)) if paths else None
     try:
         if scope == "global":
             with global_db(create=True) as conn:
@@ -108,6 +93,7 @@ def memory_add(
                     memory_id, new = memories.add(
                         conn, text, category, scope, now, tags=tags, project=str(root), trusted=True
                     )
+                    memory_files.record(conn, memory_id, str(root), paths, now, commit)
         else:
             with opened(root, create=True) as conn:
                 if latest:  # as `fail` finds it
@@ -128,11 +114,14 @@ def memory_add(
                         session_id=session_id,
                         trusted=True,
                     )
+                    memory_files.record(conn, memory_id, str(root), paths, now, commit)
     except memories.MemoryProblem as exc:
         raise click.ClickException(str(exc)) from exc
     label = memories.label(scope, memory_id)
-    answer: dict[str, Any] = {"id": label, "new": new}
+    answer: dict[str, Any] = {"id": label, "new": new} | ({"files": paths} if paths else {})
     said = f"memory {label} {'added' if new else 'strengthened (already known)'}"
+    if paths:
+        said += f", about {', '.join(paths)}"
     if scope == "session":
         answer["session_id"] = session_id
         said += f" for session {session_id}" + (" (the most recently active)" if latest else "")
@@ -147,6 +136,12 @@ def memory_add(
     is_flag=True,
     help="Only the memories held for your review (global ones an agent added), with where"
     " each came from: `memory accept ID` puts one in use, `memory forget ID` drops it.",
+)
+@click.option(
+    "--stale",
+    is_flag=True,
+    help="Only the memories possibly stale: a file they are about changed, went or appeared"
+    " since they were recorded (with each change: what, when, by which agent).",
 )
 @click.option("--all", "every", is_flag=True, help="Every memory, streamed.")
 @limit_option
@@ -164,6 +159,7 @@ def memory_list(
     category: str | None,
     scope: str | None,
     pending: bool,
+    stale: bool,
     every: bool,
     limit: int,
     as_json: bool,
@@ -171,14 +167,17 @@ def memory_list(
     """Memories, most used and strongest first.
 
     Those held for your review (global ones an agent added) are left out, and counted on
-    stderr; `--pending` lists them alone."""
+    stderr; `--pending` lists them alone; `--stale` those whose files changed since."""
+    if stale:
+        memory_check_commands.list_stale(root, scope, as_json)
+        return
     found: list[dict[str, Any]] = []
     total = 0
     waiting = 0  # held for review, when they are not what is listed
     cap = 2**62 if every else limit
-    if scope != "global" and _say_if_no_project(root):
+    if scope != "global" and has_project_database(root):
         with opened(root) as conn:
-            found += _rows(
+            found += labelled(
                 "project",
                 memories.listed(conn, category=category, scope=scope, limit=cap, pending=pending),
             )
@@ -188,7 +187,7 @@ def memory_list(
     if scope in (None, "global"):
         with global_db(create=False) as conn:
             if conn is not None:
-                found += _rows(
+                found += labelled(
                     "global",
                     memories.listed(conn, category=category, limit=cap, pending=pending),
                 )
@@ -220,7 +219,7 @@ def memory_search(root: Path, query: str, limit: int, as_json: bool) -> None:
     """Full-text search (best first), in this project and the global memories."""
     from ..project import Project
 
-    _say_if_no_project(root)
+    has_project_database(root)
     with Project(root) as project:  # the one search, the MCP server's too
         found = project.memories(query, limit)
     _emit([dataclasses.asdict(m) for m in found], as_json)
@@ -254,55 +253,27 @@ def _origin_row(r: dict[str, Any]) -> dict[str, Any]:
         "project": r["project"],
         "session_id": r["session_id"],
         "agent_id": r["agent_id"],
-        "trusted": _trusted(r["trusted"]),
+        "trusted": trusted_text(r["trusted"]),
     }
-
-
-def _say_if_no_project(root: Path) -> bool:
-    """Whether this project has a database; when not, says so on stderr (a read never makes
-    one), and the global memories are all there is."""
-    if os.path.exists(db_path(str(root))):
-        return True
-    click.echo(
-        f"no claude-session database at {db_path(str(root))}: global memories only",
-        err=True,
-    )
-    return False
-
-
-def _trusted(value: object) -> str:
-    """A memory's `trusted` as a person reads it."""
-    return "yes" if value == 1 else "no" if value == 0 else "unknown"
-
-
-@contextmanager
-def _holding(root: Path, scope: str) -> Iterator[apsw.Connection]:
-    if scope == "global":
-        with global_db(create=False) as conn:
-            if conn is None:
-                raise click.ClickException("there are no global memories yet")
-            yield conn
-    else:
-        with opened(root) as conn:
-            yield conn
-
-
-def _found(conn: apsw.Connection, scope: str, memory_id: int, text: str) -> dict[str, Any]:
-    row = memories.get(conn, memory_id)
-    if row is None:
-        raise click.ClickException(f"no memory {text!r} (see `claude-session memory list`)")
-    return _rows(scope, [row])[0]
 
 
 @memory.command(name="show")
 @click.argument("memory_id")
-@json_option("an object: the memory, with the fields `memory list` gives")
+@json_option(
+    "an object: the memory, with the fields `memory list` gives, added_by, files (path, state:"
+    " unchanged, changed, gone, appeared; sha256, size, git_commit, recorded_at as recorded;"
+    " modified_at, changed_by, said when changed), possibly_stale, stale_files, error (the"
+    " error it was about: signature, resolution, resolved_at; null: none)"
+)
 @click.pass_obj
 def memory_show(root: Path, memory_id: str, as_json: bool) -> None:
-    """One memory with where it came from and how it was used."""
-    scope, number = _parse_id(memory_id)
-    with _holding(root, scope) as conn:
-        row = _found(conn, scope, number, memory_id)
+    """One memory with where it came from (who added it, session, turn, tool call), the files
+    it is about and whether they changed since, what became of it, and how it was used."""
+    scope, number = parse_id(memory_id)
+    with holding(root, scope) as conn:
+        row = memory_check_commands.details(
+            conn, root, scope, found_row(conn, scope, number, memory_id)
+        )
     _show(row, as_json)
 
 
@@ -313,8 +284,27 @@ def _show(row: dict[str, Any], as_json: bool) -> None:
         return
     shown = row | {"tags": ", ".join(row["tags"])}
     if "trusted" in row:
-        shown["trusted"] = _trusted(row["trusted"])
+        shown["trusted"] = trusted_text(row["trusted"])
+    if "files" in row:
+        shown["files"] = "; ".join(_file_line(f) for f in row["files"]) or "none named"
+        if row["files"] and row.get("files_inferred"):
+            shown["files"] += " (inferred: what its agent read or changed in that turn)"
+        shown.pop("stale_files", None)
+        fate = row.get("error")
+        if fate:
+            state = fate["resolution"] or "still open"
+            shown["error"] = f"{fate['signature']} ({state}, {fate['session_id']})"
     output.emit_pairs(output.console(), f"memory {row['id']}", shown)
+
+
+def _file_line(f: dict[str, Any]) -> str:
+    """One file of a memory: what it is now, then as recorded (hash, commit, when)."""
+    recorded = f"sha256 {str(f['sha256'] or 'none: no file')[:12]}"
+    if f.get("git_commit"):
+        recorded += f", commit {str(f['git_commit'])[:10]}"
+    if isinstance(f["recorded_at"], int | float):
+        recorded += f", recorded {output.local_time(f['recorded_at'])}"
+    return f"{f.get('said') or f['path'] + ': ' + f['state']} ({recorded})"
 
 
 @memory.command(name="edit")
@@ -333,9 +323,9 @@ def memory_edit(
     as_json: bool,
 ) -> None:
     """Change a memory's text, category or tags."""
-    scope, number = _parse_id(memory_id)
-    with _holding(root, scope) as conn:
-        row = _found(conn, scope, number, memory_id)
+    scope, number = parse_id(memory_id)
+    with holding(root, scope) as conn:
+        row = found_row(conn, scope, number, memory_id)
         if text is None and category is None and not tags:
             if not sys.stdin.isatty():
                 raise click.ClickException("give --text, --category or --tag (not on a terminal)")
@@ -351,7 +341,7 @@ def memory_edit(
                 category=category,
                 tags=list(tags) if tags else None,
             )
-        row = _found(conn, scope, number, memory_id)
+        row = found_row(conn, scope, number, memory_id)
     _show(row, as_json)
 
 
@@ -361,8 +351,8 @@ def memory_edit(
 @click.pass_obj
 def memory_forget(root: Path, memory_id: str, as_json: bool) -> None:
     """Forget a memory: it is never shown or given again."""
-    scope, number = _parse_id(memory_id)
-    with _holding(root, scope) as conn, db.Immediate(conn):
+    scope, number = parse_id(memory_id)
+    with holding(root, scope) as conn, db.Immediate(conn):
         if not memories.forget(conn, number, time.time()):
             raise click.ClickException(f"no memory {memory_id!r}")
     output.reply({"id": memory_id, "forgotten": True}, f"memory {memory_id} forgotten", as_json)
@@ -377,9 +367,9 @@ def memory_accept(root: Path, memory_id: str, as_json: bool) -> None:
 
     Sessions are given it and searches find it: in every project, for a global one (g12).
     `memory list --pending` lists those held; `memory forget` drops one instead."""
-    scope, number = _parse_id(memory_id)
-    with _holding(root, scope) as conn:
-        row = _found(conn, scope, number, memory_id)
+    scope, number = parse_id(memory_id)
+    with holding(root, scope) as conn:
+        row = found_row(conn, scope, number, memory_id)
         with db.Immediate(conn):
             accepted = memories.accept(conn, number)
     if not accepted:
@@ -401,24 +391,30 @@ def memory_export(root: Path, fmt: str, scope: str | None) -> None:
     supersedes; those awaiting review too. In Markdown, the fields a line does not show are in
     an HTML comment at its end."""
     found: list[dict[str, Any]] = []
-    if scope != "global" and _say_if_no_project(root):
+    if scope != "global" and has_project_database(root):
         with opened(root) as conn:
-            found += _records("project", memories.exportable(conn, scope))
+            found += _records(conn, "project", memory_exchange.exportable(conn, scope))
     if scope in (None, "global"):
         with global_db(create=False) as conn:
             if conn is not None:
-                found += _records("global", memories.exportable(conn))
+                found += _records(conn, "global", memory_exchange.exportable(conn))
     for item in found:
         click.echo(json.dumps(item, ensure_ascii=False) if fmt == "jsonl" else _markdown(item))
 
 
-def _records(scope: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Exported memories: ids as `memory list` shows them (12, g12), and so the superseded."""
+def _records(
+    conn: apsw.Connection, scope: str, found: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Exported memories: ids as `memory list` shows them (12, g12), and so the superseded;
+    the files each is about, as recorded."""
     out = []
-    for row in _rows(scope, found):
+    for row in labelled(scope, found):
+        number = int(row["id"].removeprefix(memories.GLOBAL_PREFIX))
         if row["supersedes"] is not None:
             row["supersedes"] = memories.label(scope, row["supersedes"])
-        out.append({k: row[k] for k in memories.EXPORTED})
+        record = {k: row[k] for k in memory_exchange.EXPORTED}
+        files = memory_exchange.exported_files(conn, number)
+        out.append(record | {"files": files} if files else record)
     return out
 
 
@@ -493,7 +489,9 @@ def memory_import(root: Path, source: Any, as_json: bool) -> None:
                 if target is None:
                     raise Unreadable("cannot open the user-level memory database")
                 with db.Immediate(target):
-                    memory_id, added = memories.restore(target, record, now)
+                    memory_id, added = memory_exchange.restore(target, record, now)
+                    if added:
+                        memory_exchange.restore_files(target, memory_id, record.get("files"))
             except (Unreadable, memories.MemoryProblem) as exc:
                 report["invalid"] += 1
                 report["problems"].append({"line": number, "reason": str(exc)})

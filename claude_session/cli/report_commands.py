@@ -23,7 +23,8 @@ from .listing import emit_page, limit_option, show, show_listing, stream_rows
     "an object: now (live_agents, contested_files, open_errors, last_compaction, problems),"
     " database, sessions, sessions_never_ended, agents, claims, daemon, trust, open_errors,"
     " failed_paths, hooks, cost (the latest session's, from Claude Code's transcripts, with"
-    " dead_ends: what went to errors never fixed and approaches that failed)"
+    " dead_ends: what went to errors never fixed and approaches that failed), judge, memories"
+    " (count, about_files, possibly_stale: a file they are about changed since)"
 )
 @output.wide_option
 @click.pass_obj

@@ -76,10 +76,23 @@ def headline(found: dict[str, Any], width: int = 80) -> list[str]:
     lines.append(cost(found["cost"]))
     if found.get("judge"):
         lines += judge(found["judge"])
+    if found.get("memories"):
+        lines.append(memories_line(found["memories"]))
     problems = now["problems"]
     lines.append(f"problems: {len(problems) or 'none'}")
     lines += [f"  ! {problem}" for problem in problems]
     return lines
+
+
+def memories_line(state: dict[str, Any]) -> str:
+    """How many memories, and how many are possibly stale (a file they are about changed)."""
+    line = f"memories: {state['count']}"
+    if state["possibly_stale"]:
+        line += (
+            f", {state['possibly_stale']} possibly stale (a file they are about changed since:"
+            " `claude-session memory list --stale`)"
+        )
+    return line
 
 
 def judge(state: dict[str, Any]) -> list[str]:

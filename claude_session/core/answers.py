@@ -160,6 +160,7 @@ def memory_found(scope: str, row: "dict[str, Any]") -> "dict[str, Any]":
         "text": for_model(row["text"], TEXT_CAP),
         "tags": quoted(row["tags"]),
         "rank": row["rank"],
+        "outcome": row.get("outcome"),
     }
 
 

@@ -74,6 +74,10 @@ DEFAULTS: dict[str, object] = {
     # A resumed or compacted session is told only what changed since the recorded state it
     # still holds (read from its transcript); off: the whole recorded state every time.
     "restore_delta": True,
+    # A memory about files that changed since it was recorded (content, deleted, moved):
+    # "mark" gives it marked possibly stale, naming each file and when it changed; "hold"
+    # keeps it back, the injection saying how many were (`memory list --stale` lists them).
+    "memory_stale": "mark",
     # At most this many characters of memories per SessionStart and per prompt.
     "memory_budget_chars": 1500.0,
     # Memories kept at most (the least used learned ones go first; yours always stay).
@@ -97,6 +101,7 @@ DEFAULTS: dict[str, object] = {
 CHOICES: dict[str, tuple[str, ...]] = {
     "conflict_policy": ("warn", "deny"),
     "otel_protocol": ("http/protobuf", "grpc"),
+    "memory_stale": ("mark", "hold"),
 }
 JUDGE_EVENTS = ("TaskCompleted", "Stop", "SubagentStop")
 

@@ -13,6 +13,8 @@ after a fix, not an approach to avoid. Its ladder is resolved by the same comman
 anywhere in the project: in this session, or in another one active within the last week.
 """
 
+import os
+
 import apsw
 
 from . import registry
@@ -297,7 +299,7 @@ def _learn(
     """A ladder resolved after failures: a `learning` memory says what failed and what finally
     worked (the changes made between the first failure and this success, in the ladder's
     session and this one), with provenance."""
-    from . import errors, memories
+    from . import errors, memories, memory_files
 
     failed_in, attempts, since, message, category, file_path = ladder
     changes = [
@@ -318,7 +320,7 @@ def _learn(
         f" What finally worked: {'; then '.join([*changes, worked]) if changes else worked}."
     )
     tags = [str(category), *([str(file_path)] if file_path else [])]
-    memories.add(
+    memory_id, _ = memories.add(
         conn,
         text,
         "learning",
@@ -331,6 +333,14 @@ def _learn(
         tool_use_id=ev.text_of("tool_use_id"),
         key=f"ladder|{signature}|{category}",
     )
+    # The file at fault is what the learning is about: recorded as it is now it worked (a
+    # rare write, so the hash is worth its read), stale once it changes.
+    if (
+        isinstance(file_path, str)
+        and memory_files.plain(file_path)
+        and os.path.isfile(os.path.join(root, file_path))
+    ):
+        memory_files.record(conn, memory_id, root, [file_path], now, None)
 
 
 def abandon_open(conn: apsw.Connection, session_id: str, now: float) -> None:

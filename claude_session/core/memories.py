@@ -21,7 +21,7 @@ from .redact import redact
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable
     from typing import Any
 
 CATEGORIES = ("fact", "learning", "preference", "context", "skill")
@@ -31,8 +31,9 @@ TEXT_CAP = 4000
 COLUMNS = (
     "id, category, scope, text, tags, source, session_id, agent_id, tool_use_id, project,"
     " strength, created_at, updated_at, last_used_at, use_count, supersedes, trusted, review,"
-    " imported_at"
+    " imported_at, turn_no, files_inferred, outcome, outcome_at, verified_at, error_id"
 )
+OUTCOMES = ("verified", "disproved", "hypothesis")  # what became of it; disproved: a dead end
 PENDING = "pending"  # review: held from every session and search until the user accepts it
 ACCEPTED = "accepted"
 REVIEWS = (PENDING, ACCEPTED)
@@ -110,6 +111,10 @@ def add(
     supersedes: int | None = None,
     key: str | None = None,
     trusted: bool | None = None,
+    turn_no: int | None = None,
+    error_id: int | None = None,
+    outcome: str | None = None,
+    files_inferred: bool | None = None,
 ) -> "tuple[int, bool]":
     """Store a memory, or strengthen the same one: (id, True when new). `key` names what the
     memory is about when its text varies (a learning about one failing command): the same key
@@ -125,6 +130,8 @@ def add(
         raise MemoryProblem(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
     if source not in SOURCES:
         raise MemoryProblem(f"unknown source {source!r}")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise MemoryProblem(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}")
     text = clean_text(text)
     if not text:
         raise MemoryProblem("a memory needs some text")
@@ -135,13 +142,15 @@ def add(
     found = conn.execute(
         "INSERT INTO memories (category, scope, text, tags, source, session_id, agent_id,"
         " tool_use_id, project, fingerprint, created_at, updated_at, supersedes, holder,"
-        " trusted, review)"
+        " trusted, review, turn_no, error_id, outcome, outcome_at, files_inferred)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12,"
         " CASE WHEN ?2 = 'session' THEN ?6 ELSE '' END, ?14,"
-        " CASE WHEN ?2 = 'global' AND ?5 != 'user' THEN 'pending' END)"
+        " CASE WHEN ?2 = 'global' AND ?5 != 'user' THEN 'pending' END, ?15, ?16, ?17,"
+        " CASE WHEN ?17 IS NOT NULL THEN ?11 END, ?18)"
         " ON CONFLICT (scope, holder, fingerprint) WHERE forgotten_at IS NULL"
         " DO UPDATE SET strength = strength + 1, updated_at = ?11,"
-        " tool_use_id = coalesce(?8, tool_use_id),"
+        " tool_use_id = coalesce(?8, tool_use_id), turn_no = coalesce(?15, turn_no),"
+        " error_id = coalesce(?16, error_id),"
         " text = CASE WHEN ?13 THEN excluded.text ELSE text END,"
         " review = CASE WHEN review = 'pending' AND ?5 = 'user' THEN 'accepted' ELSE review END"
         " RETURNING id, strength",
@@ -160,6 +169,10 @@ def add(
             supersedes,
             key is not None,
             int(trusted),
+            turn_no,
+            error_id,
+            outcome,
+            None if files_inferred is None else int(files_inferred),
         ),
     ).fetchall()
     memory_id, strength = found[0]
@@ -185,6 +198,28 @@ def accept(conn: apsw.Connection, memory_id: int) -> bool:
     return conn.changes() > 0
 
 
+def set_outcome(conn: apsw.Connection, memory_id: int, outcome: str | None, now: float) -> bool:
+    """What became of a memory: verified, disproved (a dead end, never given as fact),
+    hypothesis; None clears it."""
+    if outcome is not None and outcome not in OUTCOMES:
+        raise MemoryProblem(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}")
+    conn.execute(
+        "UPDATE memories SET outcome = ?2, outcome_at = CASE WHEN ?2 IS NULL THEN NULL ELSE ?3"
+        " END WHERE id = ?1 AND forgotten_at IS NULL",
+        (memory_id, outcome, now),
+    )
+    return conn.changes() > 0
+
+
+def mark_verified(conn: apsw.Connection, memory_id: int, now: float) -> bool:
+    """A person checked the memory against today's files (their hashes are taken again)."""
+    conn.execute(
+        "UPDATE memories SET verified_at = ?2 WHERE id = ?1 AND forgotten_at IS NULL",
+        (memory_id, now),
+    )
+    return conn.changes() > 0
+
+
 def get(conn: apsw.Connection, memory_id: int) -> "dict[str, Any] | None":
     found = rows(
         conn, f"SELECT {COLUMNS} FROM memories WHERE id = ? AND forgotten_at IS NULL", (memory_id,)
@@ -192,192 +227,23 @@ def get(conn: apsw.Connection, memory_id: int) -> "dict[str, Any] | None":
     return found[0] if found else None
 
 
-# What `memory export` writes of each memory and `memory import` puts back. `id` and
-# `supersedes` name memories of the exporting database (an import links a memory to the one it
-# supersedes when both are in the file); `fingerprint` keeps a keyed memory (a learning about one
-# failing command) strengthened by its next occurrence instead of duplicated. `trusted` and
-# `review` travel with it (a pending memory stays pending); `imported_at` is this database's own.
-EXPORTED = (
-    "id",
-    "category",
-    "scope",
-    "text",
-    "tags",
-    "source",
-    "session_id",
-    "agent_id",
-    "tool_use_id",
-    "project",
-    "strength",
-    "use_count",
-    "created_at",
-    "updated_at",
-    "last_used_at",
-    "supersedes",
-    "fingerprint",
-    "trusted",
-    "review",
-)
-PROVENANCE = ("session_id", "agent_id", "tool_use_id", "project")
-NAME_CAP = 4096  # a session, agent or tool call id, or a project's path
-
-
-def exportable(conn: apsw.Connection, scope: str | None = None) -> "list[dict[str, Any]]":
-    """Every live memory with all that restoring it elsewhere needs, oldest first (those
-    awaiting review too, marked so)."""
-    where, params = _listing(None, scope, None, None)
-    return rows(
-        conn,
-        f"SELECT {COLUMNS}, fingerprint FROM memories WHERE {where} ORDER BY id",
-        params,
-    )
-
-
-def restore(
-    conn: apsw.Connection, record: "Mapping[str, object]", now: float
-) -> "tuple[int, bool]":
-    """Put an exported memory back as it was (source, session, strength, use count, times), or
-    find it already here: (id, True when added).
-
-    Unlike `add`, a memory already here (same scope and session, and the same fingerprint or
-    text) is left as it is, not strengthened, so importing a file twice changes nothing. Text
-    and tags are redacted as `add` redacts. A session memory keeps its session id even when
-    this database never saw that session: the id is a plain column (no session row is made
-    up), and the memory reaches that session if it ever runs here (a resumed session keeps its
-    id). A bad record raises MemoryProblem saying why, and nothing is written for it.
-
-    The import is the user's own act: the memory is marked imported (`imported_at`) and its
-    source, session, agent and project stay what the file says. Its trust and review come from
-    the file too (a memory pending there is pending here); a file without them (written before
-    they existed) is the user's word, trusted and needing no review."""
-    category = _one_of(record, "category", CATEGORIES, None)
-    scope = _one_of(record, "scope", SCOPES, None)
-    source = _one_of(record, "source", SOURCES, "import")
-    raw = record.get("text")
-    if raw is not None and not isinstance(raw, str):
-        raise MemoryProblem(f"text must be a string, not {type(raw).__name__}")
-    text = clean_text(raw or "")
-    if not text:
-        raise MemoryProblem("a memory needs some text")
-    tags = record.get("tags")
-    if tags is not None and (
-        not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
-    ):
-        raise MemoryProblem("tags must be a list of strings")
-    names = {name: _name(record, name) for name in PROVENANCE}
-    if scope == "session" and not names["session_id"]:
-        raise MemoryProblem("a session memory needs its session_id")
-    strength = _count(record, "strength", 1)
-    use_count = _count(record, "use_count", 0)
-    created = _time(record, "created_at")
-    created = now if created is None else created
-    updated = _time(record, "updated_at")
-    own = fingerprint(text)
-    given = record.get("fingerprint")
-    if given is not None and not (
-        isinstance(given, str) and len(given) == 32 and set(given) <= set("0123456789abcdef")
-    ):
-        raise MemoryProblem("fingerprint must be 32 lowercase hexadecimal digits")
-    said = record.get("trusted")
-    if said is not None and not (isinstance(said, int) and said in (0, 1)):  # bools are 0, 1
-        raise MemoryProblem(f"trusted must be 0 or 1, not {_shown(said)}")
-    trusted = 1 if said is None else int(said)
-    review = record.get("review")
-    if review is not None and review not in REVIEWS:
-        raise MemoryProblem(f"unknown review {_shown(review)}: use one of {', '.join(REVIEWS)}")
-    holder = names["session_id"] if scope == "session" else ""
-    found = conn.execute(
-        "SELECT id FROM memories WHERE scope = ? AND holder = ? AND forgotten_at IS NULL"
-        " AND fingerprint IN (?, ?) LIMIT 1",
-        (scope, holder, given or own, own),
-    ).fetchall()
-    if found:
-        return int(found[0][0]), False  # type: ignore[arg-type]
+def insert_restored(conn: apsw.Connection, values: "tuple[object, ...]") -> int:
+    """Insert a memory `memory import` restored (core/memory_exchange.py checks the record
+    and gives the values in this order); its id."""
     conn.execute(
         "INSERT INTO memories (category, scope, text, tags, source, session_id, agent_id,"
         " tool_use_id, project, holder, fingerprint, strength, created_at, updated_at,"
-        " last_used_at, use_count, trusted, review, imported_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            category,
-            scope,
-            text,
-            tags_json(tags or ()),  # redacts each tag whole
-            source,
-            names["session_id"],
-            names["agent_id"],
-            names["tool_use_id"],
-            names["project"],
-            holder,
-            given or own,
-            strength,
-            created,
-            created if updated is None else updated,
-            _time(record, "last_used_at"),
-            use_count,
-            trusted,
-            review,
-            now,
-        ),
+        " last_used_at, use_count, trusted, review, imported_at, turn_no, files_inferred,"
+        " outcome, outcome_at, verified_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        values,
     )
-    return conn.last_insert_rowid(), True
+    return conn.last_insert_rowid()
 
 
 def link_supersedes(conn: apsw.Connection, memory_id: int, superseded: int) -> None:
     """An imported memory names the one it replaces by that one's id here, not the exporter's."""
     conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (superseded, memory_id))
-
-
-def _one_of(
-    record: "Mapping[str, object]", field: str, allowed: "tuple[str, ...]", default: str | None
-) -> str:
-    value = record.get(field)
-    if value is None and default is not None:
-        return default
-    if value is None:
-        raise MemoryProblem(f"no {field}: use one of {', '.join(allowed)}")
-    if value not in allowed:
-        raise MemoryProblem(f"unknown {field} {_shown(value)}: use one of {', '.join(allowed)}")
-    return str(value)
-
-
-def _name(record: "Mapping[str, object]", field: str) -> str | None:
-    value = record.get(field)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise MemoryProblem(f"{field} must be a string, not {type(value).__name__}")
-    if len(value) > NAME_CAP:
-        raise MemoryProblem(f"{field} is longer than {NAME_CAP} characters")
-    return value
-
-
-def _count(record: "Mapping[str, object]", field: str, lowest: int) -> int:
-    value = record.get(field)
-    if value is None:
-        return lowest
-    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
-        raise MemoryProblem(f"{field} must be a whole number from {lowest} up, not {_shown(value)}")
-    return value
-
-
-def _time(record: "Mapping[str, object]", field: str) -> float | None:
-    value = record.get(field)
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 <= value < 1e12  # also NaN (never in range) and infinity
-    ):
-        raise MemoryProblem(f"{field} must be Unix seconds, not {_shown(value)}")
-    return float(value)
-
-
-def _shown(value: object) -> str:
-    """A wrong value in a message, short (an import file may hold anything)."""
-    text = redact(repr(value))  # whole, before the cut
-    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def edit(
@@ -416,7 +282,7 @@ def forget(conn: apsw.Connection, memory_id: int, now: float) -> bool:
     return conn.changes() > 0
 
 
-def _listing(
+def listing_where(
     category: str | None, scope: str | None, session_id: str | None, pending: bool | None
 ) -> "tuple[str, list[object]]":
     """The WHERE of a listing. `pending`: False, the memories in use (none awaiting review);
@@ -448,7 +314,7 @@ def listed(
 ) -> "list[dict[str, Any]]":
     """Memories, most used and strongest first: those in use, or (`pending`) only those held
     for the user's review."""
-    where, params = _listing(category, scope, session_id, pending)
+    where, params = listing_where(category, scope, session_id, pending)
     return rows(
         conn,
         f"SELECT {COLUMNS} FROM memories WHERE {where}"
@@ -465,7 +331,7 @@ def count_listed(
     pending: bool = False,
 ) -> int:
     """How many memories `listed` would give without a limit (for a listing's "N more")."""
-    where, params = _listing(category, scope, None, pending)
+    where, params = listing_where(category, scope, None, pending)
     found = conn.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchall()
     return int(found[0][0]) if isinstance(found[0][0], int) else 0
 

@@ -89,7 +89,10 @@ def answer_session_start(
         from ..core import recall
 
         budget = int(ctx.number("memory_budget_chars"))
-        recalled = recall.for_session_start(conn, ev.session_id, ctx.now, budget)
+        stale = str(ctx.config["memory_stale"])
+        recalled = recall.for_session_start(
+            conn, ev.session_id, ctx.now, budget, root=ctx.root, stale=stale
+        )
         text = "\n\n".join(part for part in (text, recalled) if part)
     if not text:
         return None
@@ -124,7 +127,10 @@ def answer_prompt(
     from ..core import recall
 
     budget = int(ctx.number("memory_budget_chars"))
-    text = recall.for_prompt(conn, ev.session_id, prompt, ctx.now, budget)
+    stale = str(ctx.config["memory_stale"])
+    text = recall.for_prompt(
+        conn, ev.session_id, prompt, ctx.now, budget, root=ctx.root, stale=stale
+    )
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}

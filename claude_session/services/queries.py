@@ -64,6 +64,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
         "otel": otel_export.status(conn, root, now),  # None: export is off
         "judge": judge_state(conn, root, now),
+        "memories": memory_state(conn, root),
     }
     return {"now": happening(conn, root, found, now)} | found
 
@@ -72,6 +73,18 @@ def hook_budget(root: str) -> float:
     from . import configuration
 
     return float(configuration.load_or_defaults(root).values["hook_budget_ms"])  # type: ignore[arg-type]
+
+
+def memory_state(conn: apsw.Connection, root: str) -> dict[str, Any]:
+    """This project's memories in use, those about files, and those possibly stale: a file
+    they are about changed since (`memory list --stale` lists them)."""
+    from ..core import memory_files
+
+    total = conn.execute(
+        "SELECT count(*) FROM memories WHERE forgotten_at IS NULL AND review IS NOT 'pending'"
+    ).fetchall()[0][0]
+    about_files, stale = memory_files.stale_count(conn, root)
+    return {"count": total, "about_files": about_files, "possibly_stale": stale}
 
 
 def judge_state(conn: apsw.Connection, root: str, now: float) -> dict[str, Any]:

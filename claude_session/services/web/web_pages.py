@@ -80,7 +80,8 @@ def page(base: str, title: str, body: str) -> str:
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name="referrer" content="no-referrer">'
         f"<title>{esc(title)} · claude-session</title><style>{STYLE}</style></head><body>"
-        f'<header><strong>claude-session</strong><a href="{esc(base)}/">sessions</a></header>'
+        f'<header><strong>claude-session</strong><a href="{esc(base)}/">sessions</a>'
+        f'<a href="{esc(base)}/memories">memories</a></header>'
         f"<main>{body}</main></body></html>"
     )
 

@@ -2,9 +2,10 @@
 
 The standard library's `ThreadingHTTPServer`. Every request must carry the random token made
 at start (as the first path segment, or `?token=`): anything else is 403, so another local
-user, or a web page in the browser guessing ports, learns nothing. Only the three pages are
-served (sessions, a session, a diff): no files, no directory listing. Each request opens the
-database read-only and closes it. Responses forbid scripts, framing, referrers and caching.
+user, or a web page in the browser guessing ports, learns nothing. Only the four pages are
+served (sessions, a session, a diff, the memories): no files, no directory listing. Each
+request opens the database read-only and closes it. Responses forbid scripts, framing,
+referrers and caching.
 
 `--open` never puts the token on a command line (every local user can read those with `ps`):
 the browser is given a small redirect page instead (`write_redirect`: 0600, in a fresh 0700
@@ -28,7 +29,7 @@ from ...core import db, paths
 from .. import live, queries
 from ..cost import costs, hooks_report
 from ..timetravel import timetravel
-from . import web_pages, web_text
+from . import memory_page, web_pages, web_text
 
 HOST = "127.0.0.1"
 REDIRECT_NAME = "open.html"
@@ -81,6 +82,8 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
                     )
                 ),
             )
+        if path == "/memories":
+            return memory_page.memories_page(base, *memory_rows(conn, root))
         if path == "/diff":
             a, b = query.get("a", [""])[0], query.get("b", [""])[0]
             if not a or not b:
@@ -90,6 +93,30 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
         raise NotFound("no such page")
     finally:
         conn.close()
+
+
+def memory_rows(conn: Any, root: str, limit: int = 200) -> tuple[list[dict[str, Any]], int]:
+    """This project's memories in use, most used first, each with who added it, its files as
+    recorded and now, and the error it was about; and how many more there are. A database a
+    version behind (never migrated here) has none of that: its memories alone."""
+    from ...core import memories, memory_files
+
+    current = db.schema_version(conn) >= db.SCHEMA_VERSION
+    if not current:
+        return [], 0
+    found = []
+    for row in memories.listed(conn, limit=limit):
+        files, _ = memory_files.files_now(conn, root, int(row["id"]))  # read-only: not kept
+        found.append(
+            row
+            | {
+                "added_by": memory_files.added_by(row),
+                "files": files,
+                "possibly_stale": any(f["state"] not in ("unchanged", "unknown") for f in files),
+                "error": memory_files.error_fate(conn, row.get("error_id")),
+            }
+        )
+    return found, max(0, memories.count_listed(conn) - len(found))
 
 
 def spent(conn: Any, session_id: str) -> dict[str, Any]:

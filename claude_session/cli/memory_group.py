@@ -1,0 +1,86 @@
+"""What the `memory` commands share: the group, the user-level database, ids as shown
+(`12`, `g12`), and a memory found by its id."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import apsw
+import click
+
+from ..core import memories, recall
+from ..core.paths import db_path
+from .group import cli, opened
+
+
+@contextmanager
+def global_db(create: bool) -> Iterator[apsw.Connection | None]:
+    conn = recall.open_global(create=create)
+    try:
+        yield conn
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def labelled(scope: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in found:
+        item = {"id": memories.label(scope, row["id"])} | {
+            k: v for k, v in row.items() if k != "id"
+        }
+        item["tags"] = json.loads(str(item.get("tags") or "[]"))
+        out.append(item)
+    return out
+
+
+def parse_id(text: str) -> tuple[str, int]:
+    found = memories.parse_label(text)
+    if found is None:
+        raise click.ClickException(f"{text!r} is not a memory id (12 for this project, g12 global)")
+    return found
+
+
+@cli.group()
+def memory() -> None:
+    """Memories: facts, learnings, preferences, context and skills, for this project or all."""
+
+
+def trusted_text(value: object) -> str:
+    """A memory's `trusted` as a person reads it."""
+    return "yes" if value == 1 else "no" if value == 0 else "unknown"
+
+
+@contextmanager
+def holding(root: Path, scope: str) -> Iterator[apsw.Connection]:
+    if scope == "global":
+        with global_db(create=False) as conn:
+            if conn is None:
+                raise click.ClickException("there are no global memories yet")
+            yield conn
+    else:
+        with opened(root) as conn:
+            yield conn
+
+
+def found_row(conn: apsw.Connection, scope: str, memory_id: int, text: str) -> dict[str, Any]:
+    row = memories.get(conn, memory_id)
+    if row is None:
+        raise click.ClickException(f"no memory {text!r} (see `claude-session memory list`)")
+    return labelled(scope, [row])[0]
+
+
+def has_project_database(root: Path) -> bool:
+    """Whether this project has a database; when not, says so on stderr (a read never makes
+    one), and the global memories are all there is."""
+    if os.path.exists(db_path(str(root))):
+        return True
+    click.echo(
+        f"no claude-session database at {db_path(str(root))}: global memories only", err=True
+    )
+    return False
