@@ -64,6 +64,7 @@ MODULES: dict[str, str] = {
     "test_e2e_timetravel.py": "e2e",
     "test_e2e_transport.py": "e2e",
     "test_e2e_truth.py": "e2e",
+    "test_early_answer.py": "fast",
     "test_entry_points.py": "integration",
     "test_fault_cases_daemon_migration.py": "integration",
     "test_faults.py": "integration",
