@@ -124,6 +124,7 @@ MODULES: dict[str, str] = {
     "test_spool_poison.py": "integration",
     "test_staleness.py": "fast",
     "test_state_history.py": "integration",
+    "test_status_otel.py": "fast",
     "test_statusline.py": "integration",
     "test_storage.py": "fast",
     "test_subagent_frames.py": "integration",
