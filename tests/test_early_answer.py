@@ -1,7 +1,8 @@
-"""The hook server's early answer: an event whose answer cannot depend on the store (a
-SubagentStart, a SubagentStop with no judge, a successful PostToolUse) is answered once it is
-held on disk and stored right after; nothing is lost if the server dies in between, and an
-event sent after such an answer is stored after it. The real HookServer, in this process."""
+"""The hook server's early answer: an event whose answer cannot depend on the store and that
+Claude Code sends beside another (a SubagentStart, a SubagentStop with no judge) is answered
+once it is held on disk and stored right after; nothing is lost if the server dies in
+between, and an event sent after such an answer is stored after it. The real HookServer, in
+this process."""
 
 from __future__ import annotations
 
@@ -86,12 +87,13 @@ def test_a_subagent_start_is_answered_before_it_is_stored_and_is_stored_after(
     assert outcome is not None and outcome.out == ""
 
 
-def test_events_whose_answer_needs_the_store_wait_for_it(
+def test_the_other_events_are_answered_after_they_are_stored(
     server: mcp_transport.HookServer, project: Path
 ) -> None:
-    """A failure's guidance and a PreToolUse's check read the store: never answered early."""
+    """A failure's guidance and a PreToolUse's check read the store; a successful PostToolUse
+    and a Stop come in sequence with the next event: never answered early."""
     early: list[str] = []
-    for name in ("PreToolUse.Bash", "PostToolUseFailure.Bash"):
+    for name in ("PreToolUse.Bash", "PostToolUseFailure.Bash", "PostToolUse.Write", "Stop"):
         payload = fixture(name, project)
         server.hook(
             arguments(payload),

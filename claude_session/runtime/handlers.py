@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class Handler:
     """What a hook does for one event, step by step; every step is optional."""
 
-    __slots__ = ("after", "answer", "before_answer", "busy_timeout_ms", "prepare", "silent")
+    __slots__ = ("after", "answer", "answer_first", "before_answer", "busy_timeout_ms", "prepare")
 
     def __init__(
         self,
@@ -36,7 +36,7 @@ class Handler:
         after: "Callable[[Context], None] | None" = None,
         before_answer: "Callable[[apsw.Connection, Event, Context], None] | None" = None,
         answer: "AnswerFn | None" = None,
-        silent: "Callable[[Event, Context], bool] | None" = None,
+        answer_first: "Callable[[Event, Context], bool] | None" = None,
         busy_timeout_ms: int = 5000,
     ) -> None:
         self.prepare = prepare  # slow outside work, before the transaction (git)
@@ -48,24 +48,31 @@ class Handler:
         # The JSON object for stdout, read after the transaction; a `Reply` when it calls for a
         # write, which runs once the answer is out (never inside this step).
         self.answer = answer
-        # True when the answer step would say nothing for this event, from the event and the
-        # settings alone (no store): such an answer may be given before the event is stored.
-        self.silent = silent
+        # True when the answer is empty for this event whatever the store holds (the event and
+        # the settings alone say so): it is then given before the event is stored. Only for
+        # events Claude Code sends beside another of the session (see `answers_nothing`).
+        self.answer_first = answer_first
         self.busy_timeout_ms = busy_timeout_ms
 
 
 def answers_nothing(handler: Handler, ev: Event, ctx: Context) -> bool:
     """Whether this event's answer is empty whatever the store holds, so that the hook server
-    may give it before storing the event (runtime/hookrt.py, `reply_early`): no answer step,
-    or one that is `silent` here; never with a step before the transaction (PreCompact's git
-    state), before the answer (PreToolUse's copies) or after it (SessionStart's daemon)."""
+    gives it before storing the event (runtime/hookrt.py, `reply_early`).
+
+    Only SubagentStart and an unjudged SubagentStop: Claude Code sends them at the same moment
+    as another event of the session (the Agent call's PostToolUse, the main agent's tools),
+    whose transaction they waited for. Tried on every event with nothing to say (a successful
+    PostToolUse, a Stop): under a steady load the wait only moved to the next event, which is
+    stored after it (8 sessions in bench/hook_server.py: p99 101-123 ms against 91)."""
     if handler.prepare is not None or handler.before_answer is not None:
         return False
-    if handler.after is not None:
+    if handler.after is not None or handler.answer_first is None:
         return False
-    if handler.answer is None:
-        return True
-    return handler.silent is not None and handler.silent(ev, ctx)
+    return handler.answer_first(ev, ctx)
+
+
+def _always(ev: Event, ctx: Context) -> bool:
+    return True
 
 
 def capture_git(root: str) -> "dict[str, Any]":
@@ -114,11 +121,6 @@ def answer_session_start(
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 
-def _no_recall(ev: Event, ctx: Context) -> bool:
-    """`answer_prompt` gives nothing: no prompt, or recall off."""
-    return not ev.text_of("prompt") or ctx.config["memory_recall"] is not True
-
-
 def _memories_possible(conn: apsw.Connection, ctx: Context) -> bool:
     """Recall is on and there may be memories to give (here, or in the user database)."""
     if ctx.config["memory_recall"] is not True:
@@ -139,14 +141,15 @@ def answer_prompt(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
 ) -> "dict[str, Any] | None":
     """The memories that match the prompt, not given to this session yet, within budget."""
-    if _no_recall(ev, ctx) or not _memories_possible(conn, ctx):
+    prompt = ev.text_of("prompt")
+    if not prompt or not _memories_possible(conn, ctx):
         return None
     if _untrusted(ctx):
         return None  # memories that came with a clone are data, never put before the model
     from ..core import recall
 
     budget = int(ctx.number("memory_budget_chars"))
-    text = recall.for_prompt(conn, ev.session_id, ev.text_of("prompt") or "", ctx.now, budget)
+    text = recall.for_prompt(conn, ev.session_id, prompt, ctx.now, budget)
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
@@ -321,7 +324,7 @@ def answer_failure(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
 ) -> "Answer | None":
     """After a failure: the ladder's guidance for the model, and from attempt 4 for the user."""
-    if _succeeded(ev, ctx):
+    if ev.name == "PostToolUse" and not store.response_error(ev):
         return None  # the common case: a success, nothing to say
     found = ladder.latest_for_call(conn, ev.text_of("tool_use_id"))
     if not found:
@@ -338,11 +341,6 @@ def answer_failure(
     if attempt >= errors.USER_AT:
         answer["systemMessage"] = answers.user_message(attempt, what, gist)
     return answer
-
-
-def _succeeded(ev: Event, ctx: Context) -> bool:
-    """A PostToolUse with no failure inside its response: `answer_failure` gives nothing."""
-    return ev.name == "PostToolUse" and not store.response_error(ev)
 
 
 class Reply:
@@ -408,14 +406,15 @@ def _not_judged(ev: Event, ctx: Context) -> bool:
 
 HANDLERS: dict[str, Handler] = {
     "SessionStart": Handler(after=start_daemon, answer=answer_session_start),
-    "UserPromptSubmit": Handler(answer=answer_prompt, silent=_no_recall),
+    "UserPromptSubmit": Handler(answer=answer_prompt),
     "PreToolUse": Handler(before_answer=keep_before_tool, answer=answer_pre_tool_use),
-    "PostToolUse": Handler(answer=answer_failure, silent=_succeeded),
+    "PostToolUse": Handler(answer=answer_failure),
     "PostToolUseFailure": Handler(answer=answer_failure),
     "PreCompact": Handler(prepare=capture_git),
-    "TaskCompleted": Handler(answer=answer_judge, silent=_not_judged),
-    "Stop": Handler(answer=answer_judge, silent=_not_judged),
-    "SubagentStop": Handler(answer=answer_judge, silent=_not_judged),
+    "TaskCompleted": Handler(answer=answer_judge),
+    "Stop": Handler(answer=answer_judge),
+    "SubagentStart": Handler(answer_first=_always),
+    "SubagentStop": Handler(answer=answer_judge, answer_first=_not_judged),
     # SessionEnd hooks share a 1.5 s budget unless settings raise it: give up on a lock sooner.
     "SessionEnd": Handler(busy_timeout_ms=1000),
 }

@@ -93,7 +93,7 @@ def process(
     connections (the daemon's, the hook server's); `scratch`: an in-memory connection to use
     for JSON (a long-lived caller reuses its own); `reply_early`: the caller's way to give the
     empty answer at once, for an event whose answer cannot depend on the store
-    (`handlers.answers_nothing`: a SubagentStart, a successful PostToolUse): it is called
+    (`handlers.answers_nothing`: a SubagentStart, an unjudged SubagentStop): it is called
     once the event is held on disk (core/spool.py, `hold`), before it is stored, and the
     event is then stored as usual; `outcome` then holds no answer."""
     import apsw

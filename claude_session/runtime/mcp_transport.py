@@ -15,9 +15,9 @@ together and runs `hookrt.process` on it, the same work a hook process does, on 
 it keeps open, and answers with what the hook would have printed. The side effects (starting
 a capture, the daemon) run after the answer, in order, on a thread of their own.
 
-An event whose answer cannot depend on the store (a SubagentStart, a successful PostToolUse:
-`handlers.answers_nothing`) is answered as soon as it is held on disk, and stored right after
-(`hookrt.process`, `reply_early`): Claude Code goes on without waiting for the transaction.
+A SubagentStart, and a SubagentStop no judge looks at, are answered as soon as they are held
+on disk, and stored right after (`handlers.answers_nothing`, `hookrt.process`, `reply_early`):
+Claude Code sends them beside another event of the session, whose transaction they waited for.
 An event that arrives after such an answer is stored after that event (`_in_order`), as it
 would have been had the answer waited; one the server stops before storing goes into the
 spool when the next server of the project starts (core/spool.py, `recover_held`).
