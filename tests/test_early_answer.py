@@ -19,6 +19,7 @@ import pytest
 from conftest import fixture, query
 
 from claude_session.core import db, hook_fields, spool
+from claude_session.core.paths import spool_dir
 from claude_session.runtime import mcp_transport
 from claude_session.services.setup import installer
 
@@ -199,3 +200,36 @@ def test_an_event_answered_by_a_server_that_died_reaches_the_store(
         "SELECT e.agent_id, h.outcome FROM events e JOIN hook_events h ON h.event_id = e.id"
         " WHERE e.hook_event_name = 'SubagentStart'",
     ) == [(AGENT, "spooled")]
+
+
+def test_a_new_server_of_the_project_moves_a_dead_servers_held_events_to_the_spool(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `recover_held` does, at the start of the next hook server of the project."""
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    root = os.path.realpath(project)
+    gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has this id
+    envelope = {
+        "v": 1,
+        "delivery_id": "d" * 24,
+        "received_at": time.time(),
+        "event_hint": "SubagentStart",
+        "project_root": root,
+        "reason": "answered early",
+        "payload": json.dumps(fixture("SubagentStart", project)),
+    }
+    held_file = spool.hold(root, envelope)
+    folder = os.path.dirname(held_file)
+    os.rename(held_file, os.path.join(folder, f"{gone}-{'d' * 24}.json"))
+    half = os.path.join(folder, f".{gone}-{'e' * 24}.json")  # cut short: never answered
+    Path(half).write_text("{")
+    started = mcp_transport.HookServer(lambda data: None)
+    try:
+        assert held(project) == []
+        (waiting,) = spool.pending(spool_dir(root))
+        assert json.loads(Path(waiting).read_text())["delivery_id"] == "d" * 24
+    finally:
+        for _ in started.workers:
+            started.calls.put(None)
+        started.after.put(None)
+        db.serialize_writers(None)
