@@ -233,3 +233,26 @@ def test_a_new_server_of_the_project_moves_a_dead_servers_held_events_to_the_spo
             started.calls.put(None)
         started.after.put(None)
         db.serialize_writers(None)
+
+
+def test_an_early_answer_that_cannot_be_written_does_not_stop_the_store(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code went away (its end of the pipe closed): the event is stored all the same."""
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    monkeypatch.setenv("CLAUDE_SESSION_NO_SNAPSHOTS", "1")
+
+    def gone(data: bytes) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    started = mcp_transport.HookServer(gone)
+    try:
+        start = fixture("SubagentStart", project)
+        started._one(1, 1, arguments(start), time.time(), time.perf_counter())
+        assert stored(project, "SubagentStart") == 1
+        assert held(project) == []
+    finally:
+        for _ in started.workers:
+            started.calls.put(None)
+        started.after.put(None)
+        db.serialize_writers(None)

@@ -194,8 +194,11 @@ class HookServer:
         def reply_early() -> None:
             with self.order:
                 self.storing.add(number)
-            self._reply(ident, _tool_result("", False))
             replied.append(True)
+            try:
+                self._reply(ident, _tool_result("", False))
+            except Exception as exc:  # Claude Code gone, say: the event is stored all the same
+                self.internal_error("hook server reply", exc)
 
         try:
             text, failed, outcome = self.hook(
