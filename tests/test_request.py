@@ -258,7 +258,7 @@ def test_the_hook_server_replies_before_the_side_effects(
         arguments = hook_fields.arguments_for(
             fixture("PostToolUse.Edit", project), installer.package_folder()
         )
-        server.calls.put((7, dict(arguments), time.time(), time.perf_counter()))
+        server.calls.put((1, 7, dict(arguments), time.time(), time.perf_counter()))
         deadline = time.monotonic() + 10
         while not seen and time.monotonic() < deadline:
             time.sleep(0.01)

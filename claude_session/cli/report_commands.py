@@ -6,16 +6,27 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..core import context, injections
-from ..project import Project
+from ..core import injections
 from ..services import queries
 from ..services.cost import transcripts
 from . import lookup, output, status_view
 from .group import cli, json_option, opened, require_database
 from .listing import emit_page, limit_option, show, show_listing, stream_rows
+
+if TYPE_CHECKING:
+    from ..project import Project
+
+
+def _project(root: Path) -> Project:
+    """The library API, loaded by the listings that use it: its import (records, memories,
+    recall: a fifth of `status`'s instructions, measured) is not `status`'s."""
+    from ..project import Project
+
+    return Project(root)
 
 
 @cli.command()
@@ -69,7 +80,7 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
         transcripts.catch_up(conn, session, recent_seconds=None if session else 0)
     reveal = f"agents --session {session} --all" if session else ""
     options = {"all": include_all, "session": session}
-    with Project(root) as project:
+    with _project(root) as project:
         show_listing(project, "agents", options, include_all, limit, as_json, "agents", "agents",
                      hide, reveal)  # fmt: skip
 
@@ -91,7 +102,7 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     hide = () if as_json else ("end_reason", "last_activity_at")
     with opened(root) as conn:
         transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
-    with Project(root) as project:
+    with _project(root) as project:
         show_listing(project, "sessions", {}, include_all, limit, as_json, "sessions",
                      "sessions", hide)  # fmt: skip
 
@@ -108,7 +119,7 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
 def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
     require_database(root)
-    with Project(root) as project:
+    with _project(root) as project:
         options = {"all": include_all}
         show_listing(project, "claims", options, include_all, limit, as_json, "claims", "claims")
 
@@ -134,7 +145,7 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
     with opened(root) as conn:
         transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
     reveal = "errors" if open_only else ""  # the open ones hide the fixed
-    with Project(root) as project:
+    with _project(root) as project:
         options = {"open_only": open_only}
         show_listing(project, "errors", options, every, limit, as_json, "errors", "errors",
                      hide, reveal)  # fmt: skip
@@ -157,7 +168,7 @@ def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> No
     """Approaches tried and rejected, newest first, with the tokens and cost each one took."""
     with opened(root) as conn:
         transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
-    with Project(root) as project:
+    with _project(root) as project:
         options = {"all": include_all}
         show_listing(project, "failed_paths", options, include_all, limit, as_json,
                      "failed paths", "failed-paths")  # fmt: skip
@@ -266,6 +277,8 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
                 output.echo_text(row["text"])
             return
         if preview:
+            from ..core import context
+
             text: str | None = context.for_compaction(conn, session, time.time())
             found = None
         else:

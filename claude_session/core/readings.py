@@ -116,7 +116,9 @@ def failed_paths(
     conn: apsw.Connection, now: float, session_id: str | None = None
 ) -> "list[dict[str, Any]]":
     """Dead ends still worth knowing: those of `session_id` (the work at hand) and those about
-    files it changed first, then the rest of the project's, newest first."""
+    files it changed first, then the rest of the project's, newest first. The 20 are chosen
+    first and their ladders looked up after: SQLite computes a row's columns before sorting,
+    so the lookups ran for every relevant path (24 ms of `status` at 2,000 of them)."""
     return rows(
         conn,
         "SELECT id, approach, reason_failed, file_path, created_at, session_id,"
@@ -126,12 +128,14 @@ def failed_paths(
         "  AS last_failed_at,"
         " (SELECT x.ladder_key FROM error_log x WHERE x.session_id = f.session_id"
         "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0"
-        "  LIMIT 1) AS ladder_key FROM failed_paths f"
-        " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
-        f" AND NOT {LEGACY_CHECK_PATH}"
-        " ORDER BY (f.session_id = ?2) DESC,"
-        " EXISTS (SELECT 1 FROM file_claims c WHERE c.session_id = ?2"
-        "  AND c.file_path = f.file_path) DESC, created_at DESC, id DESC LIMIT 20",
+        "  LIMIT 1) AS ladder_key"
+        " FROM (SELECT f.*, (f.session_id = ?2) AS mine,"
+        "  EXISTS (SELECT 1 FROM file_claims c WHERE c.session_id = ?2"
+        "   AND c.file_path = f.file_path) AS touched FROM failed_paths f"
+        "  WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
+        f"  AND NOT {LEGACY_CHECK_PATH}"
+        "  ORDER BY mine DESC, touched DESC, created_at DESC, id DESC LIMIT 20) f"
+        " ORDER BY f.mine DESC, f.touched DESC, f.created_at DESC, f.id DESC",
         (now, session_id),
     )
 

@@ -19,13 +19,14 @@ import time
 import apsw
 
 from . import apply_types, config, event, events
-from .paths import canonical, spool_dir, user_state_dir
+from .paths import canonical, project_file, spool_dir, user_state_dir
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     from typing import Any
 
 REJECTED = "rejected"
+HELD_SUFFIX = ".held"  # per project, in the user's state: events answered, not yet stored
 ENVELOPE_CAP_BYTES = 8 * 1024 * 1024  # we write at most ~1 MiB (a payload capped at 256 KiB)
 
 
@@ -63,6 +64,88 @@ def write(folder: str, envelope: dict[str, Any]) -> str:
     final = os.path.join(folder, name)
     os.rename(tmp, final)
     return final
+
+
+_HELD: dict[str, str] = {}  # root -> its held folder, made and checked by this process
+
+
+def held_dir(root: str) -> str:
+    """Where the hook server keeps the events it answered before storing them."""
+    return project_file(root, HELD_SUFFIX)
+
+
+def hold(root: str, envelope: dict[str, Any]) -> str:
+    """Keep an event on disk while it is stored after its answer was given (the hook server's
+    early answer): if this process dies in between, `recover_held` moves it into the spool.
+    Returns the file, for `release` once the event is stored or spooled.
+
+    Not fsync'ed: it guards against this process dying, as the database's own commits do
+    (synchronous = NORMAL); written under a temporary name and renamed, never seen half."""
+    import json
+
+    folder = _HELD.get(root)
+    if folder is None:
+        folder = held_dir(root)
+        private_dir(folder)
+        _HELD[root] = folder
+    name = f"{os.getpid()}-{envelope['delivery_id']}.json"
+    tmp = os.path.join(folder, f".{name}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, json.dumps(envelope, ensure_ascii=False).encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+    final = os.path.join(folder, name)
+    os.rename(tmp, final)
+    return final
+
+
+def release(path: str) -> None:
+    """The held event is stored (or spooled): its file goes."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def recover_held(root: str) -> int:
+    """Events a hook server answered but did not live to store (its process is gone) go into
+    the project's spool, where they are stored like any spooled event; returns how many.
+    A half-written file (its temporary name) was never answered early: it goes."""
+    try:
+        folder = held_dir(root)
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    moved = 0
+    for name in names:
+        pid = name.lstrip(".").split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(folder, name)
+        if name.startswith(".") or not name.endswith(".json"):
+            release(path)
+            continue
+        try:
+            envelope = _read(path, root)
+        except (OSError, ValueError) as exc:
+            _reject(path, exc, root)
+            continue
+        envelope["reason"] = "answered, then its hook server stopped before storing it"
+        write(spool_dir(root), envelope)
+        release(path)
+        moved += 1
+    return moved
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def pending(folder: str) -> list[str]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class Handler:
     """What a hook does for one event, step by step; every step is optional."""
 
-    __slots__ = ("after", "answer", "before_answer", "busy_timeout_ms", "prepare")
+    __slots__ = ("after", "answer", "answer_first", "before_answer", "busy_timeout_ms", "prepare")
 
     def __init__(
         self,
@@ -36,6 +36,7 @@ class Handler:
         after: "Callable[[Context], None] | None" = None,
         before_answer: "Callable[[apsw.Connection, Event, Context], None] | None" = None,
         answer: "AnswerFn | None" = None,
+        answer_first: "Callable[[Event, Context], bool] | None" = None,
         busy_timeout_ms: int = 5000,
     ) -> None:
         self.prepare = prepare  # slow outside work, before the transaction (git)
@@ -47,7 +48,31 @@ class Handler:
         # The JSON object for stdout, read after the transaction; a `Reply` when it calls for a
         # write, which runs once the answer is out (never inside this step).
         self.answer = answer
+        # True when the answer is empty for this event whatever the store holds (the event and
+        # the settings alone say so): it is then given before the event is stored. Only for
+        # events Claude Code sends beside another of the session (see `answers_nothing`).
+        self.answer_first = answer_first
         self.busy_timeout_ms = busy_timeout_ms
+
+
+def answers_nothing(handler: Handler, ev: Event, ctx: Context) -> bool:
+    """Whether this event's answer is empty whatever the store holds, so that the hook server
+    gives it before storing the event (runtime/hookrt.py, `reply_early`).
+
+    Only SubagentStart and an unjudged SubagentStop: Claude Code sends them at the same moment
+    as another event of the session (the Agent call's PostToolUse, the main agent's tools),
+    whose transaction they waited for. Tried on every event with nothing to say (a successful
+    PostToolUse, a Stop): under a steady load the wait only moved to the next event, which is
+    stored after it (8 sessions in bench/hook_server.py: p99 101-123 ms against 91)."""
+    if handler.prepare is not None or handler.before_answer is not None:
+        return False
+    if handler.after is not None or handler.answer_first is None:
+        return False
+    return handler.answer_first(ev, ctx)
+
+
+def _always(ev: Event, ctx: Context) -> bool:
+    return True
 
 
 def capture_git(root: str) -> "dict[str, Any]":
@@ -349,11 +374,8 @@ def answer_judge(
     conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
 ) -> "Reply | None":
     """At the configured events, a judge checks the work is done; a block makes the agent go on."""
-    wanted = {e.strip() for e in str(ctx.config["judge_events"]).split(",")}
-    if ev.name not in wanted or ev.get("stop_hook_active") in (1, True):
-        return None  # not configured, or already going on because of a block: no loop
-    if os.environ.get("CLAUDE_SESSION_NO_JUDGE"):
-        return None  # doctor and demo runs: never start a (paid) judge on sample data
+    if _not_judged(ev, ctx):
+        return None
     if _untrusted(ctx):
         return None  # the judge's prompt would quote a database that came with a clone
     from ..services import judge
@@ -379,6 +401,15 @@ def answer_judge(
     return Reply({"decision": "block", "reason": reason}, later)
 
 
+def _not_judged(ev: Event, ctx: Context) -> bool:
+    """No judge runs for this event: `answer_judge` gives nothing."""
+    wanted = {e.strip() for e in str(ctx.config["judge_events"]).split(",")}
+    if ev.name not in wanted or ev.get("stop_hook_active") in (1, True):
+        return True  # not configured, or already going on because of a block: no loop
+    # doctor and demo runs: never start a (paid) judge on sample data
+    return bool(os.environ.get("CLAUDE_SESSION_NO_JUDGE"))
+
+
 HANDLERS: dict[str, Handler] = {
     "SessionStart": Handler(after=start_daemon, answer=answer_session_start),
     "UserPromptSubmit": Handler(answer=answer_prompt),
@@ -388,7 +419,8 @@ HANDLERS: dict[str, Handler] = {
     "PreCompact": Handler(prepare=capture_git),
     "TaskCompleted": Handler(answer=answer_judge),
     "Stop": Handler(answer=answer_judge),
-    "SubagentStop": Handler(answer=answer_judge),
+    "SubagentStart": Handler(answer_first=_always),
+    "SubagentStop": Handler(answer=answer_judge, answer_first=_not_judged),
     # SessionEnd hooks share a 1.5 s budget unless settings raise it: give up on a lock sooner.
     "SessionEnd": Handler(busy_timeout_ms=1000),
 }

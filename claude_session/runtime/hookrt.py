@@ -82,6 +82,7 @@ def process(
     *,
     connect: "Connect | None" = None,
     scratch: "apsw.Connection | None" = None,
+    reply_early: "Callable[[], None] | None" = None,
 ) -> None:
     """One hook run, wherever it runs (a hook process, the daemon for a relayed hook, the hook
     server for an mcp_tool hook): the answer goes into `outcome`, and every side effect (a file
@@ -90,12 +91,16 @@ def process(
 
     `request`: the event and how it came (runtime/request.py); `connect`: the caller's own open
     connections (the daemon's, the hook server's); `scratch`: an in-memory connection to use
-    for JSON (a long-lived caller reuses its own)."""
+    for JSON (a long-lived caller reuses its own); `reply_early`: the caller's way to give the
+    empty answer at once, for an event whose answer cannot depend on the store
+    (`handlers.answers_nothing`: a SubagentStart, an unjudged SubagentStop): it is called
+    once the event is held on disk (core/spool.py, `hold`), before it is stored, and the
+    event is then stored as usual; `outcome` then holds no answer."""
     import apsw
 
     from ..core import apply_types, config, db, event
     from ..core.paths import db_path, intended_root, project_root, spool_dir
-    from .handlers import DEFAULT, HANDLERS, ExitBlock, Reply
+    from .handlers import DEFAULT, HANDLERS, ExitBlock, Reply, answers_nothing
     from .handlers import start_daemon as restart_daemon
 
     event_hint, raw, why_short = request.event_hint, request.raw, request.why_short
@@ -159,6 +164,11 @@ def process(
         settings = dict(config.DEFAULTS)
     ctx = apply_types.Context(root, time.time(), prepared, settings)
     ctx.claude_process = request.claude_process
+    held = None
+    if reply_early is not None and answers_nothing(handler, ev, ctx):
+        held = _hold(root, ev, delivery, prepared)
+        if held is not None:  # on disk: a crash from here on does not lose it
+            reply_early()
     try:
         if connect is not None:
             conn = connect(root, handler.busy_timeout_ms)
@@ -174,15 +184,21 @@ def process(
     except (db.DatabaseError, apsw.Error, OSError) as exc:  # OSError: cannot even create it
         reason = f"{type(exc).__name__}: {exc}"
         write_log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
-        _spool(spool_dir(root), ev, delivery, root, prepared, reason)
+        safe = _spool(spool_dir(root), ev, delivery, root, prepared, reason)
         conn = reader = _reader(root)
     except Exception as exc:  # a bug of ours even in storing the event alone: keep it on disk
         internal_error(root, ev.name, exc)
-        _spool(spool_dir(root), ev, delivery, root, prepared, f"not stored: {exc!r}"[:500])
+        why = f"not stored: {exc!r}"[:500]
+        safe = _spool(spool_dir(root), ev, delivery, root, prepared, why)
     else:
         # The daemon's own watch ingests the spool; a hook on its own does it here.
         if connect is None and os.path.isdir(spool_dir(root)):
             outcome.deferred.append(lambda: _ingest_spool(root, connect))
+        safe = True
+    if held is not None and safe:  # stored or spooled: no longer needed on the side
+        from ..core import spool
+
+        spool.release(held)
     if handler.after is not None:
         after = handler.after
         outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: after(ctx)))
@@ -191,8 +207,8 @@ def process(
     if ctx.capture_requested and conn is not None:  # a frame asked for a workspace snapshot
         outcome.deferred.append(lambda: _guarded(root, "workspace snapshot", _capture(root)))
     try:
-        if handler.answer is None or conn is None:
-            return
+        if handler.answer is None or conn is None or held is not None:
+            return  # held: the (empty) answer was given already
         try:
             if handler.before_answer is not None:  # the copies a tool's changes need: now
                 handler.before_answer(conn, ev, ctx)
@@ -344,17 +360,22 @@ def _reader(root: str) -> "apsw.Connection | None":
         return None
 
 
-def _spool(
-    folder: str,
-    ev: "Event",
-    delivery: "Delivery",
-    root: str | None,
-    prepared: "Any",
-    reason: str,
-) -> None:
+def _hold(root: str, ev: "Event", delivery: "Delivery", prepared: "Any") -> "str | None":
+    """The event on disk while its early answer is given (core/spool.py, `hold`); None when it
+    cannot be written: then the answer waits for the event to be stored, as usual."""
     from ..core import spool
 
-    envelope = {
+    try:
+        return spool.hold(root, _envelope(ev, delivery, root, prepared, "answered early"))
+    except Exception as exc:
+        internal_error(root, "early answer", exc)
+        return None
+
+
+def _envelope(
+    ev: "Event", delivery: "Delivery", root: str | None, prepared: "Any", reason: str
+) -> "dict[str, Any]":
+    return {
         "v": 1,
         "delivery_id": delivery.delivery_id,
         "received_at": delivery.received_at,
@@ -368,12 +389,26 @@ def _spool(
         "prepared": prepared,
         "payload": ev.text,
     }
+
+
+def _spool(
+    folder: str,
+    ev: "Event",
+    delivery: "Delivery",
+    root: str | None,
+    prepared: "Any",
+    reason: str,
+) -> bool:
+    """Keep the event in a spool; whether it could be written."""
+    from ..core import spool
+
+    envelope = _envelope(ev, delivery, root, prepared, reason)
     try:
         spool.write(folder, envelope)
     except Exception as exc:
         if folder == spool.user_spool_dir():
             write_log("ERROR", root, ev.name, f"event lost: spool write failed too: {exc!r}")
-            return
+            return False
         folder = spool.user_spool_dir()  # e.g. the project directory is not writable
         try:
             spool.write(folder, envelope)
@@ -381,9 +416,10 @@ def _spool(
             write_log(
                 "ERROR", root, ev.name, f"event lost: no spool could take it: {exc!r}, {exc2!r}"
             )
-            return
+            return False
     if folder == spool.user_spool_dir() and _first_time(root, ev.session_id):
         write_log("ERROR", None, ev.name, f"{reason}: events of this session spooled to {folder}")
+    return True
 
 
 def _spool_partial(

@@ -15,6 +15,13 @@ together and runs `hookrt.process` on it, the same work a hook process does, on 
 it keeps open, and answers with what the hook would have printed. The side effects (starting
 a capture, the daemon) run after the answer, in order, on a thread of their own.
 
+A SubagentStart, and a SubagentStop no judge looks at, are answered as soon as they are held
+on disk, and stored right after (`handlers.answers_nothing`, `hookrt.process`, `reply_early`):
+Claude Code sends them beside another event of the session, whose transaction they waited for.
+An event that arrives after such an answer is stored after that event (`_in_order`), as it
+would have been had the answer waited; one the server stops before storing goes into the
+spool when the next server of the project starts (core/spool.py, `recover_held`).
+
 Refused, like the relay declines: a call written by another install (its package folder is in
 the call), and everything while CLAUDE_SESSION_DISABLED is set. When this install's code
 changed on disk since the server started (an upgrade in place), each call is handed to a hook
@@ -65,15 +72,19 @@ class HookServer:
         self.root = project_root()
         self.connections: dict[str, Connections] = {}
         self.pool_lock = threading.Lock()
-        self.calls: queue.SimpleQueue[tuple[object, dict[str, object], float, float] | None] = (
-            queue.SimpleQueue()
-        )
+        self.calls: queue.SimpleQueue[
+            tuple[int, object, dict[str, object], float, float] | None
+        ] = queue.SimpleQueue()
+        self.arrived = 0  # calls numbered in the order they arrived (the reading thread's)
+        self.storing: set[int] = set()  # calls answered early, not stored yet
+        self.order = threading.Condition()
         self.after: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self.scratch = threading.local()
         self.claude_process = _claude_process()
         # Hooks and side effects write from threads of this one process: they take turns on
         # a lock rather than through SQLite's sleeping busy handler (as the daemon does).
         db.serialize_writers(threading.RLock())
+        self._recover()
         self.workers = [
             threading.Thread(target=self._work, name=f"hook-{n}", daemon=True)
             for n in range(WORKERS)
@@ -142,7 +153,8 @@ class HookServer:
         elif method == "tools/call" and params.get("name") in (HOOK_TOOL, *LEGACY_TOOLS):
             arguments = params.get("arguments")
             arguments = arguments if isinstance(arguments, dict) else {}
-            self.calls.put((ident, arguments, received_at, clock))
+            self.arrived += 1
+            self.calls.put((self.arrived, ident, arguments, received_at, clock))
         elif method == "tools/call":
             self._reply(ident, _tool_result(f"no tool {params.get('name')!r} here", True))
         else:
@@ -166,22 +178,58 @@ class HookServer:
             call = self.calls.get()
             if call is None:
                 return
-            ident, arguments, received_at, clock = call
-            outcome = None
+            self._one(*call)
+
+    def _one(
+        self,
+        number: int,
+        ident: object,
+        arguments: "dict[str, object]",
+        received_at: float,
+        clock: float,
+    ) -> None:
+        outcome = None
+        replied = []
+
+        def reply_early() -> None:
+            with self.order:
+                self.storing.add(number)
+            replied.append(True)
             try:
-                text, failed, outcome = self.hook(arguments, received_at, clock)
-            except BaseException as exc:  # fail open: Claude Code goes on without an answer
-                self.internal_error("hook server", exc)
-                text, failed = "", False
+                self._reply(ident, _tool_result("", False))
+            except Exception as exc:  # Claude Code gone, say: the event is stored all the same
+                self.internal_error("hook server reply", exc)
+
+        try:
+            text, failed, outcome = self.hook(
+                arguments, received_at, clock, number=number, reply_early=reply_early
+            )
+        except BaseException as exc:  # fail open: Claude Code goes on without an answer
+            self.internal_error("hook server", exc)
+            text, failed = "", False
+        finally:
+            with self.order:
+                self.storing.discard(number)
+                self.order.notify_all()
+        if not replied:
             self._reply(ident, _tool_result(text, failed))
-            if outcome is not None and outcome.deferred:  # side effects once the answer is out
-                self.after.put(outcome.finish)
+        if outcome is not None and outcome.deferred:  # side effects once the answer is out
+            self.after.put(outcome.finish)
 
     def hook(
-        self, arguments: "dict[str, object]", received_at: float, clock: float
+        self,
+        arguments: "dict[str, object]",
+        received_at: float,
+        clock: float,
+        *,
+        number: int = 0,
+        reply_early: "Callable[[], None] | None" = None,
     ) -> "tuple[str, bool, hookrt.Outcome | None]":
         """(what the hook answers, whether Claude Code is to see it as the hook's failure, and
-        the outcome whose side effects are to run once that answer is written)."""
+        the outcome whose side effects are to run once that answer is written). `number`: the
+        call's place in arrival order; `reply_early`: gives the empty answer before the event
+        is stored, when its answer cannot depend on the store (then the text returned is
+        empty and is not to be sent again)."""
         from ..core import hook_fields
         from . import hookrt, relay
         from .request import Request
@@ -217,13 +265,16 @@ class HookServer:
         taken: list[tuple[apsw.Connection, tuple[int, int], Connections]] = []
 
         def connect(root: str, busy_timeout_ms: int) -> "apsw.Connection":
+            self._in_order(number)
             chosen = self._pool(root)
             conn, held = chosen.take(busy_timeout_ms)
             taken.append((conn, held, chosen))
             return conn
 
         try:
-            hookrt.process(outcome, request, connect=connect, scratch=scratch)
+            hookrt.process(
+                outcome, request, connect=connect, scratch=scratch, reply_early=reply_early
+            )
         finally:
             for conn, held, chosen in taken:
                 chosen.give_back(conn, held)
@@ -246,6 +297,29 @@ class HookServer:
             check=False,
         )
         return done.stdout.decode("utf-8", "replace")
+
+    def _in_order(self, number: int) -> None:
+        """Wait until the calls that arrived before this one and were answered early are
+        stored: Claude Code sent this one after such an answer, so it is stored after that
+        event (a PreToolUse sees the snapshot the PostToolUse before it asked for). Calls that
+        arrived together keep no order, as before. Not waited for past the busy timeout."""
+        from ..core.db import BUSY_TIMEOUT_MS
+
+        with self.order:
+            self.order.wait_for(
+                lambda: not any(n < number for n in self.storing), BUSY_TIMEOUT_MS / 1000
+            )
+
+    def _recover(self) -> None:
+        """Events an earlier server of this project answered but did not store: to the spool."""
+        if self.root is None:
+            return
+        try:
+            from ..core import spool
+
+            spool.recover_held(self.root)
+        except Exception as exc:
+            self.internal_error("hook server start", exc)
 
     def _pool(self, root: str) -> "Connections":
         from .connections import Connections

@@ -14,7 +14,6 @@ from ..core import db, liveness, log, readings, relations, spool
 from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
 from .cost import costs, hooks_report
-from .telemetry import otel_export
 
 
 def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
@@ -62,7 +61,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "hook_time": hooks_report.latest(conn, latest_session(conn), hook_budget(root)),
         "cost": costs.latest(conn)
         | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
-        "otel": otel_export.status(conn, root, now),  # None: export is off
+        "otel": otel_status(conn, root, now),  # None: export is off
         "judge": judge_state(conn, root, now),
         "memories": memory_state(conn, root),
     }
@@ -85,6 +84,29 @@ def memory_state(conn: apsw.Connection, root: str) -> dict[str, Any]:
     ).fetchall()[0][0]
     about_files, stale = memory_files.stale_count(conn, root)
     return {"count": total, "about_files": about_files, "possibly_stale": stale}
+
+
+# Where an export endpoint can come from (services/telemetry/otel_export.py, `target`).
+OTEL_ENDPOINT_VARIABLES = (
+    "CLAUDE_SESSION_OTEL_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+)
+
+
+def otel_status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] | None:
+    """The export's state (`otel_export.status`), None when it is off. Its module (logging,
+    dataclasses: a third of the imports of `status`, measured) loads only when an endpoint is
+    set somewhere; with none, export is off whatever else is set."""
+    from . import configuration
+
+    if not configuration.load_or_defaults(root).values.get("otel_endpoint") and not any(
+        os.environ.get(name, "").strip() for name in OTEL_ENDPOINT_VARIABLES
+    ):
+        return None
+    from .telemetry import otel_export
+
+    return otel_export.status(conn, root, now)
 
 
 def judge_state(conn: apsw.Connection, root: str, now: float) -> dict[str, Any]:

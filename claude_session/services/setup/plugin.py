@@ -15,13 +15,15 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import __version__
 from ...core import hook_contract
 from . import installer
+
+if TYPE_CHECKING:
+    import subprocess
 
 # A plugin's name must not start with "claude-" (the CLI's validator reserves it).
 PLUGIN = "session-recorder"
@@ -106,6 +108,8 @@ def run_claude(
 ) -> subprocess.CompletedProcess[str]:
     """`claude ARGS` (its auto-updater off), its output captured; one that cannot run is a
     failed command (exit 127)."""
+    import subprocess  # here: `status` reads where the hooks come from, and runs nothing
+
     env = dict(os.environ, DISABLE_AUTOUPDATER="1")
     try:
         return subprocess.run(
