@@ -256,3 +256,33 @@ def test_an_early_answer_that_cannot_be_written_does_not_stop_the_store(
             started.calls.put(None)
         started.after.put(None)
         db.serialize_writers(None)
+
+
+def test_a_dead_servers_held_event_is_counted_and_stored_without_a_new_server(
+    project: Path,
+) -> None:
+    """No session starts in the project again: the spool's ingest (the background process's,
+    `claude-session ingest`) stores a dead server's held event, and until then it is counted
+    as waiting (status says so)."""
+    root = os.path.realpath(project)
+    conn = db.connect(str(project / ".claude-session.db"))
+    gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has this id
+    envelope = {
+        "v": 1,
+        "delivery_id": "f" * 24,
+        "received_at": time.time(),
+        "event_hint": "SubagentStart",
+        "project_root": root,
+        "reason": "answered early",
+        "payload": json.dumps(fixture("SubagentStart", project)),
+    }
+    held_file = spool.hold(root, envelope)
+    os.rename(held_file, os.path.join(os.path.dirname(held_file), f"{gone}-{'f' * 24}.json"))
+    mine = spool.hold(root, envelope | {"delivery_id": "g" * 24})  # this process: alive
+    try:
+        assert spool.backlog(root) == 1
+        assert spool.ingest(conn, root) == 1
+        assert spool.backlog(root) == 0 and held(project) == [os.path.basename(mine)]
+        assert stored(project, "SubagentStart") == 1
+    finally:
+        conn.close()

@@ -160,8 +160,24 @@ def pending(folder: str) -> list[str]:
 
 
 def backlog(root: str) -> int:
-    """Events waiting: the project's spool plus the per-user spool entries for this project."""
-    return len(pending(spool_dir(root))) + len(_user_entries(root))
+    """Events waiting: the project's spool, the per-user spool entries for this project, and
+    the events a hook server that is gone answered but did not store (`recover_held`)."""
+    return len(pending(spool_dir(root))) + len(_user_entries(root)) + len(_orphans(root))
+
+
+def _orphans(root: str) -> list[str]:
+    """Held events whose hook server is gone (by the process id in their name)."""
+    try:
+        names = os.listdir(held_dir(root))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        pid = name.lstrip(".").split("-", 1)[0]
+        ours = name.endswith(".json") and not name.startswith(".") and pid.isdigit()
+        if ours and not _alive(int(pid)):
+            found.append(name)
+    return found
 
 
 def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
@@ -169,6 +185,7 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
     A database error stops the replay (the rest waits); a bad file only sets that file aside."""
     done = 0
     settings = config.for_hooks(root, conn)
+    recover_held(root)  # a hook server that answered and died: its events are stored here too
     own = pending(spool_dir(root))
     for path in (own + _user_entries(root))[:limit]:
         try:

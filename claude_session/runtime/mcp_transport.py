@@ -20,7 +20,8 @@ on disk, and stored right after (`handlers.answers_nothing`, `hookrt.process`, `
 Claude Code sends them beside another event of the session, whose transaction they waited for.
 An event that arrives after such an answer is stored after that event (`_in_order`), as it
 would have been had the answer waited; one the server stops before storing goes into the
-spool when the next server of the project starts (core/spool.py, `recover_held`).
+spool when the next server of the project starts, or the spool is next ingested (core/spool.py,
+`recover_held`).
 
 Refused, like the relay declines: a call written by another install (its package folder is in
 the call), and everything while CLAUDE_SESSION_DISABLED is set. When this install's code
