@@ -72,6 +72,7 @@ CREATE TABLE file_claims (
 );
 CREATE INDEX file_claims_path ON file_claims (file_path);
 CREATE INDEX file_claims_agent ON file_claims (session_id, agent_id, released_at);
+CREATE INDEX file_claims_unreleased ON file_claims (last_touched_at) WHERE released_at IS NULL;
 
 -- Counters per session, one row per (session, event type, key) holding a running value:
 -- `count` of each hook event, `duration_ms` summed from the payloads that carry it
@@ -812,4 +813,4 @@ CREATE TABLE purged_paths (
 );
 CREATE INDEX purged_paths_path ON purged_paths (path);
 
-PRAGMA user_version = 26;
+PRAGMA user_version = 27;
