@@ -579,3 +579,32 @@ def test_the_memories_page_shows_provenance_and_staleness(project: Path) -> None
     assert "conf.py <span class=changed>changed</span>" in html
     assert "conf.py changed since it was recorded" in html and "edited by the main agent" in html
     assert "disproved: a dead end" in html
+
+
+def test_serve_started_as_a_background_job_stops_on_sigint(recorded: Path) -> None:
+    """A shell starts a background job (`claude-session serve &`, a script's) with SIGINT
+    ignored: `kill -INT` stops it all the same, and cleanly."""
+
+    def as_a_background_job() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    process = subprocess.Popen(
+        [CLI, "--project", str(recorded), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=hook_env(recorded),
+        preexec_fn=as_a_background_job,
+    )
+    try:
+        url = url_of(process)
+        assert get(url)[0] == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            code = process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = None
+    assert code == 0

@@ -296,7 +296,9 @@ def serve(root: Path, host: str, port: int, open_browser: bool, as_json: bool) -
     import signal
 
     try:
-        for stop in (signal.SIGTERM, signal.SIGHUP):  # stopped as by Ctrl+C: `finally` runs
+        # Stopped as by Ctrl+C: `finally` runs. SIGINT too: a shell starts a background job
+        # (`serve &`, a script's) with SIGINT ignored, and `kill -INT` must still stop it.
+        for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(stop, signal.default_int_handler)
         if open_browser:  # a private redirect file, never the token on a command line
             try:
