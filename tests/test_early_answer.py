@@ -58,6 +58,19 @@ def stored(project: Path, name: str) -> int:
     return int(found[0][0])
 
 
+def answered_early(project: Path, delivery_id: str) -> dict[str, Any]:
+    """The envelope the hook server holds for a SubagentStart it answered early."""
+    return {
+        "v": 1,
+        "delivery_id": delivery_id,
+        "received_at": time.time(),
+        "event_hint": "SubagentStart",
+        "project_root": os.path.realpath(project),
+        "reason": "answered early",
+        "payload": json.dumps(fixture("SubagentStart", project)),
+    }
+
+
 def held(project: Path) -> list[str]:
     folder = spool.held_dir(os.path.realpath(project))
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
@@ -209,16 +222,7 @@ def test_a_new_server_of_the_project_moves_a_dead_servers_held_events_to_the_spo
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     root = os.path.realpath(project)
     gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has this id
-    envelope = {
-        "v": 1,
-        "delivery_id": "d" * 24,
-        "received_at": time.time(),
-        "event_hint": "SubagentStart",
-        "project_root": root,
-        "reason": "answered early",
-        "payload": json.dumps(fixture("SubagentStart", project)),
-    }
-    held_file = spool.hold(root, envelope)
+    held_file = spool.hold(root, answered_early(project, "d" * 24))
     folder = os.path.dirname(held_file)
     os.rename(held_file, os.path.join(folder, f"{gone}-{'d' * 24}.json"))
     half = os.path.join(folder, f".{gone}-{'e' * 24}.json")  # cut short: never answered
@@ -267,15 +271,7 @@ def test_a_dead_servers_held_event_is_counted_and_stored_without_a_new_server(
     root = os.path.realpath(project)
     conn = db.connect(str(project / ".claude-session.db"))
     gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has this id
-    envelope = {
-        "v": 1,
-        "delivery_id": "f" * 24,
-        "received_at": time.time(),
-        "event_hint": "SubagentStart",
-        "project_root": root,
-        "reason": "answered early",
-        "payload": json.dumps(fixture("SubagentStart", project)),
-    }
+    envelope = answered_early(project, "f" * 24)
     held_file = spool.hold(root, envelope)
     os.rename(held_file, os.path.join(os.path.dirname(held_file), f"{gone}-{'f' * 24}.json"))
     mine = spool.hold(root, envelope | {"delivery_id": "g" * 24})  # this process: alive
