@@ -35,13 +35,14 @@ NOTE = (
 TIERS = ("lint", "fast", "integration", "e2e")
 OUT = "CLAUDE_SESSION_TIER_DOCS_OUT"
 
-# Wall time of `./test.sh TIER` on the 2-core machine (measured by hand, other jobs running).
+# Wall time of `./test.sh TIER` on the 2-core machine (measured by hand: a fresh clone's
+# `.ci/run`, 2026-11-27, nothing else running; its install took about 5 min 30 s more).
 MEASURED = {
-    "lint": "13-27 s",
-    "fast": "49 s",
-    "integration": "5 min 51 s",
-    "e2e": "7 min 27 s",
-    "all": "about 14 min 30 s",
+    "lint": "25 s",
+    "fast": "46 s",
+    "integration": "5 min 3 s",
+    "e2e": "4 min 48 s",
+    "all": "about 11 min",
 }
 
 
