@@ -6,7 +6,7 @@ median and p90 of the `durationMs` Claude Code wrote into its transcripts for ea
 
     .venv/bin/python bench/hook_durations.py [--rounds 1] [--tool-calls 40] [--subagents 1]
         [--subagent-calls 10] [--modes ours-mcp,null-mcp,ours-command,null-command]
-        [--claude PATH] [--keep] [--json]
+        [--claude PATH] [--keep] [--json] [--no-snapshots]
 
 The modes, each in a fresh project, HOME and state folders of its own:
   ours-mcp      `install --transport mcp`: mcp_tool hooks to our hook server (command hooks on
@@ -111,7 +111,9 @@ def is_measured_hook(mode: str, command: str) -> bool:
     return command in (f"{NULL_SERVER}/{NULL_TOOL}", NULL_COMMAND)
 
 
-def run_once(mode: str, round_no: int, claude: Path, base: Path, plan: Plan) -> dict[str, Any]:
+def run_once(
+    mode: str, round_no: int, claude: Path, base: Path, plan: Plan, snapshots: bool = True
+) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix=f"{mode}-r{round_no}-", dir=base))
     project = scratch / "project"
     for folder in ("project", "project/work", "home", "state", "data"):
@@ -122,6 +124,8 @@ def run_once(mode: str, round_no: int, claude: Path, base: Path, plan: Plan) -> 
     setattr(api.server.RequestHandlerClass, "disable_nagle_algorithm", True)  # noqa: B010
     with api:
         env = run_env(scratch, api.url)
+        if not snapshots:
+            env["CLAUDE_SESSION_NO_SNAPSHOTS"] = "1"
         install(mode, project, env, claude)
         started = time.perf_counter()
         done = subprocess.run(
@@ -222,6 +226,11 @@ def main() -> None:
     parser.add_argument("--claude", type=Path, default=default_claude())
     parser.add_argument("--keep", action="store_true", help="keep the runs' folders")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--no-snapshots",
+        action="store_true",
+        help="CLAUDE_SESSION_NO_SNAPSHOTS=1: our hooks without the capture processes",
+    )
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - set(MODES)
@@ -234,7 +243,9 @@ def main() -> None:
         for round_no in range(args.rounds):
             order = modes[round_no % len(modes) :] + modes[: round_no % len(modes)]
             for mode in order:
-                run = run_once(mode, round_no, args.claude, base, plan)
+                run = run_once(
+                    mode, round_no, args.claude, base, plan, snapshots=not args.no_snapshots
+                )
                 if run["exit_code"] != 0:
                     print(
                         f"{mode} round {round_no}: claude exited {run['exit_code']}",
