@@ -484,20 +484,20 @@ class Project:
     def problems(self) -> list[str]:
         """Anything wrong with the installation, one sentence each: what `status` lists under
         problems (`doctor` makes the same checks, and more)."""
-        from .services import queries
+        from .services import status_report
 
         conn = self.connection()
         root = str(self.root)
         database: dict[str, Any] = {
-            "moved_aside": queries.corrupt_copies(root) if self.exists else [],
+            "moved_aside": status_report.corrupt_copies(root) if self.exists else [],
             "filesystem": None,
             "wal_unsafe_filesystem": False,
         }
         if conn is None:  # no database: what stops one from being made
-            return queries.problems(None, root, database, {"running": False}, time.time())
+            return status_report.problems(None, root, database, {"running": False}, time.time())
         from .core.paths import filesystem_type, unsafe_filesystem
 
         database["filesystem"] = filesystem_type(root)
         database["wal_unsafe_filesystem"] = unsafe_filesystem(root) is not None
-        daemon = queries.daemon_state(root)
-        return queries.problems(conn, root, database, daemon, time.time())
+        daemon = status_report.daemon_state(root)
+        return status_report.problems(conn, root, database, daemon, time.time())

@@ -313,11 +313,11 @@ def test_status_doctor_and_status_line_name_the_slow_hook(
     recorder: Recorder, main_path: Path
 ) -> None:
     from claude_session.core import statusline
-    from claude_session.services import queries
+    from claude_session.services import status_report
     from claude_session.services.setup import doctor
 
     slow_session(recorder, main_path)
-    found = queries.status(recorder.conn, recorder.root)["hook_time"]
+    found = status_report.status(recorder.conn, recorder.root)["hook_time"]
     assert found["session_id"] == SESSION and found["budget_ms"] == 100.0
     assert found["total_ms"] == 630 + 50 and found["ours_ms"] == 50
     assert found["slowest"]["command"] == "echo slow" and found["slowest"]["p90_ms"] == 150
@@ -326,7 +326,7 @@ def test_status_doctor_and_status_line_name_the_slow_hook(
     assert said[0].startswith("680 ms in hooks in the latest session (Claude Code's clock")
     assert "slowest: echo slow (PreToolUse, another hook) 630 ms" in said[0]
     assert "1 hook(s) over hook_budget_ms (100 ms) at p90" in said[1]
-    assert queries.hook_runs(recorder.conn)["mean_duration_clock"].startswith("ours")
+    assert status_report.hook_runs(recorder.conn)["mean_duration_clock"].startswith("ours")
 
     row = doctor.hook_budget(Path(recorder.root))[0]
     assert row["ok"] and row.get("warning") and "echo slow (PreToolUse) p90 150 ms" in row["detail"]

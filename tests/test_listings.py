@@ -15,7 +15,7 @@ from conftest import PYTHON, stream
 from inproc import Recorder
 
 from claude_session.core import db
-from claude_session.services import queries
+from claude_session.services import queries, status_report
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 
@@ -73,14 +73,15 @@ def test_a_session_prefix_is_a_range_of_the_session_index(project: Path) -> None
 def test_status_reads_no_whole_audit_and_no_more_claims_than_it_shows(project: Path) -> None:
     recorder = recorded(project, 2)
     conn = recorder.conn
-    steps = plans(conn, lambda: queries.status(conn, str(project)))
+    steps = plans(conn, lambda: status_report.status(conn, str(project)))
     whole = [
         (sql, d)
         for sql, d in steps
         if re.match(r"SCAN hook_events\b", d) and "ORDER BY id DESC LIMIT" not in sql
     ]
     assert not whole, whole
-    assert queries.status(conn, str(project))["hooks"]["latest_runs"] == 2 * len(stream(project))
+    found = status_report.status(conn, str(project))
+    assert found["hooks"]["latest_runs"] == 2 * len(stream(project))
 
 
 def add_claims(path: str, count: int, now: float) -> None:
@@ -122,7 +123,7 @@ def test_listings_page_by_default_and_stream_everything_with_all(project: Path) 
     assert len(lines) == 122 and lines[0].split("\t")[0] == "file path"  # a header, a row each
     assert len(cli(project, "claims", "--limit", "5").stdout.splitlines()) < 30
     status = json.loads(cli(project, "status", "--json").stdout)
-    assert len(status["claims"]) == queries.STATUS_CLAIMS
+    assert len(status["claims"]) == status_report.STATUS_CLAIMS
 
 
 def test_every_listing_has_all_and_limit(project: Path) -> None:

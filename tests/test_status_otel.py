@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from claude_session.core import db
-from claude_session.services import configuration, queries
+from claude_session.services import configuration, status_report
 
-VARIABLES = queries.OTEL_ENDPOINT_VARIABLES
+VARIABLES = status_report.OTEL_ENDPOINT_VARIABLES
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def conn(project: Path, monkeypatch: pytest.MonkeyPatch) -> db.apsw.Connection:
 
 
 def test_no_endpoint_anywhere_is_export_off(project: Path, conn: db.apsw.Connection) -> None:
-    assert queries.otel_status(conn, str(project), 0.0) is None
+    assert status_report.otel_status(conn, str(project), 0.0) is None
 
 
 @pytest.mark.parametrize("variable", VARIABLES)
@@ -29,13 +29,13 @@ def test_an_endpoint_in_the_environment_is_shown(
     project: Path, conn: db.apsw.Connection, monkeypatch: pytest.MonkeyPatch, variable: str
 ) -> None:
     monkeypatch.setenv(variable, "http://127.0.0.1:4318")
-    shown = queries.otel_status(conn, str(project), 0.0)
+    shown = status_report.otel_status(conn, str(project), 0.0)
     assert shown is not None and shown["endpoint"].startswith("http://127.0.0.1:4318")
 
 
 def test_an_endpoint_in_the_configuration_is_shown(project: Path, conn: db.apsw.Connection) -> None:
     configuration.set_values(str(project), ["otel_endpoint=https://collector.example/v1/traces"])
-    shown = queries.otel_status(conn, str(project), 0.0)
+    shown = status_report.otel_status(conn, str(project), 0.0)
     assert shown is not None and shown["endpoint"] == "https://collector.example/v1/traces"
 
 
@@ -44,4 +44,4 @@ def test_an_endpoint_turned_off_is_off(
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    assert queries.otel_status(conn, str(project), 0.0) is None
+    assert status_report.otel_status(conn, str(project), 0.0) is None

@@ -13,7 +13,7 @@ import click
 from ..core import db, injections, spool
 from ..core.figures import plural
 from ..core.paths import log_path
-from ..services import queries
+from ..services import queries, status_report
 from . import lookup, output, status_view
 from .group import cli, json_option, opened
 
@@ -122,7 +122,8 @@ def daemon_stop(root: Path, as_json: bool) -> None:
 @click.pass_obj
 def daemon_status(root: Path, as_json: bool) -> None:
     """Is it running, and what has it done."""
-    output.emit(queries.daemon_state(str(root)), "json" if as_json else "table", title="daemon")
+    state = status_report.daemon_state(str(root))
+    output.emit(state, "json" if as_json else "table", title="daemon")
 
 
 @daemon.command(name="run")
@@ -381,7 +382,7 @@ def demo(keep: bool, as_json: bool) -> None:
     played = player.play(project)
     failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
     with opened(project, ingest=True) as conn:
-        found = queries.status(conn, str(project))
+        found = status_report.status(conn, str(project))
         given = injections.latest_compaction_restore(conn)  # as the model got it, and when
         session = str(given["session_id"]) if given else ""
         restored = str(given["text"]) if given else ""

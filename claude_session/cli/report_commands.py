@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..core import injections
-from ..services import queries
+from ..services import queries, status_report
 from ..services.cost import transcripts
 from . import lookup, output, status_view
 from .group import cli, json_option, opened, require_database
@@ -46,7 +46,7 @@ def status(root: Path, as_json: bool) -> None:
         latest = queries.latest_session(conn)
         if latest:  # its cost, from only the new bytes of its transcripts
             transcripts.catch_up(conn, latest)
-        found = queries.status(conn, str(root))
+        found = status_report.status(conn, str(root))
     if as_json:
         output.emit(found, "json")
     else:

@@ -1,6 +1,6 @@
 """`status` for people: a few lines on what is happening now, then compact tables.
 
-Everything shown comes from `queries.status` (which `status --json` prints whole); nothing
+Everything shown comes from `status_report.status` (which `status --json` prints whole); nothing
 here is an epoch number or raw JSON."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 files set aside), internal errors logged, and trust in the database and the configuration.
 
 Each check is a `Check`: its name, whether it passed, the detail `doctor` prints in its row,
-and the one sentence `status` lists among its problems when it failed. `queries.problems`
+and the one sentence `status` lists among its problems when it failed. `status_report.problems`
 (what `status` and `Project.problems()` list) keeps the failed ones' sentences; `doctor` shows
 every one as a row and adds its install-level checks (settings files, hooks run, the
 snapshot store) on top.
