@@ -112,18 +112,11 @@ def recover_held(root: str) -> int:
     """Events a hook server answered but did not live to store (its process is gone) go into
     the project's spool, where they are stored like any spooled event; returns how many.
     A half-written file (its temporary name) was never answered early: it goes."""
-    try:
-        folder = held_dir(root)
-        names = os.listdir(folder)
-    except OSError:
-        return 0
+    folder = held_dir(root)
     moved = 0
-    for name in names:
-        pid = name.lstrip(".").split("-", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
+    for name in _held_by_the_dead(folder):
         path = os.path.join(folder, name)
-        if name.startswith(".") or not name.endswith(".json"):
+        if not _complete(name):
             release(path)
             continue
         try:
@@ -162,22 +155,28 @@ def pending(folder: str) -> list[str]:
 def backlog(root: str) -> int:
     """Events waiting: the project's spool, the per-user spool entries for this project, and
     the events a hook server that is gone answered but did not store (`recover_held`)."""
-    return len(pending(spool_dir(root))) + len(_user_entries(root)) + len(_orphans(root))
+    orphans = sum(map(_complete, _held_by_the_dead(held_dir(root))))
+    return len(pending(spool_dir(root))) + len(_user_entries(root)) + orphans
 
 
-def _orphans(root: str) -> list[str]:
-    """Held events whose hook server is gone (by the process id in their name)."""
+def _held_by_the_dead(folder: str) -> list[str]:
+    """The files in the held folder of a hook server that is gone (by the process id their
+    name starts with), half-written ones included."""
     try:
-        names = os.listdir(held_dir(root))
+        names = os.listdir(folder)
     except OSError:
         return []
     found = []
     for name in names:
         pid = name.lstrip(".").split("-", 1)[0]
-        ours = name.endswith(".json") and not name.startswith(".") and pid.isdigit()
-        if ours and not _alive(int(pid)):
+        if pid.isdigit() and not _alive(int(pid)):
             found.append(name)
     return found
+
+
+def _complete(name: str) -> bool:
+    """A held event written whole (a half-written one keeps its temporary name)."""
+    return name.endswith(".json") and not name.startswith(".")
 
 
 def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
