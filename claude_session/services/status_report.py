@@ -60,7 +60,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
             {k: v for k, v in row.items() if k != "id"} for row in readings.failed_paths(conn, now)
         ],
         "hooks": hook_runs(conn) | {"installed_in": hooks_from(root)},
-        "hook_time": hooks_report.latest(conn, latest_session(conn), hook_budget(root)),
+        "hook_time": hooks_report.latest(conn, latest_session(conn), hooks_report.budget_ms(root)),
         "cost": costs.latest(conn)
         | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
         "otel": otel_status(conn, root, now),  # None: export is off
@@ -68,12 +68,6 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "memories": memory_state(conn, root),
     }
     return {"now": happening(conn, root, found, now)} | found
-
-
-def hook_budget(root: str) -> float:
-    from . import configuration
-
-    return float(configuration.load_or_defaults(root).values["hook_budget_ms"])  # type: ignore[arg-type]
 
 
 def memory_state(conn: apsw.Connection, root: str) -> dict[str, Any]:

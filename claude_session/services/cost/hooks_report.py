@@ -36,6 +36,13 @@ WALL_SOURCE = (
 OURS_UNTIMED = "claude-session (runs Claude Code did not time)"
 
 
+def budget_ms(root: str) -> float:
+    """`hook_budget_ms`, as the project's configuration sets it (its default without one)."""
+    from .. import configuration
+
+    return float(configuration.load_or_defaults(root).values["hook_budget_ms"])  # type: ignore[arg-type]
+
+
 def median(values: Sequence[float]) -> float | None:
     return float(statistics.median(values)) if values else None
 

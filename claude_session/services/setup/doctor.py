@@ -42,10 +42,9 @@ HOOK_WINDOW = 7 * 86400.0  # the runs `doctor` holds to the budget: those of the
 def hook_budget(root: Path) -> list[dict[str, Any]]:
     """The hooks (ours or any other) whose p90 run, as Claude Code timed it in the last week,
     passes hook_budget_ms: a warning, not a failure (a loaded machine is slow too)."""
-    from .. import configuration
     from ..cost import hooks_report
 
-    budget = float(configuration.load_or_defaults(str(root)).values["hook_budget_ms"])  # type: ignore[arg-type]
+    budget = hooks_report.budget_ms(str(root))
     path = db_path(str(root))
     if not os.path.exists(path):
         return []
