@@ -79,17 +79,17 @@ def send(project: Path, name: str, session: str = SESSION, **changes: Any) -> No
     run_hook(name.split(".")[0], payload, project)
 
 
-def recorded_write(project: Path) -> int:
+def recorded_write(project: Path, session: str = SESSION) -> int:
     """A session that writes app.py, its snapshots taken; the frame of the Write."""
-    send(project, "SessionStart.startup")
-    send(project, "UserPromptSubmit", prompt="make the value 2")
+    send(project, "SessionStart.startup", session)
+    send(project, "UserPromptSubmit", session, prompt="make the value 2")
     settled = "SELECT 1 FROM vcs_tags WHERE status = 'pending'"
     assert wait_for(lambda: not query(project, settled), 30)
     given = {"file_path": str(project / "app.py"), "content": "VALUE = 2\n"}
-    send(project, "PreToolUse.Write", tool_use_id="toolu_fh1", tool_input=given)
+    send(project, "PreToolUse.Write", session, tool_use_id="toolu_fh1", tool_input=given)
     (project / "app.py").write_text("VALUE = 2\n")
-    send(project, "PostToolUse.Write", tool_use_id="toolu_fh1", tool_input=given)
-    send(project, "Stop")
+    send(project, "PostToolUse.Write", session, tool_use_id="toolu_fh1", tool_input=given)
+    send(project, "Stop", session)
     assert wait_for(lambda: not query(project, settled), 30)
     return int(
         query(project, "SELECT frame_no FROM tool_calls WHERE tool_use_id = 'toolu_fh1'")[0][0]

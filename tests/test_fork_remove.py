@@ -9,9 +9,9 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
-from conftest import fixture, query, run_cli, run_hook, wait_for
+from conftest import run_cli
+from test_first_hour import recorded_write
 
 SESSION = "f0rk-rem0-0000-4000-8000-000000000001"
 GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@e", "GIT_COMMITTER_NAME": "u"}
@@ -34,31 +34,14 @@ def git(root: Path, *args: str) -> str:
     return done.stdout
 
 
-def send(project: Path, name: str, **changes: Any) -> None:
-    payload = fixture(name, project) | {"session_id": SESSION} | changes
-    payload.pop("agent_id", None)
-    payload.pop("agent_type", None)
-    run_hook(name.split(".")[0], payload, project)
-
-
 def a_fork(project: Path) -> Path:
     """A git project, a session that writes app.py, and a fork from the Write's frame."""
     (project / "app.py").write_text("VALUE = 1\n")
     git(project, "init", "-q")
     git(project, "add", ".")
     git(project, "commit", "-qm", "init")
-    send(project, "SessionStart.startup")
-    send(project, "UserPromptSubmit", prompt="make the value 2")
-    settled = "SELECT 1 FROM vcs_tags WHERE status = 'pending'"
-    assert wait_for(lambda: not query(project, settled), 30)
-    given = {"file_path": str(project / "app.py"), "content": "VALUE = 2\n"}
-    send(project, "PreToolUse.Write", tool_use_id="toolu_fr1", tool_input=given)
-    (project / "app.py").write_text("VALUE = 2\n")
-    send(project, "PostToolUse.Write", tool_use_id="toolu_fr1", tool_input=given)
-    send(project, "Stop")
-    assert wait_for(lambda: not query(project, settled), 30)
-    frame = query(project, "SELECT frame_no FROM tool_calls WHERE tool_use_id = 'toolu_fr1'")
-    made = cli(project, "fork", f"{SESSION}:{frame[0][0]}")
+    frame = recorded_write(project, SESSION)
+    made = cli(project, "fork", f"{SESSION}:{frame}")
     assert made.returncode == 0, made.stderr
     listed = json.loads(cli(project, "fork", "--list", "--json").stdout)
     fork = Path(listed[-1]["path"])
