@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import shutil
 import statistics
 import subprocess
@@ -196,6 +197,41 @@ def summarize(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, dict[st
     return table
 
 
+def pooled(runs: list[dict[str, Any]], mode: str, event: str) -> list[float]:
+    return [v for r in runs if r["mode"] == mode for v in r["by_event"].get(event, [])]
+
+
+def ratio_interval(
+    ours: list[float], null: list[float], draws: int = 2000, seed: int = 1
+) -> tuple[float, float, float]:
+    """The ratio of the two medians, and its 95% bootstrap interval (each side resampled with
+    replacement): Claude Code's durations spread from 1 to 40 ms for a hook that does nothing,
+    so one run's medians differ by more than the hooks do, and the interval says how far the
+    ratio can be trusted."""
+    chance = random.Random(seed)
+    ratios = sorted(
+        statistics.median(chance.choices(ours, k=len(ours)))
+        / statistics.median(chance.choices(null, k=len(null)))
+        for _ in range(draws)
+    )
+    point = statistics.median(ours) / statistics.median(null)
+    return point, ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]
+
+
+def print_ratios(runs: list[dict[str, Any]], modes: list[str]) -> None:
+    for transport in ("mcp", "command"):
+        ours, null = f"ours-{transport}", f"null-{transport}"
+        if ours not in modes or null not in modes:
+            continue
+        print(f"{ours} / {null}, ratio of medians [95% bootstrap interval]:")
+        events = sorted({e for r in runs if r["mode"] in (ours, null) for e in r["by_event"]})
+        for event in events:
+            mine, theirs = pooled(runs, ours, event), pooled(runs, null, event)
+            if mine and theirs and statistics.median(theirs) > 0:
+                point, low, high = ratio_interval(mine, theirs)
+                print(f"  {event:<20} {point:.2f} [{low:.2f}-{high:.2f}]")
+
+
 def print_report(table: dict[str, dict[str, Any]], modes: list[str]) -> None:
     events = sorted({e for mode in modes for e in table[mode] if e != "_untimed"})
     print("Claude Code's durationMs per event: median / p90 (n runs timed); - : none timed")
@@ -260,6 +296,7 @@ def main() -> None:
         print(json.dumps({"runs": runs, "by_mode": table}, indent=2))
     else:
         print_report(table, modes)
+        print_ratios(runs, modes)
         walls = {m: [r["wall_s"] for r in runs if r["mode"] == m] for m in modes}
         print("wall time per run (s): " + ", ".join(f"{m} {w}" for m, w in walls.items()))
 

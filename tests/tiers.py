@@ -151,6 +151,7 @@ MODULES: dict[str, str] = {
     "test_watch.py": "integration",
     "test_wheel_build.py": "lint",
     "test_wiring.py": "integration",
+    "test_writelock.py": "fast",
     "test_workspace.py": "integration",
 }
 
