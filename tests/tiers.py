@@ -148,6 +148,7 @@ MODULES: dict[str, str] = {
     "test_types.py": "lint",
     "test_untrusted_sources.py": "integration",
     "test_usergit.py": "integration",
+    "test_warm_start.py": "integration",
     "test_watch.py": "integration",
     "test_wheel_build.py": "lint",
     "test_wiring.py": "integration",

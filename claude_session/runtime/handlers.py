@@ -49,8 +49,8 @@ class Handler:
         # write, which runs once the answer is out (never inside this step).
         self.answer = answer
         # True when the answer is empty for this event whatever the store holds (the event and
-        # the settings alone say so): it is then given before the event is stored. Only for
-        # events Claude Code sends beside another of the session (see `answers_nothing`).
+        # the settings alone say so): it is then given before the event is stored (see
+        # `answers_nothing`).
         self.answer_first = answer_first
         self.busy_timeout_ms = busy_timeout_ms
 
@@ -59,11 +59,11 @@ def answers_nothing(handler: Handler, ev: Event, ctx: Context) -> bool:
     """Whether this event's answer is empty whatever the store holds, so that the hook server
     gives it before storing the event (runtime/hookrt.py, `reply_early`).
 
-    Only SubagentStart and an unjudged SubagentStop: Claude Code sends them at the same moment
-    as another event of the session (the Agent call's PostToolUse, the main agent's tools),
-    whose transaction they waited for. Tried on every event with nothing to say (a successful
-    PostToolUse, a Stop): under a steady load the wait only moved to the next event, which is
-    stored after it (8 sessions in bench/hook_server.py: p99 101-123 ms against 91)."""
+    Only SubagentStart and an unjudged SubagentStop, whose transaction (the agent's row, a
+    frame and its state) was most of their answer time. Tried on every event with nothing to
+    say (a successful PostToolUse, a Stop): under a steady load the wait only moved to the
+    next event, which is stored after it (8 sessions in bench/hook_server.py: p99 101-123 ms
+    against 91)."""
     if handler.prepare is not None or handler.before_answer is not None:
         return False
     if handler.after is not None or handler.answer_first is None:

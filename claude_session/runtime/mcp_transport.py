@@ -17,7 +17,8 @@ a capture, the daemon) run after the answer, in order, on a thread of their own.
 
 A SubagentStart, and a SubagentStop no judge looks at, are answered as soon as they are held
 on disk, and stored right after (`handlers.answers_nothing`, `hookrt.process`, `reply_early`):
-Claude Code sends them beside another event of the session, whose transaction they waited for.
+their answer is empty whatever the store holds, so their transaction is kept off Claude
+Code's clock.
 An event that arrives after such an answer is stored after that event (`_in_order`), as it
 would have been had the answer waited; one the server stops before storing goes into the
 spool when the next server of the project starts, or the spool is next ingested (core/spool.py,
@@ -94,6 +95,8 @@ class HookServer:
             worker.start()
         self.side = threading.Thread(target=self._side_effects, name="after", daemon=True)
         self.side.start()
+        self.warmed = threading.Event()
+        threading.Thread(target=self._warm, name="warm", daemon=True).start()
 
     # --- the protocol ------------------------------------------------------------------------
 
@@ -310,6 +313,36 @@ class HookServer:
             self.order.wait_for(
                 lambda: not any(n < number for n in self.storing), BUSY_TIMEOUT_MS / 1000
             )
+
+    def _warm(self) -> None:
+        """Load what the session's first hook would load (~5 ms of modules) and open its first
+        connection while Claude Code is still starting the session, not on that hook's
+        answer path. A database that is not there yet is left to the first hook to make."""
+        try:
+            from ..core import (  # noqa: F401
+                encoded,
+                facts,
+                frames,
+                hook_fields,
+                liveness,
+                redact,
+                relations,
+                secret_files,
+                state,
+                writelock,
+            )
+            from ..core.db import BUSY_TIMEOUT_MS
+            from ..core.paths import db_path
+            from ..services.snapshots import before_images  # noqa: F401
+            from . import connections, handlers, hookrt, request  # noqa: F401
+
+            if self.root is not None and os.path.isfile(db_path(self.root)):
+                pool = self._pool(self.root)
+                pool.give_back(*pool.take(BUSY_TIMEOUT_MS))
+        except Exception as exc:  # the first hook loads and opens them itself
+            self.internal_error("hook server warm-up", exc)
+        finally:
+            self.warmed.set()
 
     def _recover(self) -> None:
         """Events an earlier server of this project answered but did not store: to the spool."""
