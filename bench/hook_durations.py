@@ -2,7 +2,8 @@
 """Our hooks' cost by Claude Code's own clock: the real CLI (2.1.330) runs the scripted
 session of bench/real_cli.py (tests/fake_api.py), once with our hooks installed and once with
 do-nothing hooks of the same transport on the same events, and this prints, per event, the
-median and p90 of the `durationMs` Claude Code wrote into its transcripts for each.
+median and p90 of the `durationMs` Claude Code wrote into its transcripts for each, and the
+ratio of ours to the do-nothing hooks' medians with a 95% bootstrap interval.
 
     .venv/bin/python bench/hook_durations.py [--rounds 1] [--tool-calls 40] [--subagents 1]
         [--subagent-calls 10] [--modes ours-mcp,null-mcp,ours-command,null-command]
