@@ -511,6 +511,10 @@ def test_a_background_process_killed_and_started_again_sends_the_rest_once(
         assert wait_for(export_on, 30)
         record("one")
         assert wait_for(lambda: len(receiver.spans) == 3, 60), receiver.spans
+        # killed once the sends are recorded: a kill between a send and its record sends
+        # those spans again, with the same ids, which a backend keeps once (otel_export.py)
+        sent = "SELECT spans FROM otel_sessions WHERE session_id = 'one'"
+        assert wait_for(lambda: query(project, sent) == [(3,)], 30)
         os.killpg(first.pid, signal.SIGKILL)  # both: the daemon dies with it
         first.wait(10)
         record("two")
