@@ -80,7 +80,10 @@ class Immediate:
         path = self.conn.filename
         if not path:  # in memory: no other process to wait for
             return
-        from . import writelock
+        try:
+            from . import writelock
+        except ImportError:  # no fcntl (Windows): SQLite's busy handler alone, as before
+            return
 
         across = writelock.for_database(path)
         try:
