@@ -5,7 +5,7 @@ SQLite gives its write lock to whoever polls at the right moment: a process that
 sleeps and tries again, and under 8 sessions writing at once an unlucky one lost round after
 round (bench/hook_server.py: a p99 hand-over of 71-95 ms and a worst case of 160-290 ms). A
 process waiting on this lock instead sleeps in the kernel (`flock`) and wakes the moment the
-holder lets go: 22-38 ms and 32-57 ms. Each process's threads already queue on its own lock
+holder lets go: 19-36 ms and 38-58 ms. Each process's threads already queue on its own lock
 first (`db.serialize_writers`), so one thread per process is ever here.
 
 `flock` has no timeout, and a holder may never let go (a stopped process): past the busy
