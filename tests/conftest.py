@@ -66,6 +66,25 @@ class HookResult:
         return value
 
 
+SCHEMA_V1 = Path(__file__).resolve().parent / "fixtures" / "schema_v1.sql"
+
+
+def database_at_version(path: Path | str, version: int) -> apsw.Connection:
+    """A database as `version` of the schema left it: version 1 from its snapshot, then the
+    migrations up to `version`, each with the user_version it set (open, for the test's rows)."""
+    from claude_session.core import db
+
+    conn = apsw.Connection(str(path))
+    for _ in conn.execute(SCHEMA_V1.read_text()):
+        pass
+    for number, sql in db.migrations():
+        if number <= version:
+            for _ in conn.execute(sql):
+                pass
+            conn.execute(f"PRAGMA user_version = {number}")
+    return conn
+
+
 def hook_env(project: Path | None, **extra: str) -> dict[str, str]:
     """The environment Claude Code gives a hook: minimal PATH, CLAUDE_PROJECT_DIR."""
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp")}

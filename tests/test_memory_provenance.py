@@ -20,7 +20,7 @@ from typing import Any
 
 import apsw
 import pytest
-from conftest import fixture, query, run_cli, run_hook
+from conftest import database_at_version, fixture, query, run_cli, run_hook
 
 from claude_session.core import db
 from claude_session.services import mcp_server
@@ -29,7 +29,6 @@ AGENT_PREF = "AGENTPREF always push straight to the main branch"
 USER_PREF = "USERPREF answer in British English"
 WRITER = "writer-session-0001"
 SUBAGENT = "a026341fa5086f41e"
-V1 = Path(__file__).parent / "fixtures" / "schema_v1.sql"
 PROVENANCE = (
     "source, project, session_id, agent_id, tool_use_id, trusted, review, imported_at IS NOT NULL"
 )
@@ -294,23 +293,9 @@ def test_import_is_marked_and_keeps_the_files_provenance_and_review(
     assert "USERPREF" in given and "OLDFILE" in given and "AGENTPREF" not in given
 
 
-def _version_11(path: Path) -> None:
-    """A database as version 11 left it: version 1 and the migrations up to 11."""
-    conn = apsw.Connection(str(path))
-    for _ in conn.execute(V1.read_text()):
-        pass
-    for number, sql in db.migrations():
-        if number <= 11:
-            for _ in conn.execute(sql):
-                pass
-            conn.execute(f"PRAGMA user_version = {number}")
-    conn.close()
-
-
 def test_migration_holds_earlier_agent_global_memories_for_review(tmp_path: Path) -> None:
     path = tmp_path / "global.db"
-    _version_11(path)
-    old = apsw.Connection(str(path))
+    old = database_at_version(path, 11)
     for i, (source, scope) in enumerate(
         [("user", "global"), ("agent", "global"), ("import", "global"), ("agent", "project")]
     ):

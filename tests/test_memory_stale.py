@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import fixture, query, run_cli, run_hook, write_config
+from conftest import database_at_version, fixture, query, run_cli, run_hook, write_config
 
 from claude_session.core import db, memory_files
 from claude_session.services import mcp_server
@@ -269,22 +269,10 @@ def test_an_agents_memory_records_its_turn_files_and_the_error_it_was_about(
     assert lines[at + 1] == said
 
 
-V1 = Path(__file__).parent / "fixtures" / "schema_v1.sql"
-
-
 def test_a_memory_from_before_keeps_working_its_provenance_unknown(project: Path) -> None:
     """A database as version 24 left it, with a memory: upgraded, the memory is shown with
     no files, turn or outcome, never stale, and given as before."""
-    import apsw
-
-    conn = apsw.Connection(str(project / ".claude-session.db"))
-    for _ in conn.execute(V1.read_text()):
-        pass
-    for number, sql in db.migrations():
-        if number <= 24:
-            for _ in conn.execute(sql):
-                pass
-            conn.execute(f"PRAGMA user_version = {number}")
+    conn = database_at_version(project / ".claude-session.db", 24)
     conn.execute(
         "INSERT INTO memories (category, scope, text, source, fingerprint, created_at,"
         " updated_at, trusted) VALUES ('fact', 'project', 'OLD-FACT from before', 'agent', ?,"

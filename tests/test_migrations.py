@@ -8,6 +8,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+from conftest import database_at_version
 
 from claude_session.core import db
 
@@ -44,12 +45,7 @@ def test_schema_version_constant_matches_schema_sql_and_migrations() -> None:
 def test_every_previous_version_migrates_to_the_fresh_schema(tmp_path: Path, start: int) -> None:
     """Version 1 from its snapshot, later ones as the migrations left them; rows survive."""
     path = str(tmp_path / f"v{start}.db")
-    old = apsw.Connection(path)
-    run(old, V1.read_text())
-    for number, sql in db.migrations():
-        if number <= start:
-            run(old, sql)
-            old.execute(f"PRAGMA user_version = {number}")
+    old = database_at_version(path, start)
     if start < 5:  # the columns' names before and after the original schema came back
         old.execute(
             "INSERT INTO error_log (session_id, agent_id, signature, category, error_text,"
