@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # real_cli, beside this script
 import real_cli
-from real_cli import FakeAnthropic, Plan, Script, default_claude, run_env, settle
+from real_cli import Plan, default_claude, run_env, settle
 
 from claude_session.core import hook_contract
 from claude_session.services.cost import hook_lines, transcripts
@@ -116,35 +116,14 @@ def is_measured_hook(mode: str, command: str) -> bool:
 def run_once(
     mode: str, round_no: int, claude: Path, base: Path, plan: Plan, snapshots: bool = True
 ) -> dict[str, Any]:
-    scratch = Path(tempfile.mkdtemp(prefix=f"{mode}-r{round_no}-", dir=base))
-    project = scratch / "project"
-    for folder in ("project", "project/work", "home", "state", "data"):
-        (scratch / folder).mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    script = Script(project, plan)
-    api = FakeAnthropic(script)
-    setattr(api.server.RequestHandlerClass, "disable_nagle_algorithm", True)  # noqa: B010
+    scratch, project, script, api = real_cli.new_run(mode, round_no, base, plan)
     with api:
         env = run_env(scratch, api.url)
         if not snapshots:
             env["CLAUDE_SESSION_NO_SNAPSHOTS"] = "1"
         install(mode, project, env, claude)
         started = time.perf_counter()
-        done = subprocess.run(
-            [
-                str(claude),
-                "-p",
-                real_cli.PROMPT,
-                "--output-format",
-                "json",
-                "--dangerously-skip-permissions",
-            ],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
+        done = real_cli.run_claude(claude, project, env)
         wall = time.perf_counter() - started
     settle(project, env)
     by_event: dict[str, list[float]] = {}

@@ -384,13 +384,11 @@ def read_store(project: Path, session_id: str, run: Run) -> None:
         conn.close()
 
 
-def run_once(
-    mode: str,
-    round_no: int,
-    claude: Path,
-    base: Path,
-    plan: Plan,
-) -> Run:
+def new_run(
+    mode: str, round_no: int, base: Path, plan: Plan
+) -> tuple[Path, Path, Script, FakeAnthropic]:
+    """A run's scratch folder under `base` (a git project with its work folder, a HOME, our
+    state folders), the project, its script and the scripted API it talks to."""
     scratch = Path(tempfile.mkdtemp(prefix=f"{mode}-r{round_no}-", dir=base))
     project = scratch / "project"
     for folder in ("project", "project/work", "home", "state", "data"):
@@ -402,6 +400,31 @@ def run_once(
     # response would wait ~40 ms for the client's delayed acknowledgement, and that floor
     # would be in every mode's wall time, hiding what the hooks cost.
     setattr(api.server.RequestHandlerClass, "disable_nagle_algorithm", True)  # noqa: B010
+    return scratch, project, script, api
+
+
+def run_claude(
+    claude: Path, project: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """The scripted session: `claude -p` with its prompt, JSON out, no permission prompts."""
+    return subprocess.run(
+        [str(claude), "-p", PROMPT, "--output-format", "json", "--dangerously-skip-permissions"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+
+
+def run_once(
+    mode: str,
+    round_no: int,
+    claude: Path,
+    base: Path,
+    plan: Plan,
+) -> Run:
+    scratch, project, script, api = new_run(mode, round_no, base, plan)
     with api, HookReceiver() as receiver:
         env = run_env(scratch, api.url)
         install(mode, project, env, claude, receiver.url)
@@ -409,16 +432,8 @@ def run_once(
             env["CLAUDE_SESSION_NO_RELAY"] = "1"
         if not plan.snapshots:
             env["CLAUDE_SESSION_NO_SNAPSHOTS"] = "1"
-        argv = [str(claude), "-p", PROMPT, "--output-format", "json"]
         started = time.perf_counter()
-        done = subprocess.run(
-            [*argv, "--dangerously-skip-permissions"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
+        done = run_claude(claude, project, env)
         ended = time.perf_counter()
         wall = ended - started
         posts = sum(receiver.posts.values())
