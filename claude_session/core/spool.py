@@ -50,15 +50,24 @@ def private_dir(folder: str) -> None:
 
 def write(folder: str, envelope: dict[str, Any]) -> str:
     """Atomically add one event to `folder`; returns the file's path."""
-    import json
-
     private_dir(folder)
     name = f"{time.time_ns()}-{os.getpid()}-{envelope['delivery_id']}.json"
-    tmp = os.path.join(folder, f".{name}.tmp")
+    return _write_whole(folder, name, f".{name}.tmp", envelope, durable=True)
+
+
+def _write_whole(
+    folder: str, name: str, tmp_name: str, envelope: dict[str, Any], *, durable: bool
+) -> str:
+    """`envelope` as `folder/name`, written under `tmp_name` (0600, never through a link) and
+    renamed, so it is never seen half; fsync'ed first when `durable`."""
+    import json
+
+    tmp = os.path.join(folder, tmp_name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, json.dumps(envelope, ensure_ascii=False).encode("utf-8", "replace"))
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     final = os.path.join(folder, name)
@@ -81,23 +90,13 @@ def hold(root: str, envelope: dict[str, Any]) -> str:
 
     Not fsync'ed: it guards against this process dying, as the database's own commits do
     (synchronous = NORMAL); written under a temporary name and renamed, never seen half."""
-    import json
-
     folder = _HELD.get(root)
     if folder is None:
         folder = held_dir(root)
         private_dir(folder)
         _HELD[root] = folder
     name = f"{os.getpid()}-{envelope['delivery_id']}.json"
-    tmp = os.path.join(folder, f".{name}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, json.dumps(envelope, ensure_ascii=False).encode("utf-8", "replace"))
-    finally:
-        os.close(fd)
-    final = os.path.join(folder, name)
-    os.rename(tmp, final)
-    return final
+    return _write_whole(folder, name, f".{name}", envelope, durable=False)
 
 
 def release(path: str) -> None:
