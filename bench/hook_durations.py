@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import shutil
 import statistics
@@ -45,7 +44,7 @@ import real_cli
 from real_cli import Plan, default_claude, run_env, settle
 
 from claude_session.core import hook_contract
-from claude_session.services.cost import hook_lines, transcripts
+from claude_session.services.cost import hook_lines, hooks_report, transcripts
 from claude_session.services.setup import installer
 
 MODES = ("ours-mcp", "null-mcp", "ours-command", "null-command")
@@ -148,37 +147,30 @@ def run_once(
     }
 
 
-def p90(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(0.9 * len(ordered))) - 1]
+def pooled(runs: list[dict[str, Any]], mode: str, event: str) -> list[float]:
+    """Every round's durations of one mode at one event."""
+    return [v for r in runs if r["mode"] == mode for v in r["by_event"].get(event, [])]
 
 
 def summarize(runs: list[dict[str, Any]], modes: list[str]) -> dict[str, dict[str, Any]]:
     """mode -> event -> {n, median_ms, p90_ms}, over every round's runs."""
     table: dict[str, dict[str, Any]] = {}
     for mode in modes:
-        pooled: dict[str, list[float]] = {}
-        for run in (r for r in runs if r["mode"] == mode):
-            for event, values in run["by_event"].items():
-                pooled.setdefault(event, []).extend(values)
-        table[mode] = {
-            event: {
+        events = sorted({e for r in runs if r["mode"] == mode for e in r["by_event"]})
+        table[mode] = {}
+        for event in events:
+            values = pooled(runs, mode, event)
+            table[mode][event] = {
                 "n": len(values),
                 "median_ms": statistics.median(values),
-                "p90_ms": p90(values),
+                "p90_ms": hooks_report.p90(values),
             }
-            for event, values in sorted(pooled.items())
-        }
         untimed: dict[str, int] = {}
         for run in (r for r in runs if r["mode"] == mode):
             for event, n in run["untimed"].items():
                 untimed[event] = untimed.get(event, 0) + n
         table[mode]["_untimed"] = untimed
     return table
-
-
-def pooled(runs: list[dict[str, Any]], mode: str, event: str) -> list[float]:
-    return [v for r in runs if r["mode"] == mode for v in r["by_event"].get(event, [])]
 
 
 def ratio_interval(
