@@ -473,7 +473,8 @@ CREATE TABLE branches (
     prompt            TEXT,              -- replay: the prompt it was run with
     created_at        REAL NOT NULL,
     child_session_id  TEXT,              -- the first session started in the fork
-    claimed_at        REAL
+    claimed_at        REAL,
+    mac               TEXT               -- our MAC of the record under the per-user key (core/provenance.py): a record without a valid one is not ours
 );
 CREATE INDEX branches_parent ON branches (parent_session_id, parent_frame_no);
 CREATE INDEX branches_unclaimed ON branches (path) WHERE child_session_id IS NULL;
@@ -813,4 +814,14 @@ CREATE TABLE purged_paths (
 );
 CREATE INDEX purged_paths_path ON purged_paths (path);
 
-PRAGMA user_version = 27;
+-- The database's identity: a random id made at its creation. The user's trust record holds a MAC
+-- of it under the per-user key (core/provenance.py, core/trust.py), so a database a repository
+-- put at this path, even on the same inode, is not trusted.
+CREATE TABLE database_identity (
+    id          TEXT NOT NULL,     -- 32 hex digits, random
+    created_at  REAL NOT NULL
+);
+INSERT INTO database_identity (id, created_at)
+    VALUES (lower(hex(randomblob(16))), (julianday('now') - 2440587.5) * 86400.0);
+
+PRAGMA user_version = 28;

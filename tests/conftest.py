@@ -221,6 +221,15 @@ def spool_a_stop(project: Path) -> None:
     )
 
 
+def read_envelope(path: Path) -> dict[str, Any]:
+    """A spool or held file as our install writes it: a line with its MAC, then the JSON."""
+    mac, body = path.read_bytes().split(b"\n", 1)
+    assert len(mac) == 64, mac[:80]
+    found = json.loads(body)
+    assert isinstance(found, dict)
+    return found
+
+
 def spooled(project: Path) -> list[Path]:
     folder = project / ".claude-session.db.spool"
     return sorted(folder.glob("*.json")) if folder.exists() else []
@@ -531,7 +540,7 @@ def write_config(project: Path, values: dict[str, Any]) -> None:
     (`claude-session trust`): an untrusted configuration is never used."""
     (project / ".claude-session.json").write_text(json.dumps(values))
     done = subprocess.run(
-        [str(Path(PYTHON).parent / "claude-session"), "--project", str(project), "trust"],
+        [str(Path(PYTHON).parent / "claude-session"), "--project", str(project), "trust", "--yes"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -61,7 +61,7 @@ COMMANDS = [
     ["revert", "1", "--dry-run"],
     ["install", "--dry-run"],
     ["uninstall", "--dry-run"],
-    ["trust"],
+    ["trust", "--yes"],
     ["demo"],
 ]
 DATA_FROM = {  # where a command's data starts: printed for a program, never folded

@@ -16,7 +16,7 @@ from typing import Any
 
 import apsw
 import pytest
-from conftest import fixture, query
+from conftest import fixture, query, read_envelope
 
 from claude_session.core import db, hook_fields, spool
 from claude_session.core.paths import spool_dir
@@ -231,7 +231,7 @@ def test_a_new_server_of_the_project_moves_a_dead_servers_held_events_to_the_spo
     try:
         assert held(project) == []
         (waiting,) = spool.pending(spool_dir(root))
-        assert json.loads(Path(waiting).read_text())["delivery_id"] == "d" * 24
+        assert read_envelope(Path(waiting))["delivery_id"] == "d" * 24
     finally:
         for _ in started.workers:
             started.calls.put(None)

@@ -16,7 +16,18 @@ from typing import Any
 
 import apsw
 import pytest
-from conftest import PYTHON, count, fixture, hook_argv, hook_env, log_file, query, run_hook, spooled
+from conftest import (
+    PYTHON,
+    count,
+    fixture,
+    hook_argv,
+    hook_env,
+    log_file,
+    query,
+    read_envelope,
+    run_hook,
+    spooled,
+)
 
 from claude_session.core import db, spool
 from claude_session.services.setup import installer
@@ -670,16 +681,17 @@ def test_a_bug_even_in_storing_the_event_alone_spools_it(
     def bug(*args: object, **kwargs: object) -> str:
         raise KeyError("a bug of ours")
 
-    monkeypatch.setattr(event_module.Event, "summary", bug)
-    payload = fixture("PostToolUse.Edit", project)
-    assert edit_in_process(project, payload) == (0, "", "")
-    assert count(project, "events") == 0
-    files = spooled(project)
-    assert len(files) == 1
-    envelope = json.loads(files[0].read_text())
-    assert "a bug of ours" in envelope["reason"]
-    assert json.loads(envelope["payload"])["tool_use_id"] == payload["tool_use_id"]
-    monkeypatch.undo()  # the bug is fixed: the next ingest stores it
+    with monkeypatch.context() as patched:
+        patched.setattr(event_module.Event, "summary", bug)
+        payload = fixture("PostToolUse.Edit", project)
+        assert edit_in_process(project, payload) == (0, "", "")
+        assert count(project, "events") == 0
+        files = spooled(project)
+        assert len(files) == 1
+        envelope = read_envelope(files[0])
+        assert "a bug of ours" in envelope["reason"]
+        assert json.loads(envelope["payload"])["tool_use_id"] == payload["tool_use_id"]
+    # the bug is fixed (the patch is gone, the test's state folder kept): the next ingest stores it
     ingest(project)
     assert query(project, "SELECT tool_use_id FROM events") == [(payload["tool_use_id"],)]
     assert spooled(project) == []

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import count, fixture, hook_argv, hook_env, query, run_hook, spooled
+from conftest import count, fixture, hook_argv, hook_env, query, read_envelope, run_hook, spooled
 
 
 def open_pipe_hook(event: str, project: Path, data: bytes) -> tuple[subprocess.Popen[bytes], float]:
@@ -47,7 +47,7 @@ def test_a_payload_cut_short_on_an_open_pipe_is_spooled_not_dropped(project: Pat
     assert proc.wait(timeout=10) == 0
     kept = spooled(project)
     assert len(kept) == 1
-    envelope = json.loads(kept[0].read_text())
+    envelope = read_envelope(kept[0])
     assert envelope["payload"] == text[: len(text) // 2]
     assert "stdin left open" in envelope["reason"]
 

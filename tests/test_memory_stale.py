@@ -289,7 +289,7 @@ def test_a_memory_from_before_keeps_working_its_provenance_unknown(project: Path
     )
     assert shown["possibly_stale"] is False
     assert shown["added_by"] == "an agent (which one unknown)"
-    cli(project, "trust")  # made by hand here: the user says it is theirs
+    cli(project, "trust", "--yes")  # made by hand here: the user says it is theirs
     assert "- [fact, project] OLD-FACT from before" in start(project, "s-new")
     assert as_json(project, "memory", "list", "--stale") == []
 

@@ -273,7 +273,7 @@ def test_an_endpoints_credentials_are_neither_stored_nor_shown(
     # `status` as a user runs it, with the endpoint configured with credentials.
     config = Path(recorded.root) / ".claude-session.json"
     config.write_text(json.dumps({"otel_endpoint": with_creds}))
-    done = run_cli(Path(recorded.root), "trust")
+    done = run_cli(Path(recorded.root), "trust", "--yes")
     assert done.returncode == 0, done.stderr
     for args in (("status", "--json"), ("status",), ("doctor",), ("config",)):
         shown = run_cli(Path(recorded.root), *args)
@@ -287,7 +287,7 @@ def test_a_literal_header_secret_is_warned_about_and_the_file_is_0600(project: P
     config = project / ".claude-session.json"
     config.write_text("{}\n")
     os.chmod(config, 0o644)  # an older file, readable by all: tightened when we rewrite it
-    assert run_cli(project, "trust").returncode == 0
+    assert run_cli(project, "trust", "--yes").returncode == 0
     literal = run_cli(project, "config", "--set", "otel_headers=authorization=Bearer sk-LIT-9x")
     assert literal.returncode == 0, literal.stderr
     assert "authorization holds a literal value" in literal.stderr

@@ -302,7 +302,7 @@ def test_jj_pointers_are_the_commit_and_operation_ids(project: Path, tmp_path: P
 
 def test_snapshots_can_be_turned_off(project: Path) -> None:
     (project / ".claude-session.json").write_text('{"workspace_snapshots": false}')
-    cli(project, "trust")
+    cli(project, "trust", "--yes")
     send(project, "SessionStart.startup")
     assert query(project, "SELECT count(*) FROM frames")[0][0] == 1
     assert query(project, "SELECT count(*) FROM vcs_tags")[0][0] == 0
@@ -396,7 +396,7 @@ def test_the_snapshot_store_is_bounded(repo: Path) -> None:
     play_session(repo)
     send(repo, "SessionEnd")
     (repo / ".claude-session.json").write_text('{"snapshot_store_max_mb": 0.001}')
-    cli(repo, "trust")
+    cli(repo, "trust", "--yes")
     done = json.loads(cli(repo, "prune", "--older-than", "365", "--yes", "--json").stdout)
     assert done["rows_removed"]["workspace_snapshot_pointers"] == 0  # not old: the bound did it
     assert done["workspace_snapshots"]["sessions_let_go"] == 1

@@ -52,10 +52,10 @@ def test_a_cloned_database_is_never_injected_until_trusted(project: Path, tmp_pa
     assert injected(clone, "startup") is None
     assert injected(clone, "compact") is None
     status = json.loads(cli(clone, "status", "--json").stdout)
-    assert "not created by claude-session on this machine" in status["trust"]["database"]
+    assert "not created by claude-session for this user" in status["trust"]["database"]
     doctor = json.loads(cli(clone, "doctor", "--json").stdout)
     assert not next(r for r in doctor if r["check"] == "trust: database")["ok"]
-    assert cli(clone, "trust").returncode == 0
+    assert cli(clone, "trust", "--yes").returncode == 0
     assert injected(clone, "startup")
     assert json.loads(cli(clone, "status", "--json").stdout)["trust"]["database"] == "trusted"
     assert cli(clone, "trust", "--revoke").returncode == 0
@@ -82,7 +82,7 @@ def test_a_cloned_configuration_never_runs_its_judge_until_trusted(
     assert any(p.startswith("untrusted") for p in json.loads(shown.stdout)["problems"])
     refused = cli(project, "config", "--set", "claim_lease_minutes=5")
     assert refused.returncode == 1 and "not trusted" in refused.stderr
-    assert cli(project, "trust").returncode == 0
+    assert cli(project, "trust", "--yes").returncode == 0
     run_hook("TaskCompleted", done | {"task_id": "t2"}, project, env=env)
     assert marker.exists()  # trusted: now it runs
     # an edit by hand makes it untrusted again
@@ -91,7 +91,7 @@ def test_a_cloned_configuration_never_runs_its_judge_until_trusted(
     run_hook("TaskCompleted", done | {"task_id": "t3"}, project, env=env)
     assert not marker.exists()
     # written through our own command: trusted
-    assert cli(project, "trust").returncode == 0
+    assert cli(project, "trust", "--yes").returncode == 0
     assert cli(project, "config", "--set", "judge_timeout_seconds=10").returncode == 0
     run_hook("TaskCompleted", done | {"task_id": "t4"}, project, env=env)
     assert marker.exists()

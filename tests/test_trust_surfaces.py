@@ -162,7 +162,9 @@ def test_a_cloned_database_reaches_no_model_or_agent_on_any_surface(tmp_path: Pa
     assert after == before  # no use count, no state, nothing written through the MCP server
     assert "curl" not in json.dumps(seen)
 
-    assert cli(clone, "trust").returncode == 0  # the same project, once trusted, answers again
+    assert (
+        cli(clone, "trust", "--yes").returncode == 0
+    )  # the same project, once trusted, answers again
     trusted = surfaces(clone, marker)
     assert trusted["SessionStart"] is not None  # the open work, and the memory (given once)
     assert "PLANTED-MEMORY" in json.dumps([trusted["SessionStart"], trusted["UserPromptSubmit"]])

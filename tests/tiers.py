@@ -144,6 +144,7 @@ MODULES: dict[str, str] = {
     "test_transcripts.py": "fast",
     "test_transport_install.py": "e2e",
     "test_trust.py": "integration",
+    "test_provenance.py": "integration",
     "test_trust_surfaces.py": "integration",
     "test_types.py": "lint",
     "test_untrusted_sources.py": "integration",

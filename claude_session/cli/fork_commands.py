@@ -100,10 +100,13 @@ def _list(root: Path, as_json: bool) -> None:
         return
     for row in found:
         where = "worktree" if row["worktree"] else "folder" if row["exists"] else "gone"
-        name = f" [{row['label']}]" if row["label"] else ""
+        if not row["ours"]:
+            where += "; not written by this user's claude-session: never removed"
+        name = f" [{output.escape_controls(str(row['label']))}]" if row["label"] else ""
         output.echo_wrapped(
-            f"{row['kind']} {row['branch']}{name} of {row['parent_session_id']}:"
-            f"{row['parent_frame_no']}: {row['path']} ({where})"
+            f"{row['kind']} {row['branch']}{name} of"
+            f" {output.escape_controls(str(row['parent_session_id']))}:"
+            f"{row['parent_frame_no']}: {output.escape_controls(row['path'])} ({where})"
         )
         if row["remove_with"]:
             output.echo_wrapped(f"  remove: {row['remove_with']}")

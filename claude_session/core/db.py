@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = 27  # the highest migration number; a test checks schema.sql sets the same
+SCHEMA_VERSION = 28  # the highest migration number; a test checks schema.sql sets the same
 BUSY_TIMEOUT_MS = 5000
 JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -158,6 +158,7 @@ def connect(
     folder, name = os.path.split(os.path.abspath(path))
     path = os.path.join(canonical(folder), name)
     _refuse_links(path)
+    created = False
     if not os.path.lexists(path):
         if not create or readonly:
             raise DatabaseError(f"no database at {path}")
@@ -169,7 +170,9 @@ def connect(
             raise DatabaseError(f"cannot create {path}: {exc}") from exc
         else:
             keep_out_of_git(path)
-            _trust_new(path)
+            created = True
+    elif not readonly:
+        _set_aside_foreign_wal(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     flags |= apsw.SQLITE_OPEN_NOFOLLOW
     try:
@@ -187,8 +190,11 @@ def connect(
             conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}").fetchall()
         if migrate and not readonly:
             ensure_schema(conn)
+            _own_wal(path)
         elif schema_version(conn) > SCHEMA_VERSION:
             raise SchemaTooNew(schema_version(conn))
+        if created and migrate:
+            _trust_new(conn, path)
     except apsw.Error as exc:
         raise DatabaseError(f"{type(exc).__name__}: {exc}") from exc
     return conn
@@ -204,14 +210,134 @@ def _refuse_links(path: str) -> None:
             raise PlantedLink(f"refusing {path + suffix}: it is a symbolic link we did not make")
 
 
-def _trust_new(path: str) -> None:
-    """We made this database here: record it as trusted (see core/trust.py)."""
+def _trust_new(conn: apsw.Connection, path: str) -> None:
+    """We made this database here: record its identity as trusted (see core/trust.py)."""
     from . import trust
 
     try:
-        trust.record_database(path)
+        trust.record_database(path, conn)
     except OSError:
         pass  # no per-user state (HOME unset): the database stays untrusted, nothing injected
+
+
+WAL_OWNER_SUFFIX = ".wal-owner"  # per project, in the user's state: the file the WAL is for
+SET_ASIDE_SUFFIX = ".set-aside"  # per project, in the user's state: WALs we set aside
+
+
+def _set_aside_foreign_wal(path: str) -> None:
+    """A WAL holding frames written for another file than the one now at `path` (a `git
+    checkout` replaced the database while a process of ours held it open) is never replayed
+    onto it, which would mix the pages of two databases: the -wal and -shm are renamed aside
+    (`<db>.set-aside-<ns>-wal`) and the event is recorded for `status`.
+
+    The WAL's owner is the database file (device:inode) our last opener saw; while any
+    connection holds that file open its inode cannot be handed to another file, so a
+    different one at the path is another file. A stat when a WAL with frames is there, a
+    small read then; nothing when there is none (the last connection's close removes it)."""
+    try:
+        if os.lstat(path + "-wal").st_size == 0:
+            return
+        info = os.lstat(path)
+    except OSError:
+        return
+    owner = _read_small(_wal_owner_file(path))
+    now = f"{info.st_dev}:{info.st_ino}"
+    if owner is None or owner == now:
+        return
+    import time
+
+    stamp = time.time_ns()
+    moved = []
+    for suffix in ("-wal", "-shm"):
+        aside = f"{path}{SET_ASIDE_SUFFIX}-{stamp}{suffix}"
+        try:
+            os.rename(path + suffix, aside)
+            moved.append(aside)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return  # cannot set it aside: SQLite's own open decides, as before
+    from . import log
+    from .paths import project_file
+
+    note = (
+        f"{stamp / 1e9:.3f}\tthe database file was replaced (a git checkout or a copy) while"
+        f" its WAL held changes for the one before; the WAL was set aside, not replayed onto"
+        f" it: {', '.join(os.path.basename(m) for m in moved)}\n"
+    )
+    folder = os.path.dirname(path)
+    try:
+        fd = os.open(
+            project_file(folder, SET_ASIDE_SUFFIX),
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+            0o600,
+        )
+        try:
+            os.write(fd, note.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    log.error(folder, "database", note.split("\t", 1)[1].strip())
+
+
+def _own_wal(path: str) -> None:
+    """Remember which file the WAL is written for (see `_set_aside_foreign_wal`): rewritten
+    only when it changed, so an open reads one small file and writes nothing."""
+    try:
+        info = os.lstat(path)  # the file the connection just opened (no link: refused above)
+    except OSError:
+        return
+    owner_file = _wal_owner_file(path)
+    now = f"{info.st_dev}:{info.st_ino}"
+    if _read_small(owner_file) == now:
+        return
+    tmp = f"{owner_file}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, now.encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, owner_file)
+    except OSError:
+        pass
+
+
+def _wal_owner_file(path: str) -> str:
+    from .paths import project_file
+
+    return project_file(os.path.dirname(path), WAL_OWNER_SUFFIX)
+
+
+def _read_small(path: str) -> "str | None":
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
+
+
+def set_aside_notes(root: str) -> "list[str]":
+    """What `_set_aside_foreign_wal` did for this project, oldest first (for `status`)."""
+    from .paths import project_file
+
+    try:
+        text = _read_small_all(project_file(root, SET_ASIDE_SUFFIX))
+    except OSError:
+        return []
+    return [line.split("\t", 1)[-1] for line in text.splitlines() if line.strip()]
+
+
+def _read_small_all(path: str) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        return os.read(fd, 1 << 16).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
 
 
 def keep_out_of_git(path: str) -> None:

@@ -288,11 +288,13 @@ def add_branch(
     state_hash: str | None,
     prompt: str | None,
     now: float,
+    mac: str | None = None,
 ) -> int:
-    """A fork or replay of a frame, recorded in the parent's database and in the fork's."""
+    """A fork or replay of a frame, recorded in the parent's database and in the fork's, with
+    our MAC of it (`mac`, services/timetravel/fork.py): a record without one is not ours."""
     conn.execute(
         "INSERT INTO branches (kind, parent_session_id, parent_frame_no, parent_root, path,"
-        " label, state_hash, prompt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " label, state_hash, prompt, created_at, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             kind,
             parent_session_id,
@@ -303,6 +305,7 @@ def add_branch(
             state_hash,
             prompt,
             now,
+            mac,
         ),
     )
     return conn.last_insert_rowid()

@@ -185,7 +185,7 @@ def _trusted_database(conn: apsw.Connection) -> bool:
     from .trust import database_problem
 
     path = conn.filename
-    return bool(path) and database_problem(path) is None
+    return bool(path) and database_problem(path, conn) is None
 
 
 def accept(conn: apsw.Connection, memory_id: int) -> bool:

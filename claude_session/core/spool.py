@@ -8,6 +8,11 @@ import `json`.
 A spool file is input like any other: one that cannot be read or is not an envelope we wrote
 (wrong types, huge, truncated, a link, another project's) is moved into `rejected/` beside it
 with its reason in a `.reason` file, never deleted, and ingestion goes on with the others.
+
+Where a file is proves nothing (a repository can commit a spool folder), so every envelope we
+write, spooled or held, starts with a line holding its MAC under this user's key
+(core/provenance.py), over the exact bytes that follow: one without a valid MAC was not
+written by this user's claude-session and is set aside unread, never ingested.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 REJECTED = "rejected"
+ENVELOPE = "envelope"  # the MAC's purpose (core/provenance.py)
 HELD_SUFFIX = ".held"  # per project, in the user's state: events answered, not yet stored
 ENVELOPE_CAP_BYTES = 8 * 1024 * 1024  # we write at most ~1 MiB (a payload capped at 256 KiB)
 
@@ -55,17 +61,29 @@ def write(folder: str, envelope: dict[str, Any]) -> str:
     return _write_whole(folder, name, f".{name}.tmp", envelope, durable=True)
 
 
+def encode(envelope: dict[str, Any]) -> bytes:
+    """An envelope as its file holds it: our MAC of the JSON that follows, then the JSON."""
+    import json
+
+    body = json.dumps(envelope, ensure_ascii=False).encode("utf-8", "replace")
+    try:
+        from .provenance import tag
+
+        mac = tag(ENVELOPE, body)
+    except OSError:  # no per-user key: kept all the same (nothing lost), set aside at ingest
+        mac = "-" * 64
+    return mac.encode() + b"\n" + body
+
+
 def _write_whole(
     folder: str, name: str, tmp_name: str, envelope: dict[str, Any], *, durable: bool
 ) -> str:
     """`envelope` as `folder/name`, written under `tmp_name` (0600, never through a link) and
     renamed, so it is never seen half; fsync'ed first when `durable`."""
-    import json
-
     tmp = os.path.join(folder, tmp_name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        os.write(fd, json.dumps(envelope, ensure_ascii=False).encode("utf-8", "replace"))
+        os.write(fd, encode(envelope))
         if durable:
             os.fsync(fd)
     finally:
@@ -238,9 +256,7 @@ def _text(envelope: dict[str, Any], key: str) -> str | None:
 
 def _read(path: str, own_root: str | None) -> dict[str, Any]:
     """The envelope in `path`, checked: a regular file of ours, not too big, a JSON object
-    with the fields we write, of the right types."""
-    import json
-
+    with the fields we write, of the right types, under our MAC."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         info = os.fstat(fd)
@@ -255,11 +271,8 @@ def _read(path: str, own_root: str | None) -> dict[str, Any]:
             data += chunk
     finally:
         os.close(fd)
-    try:
-        envelope = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise Unusable(f"not a JSON envelope ({type(exc).__name__})") from exc
-    if not isinstance(envelope, dict) or not isinstance(envelope.get("payload"), str):
+    envelope = _verified(data)
+    if not isinstance(envelope.get("payload"), str):
         raise Unusable("not a spool envelope (no payload text)")
     if not isinstance(envelope.get("delivery_id"), str) or not envelope["delivery_id"]:
         raise Unusable("no delivery id")
@@ -270,6 +283,30 @@ def _read(path: str, own_root: str | None) -> dict[str, Any]:
     if own_root is not None and claimed is not None and not _same_root(claimed, own_root):
         raise Unusable(f"it names another project ({str(claimed)[:200]})")
     return envelope
+
+
+def _verified(data: bytes) -> dict[str, Any]:
+    """The envelope in a file's bytes, when its first line is our MAC of the rest."""
+    import json
+
+    from .provenance import verify
+
+    mac, _, body = data.partition(b"\n")
+    if not verify(mac.decode("ascii", "replace"), ENVELOPE, body):
+        raise Unusable(NOT_OURS)
+    try:
+        envelope = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise Unusable(f"not a JSON envelope ({type(exc).__name__})") from exc
+    if not isinstance(envelope, dict):
+        raise Unusable("not a spool envelope")
+    return envelope
+
+
+NOT_OURS = (
+    "not written by this user's claude-session (no valid MAC under the per-user key: a file"
+    " that came with the repository, or another install's): ignored, never ingested"
+)
 
 
 def _reject(path: str, exc: BaseException, root: str) -> None:
@@ -323,8 +360,6 @@ def quarantined(root: str) -> tuple[int, str | None]:
 
 def _user_entries(root: str) -> list[str]:
     """Entries of the per-user spool that belong to `root` (the project was missing then)."""
-    import json
-
     try:
         folder = user_spool_dir()
     except OSError:  # no home directory: there is no per-user spool
@@ -339,7 +374,7 @@ def _user_entries(root: str) -> list[str]:
                 data = os.read(fd, ENVELOPE_CAP_BYTES + 1)
             finally:
                 os.close(fd)
-            envelope = json.loads(data.decode("utf-8", "replace"))
+            envelope = _verified(data)
         except (OSError, ValueError, RecursionError):
             continue
         if isinstance(envelope, dict) and _same_root(envelope.get("project_root"), root):

@@ -175,7 +175,7 @@ def compute(
         outcome.line = render(outcome.status, color)
         from .trust import database_problem
 
-        if database_problem(outcome.database):  # a clone's counts and names are not ours
+        if database_problem(outcome.database, conn):  # a clone's counts and names are not ours
             outcome.problem = "the database is not trusted"
             outcome.line = f"{PREFIX} database not trusted (claude-session trust)"
     except (db.DatabaseError, apsw.Error) as exc:

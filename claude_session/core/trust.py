@@ -1,21 +1,30 @@
 """Trust, as direnv's `allow` or git's `safe.directory`: a database or configuration that this
-user did not make on this machine is data, never instructions.
+user's claude-session did not write is data, never instructions.
 
-A database is trusted when claude-session created it here (its identity, device and inode, is
-in the per-user record) and this user owns it; a `.claude-session.json` when its content is the
-one this user wrote through `claude-session config --set` or accepted with `claude-session
-trust`. A database that arrived with a clone is never put in front of the model, and a cloned
-configuration never sets a command we run, until the user says `claude-session trust`.
+A database is trusted when the per-user record holds the MAC, under this user's key
+(core/provenance.py), of its real path and the random identity it holds (made when we created
+it), and this user owns it. A path or an inode proves nothing: a repository controls both (a
+committed database, or a `git checkout` that hands the freed inode to its own file). A
+`.claude-session.json` is trusted when its content is the one this user wrote through
+`claude-session config --set` or accepted with `claude-session trust`. A database that arrived
+with a clone is never put in front of the model, and a cloned configuration never sets a
+command we run, until the user says `claude-session trust`.
 
-The record is one line per trusted file in `<state>/trusted`: kind, real path, identity.
-Standard library only: hooks read it (only a project with something to inject pays for it).
+The record is one line per trusted file in `<state>/trusted` (0600, in the user's private state
+folder): kind, real path, MAC (a database) or content hash (a configuration). Standard library
+and apsw only: hooks read it (only a project with something to inject pays for it).
 """
 
 import os
 
 from .paths import user_state_dir
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import apsw
+
 RECORD_NAME = "trusted"
+DATABASE = "database"  # a line: kind, real path, MAC of (real path, identity)
 
 
 def _record_path() -> str:
@@ -46,39 +55,97 @@ def _append(kind: str, path: str, identity: str) -> None:
         os.close(fd)
 
 
-def _identity(path: str) -> "str | None":
+def database_id(conn: "apsw.Connection") -> "str | None":
+    """The identity the database holds (migration 28), or None: a database of an earlier
+    version not migrated yet, or not one of ours."""
+    import apsw
+
     try:
-        info = os.stat(path, follow_symlinks=False)
-    except OSError:
+        found = conn.execute("SELECT id FROM database_identity ORDER BY rowid LIMIT 1").fetchall()
+    except apsw.Error:
         return None
-    return f"{info.st_dev}:{info.st_ino}"
+    value = found[0][0] if found else None
+    return value if isinstance(value, str) and value else None
 
 
-def record_database(path: str) -> None:
-    """The database at `path` was just created by us, here: trusted from birth."""
-    identity = _identity(path)
-    if identity is not None:
-        _append("db", os.path.realpath(path), identity)
+def _read_id(path: str) -> "str | None":
+    """The identity of the database at `path`, read through a read-only connection."""
+    import apsw
+
+    # by its real path: SQLite's no-follow open refuses a link anywhere on the way, and a
+    # project reached through a linked folder is the user's own (core/db.py)
+    real = os.path.realpath(path)
+    try:
+        conn = apsw.Connection(real, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW)
+    except apsw.Error:
+        return None
+    try:
+        return database_id(conn)
+    finally:
+        conn.close()
 
 
-def database_problem(path: str) -> "str | None":
-    """Why the database at `path` must not be trusted, or None when it may be."""
+def _database_tag(real: str, identity: str) -> "str | None":
+    from .provenance import tag
+
+    try:
+        return tag("database", real, identity)
+    except OSError:  # no per-user key: nothing can be vouched for
+        return None
+
+
+def record_database(path: str, conn: "apsw.Connection | None" = None) -> bool:
+    """The database at `path` is ours: record the MAC of its identity and real path in the
+    per-user record. False when it has no identity to record (not migrated) or no key."""
+    identity = database_id(conn) if conn is not None else _read_id(path)
+    real = os.path.realpath(path)
+    mac = _database_tag(real, identity) if identity else None
+    if mac is None:
+        return False
+    if [DATABASE, real, mac] not in _lines():
+        _append(DATABASE, real, mac)
+    return True
+
+
+def database_problem(path: str, conn: "apsw.Connection | None" = None) -> "str | None":
+    """Why the database at `path` must not be trusted, or None when it may be.
+
+    Trusted when the per-user record holds the MAC, under this user's key, of its real path and
+    the identity it holds (read through `conn` when given). Neither the path nor the inode
+    counts: a repository controls both. A record of the earlier kind (path and inode) is taken
+    once, for a database that record names, and replaced by a MAC'd one."""
     try:
         info = os.stat(path, follow_symlinks=False)
     except OSError:
         return None  # nothing there yet: the first hook creates (and trusts) it
     if info.st_uid != os.getuid():
         return f"the database is owned by uid {info.st_uid}, not by this user"
-    wanted = ["db", os.path.realpath(path), f"{info.st_dev}:{info.st_ino}"]
+    real = os.path.realpath(path)
+    identity = database_id(conn) if conn is not None else _read_id(path)
     try:
-        if wanted in _lines():
+        lines = _lines()
+        if identity:
+            mac = _database_tag(real, identity)
+            if mac is not None and [DATABASE, real, mac] in lines:
+                return None
+        if _legacy_trusted(lines, real, f"{info.st_dev}:{info.st_ino}"):
+            if identity:
+                record_database(path, conn)
             return None
     except OSError:
         pass
     return (
-        "the database was not created by claude-session on this machine (it came with a clone"
-        " or a copy); run `claude-session trust` if it is yours"
+        "the database was not created by claude-session for this user (it came with a clone,"
+        " a copy or a checkout); run `claude-session trust` if it is yours"
     )
+
+
+def _legacy_trusted(lines: "list[list[str]]", real: str, inode: str) -> bool:
+    """A record by path and inode (written before identities), for a path that has no MAC'd
+    record yet: once one exists, the inode proves nothing any more."""
+    if any(line[:2] == [DATABASE, real] for line in lines):
+        return False
+    return ["db", real, inode] in lines
 
 
 def content_hash(text: str) -> str:

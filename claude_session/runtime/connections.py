@@ -30,7 +30,7 @@ class Connections:
                 if held == identity:
                     db.poll_when_busy(conn, busy_timeout_ms)
                     return conn, held
-                conn.close()
+                _close_replaced(conn)
         # SQLite's own auto-checkpoint stays on: under 8 writers at once a checkpoint run after
         # each answer instead let the WAL grow past 100 MB (tests/test_relay.py).
         conn = db.connect(self.path, busy_timeout_ms=busy_timeout_ms)
@@ -49,6 +49,21 @@ class Connections:
             for conn, _ in self.idle:
                 conn.close()
             self.idle.clear()
+
+
+def _close_replaced(conn: apsw.Connection) -> None:
+    """Close a connection whose file was replaced at its path (a `git checkout`): SQLite's
+    last close removes the -wal and -shm *by name*, which would now be the new file's. Its
+    WAL is kept (SQLITE_FCNTL_PERSIST_WAL): folded into the file it was written for, which
+    only this connection still holds, and never deleted by name."""
+    import ctypes
+
+    keep = ctypes.c_int(1)
+    try:
+        conn.file_control("main", apsw.SQLITE_FCNTL_PERSIST_WAL, ctypes.addressof(keep))
+    except apsw.Error:
+        pass
+    conn.close()
 
 
 def _identity(path: str) -> tuple[int, int]:

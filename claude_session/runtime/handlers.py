@@ -95,7 +95,7 @@ def answer_session_start(
         and (source != "resume" or not _restored_before(conn, ev.session_id))
     ):
         return None  # the common start: nothing to say, and `context` need not even load
-    if _untrusted(ctx):
+    if _untrusted(conn, ctx):
         return None  # a database that came with a clone is data, never put before the model
     from ..core import context
 
@@ -147,7 +147,7 @@ def answer_prompt(
     prompt = ev.text_of("prompt")
     if not prompt or not _memories_possible(conn, ctx):
         return None
-    if _untrusted(ctx):
+    if _untrusted(conn, ctx):
         return None  # memories that came with a clone are data, never put before the model
     from ..core import recall
 
@@ -236,7 +236,7 @@ def answer_pre_tool_use(
     )
     if not blocked and not holders:
         return None
-    if _untrusted(ctx):
+    if _untrusted(conn, ctx):
         return None  # a database that came with a clone is data: its agents and ladders too
     from ..core import answers
 
@@ -313,13 +313,13 @@ def _pending_files(conn: apsw.Connection) -> "list[str] | None":
     return [str(p[0]) for p in paths]
 
 
-def _untrusted(ctx: Context) -> bool:
+def _untrusted(conn: apsw.Connection, ctx: Context) -> bool:
     """A database this user did not make here (core/trust.py): nothing it holds is put before
     the model or an agent. Asked only when there is something to say (a stat and a read)."""
     from ..core.paths import db_path
     from ..core.trust import database_problem
 
-    return database_problem(db_path(ctx.root)) is not None
+    return database_problem(db_path(ctx.root), conn) is not None
 
 
 def _pre_tool_use(output: "Answer") -> "Answer":
@@ -336,7 +336,7 @@ def answer_failure(
     if not found:
         return None
     attempt, interrupted, command, tool, file_path, error_text, category = found
-    if interrupted or _untrusted(ctx):
+    if interrupted or _untrusted(conn, ctx):
         return None  # a cloned database's attempts are not this agent's ladder
     from ..core import answers, errors
 
@@ -376,7 +376,7 @@ def answer_judge(
     """At the configured events, a judge checks the work is done; a block makes the agent go on."""
     if _not_judged(ev, ctx):
         return None
-    if _untrusted(ctx):
+    if _untrusted(conn, ctx):
         return None  # the judge's prompt would quote a database that came with a clone
     from ..services import judge
 

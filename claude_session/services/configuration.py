@@ -7,6 +7,8 @@ import json
 import os
 from typing import Any
 
+import apsw
+
 from ..core import trust
 from ..core.config import check, config_path, read_text, untrusted, validate
 
@@ -215,6 +217,57 @@ def trust_state(root: str) -> dict[str, str | None]:
     }
 
 
+ADOPTED_COUNTS = {  # what `trust` would put before the model, table by table
+    "sessions": "SELECT count(*) FROM sessions",
+    "memories": "SELECT count(*) FROM memories",
+    "open errors": "SELECT count(*) FROM error_log WHERE resolved_at IS NULL",
+    "failed approaches": "SELECT count(*) FROM failed_paths",
+    "project state keys": "SELECT count(*) FROM project_state",
+    "fork records": "SELECT count(*) FROM branches",
+}
+
+
+def adoption(root: str) -> dict[str, Any]:
+    """What `trust` would adopt, before it does: for each file not trusted now, why not and
+    what it holds (the database's rows that would reach the model; the configuration's
+    settings, the commands it would have us run among them)."""
+    from ..core import db
+    from ..core.paths import db_path
+
+    state = trust_state(root)
+    found: dict[str, Any] = {}
+    path = db_path(root)
+    if state["database"] is not None:
+        counts: dict[str, int | None] = {}
+        try:
+            conn = db.connect(path, readonly=True, create=False, migrate=False)
+        except db.DatabaseError:
+            conn = None
+        for name, sql in ADOPTED_COUNTS.items():
+            try:
+                counts[name] = db.as_int(conn.execute(sql).fetchall()[0][0]) if conn else None
+            except apsw.Error:  # an earlier or foreign schema: not counted
+                counts[name] = None
+        if conn is not None:
+            conn.close()
+        found["database"] = {"path": path, "why": state["database"], "holds": counts}
+    text = read_text(root)
+    if text is not None and state["configuration"] is not None:
+        try:
+            values = json.loads(text)
+        except ValueError:
+            values = None
+        settings = (
+            {k: shown_setting(k, v) for k, v in values.items()} if isinstance(values, dict) else {}
+        )
+        found["configuration"] = {
+            "path": config_path(root),
+            "why": state["configuration"],
+            "settings": settings,
+        }
+    return found
+
+
 def trust_project(root: str) -> list[str]:
     """The user vouches for the project's database and configuration as they are now."""
     from ..core.paths import db_path
@@ -222,8 +275,14 @@ def trust_project(root: str) -> list[str]:
     done = []
     path = db_path(root)
     if os.path.exists(path) and not os.path.islink(path):
-        trust.record_database(path)
-        done.append(path)
+        from ..core import db
+
+        conn = db.connect(path, create=False)  # an earlier version's: migrated, so it has an id
+        try:
+            if trust.record_database(path, conn):
+                done.append(path)
+        finally:
+            conn.close()
     text = read_text(root)
     if text is not None:
         trust.record_config(config_path(root), text)

@@ -59,6 +59,19 @@ def spool_checks(root: str) -> list[Check]:
     ]
 
 
+def replaced_database(root: str) -> Check:
+    """WALs set aside because the database file was replaced under them (core/db.py)."""
+    from ..core.db import set_aside_notes
+
+    notes = set_aside_notes(root)
+    return Check(
+        "database replaced under its WAL",
+        not notes,
+        f"{len(notes)} time(s); last: {notes[-1]}" if notes else "never",
+        notes[-1] if notes else None,
+    )
+
+
 def internal_errors(root: str) -> Check:
     """claude-session's own errors in its log."""
     count, last = log.count_errors(root)

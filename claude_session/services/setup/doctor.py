@@ -460,7 +460,11 @@ def _database(root: Path, full: bool = False) -> list[dict[str, Any]]:
     results.append(_row("database permissions", perms & 0o077 == 0, f"mode {perms:o}"))
     from .. import health  # the checks `status` makes too, computed once
 
-    shared = (*health.spool_checks(str(root)), health.internal_errors(str(root)))
+    shared = (
+        *health.spool_checks(str(root)),
+        health.replaced_database(str(root)),
+        health.internal_errors(str(root)),
+    )
     results += [c.row() for c in shared]
     results += _transcripts(path)
     return results

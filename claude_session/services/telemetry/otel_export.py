@@ -582,7 +582,7 @@ def enabled_at(conn: apsw.Connection, now: float) -> float:
 
 def untrusted(conn: apsw.Connection) -> str | None:
     """Why this database must not be exported from (None: it may)."""
-    return trust.database_problem(conn.filename)
+    return trust.database_problem(conn.filename, conn)
 
 
 def status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] | None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import apsw
 
-from ...core import db, executions, frames, trust, usergit
+from ...core import db, executions, frames, provenance, trust, usergit
 from ...core.paths import db_path
 from ..setup import hook_sources, installer
 from ..snapshots import revert_store, snapshot_files, workspace
@@ -89,6 +89,7 @@ def fork(
         _carry_hooks(root, dest)
     now = time.time()
     digest = frames.content_hash(state_text)
+    mac = record_tag(kind, os.path.abspath(root), dest, now)
 
     def add_branch(target: apsw.Connection) -> int:
         return executions.add_branch(
@@ -102,6 +103,7 @@ def fork(
             state_hash=digest,
             prompt=prompt,
             now=now,
+            mac=mac,
         )
 
     child = db.connect(db_path(dest))
@@ -230,6 +232,27 @@ def _make_worktree(root: str, dest: str) -> str:
 NOT_WORK = (".git", ".claude-session.db")  # the worktree's link, the fork's own database
 
 
+def record_tag(kind: str, parent_root: str, path: str, created_at: float) -> str | None:
+    """Our MAC of a fork record (core/provenance.py); None without a per-user key."""
+    try:
+        return provenance.tag("fork", kind, parent_root, path, repr(float(created_at)))
+    except OSError:
+        return None
+
+
+def _ours(row: dict[str, Any]) -> bool:
+    """The record was written by this user's claude-session: its MAC verifies. A record a
+    repository planted in a database (any path, any kind) does not."""
+    return provenance.verify(
+        row.get("mac"),
+        "fork",
+        str(row["kind"]),
+        str(row["parent_root"]),
+        str(row["path"]),
+        repr(float(row["created_at"] or 0.0)),
+    )
+
+
 def remove_hint(path: str) -> str:
     """How to remove a fork (worktree registration included), as a user types it."""
     return f"claude-session fork --remove {shlex.quote(path)} --yes"
@@ -257,13 +280,24 @@ def forks(conn: apsw.Connection, root: str) -> list[dict[str, Any]]:
     found = db.rows(
         conn,
         "SELECT id AS branch, kind, path, label, parent_session_id, parent_frame_no,"
-        " created_at, child_session_id FROM branches ORDER BY id",
+        " created_at, child_session_id, parent_root, mac FROM branches ORDER BY id",
     )
     for row in found:
+        row["ours"] = _ours(row)
+        del row["mac"], row["parent_root"]
+        row["path"] = str(row["path"])
         row["exists"] = os.path.isdir(row["path"])
         row["worktree"] = os.path.realpath(row["path"]) in registered
-        row["remove_with"] = remove_hint(row["path"]) if row["exists"] or row["worktree"] else None
+        removable = row["ours"] and (row["exists"] or row["worktree"])
+        row["remove_with"] = remove_hint(row["path"]) if removable else None
     return found
+
+
+def _own_plain_fork(path: str) -> bool:
+    """A fork made as a plain folder (the project is no git work tree): removed only when it
+    holds the database we made for it, trusted by its MAC'd identity (core/trust.py)."""
+    fork_db = db_path(path)
+    return os.path.isfile(fork_db) and trust.database_problem(fork_db) is None
 
 
 def would_be_lost(root: str, path: str, since: float, commit: str | None = None) -> list[str]:
@@ -334,8 +368,18 @@ def remove(conn: apsw.Connection, root: str, folder: str, *, force: bool = False
             " left alone; `claude-session fork --list` shows the forks"
         )
     row = ours[-1]
+    if not row["ours"]:
+        raise ForkError(
+            f"{wanted} is named by a fork record this user's claude-session did not write (no"
+            " valid MAC: it came with the database): never removed, --yes or not"
+        )
     if not row["exists"] and not row["worktree"]:
         raise ForkError(f"{wanted} is gone already, and no worktree is registered for it")
+    if not row["worktree"] and not _own_plain_fork(wanted):
+        raise ForkError(
+            f"{wanted} is neither a worktree git lists for this repository nor a fork folder"
+            " holding the database claude-session made for it: never removed, --yes or not"
+        )
     made_from = _fork_commit(conn, int(row["branch"]))
     lost = would_be_lost(root, wanted, float(row["created_at"]), made_from) if row["exists"] else []
     if lost and not force:

@@ -1,0 +1,126 @@
+"""Provenance: what this user's claude-session wrote carries a MAC under a per-user key.
+
+A repository controls every path and inode in the project (a committed database, spool or
+fork record; a `git checkout` that hands a freed inode to its own file), so neither proves who
+wrote a file. What it cannot forge is a tag under a secret only this user's install holds: a
+random key in the user's private state folder (0600, never inside a project, never exported).
+The database's identity, the spool's and the hook server's envelopes and the fork records are
+tagged with it; anything whose tag does not verify belongs to someone else and is never
+ingested, injected, run, exported or acted on.
+
+The standard library's `hmac` (HMAC-SHA256) and `os.urandom` (what `secrets.token_bytes`
+calls; `secrets` itself costs ~20 ms to import): no cryptography of our own. Both are loaded
+only by the paths that tag or check, never by a hook that merely stores an event.
+"""
+
+import os
+
+from .paths import user_state_dir
+
+KEY_NAME = "key"
+KEY_BYTES = 32
+
+_key: "bytes | None" = None
+_key_path: "str | None" = None
+
+
+class NoKey(OSError):
+    """No per-user key can be had (no state folder, a key not ours): nothing can be tagged,
+    and nothing tagged can be verified, so everything counts as not ours."""
+
+
+def key_path() -> str:
+    return os.path.join(user_state_dir(), KEY_NAME)
+
+
+def key() -> bytes:
+    """This user's key, made at first use: 32 random bytes, 0600, in the private state folder.
+
+    Made under a temporary name and linked into place, so two hooks making it at once agree on
+    one (the second reads the first's). A key that is a link, not a regular file of this user,
+    or readable by others is refused: someone else could know it."""
+    global _key, _key_path
+    path = key_path()
+    if _key is not None and _key_path == path:
+        return _key
+    try:
+        found = _read_key(path)
+    except FileNotFoundError:
+        found = _make_key(path)
+    _key, _key_path = found, path
+    return found
+
+
+def _read_key(path: str) -> bytes:
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            raise NoKey(f"refusing {path}: not a regular file of this user")
+        if info.st_mode & 0o077:
+            raise NoKey(f"refusing {path}: readable or writable by others")
+        data = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) != KEY_BYTES:
+        raise NoKey(f"refusing {path}: not a key of ours ({len(data)} bytes)")
+    return data
+
+
+def _make_key(path: str) -> bytes:
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise NoKey(f"no private state folder for the key: {exc}") from exc
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, os.urandom(KEY_BYTES))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)  # never replaces a key another process made first
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+    return _read_key(path)
+
+
+def _message(purpose: str, parts: "tuple[str | bytes, ...]") -> bytes:
+    """Each part length-prefixed, so no two lists of parts give the same bytes."""
+    out = [purpose.encode()]
+    for part in parts:
+        data = part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")
+        out.append(b"%d:" % len(data) + data)
+    return b"\0".join(out)
+
+
+def tag(purpose: str, *parts: "str | bytes") -> str:
+    """The MAC (hex) of `parts` for `purpose` under this user's key; NoKey when there is none."""
+    import hmac
+
+    return hmac.new(key(), _message(purpose, parts), "sha256").hexdigest()
+
+
+def verify(found: object, purpose: str, *parts: "str | bytes") -> bool:
+    """Whether `found` is our MAC of `parts` for `purpose` (compared in constant time).
+    False without a key: what cannot be checked is not ours."""
+    import hmac
+
+    if not isinstance(found, str) or len(found) != 64:
+        return False
+    try:
+        wanted = tag(purpose, *parts)
+    except OSError:
+        return False
+    return hmac.compare_digest(found, wanted)
+
+
+def new_id() -> str:
+    """A random identity (128 bits, hex) for a database we create."""
+    return os.urandom(16).hex()
