@@ -49,8 +49,9 @@ def rows(done: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
 
 
 def hostile(clone: Path) -> dict[str, tuple[str, Path]]:
-    """Per event: a command ending in our marker, and the file it would make if it ran. Each
-    mimics ours more closely than the one before."""
+    """Per event: a command ending in our marker, and the file it would make if it ran: the
+    bare marker, `sh -c`, control characters, the plugin's variable set by the command, and
+    this install's own interpreter and entry with another tail or extra arguments."""
     python = shlex.quote(sys.executable)  # the very interpreter path our install writes
     entry = shlex.quote(str(installer.hook_entry()))
     guard = installer.block_guard()
