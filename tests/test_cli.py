@@ -89,9 +89,10 @@ def test_doctor_runs_every_installed_hook_and_finds_duplicates(project: Path) ->
     report = json.loads(cli("doctor", "--json", project=project).stdout)
     hooks = [r for r in report if r["check"].startswith("hook ")]
     assert len(hooks) == len(installer.installed_events()) and all(r["ok"] for r in hooks)
-    # a second registration with a different interpreter path: events would be recorded twice
+    # a second registration with a different interpreter path (another install of ours wrote
+    # it, and recorded it): events would be recorded twice
     shared = project / ".claude" / "settings.json"  # (the install wrote settings.local.json)
-    shared.write_text(json.dumps(installer.with_ours({}, python=sys.executable + "3")))
+    installer.write_ours(shared, {}, python=sys.executable + "3")
     done = cli("doctor", "--json", project=project, check=False)
     assert done.returncode == 1
     dup = next(r for r in json.loads(done.stdout) if r["check"] == "duplicate registrations")
@@ -99,9 +100,9 @@ def test_doctor_runs_every_installed_hook_and_finds_duplicates(project: Path) ->
 
 
 def test_doctor_reports_a_broken_hook(project: Path) -> None:
+    """Hooks an install of ours wrote (and recorded), whose interpreter is gone since."""
     settings = project / ".claude" / "settings.json"
-    settings.parent.mkdir()
-    settings.write_text(json.dumps(installer.with_ours({}, python="/nonexistent/python")))
+    installer.write_ours(settings, {}, python="/nonexistent/python")
     done = cli("doctor", "--json", project=project, check=False)
     assert done.returncode == 1
     hooks = [r for r in json.loads(done.stdout) if r["check"].startswith("hook ")]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import PYTHON, fixture, query, run_cli, run_hook, run_tmp, wait_for
 
-from claude_session.services.setup import installer
+from claude_session.services.setup import hook_record, installer
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "f1r57-h0ur-0000-4000-8000-000000000001"
@@ -322,7 +322,8 @@ def test_the_demo_project_has_its_hooks_installed(home: Path) -> None:
 
 def test_doctor_runs_each_hook_alone(project: Path, home: Path) -> None:
     """Each installed command wrapped to take a lock folder while it runs: a second one
-    starting meanwhile finds it taken and says so. None does; every one ran."""
+    starting meanwhile finds it taken and says so. None does; every one ran. (The wrapped
+    commands are recorded as ours, as an install would: doctor runs no other.)"""
     ok(project, home, "install")
     settings_file = project / ".claude" / "settings.local.json"
     settings = json.loads(settings_file.read_text())
@@ -335,6 +336,7 @@ def test_doctor_runs_each_hook_alone(project: Path, home: Path) -> None:
                     f"mkdir {lock} 2>/dev/null || echo overlap >> {log}; {hook};"
                     f" rmdir {lock} 2>/dev/null; echo ran >> {log} {installer.MARKER}"
                 )
+                hook_record.remember([handler["command"]])
     settings_file.write_text(json.dumps(settings))
     report = json.loads(cli(project, home, "doctor", "--json").stdout)
     hooks = [r for r in report if r["check"].startswith("hook ")]

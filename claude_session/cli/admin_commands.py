@@ -25,8 +25,9 @@ from .group import cli, json_option, opened
 @output.wide_option
 @click.pass_obj
 def doctor_command(root: Path, full: bool, fsck: bool, as_json: bool) -> None:
-    """Run every installed hook as Claude Code would, check the database and the snapshot
-    store (stale locks of killed captures are removed)."""
+    """Run every hook claude-session installed for you as Claude Code would (a command with
+    its marker that it did not write is reported, never run), check the database and the
+    snapshot store (stale locks of killed captures are removed)."""
     from ..services.setup import doctor
 
     results = doctor.check(root, full, fsck)

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from ..services import configuration, judge
-from ..services.setup import installer, mcp_install, plugin, statusline_setup
+from ..services.setup import hook_record, installer, mcp_install, plugin, statusline_setup
 from . import hook_transport, output
 from .group import cli, json_option
 
@@ -138,7 +138,13 @@ def refuse_unless_runnable() -> None:
 
 
 def report_probe(command: str, where: str) -> None:
-    """After writing: fire one SessionStart through the command as written, and say so."""
+    """After writing: fire one SessionStart through the command as written, and say so; only
+    if it is one we recorded writing (the file is read back: never run what else is there)."""
+    if not hook_record.is_recorded(command):
+        raise click.ClickException(
+            f"written to {where}, but it now holds a SessionStart command claude-session did"
+            f" not write, not run: {json.dumps(command[:300])}"
+        )
     probe = installer.probe(command)
     if not probe.ok:
         raise click.ClickException(
@@ -345,7 +351,7 @@ def install_settings(
         if scope != "user":
             say_gitignore(root, installer.gitignore_plan(root), "would add")
         return
-    backup = installer.write_settings(path, updated)
+    backup = installer.write_ours(path, current, transport=chosen)
     carried = len(installer.MCP_EVENTS & set(installer.installed_events()))
     how = f" ({carried} through the hook server)" if chosen == "mcp" else ""
     say(f"installed {events} hooks into {path}{how}")
@@ -431,6 +437,11 @@ def install_statusline(path: Path, dry_run: bool, force: bool) -> None:
         if backup:
             say(f"previous settings saved as {backup}")
     written = installer.read_settings(path).get("statusLine", {}).get("command", "")
+    if written != statusline_setup.command():  # read back: never run what else is there
+        raise click.ClickException(
+            f"written to {path}, but it now holds a status line claude-session did not write,"
+            f" not run: {json.dumps(str(written)[:300])}"
+        )
     check, line = statusline_setup.probe(str(written))
     if not check.ok:
         raise click.ClickException(f"written to {path}, but its command fails: {check.problem}")

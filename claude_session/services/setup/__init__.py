@@ -4,6 +4,8 @@
 - `plugin`, `mcp_install`, `statusline_setup`: the plugin, the MCP server's registration,
   the status line.
 - `hook_sources`: where Claude Code finds our hooks for a project (`Found`).
+- `hook_record`: the hook commands we wrote for this user (sha256, per-user): `doctor` runs
+  no other.
 - `hook_client`: talking to the hook server as Claude Code does (for `doctor`).
 - `doctor`: every check; `payloads`: pydantic models of hook payloads and outputs (CLI,
   doctor and tests only: never hooks).

@@ -35,7 +35,7 @@ def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
     project is then what `install` leaves (`status` and `doctor` find its hooks; a `claude`
     started in a kept one records)."""
     path = installer.hooks_settings_path("project", project)
-    installer.write_settings(path, installer.with_ours({}))
+    installer.write_ours(path, {})
     written = dict(installer.ours(installer.read_settings(path)))
     played = []
     for payload in recorded_events(project):

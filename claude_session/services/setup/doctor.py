@@ -206,17 +206,25 @@ def _row(name: str, ok: bool, detail: str) -> dict[str, Any]:
 
 def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
     """(scope, event, handler) for every claude-session handler in every settings file that
-    reaches a session here (a worktree's main repository's too: hook_sources)."""
+    reaches a session here (a worktree's main repository's too: hook_sources). A command
+    with our marker that claude-session did not write for this user is no handler of ours:
+    a row says so, and it is never run (`_written_by_us`)."""
     from . import hook_sources
 
     found = []
+    known = _known_commands()
     for scope, path in hook_sources.settings_files(root):
         try:
             settings = installer.read_settings(path)
         except (OSError, ValueError) as exc:
             results.append(_row(f"settings {scope}", False, f"{path}: {exc}"))
             continue
-        ours = [(scope, event, handler) for event, handler in installer.ours(settings)]
+        ours = []
+        for event, handler in installer.ours(settings):
+            if handler.get("type") == "mcp_tool" or _written_by_us(handler, known):
+                ours.append((scope, event, handler))
+            else:
+                results.append(_not_ours(scope, path, event, handler))
         found += ours
         if ours:
             events = {event for _, event, _ in ours}
@@ -234,6 +242,46 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
             detail = "no claude-session hooks in any settings file; run `claude-session install`"
             results.append(_row("installed", False, detail))
     return found
+
+
+def _known_commands() -> set[str]:
+    """The sha256 of every command doctor may run: those the per-user record holds
+    (hook_record), and those this install and our package's plugin file hold (they run our
+    own entry, whoever copied them into a settings file)."""
+    from . import hook_record, plugin
+
+    held = installer.this_install_commands() | plugin.package_commands()
+    return hook_record.recorded() | {hook_record.digest(c) for c in held}
+
+
+def _written_by_us(handler: dict[str, Any], known: set[str]) -> bool:
+    """A command hook claude-session wrote for this user. Nothing else is run: the settings
+    file and the marker are the repository's to write. (An mcp_tool hook runs nothing of
+    the file's: doctor starts this install's own hook server.)"""
+    from . import hook_record
+
+    command = handler.get("command")
+    return isinstance(command, str) and hook_record.is_recorded(command, known)
+
+
+SHOWN_CHARS = 300
+
+
+def _not_ours(scope: str, path: Path, event: str, handler: dict[str, Any]) -> dict[str, Any]:
+    """The row for a command with our marker that we did not write: the file, the event and
+    the command, escaped (a JSON string: every control character and non-ASCII one shown as an
+    escape), never raw."""
+    command = str(handler.get("command"))
+    shown = json.dumps(command[:SHOWN_CHARS])
+    if len(command) > SHOWN_CHARS:
+        shown += f"... ({len(command)} characters)"
+    return _row(
+        f"settings {scope}",
+        False,
+        f"{path}: {json.dumps(event)}: not ours, not run: {shown} (our marker, but no command"
+        " claude-session recorded writing for you; if an earlier install of yours wrote it,"
+        " `claude-session install` again records what it writes)",
+    )
 
 
 def _hook_server_registered(

@@ -229,6 +229,30 @@ def with_ours(
     return result
 
 
+def our_commands(python: str | None = None, transport: str = "command") -> list[str]:
+    """The command of each command hook `with_ours` adds (mcp_tool hooks have none)."""
+    handlers = our_handlers(python, transport=transport).values()
+    return [str(h["command"]) for h in handlers if "command" in h]
+
+
+def this_install_commands() -> set[str]:
+    """The hook commands this install writes now: they run this install's own entry, so they
+    are ours whoever wrote them into a settings file (an install before the record was kept)."""
+    return {hook_command(event) for event in installed_events()}
+
+
+def write_ours(
+    path: Path, settings: dict[str, Any], python: str | None = None, transport: str = "command"
+) -> Path | None:
+    """`settings` with our hooks (`with_ours`) written to `path`; every command written is
+    first recorded as ours (hook_record: `doctor` runs no other). Returns the backup."""
+    from . import hook_record
+
+    updated = with_ours(settings, python, transport)
+    hook_record.remember(our_commands(python, transport))
+    return write_settings(path, updated)
+
+
 def read_settings(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}

@@ -208,7 +208,7 @@ def _carry_hooks(root: str, dest: str) -> None:
     if not any(scope != "user" for scope, _, _ in parent.files) or _hooks_reach(dest):
         return
     path = installer.settings_path("local", Path(dest))
-    installer.write_settings(path, installer.with_ours(installer.read_settings(path)))
+    installer.write_ours(path, installer.read_settings(path))
 
 
 def _make_worktree(root: str, dest: str) -> str:
