@@ -135,6 +135,15 @@ def test_a_clone_s_hooks_with_our_marker_are_reported_and_never_run(
     for command in (("status",), ("status", "--json"), ("hooks",)):
         run_cli(clone, *command, HOME=str(home))
     assert not [p for _, p in commands.values() if p.exists()], "status or hooks ran a hook"
+    # and status does not take them for an install of ours: it says they are not ours (once a
+    # database is there: without one, status says only that)
+    from claude_session.core import db
+
+    db.connect(str(clone / ".claude-session.db")).close()
+    status = json.loads(run_cli(clone, "status", "--json", HOME=str(home)).stdout)
+    said = " ".join(status["now"]["problems"])
+    assert "were not written by this user's claude-session: not ours" in said
+    assert "no claude-session hooks are installed" in said
 
 
 def test_after_install_doctor_runs_and_times_our_hooks(tmp_path: Path, home: Path) -> None:

@@ -69,11 +69,16 @@ def test_the_plugin_and_a_fork_s_carried_hooks_are_recorded(
 
     root, dest = tmp_path / "root", tmp_path / "fork"
     installer.write_ours(installer.settings_path("local", root), {}, python="/elsewhere/python")
-    (isolated_state / hook_record.RECORD_NAME).unlink()  # what carrying them records, alone
     dest.mkdir()
     fork._carry_hooks(str(root), str(dest))
     carried = commands_in(installer.settings_path("local", dest))
-    assert carried and {hook_record.digest(c) for c in carried} == hook_record.recorded()
+    assert carried and {hook_record.digest(c) for c in carried} <= hook_record.recorded()
+    # hooks with our marker that this user's claude-session did not write are not carried
+    (isolated_state / hook_record.RECORD_NAME).unlink()
+    other = tmp_path / "other"
+    other.mkdir()
+    fork._carry_hooks(str(root), str(other))
+    assert not commands_in(installer.settings_path("local", other))
 
 
 def test_the_package_s_plugin_commands_count_as_ours(tmp_path: Path) -> None:
@@ -143,3 +148,11 @@ def test_install_probes_only_the_command_it_recorded_writing(tmp_path: Path) -> 
     with pytest.raises(ClickException, match="did not write, not run"):
         setup_commands.report_probe(f"touch {made} {installer.MARKER}", str(settings))
     assert not made.exists()
+
+
+def test_a_handlers_timeout_from_the_file_is_bounded() -> None:
+    """A settings file's `timeout` beside our own command cannot crash or stall doctor."""
+    default = float(installer.DEFAULT_TIMEOUT)
+    for bad in ("soon", None, True, float("inf"), float("nan"), 1e308, -5, 0, [1]):
+        assert doctor._timeout(bad) == default
+    assert doctor._timeout(30) == 30.0

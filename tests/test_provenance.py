@@ -304,3 +304,23 @@ def test_trust_shows_what_it_would_adopt_and_needs_a_yes_off_a_terminal(
     assert said["trusted"] == [] and said["would_adopt"]["database"]["holds"]["open errors"] == 1
     assert cli(project, "trust", "--yes").returncode == 0
     assert trust.database_problem(str(project / ".claude-session.db")) is None
+
+
+def test_revert_and_prune_act_only_on_the_word_of_our_own_database(project: Path) -> None:
+    """The code that deletes checks the database's provenance itself: a database that is not
+    trusted names no frame to revert to and no snapshot to drop."""
+    from test_first_hour import SESSION, recorded_write
+
+    frame = recorded_write(project, SESSION)
+    assert cli(project, "trust", "--revoke").returncode == 0
+    before = (project / "app.py").read_text()
+    refused = cli(project, "revert", f"{SESSION}:{frame - 1}", "--yes", "--force")
+    assert refused.returncode != 0 and "not trusted" in " ".join(refused.stderr.split())
+    assert (project / "app.py").read_text() == before
+    refused = cli(project, "prune", "--older-than", "0", "--yes")
+    assert refused.returncode == 1 and "not pruned" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert cli(project, "trust", "--yes").returncode == 0  # the user's word: both work again
+    done = cli(project, "revert", f"{SESSION}:{frame - 1}", "--yes", "--force")
+    assert done.returncode == 0, done.stderr
+    assert not (project / "app.py").exists()  # back to before the Write made it

@@ -272,7 +272,13 @@ def prune(
             return
         if dry_run or not _go_ahead(yes, "delete", "delete them?"):
             return
-        done = pruning.run(conn, str(root), days, vacuum)
+        from ..core.trust import NotOurs
+
+        try:
+            done = pruning.run(conn, str(root), days, vacuum)
+        except NotOurs as exc:
+            click.echo(f"claude-session: {output.escape_controls(str(exc))}", err=True)
+            sys.exit(1)
     if as_json:
         output.emit(done, "json")
         return

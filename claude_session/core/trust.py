@@ -140,6 +140,19 @@ def database_problem(path: str, conn: "apsw.Connection | None" = None) -> "str |
     )
 
 
+class NotOurs(Exception):
+    """An action that would delete or change files on the word of a database this user's
+    claude-session did not write: refused, whatever the flags."""
+
+
+def require_ours(path: str, conn: "apsw.Connection | None", action: str) -> None:
+    """Raise NotOurs when the database at `path` is not trusted: what it names (frames,
+    snapshots, forks) is never acted on. Checked by the code that deletes, not its callers."""
+    why = database_problem(path, conn)
+    if why is not None:
+        raise NotOurs(f"not {action}: the database is not trusted ({why})")
+
+
 def _legacy_trusted(lines: "list[list[str]]", real: str, inode: str) -> bool:
     """A record by path and inode (written before identities), for a path that has no MAC'd
     record yet: once one exists, the inode proves nothing any more."""

@@ -75,8 +75,14 @@ def plan(conn: apsw.Connection, root: str, days: float) -> dict[str, Any]:
 def run(conn: apsw.Connection, root: str, days: float, vacuum: bool) -> dict[str, Any]:
     """Delete what `plan` counted; the rows removed and the space before and after: the
     database file with its WAL, and the snapshot store. Without `vacuum` the freed pages stay
-    inside the file for new rows (`free_inside_bytes`); with it they go back to the disk."""
+    inside the file for new rows (`free_inside_bytes`); with it they go back to the disk.
+    Never on the word of a database this user's claude-session did not write: which snapshots
+    it keeps decides which go (core/trust.py; trust.NotOurs says why)."""
     from ..core import events as event_log
+    from ..core import trust
+    from ..core.paths import db_path
+
+    trust.require_ours(db_path(root), conn, "pruned")
     from ..core import frames, memories, recall
     from ..core import state as project_state
     from ..core.config import megabytes

@@ -208,11 +208,11 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
     """(scope, event, handler) for every claude-session handler in every settings file that
     reaches a session here (a worktree's main repository's too: hook_sources). A command
     with our marker that claude-session did not write for this user is no handler of ours:
-    a row says so, and it is never run (`_written_by_us`)."""
+    a row says so, and it is never run (`hook_sources.written_by_us`)."""
     from . import hook_sources
 
     found = []
-    known = _known_commands()
+    known = hook_sources.known_commands()
     for scope, path in hook_sources.settings_files(root):
         try:
             settings = installer.read_settings(path)
@@ -221,7 +221,7 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
             continue
         ours = []
         for event, handler in installer.ours(settings):
-            if handler.get("type") == "mcp_tool" or _written_by_us(handler, known):
+            if hook_sources.written_by_us(handler, known):
                 ours.append((scope, event, handler))
             else:
                 results.append(_not_ours(scope, path, event, handler))
@@ -244,24 +244,15 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
     return found
 
 
-def _known_commands() -> set[str]:
-    """The sha256 of every command doctor may run: those the per-user record holds
-    (hook_record), and those this install and our package's plugin file hold (they run our
-    own entry, whoever copied them into a settings file)."""
-    from . import hook_record, plugin
+def _timeout(value: object) -> float:
+    """A handler's timeout as the settings file gives it, bounded: one that is not a finite
+    number from 1 s to 10 min (a hand edit, a repository's file) gives the default."""
+    import math
 
-    held = installer.this_install_commands() | plugin.package_commands()
-    return hook_record.recorded() | {hook_record.digest(c) for c in held}
-
-
-def _written_by_us(handler: dict[str, Any], known: set[str]) -> bool:
-    """A command hook claude-session wrote for this user. Nothing else is run: the settings
-    file and the marker are the repository's to write. (An mcp_tool hook runs nothing of
-    the file's: doctor starts this install's own hook server.)"""
-    from . import hook_record
-
-    command = handler.get("command")
-    return isinstance(command, str) and hook_record.is_recorded(command, known)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if math.isfinite(value) and 1 <= value <= 600:
+            return float(value)
+    return float(installer.DEFAULT_TIMEOUT)
 
 
 SHOWN_CHARS = 300
@@ -349,7 +340,7 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
                 command,
                 json.dumps(sample_payload(event, project)).encode(),
                 project,
-                timeout=float(handler.get("timeout") or installer.DEFAULT_TIMEOUT),
+                timeout=_timeout(handler.get("timeout")),
                 extra_env=installer.probe_env(project),  # a scratch project needs none
             )
             times.append((done.seconds * 1000, event))

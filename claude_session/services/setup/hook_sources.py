@@ -76,6 +76,29 @@ def replayed_here(root: Path) -> bool:
     return any(os.path.realpath(str(r["path"])) == here for r in rows)
 
 
+def known_commands() -> set[str]:
+    """The sha256 of every command counted as ours: those the record holds, and those this
+    install and our package's plugin file hold (they run our own entry, whoever copied them
+    into a settings file)."""
+    from . import hook_record, plugin
+
+    held = installer.this_install_commands() | plugin.package_commands()
+    return hook_record.recorded() | {hook_record.digest(c) for c in held}
+
+
+def written_by_us(handler: object, known: set[str]) -> bool:
+    """A hook handler claude-session wrote for this user: a command hook whose command is
+    known, or an mcp_tool hook (it names our server and tool and runs nothing of the file's)."""
+    if not isinstance(handler, dict):
+        return False
+    if handler.get("type") == "mcp_tool":
+        return True
+    from . import hook_record
+
+    command = handler.get("command")
+    return isinstance(command, str) and hook_record.digest(command) in known
+
+
 class Found:
     """The claude-session hooks that reach a session in a project, and from where."""
 
@@ -84,13 +107,21 @@ class Found:
 
         self.files: list[tuple[str, Path, set[str]]] = []  # scope, path, events
         self.unreadable: list[str] = []
+        self.not_ours: list[tuple[Path, str]] = []  # our marker, a command we did not write
+        known: set[str] | None = None
         for scope, path in settings_files(root):
             try:
                 settings = installer.read_settings(path)
             except (OSError, ValueError):
                 self.unreadable.append(str(path))
                 continue
-            events = {event for event, _ in installer.ours(settings)}
+            events = set()
+            for event, handler in installer.ours(settings):
+                known = known_commands() if known is None else known
+                if written_by_us(handler, known):
+                    events.add(event)
+                else:
+                    self.not_ours.append((path, event))
             if events:
                 self.files.append((scope, path, events))
         plugin_hooks = plugin.plugin_dir() / "hooks" / "hooks.json"
@@ -105,12 +136,20 @@ class Found:
         """What is wrong, one sentence each; none when the hooks that reach it are complete."""
         if self.unreadable:
             return [f"{self.unreadable[0]} cannot be read"]
+        foreign = []
+        if self.not_ours:
+            path, event = self.not_ours[0]
+            foreign = [
+                f"{len(self.not_ours)} hook(s) in {path} ({event} first) carry claude-session's"
+                " marker but were not written by this user's claude-session: not ours, never"
+                " run by doctor (`claude-session doctor` lists them)"
+            ]
         if self.plugin is not None or self.replay:
-            return []
+            return foreign
         if not self.files:
-            return ["no claude-session hooks are installed (`claude-session install`)"]
+            return [*foreign, "no claude-session hooks are installed (`claude-session install`)"]
         missing = sorted(set(installer.installed_events()) - self.events)
-        return (
+        return foreign + (
             [f"hooks missing for {', '.join(missing)} (`claude-session install`)"]
             if missing
             else []

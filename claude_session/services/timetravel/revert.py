@@ -29,7 +29,7 @@ from typing import Any
 
 import apsw
 
-from ...core import db, frames
+from ...core import db, frames, trust
 from ...core.config import megabytes
 from .. import configuration
 from ..snapshots import (
@@ -346,7 +346,14 @@ def _agent_wants(
 
 
 def execute(conn: apsw.Connection, root: str, todo: Plan, force: bool = False) -> dict[str, Any]:
-    """Carry out a plan; returns what was done (the revert's id, commits, paths)."""
+    """Carry out a plan; returns what was done (the revert's id, commits, paths). Never on
+    the word of a database this user's claude-session did not write (core/trust.py)."""
+    from ...core.paths import db_path
+
+    try:
+        trust.require_ours(db_path(root), conn, "reverted")
+    except trust.NotOurs as exc:
+        raise RevertError(str(exc)) from exc
     _refuse_outside(todo, force)
     fd = _lock(root)
     try:
