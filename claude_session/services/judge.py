@@ -45,13 +45,23 @@ def estimated_cost_per_call() -> float:
 
 def spent_today(conn: apsw.Connection, now: float) -> float:
     """USD the judge's calls cost since midnight UTC, as its command reported them."""
-    found = rows(
-        conn,
-        "SELECT COALESCE(SUM(cost_usd), 0) AS spent FROM llm_verdicts"
-        " WHERE created_at >= unixepoch(datetime(?, 'unixepoch', 'start of day'))",
-        (now,),
-    )
-    return float(found[0]["spent"] or 0.0)
+    return float(conn.execute(verdicts.SPENT_TODAY, (now,)).fetchall()[0][0] or 0.0)
+
+
+RESERVE_LOOKBACK_DAYS = 30
+HOLD_MARGIN_SECONDS = 60.0  # past the judge's timeout, before a reservation is taken for dead
+
+
+def reservation(conn: apsw.Connection, now: float) -> float:
+    """What one judge call reserves of the day's budget: a bounded estimate, not a proven
+    maximum (the command is the user's and only reports its cost afterwards): the larger of
+    the price table's estimate for a full prompt and the dearest call the judge reported in
+    the last RESERVE_LOOKBACK_DAYS days. A call dearer than that is still charged in full."""
+    found = conn.execute(
+        "SELECT MAX(cost_usd) FROM llm_verdicts WHERE created_at >= ?",
+        (now - RESERVE_LOOKBACK_DAYS * 86400,),
+    ).fetchall()[0][0]
+    return max(estimated_cost_per_call(), float(found or 0.0))
 
 
 def skipped_today(conn: apsw.Connection, now: float) -> int:
@@ -223,20 +233,11 @@ def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) 
         " ORDER BY id DESC LIMIT ?",
         (ev.session_id, task, MAX_BLOCKS),
     )
-    budget = float(config.get("judge_budget_usd_per_day") or 0.0)
-    spent = spent_today(conn, now)
+    held: int | None = None
     if len(previous) == MAX_BLOCKS and all(p["decision"] == "block" for p in previous):
         verdict = Verdict("allow", f"judge overruled: blocked {MAX_BLOCKS} times in a row", "")
-    elif budget > 0 and spent >= budget:
-        verdict = Verdict(
-            "skipped",
-            f"judge skipped: today's judge spend ${spent:.2f} reached"
-            f" judge_budget_usd_per_day (${budget:.2f})",
-            "",
-        )
     else:
-        prompt = build_prompt(conn, ev, task, now)
-        verdict = run(str(config["judge_command"]), prompt, float(config["judge_timeout_seconds"]))
+        verdict, held = within_budget(conn, ev, task, config, now)
     with Immediate(conn):
         verdicts.record(
             conn,
@@ -252,4 +253,49 @@ def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) 
             now=time.time(),
             cost_usd=verdict.cost_usd,
         )
+        if held is not None:  # the cost reported replaces what was held, in one transaction
+            verdicts.release(conn, held)
     return verdict
+
+
+def within_budget(
+    conn: apsw.Connection, ev: Event, task: str, config: dict[str, Any], now: float
+) -> tuple[Verdict, int | None]:
+    """Run the judge if a reservation of its share of today's budget fits (a budget of 0: no
+    limit): the verdict, and the reservation the recorded verdict must replace (None: none
+    held). A refusal is a skip that says why; nothing is spent on it."""
+    budget = float(config.get("judge_budget_usd_per_day") or 0.0)
+    timeout = float(config["judge_timeout_seconds"])
+    held = None
+    if budget > 0:
+        amount = reservation(conn, now)
+        room = verdicts.reserve(
+            conn,
+            session_id=ev.session_id,
+            amount=amount,
+            budget=budget,
+            now=time.time(),
+            hold_seconds=timeout + HOLD_MARGIN_SECONDS,
+        )
+        if room.reservation is None:
+            return Verdict("skipped", refusal(room, amount, budget), ""), None
+        held = room.reservation
+    try:
+        prompt = build_prompt(conn, ev, task, now)
+        return run(str(config["judge_command"]), prompt, timeout), held
+    except BaseException:
+        if held is not None:  # never ran: give the room back at once
+            with Immediate(conn):
+                verdicts.release(conn, held)
+        raise
+
+
+def refusal(room: verdicts.Room, amount: float, budget: float) -> str:
+    """Why a judge did not run: the day's budget, what was spent and what is held."""
+    text = f"judge skipped: today's judge spend ${room.spent:.2f}"
+    if room.running:
+        text += f" and ${room.reserved:.2f} held by {room.running} running judge(s)"
+    return (
+        f"{text} leave no room for this call's ${amount:.2f} (reserved before it runs)"
+        f" within judge_budget_usd_per_day (${budget:.2f})"
+    )
