@@ -315,3 +315,23 @@ def test_every_read_writes_nothing_anywhere(recorded: Path, tmp_path: Path, kind
     assert [(m.where, m.trusted) for m in found] == [("project", int(trusted))]
     assert {m.where: m.trusted for m in every} == {"project": int(trusted), "global": 1}
     assert "no snapshot store" in files["error"]
+
+
+def test_a_read_as_is_sees_what_a_writer_wrote_since(recorded: Path) -> None:
+    """A database nobody had open is read as it is on disk; once a writer comes (its -wal),
+    or came and went (the file changed), the next read opens it again and sees the writes."""
+    base = {"transcript_path": "/tmp/t.jsonl", "cwd": str(recorded)}
+    with Project(recorded) as project:
+        before = {s.session_id for s in project.sessions(limit=100)}
+        writer = Recorder(recorded)  # stays open: its -wal is there
+        writer.send(base | {"session_id": "writer-open", "hook_event_name": "SessionStart"})
+        assert {s.session_id for s in project.sessions(limit=100)} - before == {"writer-open"}
+        writer.close()  # not the last connection: its -wal stays
+    db.connect(db_path(str(recorded))).close()  # the last one now: the -wal goes
+    with Project(recorded) as project:
+        project.sessions()
+        writer = Recorder(recorded)  # comes and goes: its -wal is checkpointed and removed
+        writer.send(base | {"session_id": "writer-gone", "hook_event_name": "SessionStart"})
+        writer.close()
+        assert not Path(db_path(str(recorded)) + "-wal").exists()
+        assert "writer-gone" in {s.session_id for s in project.sessions(limit=100)}
