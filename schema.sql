@@ -164,6 +164,18 @@ CREATE TABLE llm_verdicts (
     cost_usd     REAL  -- what the call cost, as the judge's command reported it (claude -p: total_cost_usd); NULL when unknown
 );
 
+-- What each running judge may still spend, reserved before it starts (core/verdicts.py): a
+-- judge runs only when today's spend, the other judges' reservations and its own fit
+-- judge_budget_usd_per_day, checked and reserved in one BEGIN IMMEDIATE. Its verdict replaces
+-- the reservation by the cost reported; a judge that died leaves one that lapses at expires_at.
+CREATE TABLE judge_reservations (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT,
+    amount_usd  REAL NOT NULL,  -- the most this call is expected to cost (services/judge.py)
+    created_at  REAL NOT NULL,  -- Unix seconds
+    expires_at  REAL NOT NULL   -- past it, the judge is taken for dead and its reservation lapses
+);
+
 -- Audit trail: one row per hook run that reached the database (spooled runs on ingestion).
 CREATE TABLE hook_events (
     id              INTEGER PRIMARY KEY,
@@ -824,4 +836,4 @@ CREATE TABLE database_identity (
 INSERT INTO database_identity (id, created_at)
     VALUES (lower(hex(randomblob(16))), (julianday('now') - 2440587.5) * 86400.0);
 
-PRAGMA user_version = 28;
+PRAGMA user_version = 29;

@@ -7,11 +7,20 @@
             print(session.session_id, session.status, session.tool_calls)
 
 `Project(path)` finds the database the way the CLI does (`path` itself, else the nearest folder
-up holding a `.claude-session.db`) and reads it. Reading never writes: no database is created
-where there is none (`Project.exists` is False and every method answers empty), the spool is not
-ingested, nothing is migrated (a database an older version wrote is refused with the command
-that upgrades it), Claude Code's transcripts are not read for costs (what the hooks, the
-daemon or a CLI command already read is what there is).
+up holding a `.claude-session.db`) and reads it. Reading never writes, anywhere (the project,
+the per-user state and data folders): no database is created where there is none
+(`Project.exists` is False and every method answers empty), the spool is not ingested, nothing
+is migrated (a database an older version wrote is refused with the command that upgrades it),
+Claude Code's transcripts are not read for costs (what the hooks, the daemon or a CLI command
+already read is what there is), no state folder nor snapshot store is made, and no git that
+writes is run. A database nobody has open (no -wal) is read as it is on disk (SQLite's
+`immutable`, so not even a -wal or -shm file is made), and read through SQLite's own -wal and
+-shm again as soon as a writer appears; one in use is read through the files its writers made.
+
+Trust: every record comes from the project's database, whose trust `Project.trusted` says (a
+database that came with a clone is not: core/trust.py). Memories mix two databases (the
+project's and the user's global one): each Memory's `trusted` is 1 only when its row says so
+and its database is trusted; a row of an untrusted database is 0, whatever it claims.
 
 Every method returns frozen dataclasses whose fields are the names the CLI's `--json` prints:
 `dataclasses.asdict(row)` gives the row that command shows. The CLI, the MCP server and the
@@ -33,9 +42,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 
-from .core import db, injections, memories, recall, trust
+from .core import db, injections, memories, trust
 from .core import state as project_state
-from .core.paths import DB_NAME, db_path
+from .core.paths import DB_NAME, Reading, db_path, global_db_path
 from .records import (
     Agent,
     Claim,
@@ -118,11 +127,12 @@ def find_root(path: str | os.PathLike[str] = ".") -> Path:
     return here
 
 
-def memory(where: str, row: dict[str, Any]) -> Memory:
-    """A memories row (`where`: 'project' or 'global') as a Memory."""
+def memory(where: str, row: dict[str, Any], trusted: bool = True) -> Memory:
+    """A memories row (`where`: 'project' or 'global') as a Memory; from a database that is not
+    `trusted`, its `trusted` is 0 whatever the row says."""
     label = f"g{row['id']}" if where == "global" else str(row["id"])
     tags = tuple(json.loads(str(row.get("tags") or "[]")))
-    return _make(Memory, row, id=label, tags=tags)
+    return _make(Memory, row, id=label, tags=tags, **({} if trusted else {"trusted": 0}))
 
 
 def search_memories(
@@ -130,16 +140,55 @@ def search_memories(
     global_conn: apsw.Connection | None,
     query: str,
     limit: int = 10,
+    trusted: tuple[bool, bool] = (True, True),
 ) -> list[Memory]:
     """The one memory search: this project's memories and the global ones matching `query`,
     best first across both (bm25 rank), at most `limit`; none awaiting the user's review.
-    Either connection may be None (no database, or one not to read)."""
+    Either connection may be None (no database, or one not to read); `trusted`: whether each
+    database is (core/trust.py), its memories marked untrusted when not."""
     found: list[Memory] = []
-    for where, source in (("project", conn), ("global", global_conn)):
+    sources = (("project", conn, trusted[0]), ("global", global_conn, trusted[1]))
+    for where, source, believed in sources:
         if source is not None:
-            found += [memory(where, row) for row in memories.search(source, query, limit=limit)]
+            rows = memories.search(source, query, limit=limit)
+            found += [memory(where, row, believed) for row in rows]
     found.sort(key=lambda m: float(m.rank or 0.0))
     return found[:limit]
+
+
+def open_to_read(path: str) -> tuple[apsw.Connection, bool]:
+    """A read-only connection to the database at `path` that makes and changes no file, and
+    whether it reads the file as it is (`immutable`: nobody has it open, there is no -wal;
+    such a connection must be opened again once a writer appears). A database with a -wal
+    but no -shm (a crash's leftover) is read as SQLite must, which makes the -shm."""
+    immutable = not os.path.exists(path + "-wal")
+    conn = db.connect(path, create=False, readonly=True, immutable=immutable)
+    return conn, immutable
+
+
+def _identity(path: str) -> tuple[int, int, int] | None:
+    """What tells a database file changed under an immutable reader: inode, size, mtime."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _global_to_read() -> apsw.Connection | None:
+    """The user's global memories, read without a write (None: none, or not readable yet: a
+    database of an older version is upgraded by the next hook or command, not by a read)."""
+    try:
+        path = global_db_path()
+        if not os.path.exists(path):
+            return None
+        conn, _ = open_to_read(path)
+    except (OSError, db.DatabaseError):
+        return None
+    if db.schema_version(conn) < db.SCHEMA_VERSION:
+        conn.close()
+        return None
+    return conn
 
 
 class Project:
@@ -151,6 +200,8 @@ class Project:
         self.root = find_root(path)
         self.path = db_path(str(self.root))
         self._conn: apsw.Connection | None = None
+        self._read_as_is: tuple[int, int, int] | None = None  # an immutable read: the file then
+        self._retired: list[apsw.Connection] = []
         self._closed = False
 
     # -- the database ---------------------------------------------------------------------
@@ -167,14 +218,22 @@ class Project:
         return self.exists and trust.database_problem(self.path) is None
 
     def connection(self) -> apsw.Connection | None:
-        """The read-only connection (None without a database)."""
+        """The read-only connection (None without a database). One that reads the file as it
+        is (nobody had it open) is opened again once a writer appears (a -wal, or the file
+        changed): it would not see the writes, and must not read a page mid-checkpoint."""
         if self._closed:
             raise ProjectError("this Project is closed")
+        seen = self._read_as_is
+        if self._conn is not None and seen is not None and self._writer_came(seen):
+            self._retired.append(self._conn)  # a method may still hold it: closed at close()
+            self._conn = self._read_as_is = None
         if self._conn is None and self.exists:
             try:
-                conn = db.connect(self.path, create=False, readonly=True)
+                seen = _identity(self.path)
+                conn, immutable = open_to_read(self.path)
             except db.DatabaseError as exc:
                 raise ProjectError(f"cannot read {self.path}: {exc}") from exc
+            self._read_as_is = seen if immutable else None
             if db.schema_version(conn) < db.SCHEMA_VERSION:
                 conn.close()
                 raise ProjectError(
@@ -184,7 +243,14 @@ class Project:
             self._conn = conn
         return self._conn
 
+    def _writer_came(self, seen: tuple[int, int, int]) -> bool:
+        """Whether the file read as it is has a writer now (a -wal) or changed since."""
+        return os.path.exists(self.path + "-wal") or _identity(self.path) != seen
+
     def close(self) -> None:
+        for conn in self._retired:
+            conn.close()
+        self._retired.clear()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -365,7 +431,7 @@ class Project:
         if conn is None:
             raise ProjectError(f"no claude-session database at {self.path}")
         try:
-            return Diff(*timetravel.diff(conn, str(self.root), a, b, stat_only))
+            return Diff(*timetravel.diff(conn, str(self.root), a, b, stat_only, read_only=True))
         except timetravel.FrameError as exc:
             raise ProjectError(str(exc)) from exc
 
@@ -437,17 +503,23 @@ class Project:
         """With `query`: the memories matching it, best first across this project's and the
         global ones (what `claude-session memory search` and the MCP tool `search_memories`
         find: this is their one search). Without: the memories in use, most used and
-        strongest first. `scope`: 'project' or 'global' alone. Never one awaiting review."""
+        strongest first. `scope`: 'project' or 'global' alone. Never one awaiting review.
+        A memory of an untrusted database has `trusted` 0 (the module's docstring)."""
         conn = self.connection() if scope in (None, "project") else None
-        global_conn = recall.open_global() if scope in (None, "global") else None
+        global_conn = _global_to_read() if scope in (None, "global") else None
+        trusted = (
+            conn is None or self.trusted,
+            global_conn is None or trust.database_problem(global_db_path()) is None,
+        )
         try:
             if query is not None:
-                return search_memories(conn, global_conn, query, limit)
+                return search_memories(conn, global_conn, query, limit, trusted)
             found: list[Memory] = []
-            for where, source in (("project", conn), ("global", global_conn)):
+            sources = (("project", conn, trusted[0]), ("global", global_conn, trusted[1]))
+            for where, source, believed in sources:
                 if source is not None:
                     rows = memories.listed(source, category=category, limit=limit)
-                    found += [memory(where, row) for row in rows]
+                    found += [memory(where, row, believed) for row in rows]
             return found
         finally:
             if global_conn is not None:
@@ -483,7 +555,12 @@ class Project:
 
     def problems(self) -> list[str]:
         """Anything wrong with the installation, one sentence each: what `status` lists under
-        problems (`doctor` makes the same checks, and more)."""
+        problems (`doctor` makes the same checks, and more). No folder is made for the
+        per-project files it looks for (a daemon's lock and status, the spool's)."""
+        with Reading():
+            return self._problems()
+
+    def _problems(self) -> list[str]:
         from .services import status_report
 
         conn = self.connection()

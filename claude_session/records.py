@@ -212,7 +212,10 @@ class HooksReport:
 @dataclass(frozen=True)
 class Memory:
     """A memory (`claude-session memory search --json`): `id` as the CLI names it (`12` in
-    this project, `g12` global); `rank` from a search (lower is better), None in a listing."""
+    this project, `g12` global); `rank` from a search (lower is better), None in a listing;
+    `trusted` 1 only when the row says the user (or a hook of a trusted database) wrote it and
+    its database is trusted: a memory of a database that came with a clone is 0, whatever its
+    row claims (core/trust.py; `Project.trusted` says it for every other record)."""
 
     id: str
     category: str

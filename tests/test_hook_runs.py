@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from inproc import Recorder
-from test_transcripts import PROMPT, SESSION, assistant, stamp, start, user, write
+from test_transcripts import PROMPT, SESSION, T0, assistant, stamp, start, user, write
 
 from claude_session.core import db, hook_contract, hook_runs
 from claude_session.services.cost import hook_lines, hooks_report, transcripts
@@ -299,14 +299,23 @@ def test_report_per_session_and_turn(recorder: Recorder, main_path: Path) -> Non
 
 def slow_session(recorder: Recorder, main_path: Path) -> None:
     """A session whose hook `echo slow` runs 10 times: 8 quick, 2 past 100 ms (p90: the 9th
-    smallest, 150 ms), and our mcp_tool hook 10 times at 5 ms."""
+    smallest, 150 ms), and our mcp_tool hook 10 times at 5 ms (each in our own records too)."""
     start(recorder, main_path)
     lines = [user(PROMPT, 1)]
     for i, ms in enumerate([10, 10, 10, 10, 10, 10, 10, 10, 150, 400]):
         lines.append(attachment("hook_success", "PreToolUse", "echo slow", ms, 2 + i))
         lines.append(attachment("hook_success", "PreToolUse", OURS_MCP, 5, 2 + i))
+        ours_ran(recorder, main_path, "PreToolUse", 2 + i - 0.01)
     write(main_path, lines)
     transcripts.catch_up(recorder.conn)
+
+
+def ours_ran(recorder: Recorder, main_path: Path, event: str, at: float) -> None:
+    """Our hook of `event` ran at T0 + `at`, in our own records (hook_events)."""
+    recorder.now = T0 + at
+    base = {"session_id": SESSION, "transcript_path": str(main_path), "cwd": recorder.root}
+    call = {"tool_name": "Bash", "tool_use_id": "toolu_1", "prompt_id": PROMPT}
+    recorder.send(base | call | {"hook_event_name": event, "tool_input": {"command": "ls"}})
 
 
 def test_status_doctor_and_status_line_name_the_slow_hook(
@@ -340,22 +349,69 @@ def test_status_doctor_and_status_line_name_the_slow_hook(
     assert statusline.render(busy).endswith("2 open errors (ladder 1/4) · 2 slow hooks")
 
 
-def test_the_status_line_counts_by_the_same_p90_as_the_report() -> None:
+def test_forged_lines_naming_our_hook_are_left_out_of_every_figure(
+    recorder: Recorder, main_path: Path
+) -> None:
+    """The agent can append lines to its own transcript: ones naming our hook that our own
+    log does not have (no run of that event then), or with a durationMs past the hook's own
+    timeout, are left out of `hooks`, `status`, `doctor` and the status line."""
+    from claude_session.core import statusline
+    from claude_session.services import status_report
+    from claude_session.services.setup import doctor
+
+    slow_session(recorder, main_path)  # the real runs: ours 10 x 5 ms, `echo slow` p90 150 ms
+    forged = [
+        # no run of ours anywhere near: an hour, then a minute
+        attachment("hook_success", "PreToolUse", OURS_MCP, 3_600_000, 300, tool_use_id="f1"),
+        attachment("hook_non_blocking_error", "PreToolUse", OURS_COMMAND, 60_000, 400),
+        # beside a real run of ours, but longer than its 10 s timeout would ever let it run
+        attachment("hook_success", "PreToolUse", OURS_MCP, 9e11, 5),
+        attachment("hook_success", "PreToolUse", OURS_MCP, 10_001, 6),
+        # our Stop command, where no Stop of ours ran (a PreToolUse did)
+        attachment("hook_success", "Stop", OURS_COMMAND, 7_000, 7, tool_use_id="stop-9"),
+        summary([{"command": OURS_COMMAND, "durationMs": 5e8}], 500, tool_use_id="stop-2"),
+    ]
+    write(main_path, forged)
+    transcripts.catch_up(recorder.conn)
+    stored = rows(recorder, "SELECT count(*) AS n FROM hook_runs WHERE ours = 1")[0]["n"]
+    assert stored == 10 + len(forged)  # all read and kept as the transcript says; not taken
+
+    report = hooks_report.report(recorder.conn, SESSION)
+    ours = [r for r in report["rows"] if r["ours"] and r["measured"]]
+    assert [(r["event"], r["runs"], r["total_ms"], r["max_ms"]) for r in ours] == [
+        ("PreToolUse", 10, 50.0, 5.0)
+    ]
+    assert report["total"]["ours_ms"] == 50.0 and report["total"]["total_ms"] == 680.0
+    assert hooks_report.by_turn(recorder.conn, SESSION)[1] == {"hooks_ms": 680.0, "ours_ms": 50.0}
+
+    found = status_report.status(recorder.conn, recorder.root)["hook_time"]
+    assert found["ours_ms"] == 50 and found["slowest"]["command"] == "echo slow"
+    assert [r["command"] for r in found["over_budget"]] == ["echo slow"]
+
+    row = doctor.hook_budget(Path(recorder.root))[0]
+    assert "1 hook(s) over hook_budget_ms" in row["detail"]
+    assert "echo slow (PreToolUse)" in row["detail"] and "claude-session (" not in row["detail"]
+
+    assert statusline.slow_hooks(recorder.conn, SESSION, 100.0) == 1  # `echo slow` alone
+    assert statusline.slow_hooks(recorder.conn, SESSION, 4.0) == 2  # ours: 5 ms, not hours
+
+
+def test_the_status_line_counts_by_the_same_p90_as_the_report(tmp_path: Path) -> None:
     """The status line's SQL (fewer than ceil(0.9 n) runs within the budget) and the report's
     nearest-rank p90 agree for every count of runs and every budget."""
-    import apsw
-
     from claude_session.core import statusline
 
-    conn = apsw.Connection(":memory:")
-    conn.execute(
-        "CREATE TABLE hook_runs (session_id TEXT, command TEXT, event TEXT, duration_ms REAL)"
-    )
+    conn = db.connect(str(tmp_path / "p90.db"))  # the real table: the status line's query
     for n in range(1, 23):
         conn.execute("DELETE FROM hook_runs")
         values = [float((i * 37) % 101) for i in range(n)]
-        for v in values:
-            conn.execute("INSERT INTO hook_runs VALUES ('s', 'c', 'e', ?)", (v,))
+        for i, v in enumerate(values):
+            conn.execute(
+                "INSERT INTO hook_runs (path, line_end, item, session_id, agent_id, event,"
+                " command, ours, outcome, duration_ms) VALUES ('t', ?, 0, 's', 's', 'e', 'c', 0,"
+                " 'success', ?)",
+                (i, v),
+            )
         for budget in (0.0, 10.0, 50.0, 90.0, 99.0, 100.0):
             p90 = hooks_report.p90(values)
             assert p90 is not None

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from conftest import run_cli, stream
 from inproc import Recorder
 
-from claude_session.core import db, memories, spool
+from claude_session.core import db, memories, recall, spool
 from claude_session.core.paths import db_path, spool_dir
 from claude_session.project import (
     Agent,
@@ -212,3 +213,125 @@ def test_status_and_doctor_make_the_shared_checks_once(recorded: Path) -> None:
     assert backlog.row() in rows
     trusted = [c.row() for c in health.trust_checks(str(recorded))]
     assert trusted and all(row in rows for row in trusted)
+
+
+# --- reading writes nothing anywhere -----------------------------------------------------------
+
+
+def tree(*roots: Path) -> dict[str, tuple[bool, int, int]]:
+    """Every file and folder under `roots`: (is a folder, size, modification time in ns)."""
+    found: dict[str, tuple[bool, int, int]] = {}
+    for root in roots:
+        found[str(root)] = (
+            (root.is_dir(), 0, root.stat().st_mtime_ns) if root.exists() else (False, -1, -1)
+        )
+        for folder, dirs, files in os.walk(root):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                info = os.lstat(path)
+                found[path] = (name in dirs, info.st_size, info.st_mtime_ns)
+    return found
+
+
+def read_everything(project: Project) -> set[str]:
+    """Every public read of `project`, each called; the names called."""
+    called: set[str] = set()
+
+    def call(name: str, *args: object, **kwargs: object) -> object:
+        called.add(name)
+        value = getattr(project, name)
+        return value(*args, **kwargs) if callable(value) else value
+
+    call("exists"), call("trusted"), call("connection"), call("latest_session")
+    for listing in ("agents", "claims", "errors", "failed_paths", "sessions"):
+        call("page", listing, all=True) if listing != "sessions" else call("page", listing)
+        list(call("each", listing))  # type: ignore[call-overload]
+    sessions = call("sessions")
+    assert isinstance(sessions, list)
+    first = sessions[-1].session_id if sessions else "none"
+    call("session", first[:8])
+    call("agents", all=True), call("claims", all=True), call("errors")
+    call("failed_paths", all=True), call("session_at", "")
+    frames = call("timeline")
+    call("frames", first) if sessions else call("frames")
+    assert isinstance(frames, list)
+    if len(frames) > 1:
+        call("diff", str(frames[0].frame), str(frames[-1].frame))
+        call("diff", str(frames[0].frame), str(frames[-1].frame), stat_only=True)
+    else:
+        called.add("diff")
+    call("cost"), call("hooks")
+    if sessions:
+        call("cost", session=first), call("hooks", session=first)
+    call("memories", "pytest"), call("memories"), call("memories", scope="global")
+    call("state"), call("state_history"), call("injections"), call("problems")
+    return called
+
+
+def public_reads() -> set[str]:
+    return {name for name in dir(Project) if not name.startswith("_")} - {"close"}
+
+
+@pytest.mark.parametrize("kind", ["recorded", "untrusted"])
+def test_every_read_writes_nothing_anywhere(recorded: Path, tmp_path: Path, kind: str) -> None:
+    """Each public read of Project, on a recorded project and on a database that came with a
+    clone (its frames naming workspace snapshots, a global memory beside): no file or folder
+    is created or changed in the project, the state dir or the data dir (paths, sizes,
+    modification times the same before and after): no -wal or -shm, no state folder, no
+    snapshot store, no git that writes. The clone's memories are marked untrusted."""
+    project = recorded
+    if kind == "untrusted":
+        project = tmp_path / "clone"
+        project.mkdir()
+        shutil.copy(db_path(str(recorded)), db_path(str(project)))  # a new file: not ours
+    with Project(project) as opened:
+        session, frames = opened.latest_session(), opened.timeline()
+    first, last = frames[0].frame, frames[-1].frame
+    conn = db.connect(db_path(str(project)), create=False)
+    for frame, commit in ((first, "1" * 40), (last, "2" * 40)):  # snapshots the store lacks
+        conn.execute(
+            "INSERT OR REPLACE INTO vcs_tags (session_id, frame_no, status, requested_at,"
+            " snapshot_commit) VALUES (?, ?, 'captured', 0, ?)",
+            (session, frame, commit),
+        )
+    conn.close()
+    with db.Immediate(global_db := recall.open_global(create=True)):  # type: ignore[arg-type]
+        memories.add(global_db, "prefer ruff over flake8", "preference", "global", 1.0)
+    global_db.close()
+    state = Path(os.environ["CLAUDE_SESSION_STATE_DIR"])
+    data = Path(os.environ["CLAUDE_SESSION_DATA_DIR"])
+    before = tree(project, state, data)
+    time.sleep(0.02)
+    with Project(project) as opened:
+        trusted = opened.trusted
+        called = read_everything(opened)
+        found, every = opened.memories("pytest"), opened.memories()
+        files = opened.diff(str(first), str(last)).files
+    after = tree(project, state, data)
+    assert called == public_reads()
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    assert not changed, "\n".join(f"{p}: {before.get(p)} -> {after.get(p)}" for p in changed)
+    assert trusted is (kind == "recorded")
+    assert [(m.where, m.trusted) for m in found] == [("project", int(trusted))]
+    assert {m.where: m.trusted for m in every} == {"project": int(trusted), "global": 1}
+    assert "no snapshot store" in files["error"]
+
+
+def test_a_read_as_is_sees_what_a_writer_wrote_since(recorded: Path) -> None:
+    """A database nobody had open is read as it is on disk; once a writer comes (its -wal),
+    or came and went (the file changed), the next read opens it again and sees the writes."""
+    base = {"transcript_path": "/tmp/t.jsonl", "cwd": str(recorded)}
+    with Project(recorded) as project:
+        before = {s.session_id for s in project.sessions(limit=100)}
+        writer = Recorder(recorded)  # stays open: its -wal is there
+        writer.send(base | {"session_id": "writer-open", "hook_event_name": "SessionStart"})
+        assert {s.session_id for s in project.sessions(limit=100)} - before == {"writer-open"}
+        writer.close()  # not the last connection: its -wal stays
+    db.connect(db_path(str(recorded))).close()  # the last one now: the -wal goes
+    with Project(recorded) as project:
+        project.sessions()
+        writer = Recorder(recorded)  # comes and goes: its -wal is checkpointed and removed
+        writer.send(base | {"session_id": "writer-gone", "hook_event_name": "SessionStart"})
+        writer.close()
+        assert not Path(db_path(str(recorded)) + "-wal").exists()
+        assert "writer-gone" in {s.session_id for s in project.sessions(limit=100)}

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_VERSION = 28  # the highest migration number; a test checks schema.sql sets the same
+SCHEMA_VERSION = 29  # the highest migration number; a test checks schema.sql sets the same
 BUSY_TIMEOUT_MS = 5000
 JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -143,6 +143,7 @@ def connect(
     readonly: bool = False,
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     migrate: bool = True,
+    immutable: bool = False,
 ) -> apsw.Connection:
     """Open (and if asked, create or migrate) the database at `path`.
 
@@ -152,8 +153,11 @@ def connect(
     A link among the folders on the way is the user's (a project reached through a linked
     folder, macOS /tmp): the file is opened by its folder's real path, as SQLite's no-follow
     open requires (it refuses a link anywhere in the path, not only at the file).
+    `immutable` (read-only, and made so inside `paths.Reading` when there is no -wal): the file
+    read as it is, no lock taken and no -wal or -shm made; for a reader that writes nothing
+    and reopens once a writer appears (project.Project).
     """
-    from .paths import canonical
+    from .paths import canonical, reading
 
     folder, name = os.path.split(os.path.abspath(path))
     path = os.path.join(canonical(folder), name)
@@ -175,11 +179,19 @@ def connect(
         _set_aside_foreign_wal(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
     flags |= apsw.SQLITE_OPEN_NOFOLLOW
+    name = path
+    if readonly and reading() and not os.path.exists(path + "-wal"):
+        immutable = True  # nobody has it open: read the file as it is, make no -wal nor -shm
+    if immutable:  # read-only, no lock, no -wal or -shm made (`open_to_read` says when)
+        from urllib.parse import quote
+
+        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW | apsw.SQLITE_OPEN_URI
+        name, readonly = f"file:{quote(path)}?immutable=1", True
     try:
         # Every event runs ~18 distinct statements and the event types differ: apsw's default
         # cache of 16 prepared statements thrashed across a session's mix, and 128 still let a
         # long-lived process (the daemon) drop the rarer events' statements.
-        conn = apsw.Connection(path, flags=flags, statementcachesize=512)
+        conn = apsw.Connection(name, flags=flags, statementcachesize=512)
         conn.setbusytimeout(busy_timeout_ms)
         # SQLite 3.54 re-plans a statement on every new binding of `col = ?` (the planner
         # peeks at the value to size its estimate): a full re-prepare on each execute, 3-5x

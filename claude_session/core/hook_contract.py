@@ -48,3 +48,30 @@ HOOK_TIMEOUTS = {
     "SubagentStop": 180,
 }
 DEFAULT_HOOK_TIMEOUT = 10
+
+# A hook run that Claude Code's transcript names as ours is taken (into `hooks`, `doctor`,
+# the status line, OTel) only when our own log has it: the agent can append lines to its own
+# transcript, our command's name and any durationMs in them. Taken: hook_events holds a run
+# of that event in that session, delivered by Claude Code (source 'hook'), that started
+# within the hook's timeout (plus CLOCK_SLACK_SECONDS either side) before the line's time,
+# and the durationMs is within that timeout (Claude Code stops the hook there). Other hooks'
+# runs are not ours to confirm: their figures are what the transcript says, within its bounds.
+CLOCK_SLACK_SECONDS = 5
+
+
+def timeout_sql(event: str) -> str:
+    """SQL: the seconds Claude Code gives our hook of the event in column `event`."""
+    cases = " ".join(f"WHEN '{name}' THEN {seconds}" for name, seconds in HOOK_TIMEOUTS.items())
+    return f"(CASE {event} {cases} ELSE {DEFAULT_HOOK_TIMEOUT} END)"
+
+
+def taken_sql(run: str) -> str:
+    """SQL: whether the hook_runs row `run` (a table name or alias) is taken into figures."""
+    limit = timeout_sql(f"{run}.event")
+    return (
+        f"({run}.ours = 0 OR (coalesce({run}.duration_ms, 0) <= {limit} * 1000"
+        f" AND EXISTS (SELECT 1 FROM hook_events mine WHERE mine.started_at BETWEEN"
+        f" {run}.at - {limit} - {CLOCK_SLACK_SECONDS} AND {run}.at + {CLOCK_SLACK_SECONDS}"
+        f" AND mine.session_id = {run}.session_id AND mine.event_type = {run}.event"
+        " AND mine.source = 'hook')))"
+    )

@@ -1,6 +1,7 @@
 """Where things live: the project root, its database, spool and log (standard library only)."""
 
 import os
+from contextvars import ContextVar
 
 DB_NAME = ".claude-session.db"
 # Everything beside the database shares its prefix, so one `.gitignore` line covers them all.
@@ -113,13 +114,34 @@ def project_state_dir(root: str) -> str:
     return os.path.join(user_state_dir(), "projects", key[:24])
 
 
+_READING: "ContextVar[bool]" = ContextVar("claude_session_reading", default=False)
+
+
+class Reading:
+    """`with Reading():` nothing in the block makes a folder for a per-project file, and a
+    read-only open of a database nobody has open makes no -wal or -shm (core/db.connect): the
+    library's reads (`Project`) write nothing; a file that is not there is read as absent."""
+
+    def __enter__(self) -> None:
+        self.token = _READING.set(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _READING.reset(self.token)
+
+
+def reading() -> bool:
+    """Whether this runs inside `Reading`."""
+    return _READING.get()
+
+
 def project_file(root: str, suffix: str) -> str:
     """A per-project runtime file (`suffix`: ".daemon.lock", ...) in `project_state_dir`, its
-    folder made (0700) on the way; beside the database only where there is no per-user state
-    folder (HOME unset), as before."""
+    folder made (0700) on the way (not inside `Reading`); beside the database only where there
+    is no per-user state folder (HOME unset), as before."""
     try:
         folder = project_state_dir(root)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not _READING.get():
+            os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError:
         return db_path(root) + suffix
     return os.path.join(folder, DB_NAME.lstrip(".") + suffix)

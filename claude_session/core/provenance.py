@@ -33,8 +33,10 @@ def key_path() -> str:
     return os.path.join(user_state_dir(), KEY_NAME)
 
 
-def key() -> bytes:
+def key(create: bool = True) -> bytes:
     """This user's key, made at first use: 32 random bytes, 0600, in the private state folder.
+    A check (`create` False) makes none: without a key nothing was ever vouched for, and a
+    read writes nothing.
 
     Made under a temporary name and linked into place, so two hooks making it at once agree on
     one (the second reads the first's). A key that is a link, not a regular file of this user,
@@ -46,6 +48,8 @@ def key() -> bytes:
     try:
         found = _read_key(path)
     except FileNotFoundError:
+        if not create:
+            raise NoKey(f"no key at {path} yet") from None
         found = _make_key(path)
     _key, _key_path = found, path
     return found
@@ -100,11 +104,12 @@ def _message(purpose: str, parts: "tuple[str | bytes, ...]") -> bytes:
     return b"\0".join(out)
 
 
-def tag(purpose: str, *parts: "str | bytes") -> str:
-    """The MAC (hex) of `parts` for `purpose` under this user's key; NoKey when there is none."""
+def tag(purpose: str, *parts: "str | bytes", create: bool = True) -> str:
+    """The MAC (hex) of `parts` for `purpose` under this user's key; NoKey when there is none
+    (and, with `create` False, when none was made yet)."""
     import hmac
 
-    return hmac.new(key(), _message(purpose, parts), "sha256").hexdigest()
+    return hmac.new(key(create), _message(purpose, parts), "sha256").hexdigest()
 
 
 def verify(found: object, purpose: str, *parts: "str | bytes") -> bool:
@@ -115,7 +120,7 @@ def verify(found: object, purpose: str, *parts: "str | bytes") -> bool:
     if not isinstance(found, str) or len(found) != 64:
         return False
     try:
-        wanted = tag(purpose, *parts)
+        wanted = tag(purpose, *parts, create=False)
     except OSError:
         return False
     return hmac.compare_digest(found, wanted)

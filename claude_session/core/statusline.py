@@ -26,7 +26,7 @@ import time
 
 import apsw
 
-from . import db, liveness, relations
+from . import db, hook_contract, liveness, relations
 from .paths import DB_NAME
 from .terminal import escape_controls
 
@@ -78,7 +78,8 @@ _COST = (
 # fewer than ceil(0.9 n) runs are within it (services/cost/hooks_report.py says the same).
 _SLOW_HOOKS = (
     "SELECT count(*) FROM (SELECT count(*) AS n, sum(duration_ms > ?2) AS over FROM hook_runs"
-    " WHERE session_id = ?1 AND duration_ms IS NOT NULL GROUP BY command, event)"
+    f" h WHERE session_id = ?1 AND duration_ms IS NOT NULL AND {hook_contract.taken_sql('h')}"
+    " GROUP BY command, event)"
     " WHERE n - over < (n * 9 + 9) / 10"
 )
 # The project-wide variant names the partial index's condition so SQLite can use it.

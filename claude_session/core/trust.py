@@ -69,15 +69,15 @@ def database_id(conn: "apsw.Connection") -> "str | None":
 
 
 def _read_id(path: str) -> "str | None":
-    """The identity of the database at `path`, read through a read-only connection."""
-    import apsw
+    """The identity of the database at `path`, read through a read-only connection of the
+    one module that opens databases; as the file is when no process has it open (no -wal), so
+    that a check makes no -wal or -shm (the identity never changes once made)."""
+    from . import db
 
-    # by its real path: SQLite's no-follow open refuses a link anywhere on the way, and a
-    # project reached through a linked folder is the user's own (core/db.py)
-    real = os.path.realpath(path)
+    idle = not os.path.exists(os.path.realpath(path) + "-wal")
     try:
-        conn = apsw.Connection(real, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW)
-    except apsw.Error:
+        conn = db.connect(path, readonly=True, create=False, migrate=False, immutable=idle)
+    except db.DatabaseError:
         return None
     try:
         return database_id(conn)
@@ -85,11 +85,12 @@ def _read_id(path: str) -> "str | None":
         conn.close()
 
 
-def _database_tag(real: str, identity: str) -> "str | None":
+def _database_tag(real: str, identity: str, create: bool = False) -> "str | None":
+    """The MAC recorded for this database; a check (`create` False) makes no key."""
     from .provenance import tag
 
     try:
-        return tag("database", real, identity)
+        return tag("database", real, identity, create=create)
     except OSError:  # no per-user key: nothing can be vouched for
         return None
 
@@ -99,7 +100,7 @@ def record_database(path: str, conn: "apsw.Connection | None" = None) -> bool:
     per-user record. False when it has no identity to record (not migrated) or no key."""
     identity = database_id(conn) if conn is not None else _read_id(path)
     real = os.path.realpath(path)
-    mac = _database_tag(real, identity) if identity else None
+    mac = _database_tag(real, identity, create=True) if identity else None
     if mac is None:
         return False
     if [DATABASE, real, mac] not in _lines():

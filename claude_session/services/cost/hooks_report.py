@@ -15,6 +15,9 @@ Definitions (docs/guides/hooks.md says the same):
   (a command hook that printed nothing or JSON): counted, never given a time.
 Other hooks that Claude Code did not time are not known at all (except at Stop, whose summary
 lists every hook).
+- ours: a line naming our hook counts only when our own records have a run of that event in
+  that session, started within the hook's timeout before the line, and its durationMs is within
+  that timeout (the agent can write lines into its own transcript): else it is left out.
 """
 
 from __future__ import annotations
@@ -26,9 +29,12 @@ from typing import Any
 
 import apsw
 
-from ...core import db, hook_runs
+from ...core import db, hook_contract, hook_runs
 
 CLOCK = "Claude Code's own durationMs, from its transcripts"
+# The runs taken into the figures: a run naming our hook only when our own log has it
+# (core/hook_contract.taken_sql; the agent can write lines into its transcript too).
+TAKEN = hook_contract.taken_sql("h")
 WALL_SOURCE = (
     "claude-session's records: a session from its first hook to SessionEnd (else its last"
     " activity), a turn from its prompt to its Stop"
@@ -172,7 +178,7 @@ def runs(
     """(command, event, ours, duration) of the runs shown: through the session's index when
     there is one (never an `? IS NULL OR` that would read the whole table)."""
     params: list[Any] = [session_id] if session_id else []
-    where = "WHERE h.session_id = ?" if session_id else ""
+    where = f"WHERE {TAKEN}" + (" AND h.session_id = ?" if session_id else "")
     if turn is not None:
         where += f" AND {_TURN_OF_RUN} = ?"
         params.append(turn)
@@ -259,7 +265,8 @@ def by_turn(conn: apsw.Connection, session_id: str) -> dict[int, dict[str, float
         for r in conn.execute(
             "SELECT t.turn_no, sum(x.duration_ms), sum(x.duration_ms * x.ours) FROM"
             f" (SELECT {_TURN_OF_RUN} AS turn, h.duration_ms, h.ours FROM hook_runs h"
-            " WHERE h.session_id = ?) x JOIN turns t ON t.id = x.turn GROUP BY t.turn_no",
+            f" WHERE h.session_id = ? AND {TAKEN}) x JOIN turns t ON t.id = x.turn"
+            " GROUP BY t.turn_no",
             (session_id,),
         )
     }
@@ -286,8 +293,8 @@ def since(conn: apsw.Connection, start: float) -> list[dict[str, Any]]:
     timed = [
         (str(r[0]), str(r[1]), bool(r[2]), float(r[3]))
         for r in conn.execute(
-            "SELECT command, event, ours, duration_ms FROM hook_runs"
-            " WHERE at >= ? AND duration_ms IS NOT NULL",
+            "SELECT command, event, ours, duration_ms FROM hook_runs h"
+            f" WHERE at >= ? AND duration_ms IS NOT NULL AND {TAKEN}",
             (start,),
         )
     ]

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import Any
 
 from . import snapshot_rules, workspace
 
@@ -40,9 +42,24 @@ def changed_paths(root: str, a: str, b: str | None) -> list[tuple[str, str]]:
     return _name_status(output)
 
 
-def unified_diff(root: str, a: str, b: str | None, paths: list[str] | None = None) -> str:
-    git_dir = workspace.ensure_repo(root)
-    with workspace.Lock(git_dir):
+def _store(root: str, read_only: bool) -> tuple[str, Any]:
+    """The snapshot store and the lock to read it under. `read_only`: the store as it is,
+    never made (a WorkspaceError without one), read without our lock (its lock file is a
+    write; git reads committed objects safely beside a writer)."""
+    if not read_only:
+        git_dir = workspace.ensure_repo(root)
+        return git_dir, workspace.Lock(git_dir)
+    git_dir = workspace.snapshot_dir(root)
+    if not os.path.isfile(os.path.join(git_dir, "claude-session-ready")):
+        raise workspace.WorkspaceError(f"no snapshot store for this project ({git_dir})")
+    return git_dir, contextlib.nullcontext()
+
+
+def unified_diff(
+    root: str, a: str, b: str | None, paths: list[str] | None = None, read_only: bool = False
+) -> str:
+    git_dir, lock = _store(root, read_only and b is not None)
+    with lock:
         tree_b = _tree_of(root, git_dir, b)
         output = _diff_tree(
             root, git_dir, _tree_of(root, git_dir, a), tree_b, "-p", "--no-color", paths=paths
@@ -50,9 +67,9 @@ def unified_diff(root: str, a: str, b: str | None, paths: list[str] | None = Non
     return output.decode("utf-8", "replace")
 
 
-def diff_stat(root: str, a: str, b: str | None) -> list[dict[str, object]]:
-    git_dir = workspace.ensure_repo(root)
-    with workspace.Lock(git_dir):
+def diff_stat(root: str, a: str, b: str | None, read_only: bool = False) -> list[dict[str, object]]:
+    git_dir, lock = _store(root, read_only and b is not None)
+    with lock:
         tree_b = _tree_of(root, git_dir, b)
         output = _diff_tree(root, git_dir, _tree_of(root, git_dir, a), tree_b, "-z", "--numstat")
     out: list[dict[str, object]] = []

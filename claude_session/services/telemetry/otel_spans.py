@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from ...core import hook_contract
 from ...core.redact import redact
 
 Value = str | int | float | bool
@@ -392,7 +393,8 @@ class Builder:
             " h.session_id AND t.prompt_id = h.prompt_id), (SELECT t.id FROM turns t WHERE"
             " t.session_id = h.session_id AND t.started_at <= h.at ORDER BY t.started_at DESC"
             " LIMIT 1)), h.event, h.hook_name, h.command, h.ours, h.outcome, h.duration_ms, h.at"
-            " FROM hook_runs h WHERE h.session_id = ? ORDER BY h.at, h.path, h.line_end, h.item",
+            f" FROM hook_runs h WHERE h.session_id = ? AND {hook_contract.taken_sql('h')}"
+            " ORDER BY h.at, h.path, h.line_end, h.item",
             (self.session_id,),
         ):
             found = Event("claude_session.hook_run", _float(at))

@@ -292,12 +292,14 @@ def diff(
     a: str,
     b: str,
     stat_only: bool = False,
+    read_only: bool = False,
 ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
     """What changed between frames `a` and `b` (addresses): (a, b, the recorded state's diff,
     the files': `stat` and `diff` (not with `stat_only`), or `error`). `FrameError` when an
     address names nothing; a snapshot still being taken: `error` and `pending` (a writer
     takes them first: `take_pending`). What `claude-session diff`, `Project.diff` and the web
-    page show."""
+    page show. `read_only` (the library): the snapshot store is read if it is there, never
+    made, and no git that writes is run."""
     from ..snapshots import snapshot_files, workspace
 
     ref_a, ref_b = resolve(conn, a), resolve(conn, b)
@@ -306,9 +308,11 @@ def diff(
     try:
         commit_a, _ = pointer(conn, ref_a)
         commit_b, _ = pointer(conn, ref_b)
-        files["stat"] = snapshot_files.diff_stat(root, commit_a, commit_b)
+        files["stat"] = snapshot_files.diff_stat(root, commit_a, commit_b, read_only)
         if not stat_only:
-            files["diff"] = snapshot_files.unified_diff(root, commit_a, commit_b)
+            files["diff"] = snapshot_files.unified_diff(
+                root, commit_a, commit_b, read_only=read_only
+            )
     except SnapshotPending as exc:  # the files' diff is not known yet
         files = {"error": str(exc), "pending": True}
     except (FrameError, workspace.WorkspaceError) as exc:
