@@ -103,8 +103,9 @@ def corrupted_page(path: Path) -> None:
     """Every page but the first (the header and the schema's root) scribbled over."""
     data = bytearray(path.read_bytes())
     page = int.from_bytes(data[16:18], "big") or 65536
+    noise = (bytes(range(7, 256)) * (page // 249 + 1))[:page]
     for start in range(page, len(data), page):
-        data[start : start + page] = bytes((start + i * 7) % 251 for i in range(page))
+        data[start : start + page] = noise[: len(data) - start]
     path.write_bytes(bytes(data))
 
 

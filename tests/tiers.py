@@ -346,6 +346,7 @@ TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "test_trust_surfaces.py": {
         "fast": (
+            "test_an_untrusted_databases_memories_are_exported_only_when_asked_and_marked",
             "test_every_answering_surface_is_tried_above",
             "test_every_message_builder_quotes_hostile_text_inert",
         ),
