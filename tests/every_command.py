@@ -235,7 +235,6 @@ def record_hostile_project(root: Path) -> None:
     finally:
         rec.close()
         del os.environ["CLAUDE_SESSION_NO_JUDGE"]
-    poison(root)
 
 
 def play(rec: Recorder, root: Path) -> None:
@@ -335,10 +334,10 @@ def poison(root: Path) -> None:
     with conn:
         for table in tables:
             for column in conn.execute(f"PRAGMA table_info({table})").fetchall():
-                name, kind, in_key = column[1], str(column[2]).upper(), column[5]
-                if kind != "TEXT" or name in KEPT or name.endswith("_id") or name == "id":
+                name, kind = column[1], str(column[2]).upper()
+                if kind != "TEXT" or name in KEPT:
                     continue
-                if in_key or name.endswith(("_at", "_time")) or name == "timestamp":
+                if name.endswith(("_at", "_time")) or name == "timestamp":
                     continue
                 try:
                     conn.execute(

@@ -40,11 +40,11 @@ def hostile(project: Path, tmp_path: Path) -> dict[str, str]:
     record = {"category": "fact", "scope": "project", "text": "imported " + HOSTILE}
     exported.write_text(json.dumps(record) + "\n" + HOSTILE + "\n")
     return {
-        "session": SESSION,
-        "frame": f"{SESSION}:1",
-        "frame2": f"{SESSION}:4",
+        "session": SESSION[:8],  # the whole id has the hostile text appended
+        "frame": f"{SESSION[:8]}:1",
+        "frame2": f"{SESSION[:8]}:4",
         "memory": memory,
-        "key": "k1",
+        "key": "k1" + HOSTILE,
         "export_file": str(exported),
         "fork_path": str(tmp_path / "fork"),
     }
