@@ -280,8 +280,9 @@ def play(rec: Recorder, root: Path) -> None:
     send("UserPromptSubmit", prompt="again " + HOSTILE)
 
 
-# Columns left as they are: what the code compares with its own words (statuses, kinds), the
-# keys rows are joined on, hashes and commits the snapshot store looks up.
+# Columns left as they are: what the code compares with its own words (statuses, kinds, event
+# names), hashes and commits the snapshot store looks up. Ids and keys get the hostile text
+# too: appended alike everywhere, rows still join.
 KEPT = {
     "status",
     "from_status",
