@@ -402,13 +402,13 @@ def memory_export(root: Path, fmt: str, scope: str | None, untrusted_too: bool) 
     yours: `claude-session trust` it, or pass --untrusted to export them marked trusted: 0."""
     found: list[dict[str, Any]] = []
     if scope != "global" and has_project_database(root):
-        problem = trust.database_problem(db_path(str(root)))
-        if problem and not untrusted_too:
-            raise click.ClickException(
-                f"not exporting the memories of an untrusted database: {problem}; or pass"
-                " --untrusted to export them marked trusted: 0"
-            )
-        with opened(root) as conn:
+        with opened(root) as conn:  # a damaged file is said as such first
+            problem = trust.database_problem(db_path(str(root)))
+            if problem and not untrusted_too:
+                raise click.ClickException(
+                    f"not exporting the memories of an untrusted database: {problem}; or pass"
+                    " --untrusted to export them marked trusted: 0"
+                )
             records = _records(conn, "project", memory_exchange.exportable(conn, scope))
         found += [r | {"trusted": 0} for r in records] if problem else records
     if scope in (None, "global"):
