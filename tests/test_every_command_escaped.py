@@ -9,12 +9,14 @@ import json
 import shutil
 from pathlib import Path
 
+import apsw
 import pytest
 from every_command import (
     HOSTILE,
     RUNS,
     SESSION,
     SLOW_RUNS,
+    Run,
     check_every_command_is_named,
     command_lines,
     kept,
@@ -50,21 +52,24 @@ def hostile(project: Path, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def printed_raw(project: Path, values: dict[str, str], runs: dict[str, list[list[str]]]) -> str:
-    """Each command line that printed a control character raw, and which; each run on the
-    database as the fixture left it."""
+def printed_raw(
+    project: Path, values: dict[str, str], runs: dict[str, list[list[str]]]
+) -> tuple[str, list[Run]]:
+    """Each command line that printed a control character raw, and which, and every run;
+    each on the database as the fixture left it."""
     saved = kept(project)
     caught: dict[str, list[str]] = {}
+    done: list[Run] = []
     with receiving():
         for _, line in command_lines(values, runs):
             put_back(project, saved)
             shutil.rmtree(values["fork_path"], ignore_errors=True)
-            done = run(project, line)
-            assert "Traceback" not in done.stderr, (line, done.stderr)
-            found = raw_controls(done.stdout + done.stderr)
+            done.append(run(project, line))
+            assert "Traceback" not in done[-1].stderr, (line, done[-1].stderr)
+            found = raw_controls(done[-1].stdout + done[-1].stderr)
             if found:
                 caught.setdefault(" ".join(line), found)
-    return "\n".join(f"  {line}: {found}" for line, found in caught.items())
+    return "\n".join(f"  {line}: {found}" for line, found in caught.items()), done
 
 
 def test_every_command_is_run_or_says_why_not() -> None:
@@ -74,12 +79,28 @@ def test_every_command_is_run_or_says_why_not() -> None:
 def test_no_command_prints_a_recorded_control_character_raw(
     project: Path, hostile: dict[str, str]
 ) -> None:
-    caught = printed_raw(project, hostile, RUNS)
+    caught, _ = printed_raw(project, hostile, RUNS)
     assert not caught, "raw controls printed by:\n" + caught
 
 
 def test_no_command_that_takes_a_snapshot_prints_one_raw(
     project: Path, hostile: dict[str, str]
 ) -> None:
-    caught = printed_raw(project, hostile, SLOW_RUNS)
+    caught, _ = printed_raw(project, hostile, SLOW_RUNS)
     assert not caught, "raw controls printed by:\n" + caught
+
+
+def test_an_error_quoting_recorded_text_prints_it_escaped(
+    project: Path, hostile: dict[str, str]
+) -> None:
+    """Every snapshot failed, its note hostile: diff, fork and revert refuse in a message that
+    quotes the recorded session id and note, escaped like everything printed (the one error
+    path, `Group.invoke`); no snapshot is waited for, so no capture runs."""
+    conn = apsw.Connection(str(project / ".claude-session.db"))
+    conn.execute("UPDATE vcs_tags SET status = 'failed', snapshot_commit = NULL")
+    conn.close()
+    caught, done = printed_raw(project, hostile, SLOW_RUNS)
+    assert not caught, "raw controls printed by:\n" + caught
+    refused = [r for r in done if "has no workspace snapshot" in r.stderr]
+    assert refused and all(r.code == 1 for r in refused), [r.stderr for r in done]
+    assert all(r.stderr.count("\\x1b") >= 2 for r in refused)  # the id's and the note's

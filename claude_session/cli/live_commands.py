@@ -153,7 +153,7 @@ def unreadable(exc: live.NoDatabase, root: Path) -> click.ClickException:
     """No database, or one that cannot be read: a damaged one said as every command says it."""
     if exc.__cause__ is not None and damaged(exc.__cause__):
         return Refused(storage_problem(exc.__cause__, root))
-    return click.ClickException(escape_controls(str(exc)))
+    return click.ClickException(str(exc))
 
 
 @cli.command()

@@ -126,7 +126,7 @@ def memory_add(
     if scope == "session":
         answer["session_id"] = session_id
         said += f" for session {session_id}" + (" (the most recently active)" if latest else "")
-    output.reply(answer, output.escape_controls(said), as_json)
+    output.reply(answer, said, as_json)
 
 
 @memory.command(name="list")
