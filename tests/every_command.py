@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -186,10 +187,12 @@ class Run:
 
 def run(root: Path, args: list[str], stdin: str = "") -> Run:
     """`claude-session --project ROOT ARGS` in this process, through `main` (the installed
-    command's own entry, so its one-line error for a database that refuses is what is seen)."""
+    command's own entry, so its one-line error for a database that refuses is what is seen).
+    An exception that gets out is what the installed command would print: a traceback."""
     env = next((v for k, v in ENV.items() if args[: len(k.split())] == k.split()), None)
     runner = CliRunner(env=env)
     code = 0
+    escaped = ""
     with runner.isolation(input=stdin) as (out, err, _):
         argv = sys.argv
         sys.argv = ["claude-session", "--project", str(root), *args]
@@ -197,13 +200,15 @@ def run(root: Path, args: list[str], stdin: str = "") -> Run:
             main()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
+        except Exception:
+            code, escaped = 1, traceback.format_exc()
         finally:
             sys.argv = argv
             sys.stdout.flush()
             sys.stderr.flush()
         stdout = out.getvalue().decode("utf-8", "replace")
         stderr = err.getvalue().decode("utf-8", "replace") if err is not None else ""
-    return Run(args, code, stdout, stderr)
+    return Run(args, code, stdout, stderr + escaped)
 
 
 def command_lines(
