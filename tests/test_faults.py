@@ -466,7 +466,11 @@ def test_31_34_unusable_database_spools_and_cli_explains(project: Path, kind: st
         text=True,
     )
     assert done.returncode == 1
-    expected = "upgrade claude-session" if kind == "newer-schema" else "cannot open"
+    expected = {
+        "garbage-header": f"{path} is damaged",  # and how to start afresh
+        "directory": "cannot open",
+        "newer-schema": "upgrade claude-session",
+    }[kind]
     assert expected in done.stderr and "Traceback" not in done.stderr
 
 

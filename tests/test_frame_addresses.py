@@ -45,6 +45,17 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def test_a_whole_session_id_names_its_latest_frame_whatever_it_holds(
+    recorder: Recorder,
+) -> None:
+    """A session id is what the payload said: one holding `:` or `@` is still addressed
+    whole (`timeline` passes the id it found back as an address)."""
+    odd = "odd:5@x"
+    last = play(recorder, odd)
+    assert timetravel.resolve(recorder.conn, odd) == FrameRef(odd, last)
+    assert timetravel.find_session(recorder.conn, f" {odd} ") == odd
+
+
 def test_a_bare_number_is_that_frame_of_the_latest_session(recorder: Recorder) -> None:
     play(recorder, OLDER)
     last = play(recorder, NEWER)

@@ -46,6 +46,7 @@ MODULES: dict[str, str] = {
     "test_cli_readable.py": "integration",
     "test_piped_output.py": "integration",
     "test_cli_storage_faults.py": "integration",
+    "test_every_command_escaped.py": "fast",
     "test_configuration.py": "integration",
     "test_coordination.py": "integration",
     "test_cost_surfaces.py": "fast",
@@ -183,6 +184,12 @@ TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "test_docs_site.py": {
         "lint": ("test_the_site_builds_strictly",),
+    },
+    "test_cli_storage_faults.py": {
+        "fast": ("test_every_command_on_a_corrupt_database_prints_one_line",),
+    },
+    "test_every_command_escaped.py": {
+        "integration": ("test_no_command_that_takes_a_snapshot_prints_one_raw",),
     },
     "test_faults.py": {
         # not the derivation's bug: its `frames.commit` case starts the capture process
@@ -344,6 +351,7 @@ TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "test_trust_surfaces.py": {
         "fast": (
+            "test_an_untrusted_databases_memories_are_exported_only_when_asked_and_marked",
             "test_every_answering_surface_is_tried_above",
             "test_every_message_builder_quotes_hostile_text_inert",
         ),

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import sys
 
-import apsw
 import click
-
-from ..core import db
 
 # What was recorded and the daily commands register on `cli` now; the others when they run
 # (Group.MODULES).
@@ -27,6 +24,7 @@ from .group import (
     hoist_project,
     json_option,
     opened,
+    storage_fault,
     storage_problem,
 )
 
@@ -47,12 +45,16 @@ assert admin_commands and report_commands
 
 def main() -> None:
     """The installed command: click's own errors as click prints them; a database or file
-    system that refuses (full, read-only, locked past every deadline) as one clear line and
-    exit 1, never a traceback."""
+    system that refuses (full, read-only, locked past every deadline, damaged) as one clear
+    line and exit 1, never a traceback (`Group.invoke` says it for every command; this is for
+    what fails before or after one runs)."""
     try:
         cli.main(prog_name="claude-session")
-    except (apsw.Error, db.DatabaseError, OSError) as exc:
-        click.echo(f"claude-session: error: {storage_problem(exc)}", err=True)
+    except Exception as exc:
+        found = storage_fault(exc)
+        if found is None:
+            raise
+        click.echo(f"claude-session: error: {storage_problem(found)}", err=True)
         sys.exit(1)
 
 

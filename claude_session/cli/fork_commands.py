@@ -18,7 +18,7 @@ from .group import cli, json_option, opened
 
 
 def _fail(exc: Exception) -> click.ClickException:
-    return click.ClickException(output.escape_controls(str(exc)))
+    return click.ClickException(str(exc))  # escaped where every error is: Group.invoke
 
 
 @cli.command(name="fork", epilog=f"Frames are addressed as {timetravel.ADDRESS_SYNTAX}.")

@@ -5,6 +5,7 @@ this module, never the package, so nothing imports in a circle."""
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ import click
 from .. import __version__
 from ..core import db, spool
 from ..core.figures import plural
-from ..core.paths import DB_NAME, db_path
+from ..core.paths import DB_NAME, db_path, global_db_path
 from . import output
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,6 +68,8 @@ def opened(root: Path, create: bool = False, ingest: bool = False) -> Iterator[a
     except db.SchemaTooNew as exc:
         raise click.ClickException(str(exc)) from exc
     except db.DatabaseError as exc:
+        if damaged(exc):
+            raise Refused(storage_problem(exc, root)) from exc
         raise click.ClickException(f"cannot open {path}: {exc}") from exc
     try:
         if ingest:
@@ -142,6 +145,39 @@ class Group(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_project(args))
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:  # a usage error quotes what was typed
+            shown = escaped_error(exc)
+            if shown is exc:
+                raise
+            raise shown from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Every command's outcome: an error message escaped (it may quote recorded text), and
+        a database or disk that refuses (full, read-only, locked, damaged) one clear line and
+        exit 1, never a traceback, for the installed command and click's runner alike."""
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            shown = escaped_error(exc)
+            if shown is exc:
+                raise
+            raise shown from exc
+        except Exception as exc:
+            found = storage_fault(exc)
+            if found is None:
+                raise
+            root = ctx.obj if isinstance(ctx.obj, Path) else None
+            raise Refused(storage_problem(found, root)) from exc
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         for module in set(self.MODULES.values()):
             self._load(module)
@@ -173,10 +209,88 @@ def cli(ctx: click.Context, project: str | None) -> None:
     ctx.obj = find_root(project)
 
 
-def storage_problem(exc: BaseException) -> str:
-    """What went wrong with the database or the disk, in words."""
+def escaped_error(exc: click.ClickException) -> click.ClickException:
+    """`exc`, or, when its message holds a control character (it may quote recorded text or
+    what was typed), a plain error of the same exit code with the message escaped."""
+    message = exc.format_message()
+    shown = output.escape_controls(message)
+    if shown == message:
+        return exc
+    return WrongUse(shown) if exc.exit_code == WrongUse.exit_code else click.ClickException(shown)
+
+
+class WrongUse(click.ClickException):
+    """A usage error (exit 2), its message escaped: printed without the usage lines."""
+
+    exit_code = 2
+
+
+class Refused(click.ClickException):
+    """The database or the disk refused: `claude-session: error: ...` on stderr, exit 1."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"claude-session: error: {self.format_message()}", err=True)
+
+
+def storage_fault(exc: BaseException) -> BaseException | None:
+    """The database or file system error behind `exc` (itself, or what it was raised from, as
+    the library's ProjectError is), or None for anything else (a bug keeps its traceback). A
+    closed pipe is click's to handle."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, apsw.Error | db.DatabaseError):
+            return seen
+        if isinstance(seen, OSError) and seen.errno != errno.EPIPE:
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+def damaged(exc: BaseException) -> bool:
+    """Whether SQLite found the file damaged or no database at all."""
     cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
-    if isinstance(cause, apsw.FullError) or getattr(cause, "errno", None) in (28, 27):
+    return isinstance(cause, apsw.CorruptError | apsw.NotADBError)
+
+
+def damaged_file(root: Path | None) -> str | None:
+    """Which of our databases SQLite cannot read, asked again on a fresh read-only connection:
+    the project's, else the user-level one of the global memories (the error does not say)."""
+    for path in ([db_path(str(root))] if root else []) + [global_db_path()]:
+        if not os.path.isfile(path):
+            continue
+        try:
+            conn = apsw.Connection(
+                path, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW
+            )
+            try:
+                if conn.execute("PRAGMA quick_check(1)").fetchall()[0][0] != "ok":
+                    return path
+            finally:
+                conn.close()
+        except (apsw.CorruptError, apsw.NotADBError):
+            return path
+        except apsw.Error:
+            continue
+    return None
+
+
+def storage_problem(exc: BaseException, root: Path | None = None) -> str:
+    """What went wrong with the database or the disk, in words (`root`: the project, whose
+    database is named when it is the damaged one)."""
+    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
+    if damaged(cause):
+        path = damaged_file(root)
+        fix = "move it aside to start afresh"
+        if path is not None and root is not None and path == db_path(str(root)):
+            fix = (  # the background process's quarantine (services/background/daemon.py)
+                f"`claude-session daemon start` moves it aside (kept as {DB_NAME}.corrupt-<time>)"
+                " and starts a fresh one"
+            )
+        what = (
+            f"{path or 'a database'} is damaged, or is no SQLite database"
+            f" ({type(cause).__name__}: {cause}): {fix}"
+        )
+    elif isinstance(cause, apsw.FullError) or getattr(cause, "errno", None) in (28, 27):
         what = "the disk is full (or the file size limit was reached)"
     elif isinstance(cause, apsw.ReadOnlyError) or getattr(cause, "errno", None) in (30, 13):
         what = "the database or its folder is read-only"

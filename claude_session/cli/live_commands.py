@@ -23,7 +23,7 @@ from rich.text import Text
 from ..core.terminal import escape_controls
 from ..services import live
 from . import output
-from .group import cli
+from .group import Refused, cli, damaged, storage_problem
 
 STATE_STYLES = {
     "running": "bold green",
@@ -149,6 +149,13 @@ def _table(title: str, rows: int, whole: bool) -> Table:
     )
 
 
+def unreadable(exc: live.NoDatabase, root: Path) -> click.ClickException:
+    """No database, or one that cannot be read: a damaged one said as every command says it."""
+    if exc.__cause__ is not None and damaged(exc.__cause__):
+        return Refused(storage_problem(exc.__cause__, root))
+    return click.ClickException(str(exc))
+
+
 @cli.command()
 @click.option("--session", help="Only this session (an id prefix is enough).")
 @click.option(
@@ -169,7 +176,7 @@ def watch(root: Path, session: str | None, interval: float, once: bool, as_json:
     try:
         conn = live.open_readonly(str(root))
     except live.NoDatabase as exc:
-        raise click.ClickException(escape_controls(str(exc))) from exc
+        raise unreadable(exc, root) from exc
     try:
         if once:
             data = live.snapshot(conn, str(root), session)
@@ -279,7 +286,7 @@ def serve(root: Path, host: str, port: int, open_browser: bool, as_json: bool) -
     try:
         live.open_readonly(str(root)).close()
     except live.NoDatabase as exc:
-        raise click.ClickException(escape_controls(str(exc))) from exc
+        raise unreadable(exc, root) from exc
     try:
         server, thread = web_server.start(str(root), port)
     except OSError as exc:

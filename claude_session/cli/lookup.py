@@ -12,14 +12,11 @@ import click
 
 from ..core import db
 from ..core.events import EVENTS
-from .output import escape_controls
 
 
 class Unknown(click.ClickException):
-    """A value that names nothing recorded; printed as `Error: <message>` on stderr, exit 1."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(escape_controls(message))
+    """A value that names nothing recorded; printed as `Error: <message>` on stderr, exit 1
+    (escaped, as every error message is: `Group.invoke`)."""
 
 
 def unknown(kind: str, value: str, known: Iterable[str], where: str = "") -> Unknown:

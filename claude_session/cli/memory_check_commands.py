@@ -151,9 +151,7 @@ def memory_verify(root: Path, memory_id: str, as_json: bool) -> None:
         ]
     said = f"memory {memory_id} verified against today's files"
     said += f" ({len(files)} rehashed)" if files else " (it names no file)"
-    output.reply(
-        {"id": memory_id, "verified_at": now, "files": files}, output.escape_controls(said), as_json
-    )
+    output.reply({"id": memory_id, "verified_at": now, "files": files}, said, as_json)
 
 
 @memory.command(name="outcome")

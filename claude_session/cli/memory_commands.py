@@ -20,7 +20,8 @@ from typing import Any
 import apsw
 import click
 
-from ..core import db, memories, memory_exchange, memory_files
+from ..core import db, memories, memory_exchange, memory_files, trust
+from ..core.paths import db_path
 from ..services import queries
 from . import memory_check_commands, output
 from .group import json_option, opened
@@ -125,7 +126,7 @@ def memory_add(
     if scope == "session":
         answer["session_id"] = session_id
         said += f" for session {session_id}" + (" (the most recently active)" if latest else "")
-    output.reply(answer, output.escape_controls(said), as_json)
+    output.reply(answer, said, as_json)
 
 
 @memory.command(name="list")
@@ -382,24 +383,40 @@ def memory_accept(root: Path, memory_id: str, as_json: bool) -> None:
 @memory.command(name="export")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown"]), default="jsonl")
 @click.option("--scope", type=click.Choice(memories.SCOPES))
+@click.option(
+    "--untrusted",
+    "untrusted_too",
+    is_flag=True,
+    help="Export the memories of a database claude-session does not trust (one that came"
+    " with a clone), each marked trusted: 0; without it such an export is refused.",
+)
 @click.pass_obj
-def memory_export(root: Path, fmt: str, scope: str | None) -> None:
+def memory_export(root: Path, fmt: str, scope: str | None, untrusted_too: bool) -> None:
     """Every memory to stdout, as JSON lines or Markdown (`memory import` reads both).
 
     Each memory keeps all that restoring it needs: category, scope, text, tags, source, session,
     agent, tool call, project, trust, review, strength, use count, times, and the memory it
     supersedes; those awaiting review too. In Markdown, the fields a line does not show are in
-    an HTML comment at its end."""
+    an HTML comment at its end. The project's memories are not exported from a database this
+    user's claude-session did not create (`status` says why), since an import would make them
+    yours: `claude-session trust` it, or pass --untrusted to export them marked trusted: 0."""
     found: list[dict[str, Any]] = []
     if scope != "global" and has_project_database(root):
-        with opened(root) as conn:
-            found += _records(conn, "project", memory_exchange.exportable(conn, scope))
+        with opened(root) as conn:  # a damaged file is said as such first
+            problem = trust.database_problem(db_path(str(root)))
+            if problem and not untrusted_too:
+                raise click.ClickException(
+                    f"not exporting the memories of an untrusted database: {problem}; or pass"
+                    " --untrusted to export them marked trusted: 0"
+                )
+            records = _records(conn, "project", memory_exchange.exportable(conn, scope))
+        found += [r | {"trusted": 0} for r in records] if problem else records
     if scope in (None, "global"):
         with global_db(create=False) as conn:
             if conn is not None:
                 found += _records(conn, "global", memory_exchange.exportable(conn))
-    for item in found:
-        click.echo(json.dumps(item, ensure_ascii=False) if fmt == "jsonl" else _markdown(item))
+    for item in found:  # controls escaped: JSON's escapes, or shown escaped in Markdown
+        click.echo(output.json_line(item) if fmt == "jsonl" else _markdown(item))
 
 
 def _records(
@@ -429,7 +446,7 @@ def _markdown(item: dict[str, Any]) -> str:
         where += f" {item['session_id']}"
     tags = " ".join("#" + "-".join(t.split()) for t in item["tags"])
     line = f"- **{item['category']}** ({where}) {' '.join(str(item['text']).split())}"
-    line += f" {tags}" if tags else ""
+    line = output.escape_controls(line + (f" {tags}" if tags else ""))
     shown_here = ("category", "scope", "text")
     hidden = {k: v for k, v in item.items() if k not in shown_here and v is not None}
     try:
@@ -438,7 +455,7 @@ def _markdown(item: dict[str, Any]) -> str:
         shown = None
     if shown != item["text"]:
         hidden["text"] = item["text"]  # several lines, or text a reader would take for tags
-    meta = json.dumps(hidden, ensure_ascii=False, separators=(",", ":"))
+    meta = output.json_line(hidden, separators=(",", ":"))
     meta = meta.replace("<", "\\u003c").replace(">", "\\u003e")  # nothing ends the comment early
     return f"{line} {MARK}{meta} -->"
 

@@ -35,7 +35,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.figures import token_count, usd
-from ..core.terminal import escape_controls, is_control
+from ..core.terminal import escape_controls, escape_json
 
 FORMATS = ("table", "json")
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "emit",
     "emit_pairs",
     "escape_controls",
+    "json_line",
     "local_time",
     "note",
     "print_table",
@@ -267,11 +268,12 @@ def emit(
 
 
 def reply(data: Any, text: str, as_json: bool) -> None:
-    """A command's outcome: `data` as JSON with --json, else one line of text for people."""
+    """A command's outcome: `data` as JSON with --json, else one line of text for people
+    (escaped: it may quote what was recorded or typed)."""
     if as_json:
         emit(data, "json")
     else:
-        click.echo(text)
+        click.echo(escape_controls(text))
 
 
 def _section(out: Console, name: str, section: Any, layout: Layout | None = None) -> None:
@@ -444,11 +446,15 @@ def shrink(widths: dict[int, int], floors: list[int], width: int) -> dict[int, i
 
 
 def to_json(data: Any) -> str:
-    """JSON for a terminal or a pipe: 0/1 of yes/no columns as false/true; C0 controls are
-    escaped by `json`; C1 and bidi controls, which `ensure_ascii=False` would pass through raw,
-    are escaped here too."""
-    text = json.dumps(_booleans(data), indent=2, ensure_ascii=False, default=str)
-    return "".join(f"\\u{ord(c):04x}" if ord(c) >= 0x7F and is_control(c) else c for c in text)
+    """JSON for a terminal or a pipe: 0/1 of yes/no columns as false/true; every control
+    character escaped (`escape_json`: C0 by `json`, DEL, C1 and bidi marks after it)."""
+    return escape_json(json.dumps(_booleans(data), indent=2, ensure_ascii=False, default=str))
+
+
+def json_line(data: Any, separators: tuple[str, str] | None = None) -> str:
+    """One JSON value on one line, as it is (no yes/no columns read), controls escaped as
+    `to_json` escapes them: a line of an export file, a record in a comment."""
+    return escape_json(json.dumps(data, ensure_ascii=False, separators=separators))
 
 
 def _booleans(data: Any, key: str = "") -> Any:

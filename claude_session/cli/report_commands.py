@@ -267,13 +267,14 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
                 output.emit({"session_id": session, "injections": shown}, "json")
                 return
             if not shown:
-                click.echo(f"nothing was put before the model of session {session}")
-            for row in shown:
+                output.echo_wrapped(f"nothing was put before the model of session {session}")
+            for row in shown:  # every field from the log, escaped as the text is
                 what = f"{row['event']} {row['kind']}" + (
                     f" ({row['source']})" if row["source"] else ""
                 )
                 to = f", to subagent {row['agent_id']}" if row["agent_id"] else ""
-                click.echo(f"\n--- {output.local_time(row['at'])}: {what}{to}")
+                click.echo()
+                output.echo_wrapped(f"--- {output.local_time(row['at'])}: {what}{to}")
                 output.echo_text(row["text"])
             return
         if preview:

@@ -39,9 +39,9 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
             known = [str(r["key"]) for r in project_state.all_values(conn)]
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise click.ClickException(output.escape_controls(f"no state key {key!r}{hint}"))
+            raise click.ClickException(f"no state key {key!r}{hint}")
         value = project_state.get(conn, key)
-    output.reply({"key": key, "value": value}, output.escape_controls(value or ""), as_json)
+    output.reply({"key": key, "value": value}, value or "", as_json)
 
 
 @state.command(name="set")
@@ -73,7 +73,7 @@ def state_unset(root: Path, key: str, as_json: bool) -> None:
             conn, key, time.time(), f"claude-session state unset (by {_who()})"
         )
     if not gone:
-        raise click.ClickException(output.escape_controls(f"no state key {key!r}"))
+        raise click.ClickException(f"no state key {key!r}")
     output.reply({"key": key, "removed": True}, f"{key} removed", as_json)
 
 

@@ -2,8 +2,9 @@
 
 Everything recorded came from tools, files and models: an agent type or a path can hold ESC,
 OSC 8 links, BEL, C1 controls, carriage returns or bidirectional overrides that would drive the
-reader's terminal. The CLI's tables and the status line (which cannot import rich or click)
-both show such characters escaped, through this one function.
+reader's terminal. Every text the CLI prints (tables, lines, the restored context, a
+memory export in Markdown) and the status line (which cannot import rich or click) show such
+characters escaped through `escape_controls`; every JSON it prints through `escape_json`.
 """
 
 
@@ -38,3 +39,10 @@ def escape_controls(text: str, keep_newlines: bool = False) -> str:
         else:
             out.append(c)
     return "".join(out)
+
+
+def escape_json(text: str) -> str:
+    """JSON text (`json.dumps(..., ensure_ascii=False)`, which escapes C0 but leaves DEL, C1
+    and the bidirectional marks raw) with those as `\\uXXXX` escapes too: they can only stand
+    inside a string, where the escape reads back as the same character."""
+    return "".join(f"\\u{ord(c):04x}" if ord(c) >= 0x7F and is_control(c) else c for c in text)

@@ -97,6 +97,12 @@ def resolve(conn: apsw.Connection, address: str) -> FrameRef:
     """An address (ADDRESS_SYNTAX) -> the frame it names."""
     text = address.strip()
     bare = text.isascii() and text.isdigit()  # `N`: a frame number as `timeline` prints it
+    if text and not bare:  # a whole session id, whatever it holds (`:` and `@` too): its latest
+        last = conn.execute(
+            "SELECT max(frame_no) FROM frames WHERE session_id = ?", (text,)
+        ).fetchall()[0][0]
+        if isinstance(last, int):
+            return FrameRef(text, last)
     shortcut = None
     if "@" in text:
         text, shortcut = text.split("@", 1)
