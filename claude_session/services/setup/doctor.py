@@ -249,10 +249,10 @@ def _timeout(value: object) -> float:
     number from 1 s to 10 min (a hand edit, a repository's file) gives the default."""
     import math
 
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if math.isfinite(value) and 1 <= value <= 600:
-            return float(value)
-    return float(installer.DEFAULT_TIMEOUT)
+    default = float(installer.DEFAULT_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return float(value) if math.isfinite(value) and 1 <= value <= 600 else default
 
 
 SHOWN_CHARS = 300
