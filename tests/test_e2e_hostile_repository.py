@@ -41,8 +41,18 @@ class Model:
         return [text("Done.")]
 
 
+@pytest.mark.parametrize(
+    "parts",
+    [
+        frozenset(PARTS) - {"settings"},
+        # no database: the user's first hook makes their own, trusted one; the committed
+        # spool and held files must not be taken into it
+        frozenset({"spool", "held", "snapshot_store", "config"}),
+    ],
+    ids=["with-a-database", "spool-into-the-users-own-database"],
+)
 def test_a_hostile_clone_reaches_neither_the_model_nor_the_users_files(
-    tmp_path: Path, wheel_install: WheelInstall
+    tmp_path: Path, wheel_install: WheelInstall, parts: frozenset[str]
 ) -> None:
     binary = claude_binary()
     home = tmp_path / "home"
@@ -50,7 +60,6 @@ def test_a_hostile_clone_reaches_neither_the_model_nor_the_users_files(
     victim = tmp_path / "precious"
     victim.mkdir()
     (victim / "work.txt").write_text("keep me\n")
-    parts = frozenset(PARTS) - {"settings"}
     repo = hostile_repository(tmp_path / "upstream", parts, victim)
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True, capture_output=True)
@@ -73,7 +82,8 @@ def test_a_hostile_clone_reaches_neither_the_model_nor_the_users_files(
         session = first["session_id"]
         run_claude(binary, clone, home, api, "/compact", "--resume", session)
         run_claude(binary, clone, home, api, "what next?", "--resume", session)
-    assert len(model.bodies) >= 3
+        run_claude(binary, clone, home, api, "TASK-HOSTILE: a new session")
+    assert len(model.bodies) >= 4
     for body in model.bodies:
         assert MARK not in body  # nothing planted reached the model, in any request
 
@@ -86,8 +96,15 @@ def test_a_hostile_clone_reaches_neither_the_model_nor_the_users_files(
 
     status = json.loads(cli("status", "--json").stdout)
     problems = " ".join(status["now"]["problems"])
-    assert "the database is not trusted" in problems
+    if "database" in parts:
+        assert "the database is not trusted" in problems
+    else:  # the user's own database: trusted, and none of the forged events in it
+        assert "the database is not trusted" not in problems
+        assert (
+            query(clone, "SELECT count(*) FROM events WHERE session_id = 'forged-session'")[0][0]
+            == 0
+        )
     assert "the configuration is not trusted" in problems
     assert "not written by this user's claude-session" in problems  # the spool, set aside
-    # the user's own session was recorded all the same, into the (untrusted) database
+    # the user's own session was recorded all the same
     assert query(clone, "SELECT count(*) FROM events WHERE session_id = ?", (session,))[0][0] > 0
