@@ -195,7 +195,12 @@ def problems(
     (the spool, internal errors, trust) are computed once, in `health`: here their sentences."""
     from . import health
 
-    shared = [*health.spool_checks(root), *health.trust_checks(root), health.internal_errors(root)]
+    shared = [
+        *health.spool_checks(root),
+        health.configuration_check(root),
+        *health.trust_checks(root),
+        health.internal_errors(root),
+    ]
     found = [*hooks_problem(root), *(c.problem for c in shared if c.problem is not None)]
     for copy in database["moved_aside"]:
         found.append(f"a corrupt database was moved aside: {copy}")

@@ -186,18 +186,10 @@ def _trust(root: Path) -> list[dict[str, Any]]:
 
 
 def _configuration(root: Path) -> list[dict[str, Any]]:
-    """The same validation the hooks use: what is invalid falls back to its default there."""
-    from .. import configuration
+    """The same validation the hooks use (`health.configuration_check`)."""
+    from .. import health
 
-    try:
-        loaded = configuration.load(str(root))
-    except configuration.ConfigError as exc:
-        return [_row("configuration", False, f"{exc}; hooks use the defaults")]
-    if loaded.problems:
-        detail = f"{loaded.path}: " + "; ".join(loaded.problems) + " (defaults used)"
-        return [_row("configuration", False, detail)]
-    where = loaded.path if loaded.written else "no .claude-session.json (defaults)"
-    return [_row("configuration", True, where)]
+    return [health.configuration_check(str(root)).row()]
 
 
 def _row(name: str, ok: bool, detail: str) -> dict[str, Any]:
