@@ -97,6 +97,9 @@ DEFAULTS: dict[str, object] = {
     "otel_log_content": False,
     # A span goes out this long after it ended: the transcripts' tokens and cost are in by then.
     "otel_export_delay_seconds": 30.0,
+    # One export run (a pass of the background process; each batch of `export-otel`) ends by
+    # this long, however slowly the backend answers; what did not go out is tried again later.
+    "otel_export_timeout_seconds": 30.0,
 }
 # The range of each numeric setting: above the first (at it too for those in FROM_LOW), at
 # most the second. NaN and infinity are outside every range (NaN compares false), and so is
@@ -117,6 +120,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "memory_max_count": (0, 10000000),
     "snapshot_store_max_mb": (0, 1048576),
     "otel_export_delay_seconds": (0, 24 * 3600),
+    "otel_export_timeout_seconds": (0, 3600),
 }
 FROM_LOW = frozenset({"snapshot_wait_seconds"})  # 0 is a value of these: off
 CHOICES: dict[str, tuple[str, ...]] = {

@@ -36,7 +36,7 @@ from ...core.config import number
 from ...core.paths import DB_NAME, SPOOL_SUFFIX, db_path, spool_dir
 from .. import configuration
 from ..cost import transcripts
-from ..telemetry import otel_export
+from ..telemetry import otel_export, otel_wire
 from .daemon_control import lock_path, status_path, stopped_since
 
 Clock = Callable[[], float]
@@ -557,7 +557,7 @@ def run(
         return 1
     finally:
         stop.set()
-        exporting.join(otel_export.TIMEOUT_SECONDS + 1)
+        exporting.join(otel_wire.TIMEOUT_SECONDS + 1)
         if close_companion is not None:
             close_companion()
         daemon.close()

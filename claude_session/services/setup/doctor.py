@@ -92,7 +92,7 @@ def _otel(root: Path) -> list[dict[str, Any]]:
     """OpenTelemetry export, when configured: where to, what went out, the lag, the last
     error; and whether the exporter for its protocol is installed."""
     from .. import configuration
-    from ..telemetry import otel_export
+    from ..telemetry import otel_export, otel_wire
 
     where = otel_export.target(configuration.load_or_defaults(str(root)).values)
     if where is None:
@@ -100,7 +100,7 @@ def _otel(root: Path) -> list[dict[str, Any]]:
             _row("opentelemetry export", True, "off (no otel_endpoint, no OTEL_EXPORTER_OTLP_*)")
         ]
     try:
-        otel_export.make_exporter(where)
+        otel_wire.make_exporter(where)
     except ImportError as exc:
         extra = " (pip install 'claude-session[otel-grpc]')" if where.protocol == "grpc" else ""
         return [_row("opentelemetry export", False, f"{where.protocol}: {exc}{extra}")]
