@@ -199,8 +199,8 @@ def _out_of_range(key: str, value: object) -> str | None:
     low, high = RANGES[key]
     if (low <= value if key in FROM_LOW else low < value) and value <= high:
         return None
-    # A float is shown as Python writes it (inf, nan); an integer of any size by its length.
-    said = f"{value!r}" if isinstance(value, float) or len(str(value)) < 40 else "a huge number"
+    # A float as Python writes it (inf, nan); an integer too long to show is not written out.
+    said = f"{value!r}" if isinstance(value, float) or abs(value) < 10**30 else "a huge number"
     return f"must be {allowed(key)}, not {said}"
 
 

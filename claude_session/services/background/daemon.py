@@ -428,7 +428,8 @@ class Daemon:
         if self.busy_since is None:
             return
         waited = self.mono() - self.busy_since
-        log.write(self.root, "INFO", "daemon", f"the write lock is free again after {waited:.0f} s")
+        said = f"the write lock is free again, {waited:.0f} s after a write first timed out on it"
+        log.write(self.root, "INFO", "daemon", said)
         self.busy_since, self.busy_until, self.busy_tries = None, 0.0, 0
         self.stats.pop("waiting_for_write_lock_since", None)
 
