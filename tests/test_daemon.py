@@ -309,12 +309,19 @@ def test_a_write_lock_held_past_the_busy_timeout_is_waited_out(
     stops = "SELECT count(*) FROM events WHERE hook_event_name = 'Stop'"
     assert wait_for(lambda: query(project, stops) == [(1,)] and not spooled(project), 30)
     assert waited >= db.BUSY_TIMEOUT_MS / 1000
+
+    def status() -> Any:
+        return json.loads(Path(daemon_control.status_path(str(project))).read_text())
+
+    def through() -> bool:  # the pass that took the event in has ended: its status written
+        now = status()
+        return now["events_ingested"] >= 1 and "waiting_for_write_lock_since" not in now
+
+    assert wait_for(through, 30), status()
+    assert status()["pid"] == pid
     logged = log_file(project).read_text()
     assert logged.count("holds the database's write lock") == 1, logged
     assert "the write lock is free again" in logged and "stopped by" not in logged
-    status = json.loads(Path(daemon_control.status_path(str(project))).read_text())
-    assert status["pid"] == pid and status["events_ingested"] >= 1
-    assert "waiting_for_write_lock_since" not in status
 
 
 def test_stop_right_after_a_session_start_leaves_no_daemon(
