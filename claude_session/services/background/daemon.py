@@ -244,15 +244,23 @@ class Daemon:
         self.connection().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def has_live_session(self) -> bool:
+        """Whether a session is live; True too while the database is locked (a reader waits
+        only in WAL recovery): never an idle exit for a lock."""
         idle = number(self.config, "session_idle_minutes") * 60
-        return bool(
-            self.connection()
-            .execute(
-                "SELECT 1 FROM sessions WHERE status = 'active' AND last_activity_at > ? LIMIT 1",
-                (self.clock() - idle,),
+        try:
+            return bool(
+                self.connection()
+                .execute(
+                    "SELECT 1 FROM sessions WHERE status = 'active' AND last_activity_at > ?"
+                    " LIMIT 1",
+                    (self.clock() - idle,),
+                )
+                .fetchall()
             )
-            .fetchall()
-        )
+        except (db.DatabaseError, apsw.Error) as exc:
+            if self.waited_out(exc):
+                return True
+            raise
 
     def write_status(self) -> None:
         """Replace the status file: a new temporary file (never through a planted link), then
