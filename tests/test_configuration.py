@@ -8,7 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import PYTHON, fixture, query, run_hook
+import pytest
+from conftest import PYTHON, fixture, query, run_hook, write_config
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 
@@ -81,3 +82,62 @@ def test_a_directory_where_the_configuration_goes_never_costs_an_event(project: 
     row = next(r for r in doctor if r["check"] == "configuration")
     assert not row["ok"] and "not a readable file" in row["detail"], row
     one_line_error(cli(project, "config"), "not a readable file")
+
+
+NOT_FINITE_OR_HUGE = ("Infinity", "-Infinity", "NaN", "inf", "-inf", "nan", "1e308", "1e999")
+
+
+def test_config_set_refuses_numbers_that_are_not_finite_or_out_of_range(project: Path) -> None:
+    """`--set KEY=Infinity` and `KEY=1e308` were taken (`Infinity` is JSON to Python's reader,
+    not to the hooks', which then dropped the whole file): each is one line naming the key and
+    its range, exit 1, and the file as it was."""
+    assert cli(project, "config", "--set", "conflict_policy=deny").returncode == 0
+    before = (project / ".claude-session.json").read_bytes()
+    for given in NOT_FINITE_OR_HUGE:
+        done = cli(project, "config", "--set", f"claim_lease_minutes={given}")
+        one_line_error(done, "claim_lease_minutes: must be")
+        assert "greater than 0 and at most 10080" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert (project / ".claude-session.json").read_bytes() == before
+    # Every numeric setting has an upper bound, and says it.
+    from claude_session.core.config import DEFAULTS, RANGES
+    from claude_session.services import configuration
+
+    numeric = sorted(k for k, v in DEFAULTS.items() if isinstance(v, float))
+    assert sorted(RANGES) == numeric
+    for key in numeric:
+        for given in ("1e308", "Infinity", "NaN"):
+            try:
+                configuration.set_values(str(project), [f"{key}={given}"])
+            except configuration.ConfigError as exc:
+                assert str(exc).startswith(f"not changed: {key}: must be "), exc
+                assert f"{RANGES[key][1]:g}" in str(exc), exc
+            else:
+                raise AssertionError(f"{key}={given} was taken")
+    assert (project / ".claude-session.json").read_bytes() == before
+    done = cli(project, "config", "--set", "snapshot_wait_seconds=0")  # 0 is its "off"
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 1e308])
+def test_one_bad_number_written_by_hand_costs_its_own_key_not_the_file(
+    project: Path, bad: float
+) -> None:
+    """A hand-edited file (then trusted) holding `Infinity`, `NaN` or `1e308`: the hooks keep
+    the file's other values (the lease of 2 minutes) and the default for the bad one, and
+    `config`, `status` and `doctor` name it."""
+    write_config(project, {"claim_lease_minutes": 2, "failed_path_ttl_days": bad})
+    assert lease_seconds_used_by_a_hook(project) == 2 * 60  # not the whole file dropped
+    shown = cli(project, "config", "--json")
+    assert shown.returncode == 1
+    report = json.loads(shown.stdout)
+    (problem,) = report["problems"]
+    assert problem.startswith("failed_path_ttl_days: must be greater than 0 and at most 3650")
+    values = {r["key"]: r["value"] for r in report["settings"]}
+    assert values["failed_path_ttl_days"] == 14 and values["claim_lease_minutes"] == 2
+    status = json.loads(cli(project, "status", "--json").stdout)
+    assert any("failed_path_ttl_days" in p for p in status["now"]["problems"]), status["now"]
+    doctor = json.loads(cli(project, "doctor", "--json").stdout)
+    row = next(r for r in doctor if r["check"] == "configuration")
+    assert not row["ok"] and "failed_path_ttl_days" in row["detail"], row
+    assert "claim_lease_minutes" not in row["detail"]

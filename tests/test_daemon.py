@@ -24,6 +24,7 @@ from conftest import (
     log_file,
     query,
     run_hook,
+    spool_a_stop,
     spooled,
     wait_for,
 )
@@ -285,6 +286,42 @@ def test_daemon_never_moves_a_busy_database(project: Path) -> None:
     finally:
         holder.kill()
     assert not list(project.glob(".claude-session.db.corrupt-*"))
+
+
+def test_a_write_lock_held_past_the_busy_timeout_is_waited_out(
+    project: Path, reap_daemons: None
+) -> None:
+    """Another process holds BEGIN IMMEDIATE for 7 s, past the 5 s busy timeout, while an event
+    waits in the spool: the daemon's write fails, and it went on running (it used to exit on
+    the BusyError), says so once in the log, and takes the event in once the lock is free."""
+    set_config(project, sweep_interval_seconds=0.2)
+    run_hook("SessionStart", fixture("SessionStart.startup", project), project)
+    subprocess.run([CLI, "--project", str(project), "daemon", "start"], check=True)
+    pid = daemon_control.running_pid(str(project))
+    assert pid is not None
+    held = db.BUSY_TIMEOUT_MS / 1000 + 2
+    holder = hold_write_lock(project, held)
+    started = time.monotonic()
+    spool_a_stop(project)  # the daemon sees it arrive and tries to write it: locked
+    assert holder.wait(held + 10) == 0
+    waited = time.monotonic() - started
+    assert daemon_control.running_pid(str(project)) == pid  # alive, the same process
+    stops = "SELECT count(*) FROM events WHERE hook_event_name = 'Stop'"
+    assert wait_for(lambda: query(project, stops) == [(1,)] and not spooled(project), 30)
+    assert waited >= db.BUSY_TIMEOUT_MS / 1000
+
+    def status() -> Any:
+        return json.loads(Path(daemon_control.status_path(str(project))).read_text())
+
+    def through() -> bool:  # the pass that took the event in has ended: its status written
+        now = status()
+        return now["events_ingested"] >= 1 and "waiting_for_write_lock_since" not in now
+
+    assert wait_for(through, 30), status()
+    assert status()["pid"] == pid
+    logged = log_file(project).read_text()
+    assert logged.count("holds the database's write lock") == 1, logged
+    assert "the write lock is free again" in logged and "stopped by" not in logged
 
 
 def test_stop_right_after_a_session_start_leaves_no_daemon(

@@ -380,3 +380,21 @@ def test_what_the_ladder_learns_is_about_the_file_at_fault(project: Path) -> Non
     (project / "hello.py").write_text("print(2)\n")
     (stale,) = as_json(project, "memory", "list", "--stale")
     assert stale["changes"][0].startswith("hello.py changed since it was recorded")
+
+
+def test_a_change_past_the_hashed_first_16_mib_is_still_seen(project: Path) -> None:
+    """A 24 MiB file changed at byte 20,000,000 (same size): the hash covers its first 16 MiB
+    only, so its modification time tells, and the memory is given possibly stale."""
+    big = project / "big.bin"
+    big.write_bytes(bytes(24 * 1024 * 1024))
+    assert big.stat().st_size > memory_files.HASH_CAP
+    cli(project, "memory", "add", "BIG-FACT big.bin is all zeros", "--file", "big.bin")
+    with big.open("r+b") as f:
+        f.seek(20_000_000)
+        f.write(b"\x01")
+    settled = time.time() - 50  # long settled: no racy-clean hashing either
+    os.utime(big, (settled, settled))
+    assert big.stat().st_size == 24 * 1024 * 1024
+    assert "- [fact, project, POSSIBLY STALE] BIG-FACT big.bin is all zeros" in start(project, "s1")
+    stale = as_json(project, "memory", "list", "--stale")
+    assert [m["text"] for m in stale] == ["BIG-FACT big.bin is all zeros"], stale

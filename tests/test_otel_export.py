@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -142,7 +145,7 @@ def test_content_is_left_out_unless_asked_and_redacted_when_it_is(recorded: Reco
     assert SECRET not in with_content and SECRET[:20] not in with_content
 
 
-def target(receiver: Receiver, **more: Any) -> otel_export.Target:
+def target(receiver: Receiver | Drip, **more: Any) -> otel_export.Target:
     values: dict[str, object] = {"otel_endpoint": receiver.endpoint} | more
     where = otel_export.target(values, environ={})
     assert where is not None
@@ -533,3 +536,136 @@ def test_a_background_process_killed_and_started_again_sends_the_rest_once(
                 process.terminate()
                 process.wait(30)
         receiver.stop()
+
+
+class Drip:
+    """A backend on loopback (127.0.0.1 only) that takes the request, then answers one byte
+    a second, for as long as it runs: each byte restarts a socket's read timeout, so only a
+    deadline over the whole export ends it. `dripping` off: a plain 200 at once."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.dripping = True
+        self.dripped = 0  # bytes sent a second apart
+        self.requests = 0
+        self.stopped = threading.Event()
+        self.connections: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            if self.stopped.is_set():
+                conn.close()
+                return
+            self.connections.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(65536) or b"\r\n\r\n"
+            head, _, body = head.partition(b"\r\n\r\n")
+            length = re.search(rb"(?i)content-length: *(\d+)", head)
+            while length and len(body) < int(length.group(1)):
+                body += conn.recv(65536) or b"x" * int(length.group(1))
+            self.requests += 1
+            if not self.dripping:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                return
+            for byte in b"HTTP/1.1 200 OK\r\nX-Drip: " + b"a" * 100_000:
+                if self.stopped.wait(1):
+                    return
+                conn.sendall(bytes([byte]))
+                self.dripped += 1
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        try:  # wakes the accept blocked on it: a socket closed under it would keep listening
+            self.server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.server.close()
+        for conn in self.connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def test_a_backend_that_drips_its_answer_is_cut_at_the_runs_deadline(recorded: Recorder) -> None:
+    """The backend takes the request and answers a byte a second: the pass (given 2 s, by
+    `otel_export_timeout_seconds`) returns by its deadline, the export is recorded as failed
+    with why, nothing as sent, and the next pass after the pause sends all of it once."""
+    drip = Drip()
+    try:
+        where = target(drip, otel_export_timeout_seconds=2)
+        assert where.timeout == 2
+        send = otel_export.sender(recorded.root, where)
+        passes: list[otel_export.Pass] = []
+        started = time.monotonic()
+        worker = threading.Thread(
+            target=lambda: passes.append(
+                otel_export.export_pass(recorded.conn, where, send, NOW, idle_seconds=3600)
+            ),
+            daemon=True,
+        )
+        worker.start()
+        worker.join(30)
+        took = time.monotonic() - started
+        assert not worker.is_alive(), "the export never returned"
+        assert took < 8, took
+        (failed,) = passes
+        assert drip.dripped >= 1  # the answer was under way, a byte a second
+        assert failed.sent == 0 and failed.waiting == 7
+        assert failed.error and "took longer than 2 s" in failed.error, failed.error
+        state = recorded.rows("SELECT failures, last_error, next_attempt_at FROM otel_export")
+        ((failures, error, retry),) = state
+        assert failures == 1 and "took longer than 2 s" in error and retry > NOW
+        assert recorded.rows("SELECT count(*) FROM otel_sent") == [(0,)]
+        assert recorded.rows("SELECT count(*) FROM otel_sessions") == [(0,)]
+        drip.dripping = False  # tried again later: the same sender, a fresh exporter
+        done = otel_export.export_pass(recorded.conn, where, send, retry + 1, idle_seconds=3600)
+        assert done.error is None and done.sent == 7
+        assert recorded.rows("SELECT session_id, spans FROM otel_sessions") == [(SESSION, 7)]
+    finally:
+        drip.stop()
+
+
+def test_export_otel_returns_by_its_deadline_from_a_dripping_backend(recorded: Recorder) -> None:
+    """`claude-session export-otel` against the dripping backend, as a user runs it: one
+    line, exit 1, by the deadline the configuration sets (2 s), not never."""
+    drip = Drip()
+    try:
+        root = Path(recorded.root)
+        done = run_cli(root, "config", "--set", "otel_export_timeout_seconds=2")
+        assert done.returncode == 0, done.stderr
+        started = time.monotonic()
+        stuck = subprocess.run(
+            [CLI, "--project", str(root), "export-otel", "--since", "2020-01-01"],
+            capture_output=True,
+            text=True,
+            env=hook_env(root, OTEL_EXPORTER_OTLP_ENDPOINT=drip.endpoint),
+            timeout=30,
+        )
+        took = time.monotonic() - started
+        assert stuck.returncode == 1, stuck.stdout + stuck.stderr
+        assert "not sent:" in stuck.stderr and "took longer than 2 s" in stuck.stderr
+        assert len(stuck.stderr.strip().splitlines()) == 1, stuck.stderr
+        assert took < 15, took
+        assert drip.requests >= 1 and drip.dripped >= 1
+    finally:
+        drip.stop()

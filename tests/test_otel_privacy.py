@@ -27,7 +27,7 @@ from test_otel_export import NOW, recorded, session  # noqa: F401 (the fixtures)
 
 from claude_session.core import db
 from claude_session.services import configuration
-from claude_session.services.telemetry import otel_export, otel_spans
+from claude_session.services.telemetry import otel_export, otel_spans, otel_wire
 
 # A remote's own parts are drawn from lowercase ASCII, digits and `.-/_`; what authenticates
 # holds at least one character outside it (upper case, non-ASCII), and may hold any of the
@@ -177,7 +177,7 @@ def test_with_content_off_no_recorded_content_reaches_any_span(project: Path) ->
         for span in spans:
             said += [span.name, json.dumps(span.attributes), str(span.error)]
             said += [e.name + json.dumps(e.attributes) for e in span.events]
-        for sdk in otel_export.to_sdk(spans, None):  # as the exporter sends it
+        for sdk in otel_wire.to_sdk(spans, None):  # as the exporter sends it
             said += [str(sdk.status.description), json.dumps(dict(sdk.attributes or {}))]
         return "\n".join(said)
 
@@ -348,7 +348,7 @@ def test_a_huge_grpc_answer_is_refused_at_the_limit(recorded: Recorder) -> None:
         done = otel_export.export_pass(recorded.conn, where, send, NOW, 3600)
     finally:
         server.stop(None)
-    assert answered and answered[0] > otel_export.MAX_ANSWER_BYTES  # it did answer that much
+    assert answered and answered[0] > otel_wire.MAX_ANSWER_BYTES  # it did answer that much
     assert done.sent == 0 and done.error
     [(error, failures)] = recorded.rows("SELECT last_error, failures FROM otel_export")
     assert error and failures == 1

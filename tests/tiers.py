@@ -251,6 +251,7 @@ TESTS: dict[str, dict[str, tuple[str, ...]]] = {
         "integration": (
             "test_a_background_process_killed_and_started_again_sends_the_rest_once",
             "test_a_cloned_configuration_never_sends_anything",
+            "test_export_otel_returns_by_its_deadline_from_a_dripping_backend",
             "test_export_otel_sends_history_on_demand_as_a_user_runs_it",
             "test_the_background_process_sends_a_recorded_session_and_status_shows_it",
         ),

@@ -97,7 +97,32 @@ DEFAULTS: dict[str, object] = {
     "otel_log_content": False,
     # A span goes out this long after it ended: the transcripts' tokens and cost are in by then.
     "otel_export_delay_seconds": 30.0,
+    # One export run (a pass of the background process; each batch of `export-otel`) ends by
+    # this long, however slowly the backend answers; what did not go out is tried again later.
+    "otel_export_timeout_seconds": 30.0,
 }
+# The range of each numeric setting: above the first (at it too for those in FROM_LOW), at
+# most the second. NaN and infinity are outside every range (NaN compares false), and so is
+# a number too large for the arithmetic done with it (1e308 minutes overflows a timestamp).
+RANGES: dict[str, tuple[float, float]] = {
+    "claim_lease_minutes": (0, 7 * 24 * 60),
+    "stale_after_minutes": (0, 7 * 24 * 60),
+    "session_idle_minutes": (0, 7 * 24 * 60),
+    "daemon_idle_exit_minutes": (0, 7 * 24 * 60),
+    "sweep_interval_seconds": (0, 24 * 3600),
+    "failed_path_ttl_days": (0, 3650),
+    "judge_timeout_seconds": (0, 3600),
+    "judge_budget_usd_per_day": (0, 10000),
+    "hook_budget_ms": (0, 600000),
+    "snapshot_wait_seconds": (0, 600),
+    "snapshot_max_file_mb": (0, 65536),
+    "memory_budget_chars": (0, 1000000),
+    "memory_max_count": (0, 10000000),
+    "snapshot_store_max_mb": (0, 1048576),
+    "otel_export_delay_seconds": (0, 24 * 3600),
+    "otel_export_timeout_seconds": (0, 3600),
+}
+FROM_LOW = frozenset({"snapshot_wait_seconds"})  # 0 is a value of these: off
 CHOICES: dict[str, tuple[str, ...]] = {
     "conflict_policy": ("warn", "deny"),
     "otel_protocol": ("http/protobuf", "grpc"),
@@ -140,9 +165,7 @@ def check(key: str, value: object) -> str | None:
     if isinstance(default, bool):
         return None if isinstance(value, bool) else "must be true or false"
     if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return "must be a number"
-        return None if value > 0 else "must be greater than 0"
+        return _out_of_range(key, value)
     if not isinstance(value, str):
         return "must be a string"
     if key in CHOICES and value not in CHOICES[key]:
@@ -160,6 +183,25 @@ def check(key: str, value: object) -> str | None:
     if key == "otel_headers" and any("=" not in pair for pair in value.split(",") if pair.strip()):
         return "must be key=value pairs separated by commas"
     return None
+
+
+def allowed(key: str) -> str:
+    """A numeric setting's range, as its error says it."""
+    low, high = RANGES[key]
+    if key in FROM_LOW:
+        return f"from {low:g} to {high:g}"
+    return f"greater than {low:g} and at most {high:g}"
+
+
+def _out_of_range(key: str, value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number {allowed(key)}"
+    low, high = RANGES[key]
+    if (low <= value if key in FROM_LOW else low < value) and value <= high:
+        return None
+    # A float as Python writes it (inf, nan); an integer too long to show is not written out.
+    said = f"{value!r}" if isinstance(value, float) or abs(value) < 10**30 else "a huge number"
+    return f"must be {allowed(key)}, not {said}"
 
 
 def for_hooks(root: str, scratch: "apsw.Connection") -> "dict[str, object]":
@@ -182,8 +224,11 @@ def _for_hooks(root: str, scratch: "apsw.Connection") -> "dict[str, object]":
             " AND json_type(?1) = 'object'",
             (text,),
         ).fetchall()
+        strict = found or scratch.execute("SELECT json_valid(?1)", (text,)).fetchall()[0][0]
     except Exception:
         return dict(DEFAULTS)
+    if not strict:
+        return validate(_as_the_cli_reads(text))[0]
     values: dict[str, object] = {}
     for key, value, kind in found:
         if kind in ("true", "false"):
@@ -192,6 +237,20 @@ def _for_hooks(root: str, scratch: "apsw.Connection") -> "dict[str, object]":
             value = None  # invalid for every setting
         values[str(key)] = value
     return validate(values)[0]
+
+
+def _as_the_cli_reads(text: str) -> "dict[str, object]":
+    """A file that is not strict JSON, read as the CLI reads it (Python's `json`), so that a
+    value only it takes (`Infinity`, `NaN`) costs its own key, as `config` reports, not the
+    whole file. `json` is imported only here: a file as `config --set` writes it never gets
+    this far."""
+    import json
+
+    try:
+        found = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}  # not JSON at all: the defaults, as `config` and `doctor` say
+    return found if isinstance(found, dict) else {}
 
 
 def untrusted(root: str, text: str) -> str | None:

@@ -4,7 +4,8 @@
 A memory names files (`memory add --file`, the MCP tool's `files`, or those its agent read or
 changed in that turn). Each is recorded with its content hash, size and modification time and
 the commit checked out. A file whose content differs now, or that is gone, makes the memory
-possibly stale. A check stats the file and hashes it again only when its size or time moved
+possibly stale; so does one whose size differs, or, past HASH_CAP (where the hash stops), whose
+modification time does. A check stats the file and hashes it again only when its size or time moved
 from what was recorded, or from what the last check saw (`seen_*`), so an unchanged tree
 costs one stat per file.
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 # same size and time (a file system's clock ticks coarsely): such a one is hashed, not trusted
 # by its stat, as git treats a "racily clean" entry.
 RACY_S = 2.0
-HASH_CAP = 16 * 1024 * 1024  # bytes hashed at most: a larger file by its first 16 MiB and size
+HASH_CAP = 16 * 1024 * 1024  # bytes hashed at most: a larger file by its first 16 MiB, size, mtime
 FILES_CAP = 20  # files one memory names at most
 PATH_CAP = 1024
 GIT_TIMEOUT_S = 5.0
@@ -221,6 +222,9 @@ def check(
         racy = not isinstance(recorded_at, int | float) or mtime >= (recorded_at - RACY_S) * 1e9
         if size == row["size"] and mtime == row["mtime_ns"] and not racy:
             continue  # as recorded: not even read
+        if _past_the_hash(row, size, mtime):
+            changes.append(_change(row, CHANGED, mtime))  # told by its stat: not read either
+            continue
         if size == row["seen_size"] and mtime == row["seen_mtime_ns"] and row["seen_sha256"]:
             digest: str | None = as_text(row["seen_sha256"])
         else:
@@ -231,9 +235,18 @@ def check(
             digest, size, mtime = hashed
             if mtime < settled:  # kept only once its time can no longer hide a change
                 seen.append((size, mtime, digest, row["memory_id"], path))
-        if digest != recorded:
+        if digest != recorded or _past_the_hash(row, size, mtime):
             changes.append(_change(row, CHANGED, mtime))
     return changes, seen
+
+
+def _past_the_hash(row: "dict[str, Any]", size: int, mtime: int) -> bool:
+    """A change the hash cannot show: another size (whatever the first HASH_CAP bytes hold),
+    or, for a file larger than HASH_CAP, another modification time (its tail is not hashed,
+    and hashing a huge file whole on a hook's path costs too much): possibly stale."""
+    if isinstance(row["size"], int) and size != row["size"]:
+        return True
+    return size > HASH_CAP and isinstance(row["mtime_ns"], int) and mtime != row["mtime_ns"]
 
 
 def _change(row: "dict[str, Any]", how: str, mtime_ns: int | None) -> "dict[str, Any]":

@@ -69,15 +69,24 @@ def database_id(conn: "apsw.Connection") -> "str | None":
 
 
 def _read_id(path: str) -> "str | None":
-    """The identity of the database at `path`, read through a read-only connection of the
-    one module that opens databases; as the file is when no process has it open (no -wal), so
-    that a check makes no -wal or -shm (the identity never changes once made)."""
-    from . import db
+    """The identity of the database at `path`, read through a read-only connection by its
+    real path (SQLite's no-follow open refuses a link anywhere on the way; a project reached
+    through a linked folder is the user's own, core/db.py). As the file is when no process has
+    it open (no -wal: SQLite's `immutable`), so a check makes no -wal or -shm; the identity
+    never changes once made. Opened here, not through `db.connect`, which imports this module
+    to record the databases it creates."""
+    import apsw
 
-    idle = not os.path.exists(os.path.realpath(path) + "-wal")
+    real = os.path.realpath(path)
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW
+    name = real
+    if not os.path.exists(real + "-wal"):
+        flags |= apsw.SQLITE_OPEN_URI  # the path's %, ? and # escaped, as a URI needs them
+        escaped = real.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+        name = f"file:{escaped}?immutable=1"
     try:
-        conn = db.connect(path, readonly=True, create=False, migrate=False, immutable=idle)
-    except db.DatabaseError:
+        conn = apsw.Connection(name, flags=flags)
+    except apsw.Error:
         return None
     try:
         return database_id(conn)

@@ -83,6 +83,35 @@ def internal_errors(root: str) -> Check:
     )
 
 
+def configuration_check(root: str) -> Check:
+    """`.claude-session.json` through the one validation the hooks use: each invalid value is
+    named, and falls back to its default there while the file's other values apply; a file
+    that is not a JSON object at all means the defaults."""
+    from . import configuration
+
+    try:
+        loaded = configuration.load(root)
+    except configuration.ConfigError as exc:
+        return Check(
+            "configuration",
+            False,
+            f"{exc}; hooks use the defaults",
+            f"the configuration cannot be used, the defaults are: {exc}",
+        )
+    # Trust is its own check (trust_checks): not said twice.
+    invalid = [p for p in loaded.problems if not p.startswith("untrusted: ")]
+    if loaded.problems:
+        detail = f"{loaded.path}: " + "; ".join(loaded.problems)
+        if invalid:
+            detail += " (the default is used for each of these; the file's other values apply)"
+        problem = None
+        if invalid:
+            problem = f"invalid in {loaded.path}, the default used instead: " + "; ".join(invalid)
+        return Check("configuration", False, detail, problem)
+    where = loaded.path if loaded.written else "no .claude-session.json (defaults)"
+    return Check("configuration", True, where)
+
+
 def trust_checks(root: str) -> list[Check]:
     """The database and the configuration: trusted, or why not."""
     from . import configuration

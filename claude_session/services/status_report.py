@@ -197,6 +197,7 @@ def problems(
 
     shared = [
         *health.spool_checks(root),
+        health.configuration_check(root),
         *health.trust_checks(root),
         health.replaced_database(root),
         health.internal_errors(root),

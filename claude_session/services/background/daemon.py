@@ -36,7 +36,7 @@ from ...core.config import number
 from ...core.paths import DB_NAME, SPOOL_SUFFIX, db_path, spool_dir
 from .. import configuration
 from ..cost import transcripts
-from ..telemetry import otel_export
+from ..telemetry import otel_export, otel_wire
 from .daemon_control import lock_path, status_path, stopped_since
 
 Clock = Callable[[], float]
@@ -47,6 +47,9 @@ WATCH_RETRY_SECONDS = 60.0  # transcript folders that could not be watched: trie
 # Seen gone this long before its session is ended: a SessionEnd that Claude Code's exit left
 # in flight (its hook, or the relay applying it) lands first and gives the real reason.
 EXIT_GRACE_SECONDS = 2.0
+# Another process holding the database's write lock past the busy timeout: the next try comes
+# after a pause that doubles from the first up to the last, the daemon going on meanwhile.
+BUSY_PAUSE_SECONDS = (1.0, 30.0)
 
 
 class WatchFailed(Exception):
@@ -98,6 +101,9 @@ class Daemon:
         self.publishing = False  # a write of the status file is due (see `count`)
         self.last_sweep = self.last_live = self.last_check = mono()
         self.unwatched_until = 0.0  # transcript folders not watched before this (mono)
+        self.busy_since: float | None = None  # the write lock held by another since (mono)
+        self.busy_until = 0.0  # while it was: no write tried before this (mono)
+        self.busy_tries = 0
 
     def count(self, key: str, amount: int = 1, **also: Any) -> None:
         """Add to a counter of the status file (and set other values), then publish it within
@@ -139,6 +145,8 @@ class Daemon:
             self.stats.pop("config_error", None)
 
     def ingest(self) -> int:
+        if self.mono() < self.busy_until:
+            return 0  # the write lock was held a moment ago: the next pass tries again
         done = spool.ingest(self.connection(), self.root)
         self.stats["events_ingested"] += done
         return done
@@ -236,15 +244,23 @@ class Daemon:
         self.connection().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def has_live_session(self) -> bool:
+        """Whether a session is live; True too while the database is locked (a reader waits
+        only in WAL recovery): never an idle exit for a lock."""
         idle = number(self.config, "session_idle_minutes") * 60
-        return bool(
-            self.connection()
-            .execute(
-                "SELECT 1 FROM sessions WHERE status = 'active' AND last_activity_at > ? LIMIT 1",
-                (self.clock() - idle,),
+        try:
+            return bool(
+                self.connection()
+                .execute(
+                    "SELECT 1 FROM sessions WHERE status = 'active' AND last_activity_at > ?"
+                    " LIMIT 1",
+                    (self.clock() - idle,),
+                )
+                .fetchall()
             )
-            .fetchall()
-        )
+        except (db.DatabaseError, apsw.Error) as exc:
+            if self.waited_out(exc):
+                return True
+            raise
 
     def write_status(self) -> None:
         """Replace the status file: a new temporary file (never through a planted link), then
@@ -326,7 +342,11 @@ class Daemon:
             if not os.path.isdir(self.root):
                 return True  # the project is gone: nothing left to look after
             if any(Path(path).parent.name.endswith(".spool") for _, path in changes):
-                self.ingest()
+                try:
+                    self.ingest()
+                except (db.DatabaseError, apsw.Error) as exc:
+                    if not self.waited_out(exc):
+                        raise
             ours = any(_ours(change, path) for change, path in changes)
             pending |= any(_transcript_change(folders, path) for _, path in changes)
             # On the timer, or at most once a second when the database changed (our own writes
@@ -350,8 +370,8 @@ class Daemon:
                 if self.check_processes():  # a Claude Code is gone: its session ends now
                     self.pass_once()
                     self.last_sweep = self.mono()
-            if self.has_live_session():
-                self.last_live = self.mono()
+            if self.busy_since is not None or self.has_live_session():
+                self.last_live = self.mono()  # never an idle exit while the lock is waited out
             elif (
                 self.mono() - self.last_live >= number(self.config, "daemon_idle_exit_minutes") * 60
             ):
@@ -389,14 +409,52 @@ class Daemon:
                         break  # the subagents' folder, else the session's
         return tuple(sorted(found))
 
+    def waited_out(self, exc: BaseException) -> bool:
+        """Whether `exc` is the database's write lock held by another process past the busy
+        timeout: then the daemon goes on (a write that failed is tried again at the next pass,
+        after a pause that doubles), and says so once, not at every try."""
+        if not _busy(exc):
+            return False
+        now = self.mono()
+        if self.busy_since is None:
+            self.busy_since = now
+            log.write(
+                self.root,
+                "WARNING",
+                "daemon",
+                "another process holds the database's write lock past the busy timeout;"
+                " waiting it out, trying again with a growing pause",
+            )
+        first, last = BUSY_PAUSE_SECONDS
+        self.busy_until = now + min(last, first * 2**self.busy_tries)
+        self.busy_tries += 1
+        self.stats["waiting_for_write_lock_since"] = self.clock() - (now - self.busy_since)
+        return True
+
+    def writable_again(self) -> None:
+        """A pass went through after the write lock was held: said once, the pause reset."""
+        if self.busy_since is None:
+            return
+        waited = self.mono() - self.busy_since
+        said = f"the write lock is free again, {waited:.0f} s after a write first timed out on it"
+        log.write(self.root, "INFO", "daemon", said)
+        self.busy_since, self.busy_until, self.busy_tries = None, 0.0, 0
+        self.stats.pop("waiting_for_write_lock_since", None)
+
     def pass_once(self) -> None:
+        if self.mono() < self.busy_until:
+            return  # the write lock was held a moment ago: not tried again yet
         try:
             self.ingest()
             self.sweep()
             self.read_transcripts()
             events.update_tally(self.connection())  # `status` counts from it
             self.checkpoint()
+            self.writable_again()
         except (db.DatabaseError, apsw.Error) as exc:
+            if self.waited_out(exc):
+                self.write_status()
+                return
             log.error(self.root, "daemon", f"sweep failed: {type(exc).__name__}: {exc}")
             if self.conn is not None:
                 self.conn.close()
@@ -441,6 +499,12 @@ class Daemon:
             os.unlink(status_path(self.root))
         except OSError:
             pass
+
+
+def _busy(exc: BaseException) -> bool:
+    """The database locked by another writer (SQLITE_BUSY, SQLITE_LOCKED), however raised."""
+    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) else exc
+    return isinstance(cause, apsw.BusyError | apsw.LockedError)
 
 
 def _corrupt(exc: BaseException) -> bool:
@@ -502,7 +566,7 @@ def run(
         return 1
     finally:
         stop.set()
-        exporting.join(otel_export.TIMEOUT_SECONDS + 1)
+        exporting.join(otel_wire.TIMEOUT_SECONDS + 1)
         if close_companion is not None:
             close_companion()
         daemon.close()

@@ -92,7 +92,7 @@ def _otel(root: Path) -> list[dict[str, Any]]:
     """OpenTelemetry export, when configured: where to, what went out, the lag, the last
     error; and whether the exporter for its protocol is installed."""
     from .. import configuration
-    from ..telemetry import otel_export
+    from ..telemetry import otel_export, otel_wire
 
     where = otel_export.target(configuration.load_or_defaults(str(root)).values)
     if where is None:
@@ -100,7 +100,7 @@ def _otel(root: Path) -> list[dict[str, Any]]:
             _row("opentelemetry export", True, "off (no otel_endpoint, no OTEL_EXPORTER_OTLP_*)")
         ]
     try:
-        otel_export.make_exporter(where)
+        otel_wire.make_exporter(where)
     except ImportError as exc:
         extra = " (pip install 'claude-session[otel-grpc]')" if where.protocol == "grpc" else ""
         return [_row("opentelemetry export", False, f"{where.protocol}: {exc}{extra}")]
@@ -186,18 +186,10 @@ def _trust(root: Path) -> list[dict[str, Any]]:
 
 
 def _configuration(root: Path) -> list[dict[str, Any]]:
-    """The same validation the hooks use: what is invalid falls back to its default there."""
-    from .. import configuration
+    """The same validation the hooks use (`health.configuration_check`)."""
+    from .. import health
 
-    try:
-        loaded = configuration.load(str(root))
-    except configuration.ConfigError as exc:
-        return [_row("configuration", False, f"{exc}; hooks use the defaults")]
-    if loaded.problems:
-        detail = f"{loaded.path}: " + "; ".join(loaded.problems) + " (defaults used)"
-        return [_row("configuration", False, detail)]
-    where = loaded.path if loaded.written else "no .claude-session.json (defaults)"
-    return [_row("configuration", True, where)]
+    return [health.configuration_check(str(root)).row()]
 
 
 def _row(name: str, ok: bool, detail: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """OpenTelemetry (no imports here).
 
 - `otel_spans`: a session as a tree of spans.
-- `otel_export`: sending them over OTLP with the SDK's exporters (`export`, `status`).
+- `otel_export`: what goes and what went (`export_pass`, `export_since`, `status`).
+- `otel_wire`: the SDK's OTLP exporters, each send bounded in size and time (`Sender`).
 """

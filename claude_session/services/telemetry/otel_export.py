@@ -16,15 +16,13 @@ last error and the lag are in otel_export, for `status` and `doctor`.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 
@@ -34,37 +32,13 @@ from ...core.redact import redact
 from .. import configuration
 from ..configuration import safe_url
 from . import otel_spans
-
-if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import ReadableSpan
-    from opentelemetry.sdk.trace.export import SpanExporter
+from .otel_wire import Send, Sender, Target
 
 EXPORT_EVERY_SECONDS = 5.0
 BATCH_SPANS = 512
 SESSIONS_PER_PASS = 200
 MAX_BACKOFF_SECONDS = 300.0
-TIMEOUT_SECONDS = 10.0
-SCOPE = "claude-session"
 TRANSCRIPT_WAIT_SECONDS = 600.0  # a session's transcripts not read by then: sent without them
-MAX_ANSWER_BYTES = 1 << 20  # the backend's answer is a few bytes; more is read no further
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where and how spans go: the traces endpoint (a URL for HTTP, host:port or URL for
-    gRPC), the protocol, the headers (auth), content on or off, and the delay after a span's
-    end before it goes."""
-
-    endpoint: str
-    protocol: str
-    headers: dict[str, str]
-    content: bool
-    delay: float
-
-    @property
-    def shown(self) -> str:
-        """The endpoint as stored and printed: without credentials (see `safe_url`)."""
-        return safe_url(self.endpoint)
 
 
 def target(values: Mapping[str, object], environ: Mapping[str, str] | None = None) -> Target | None:
@@ -106,12 +80,14 @@ def target(values: Mapping[str, object], environ: Mapping[str, str] | None = Non
     if protocol == "http/protobuf" and not traces_url and not endpoint.endswith("/v1/traces"):
         endpoint = endpoint.rstrip("/") + "/v1/traces"  # a base endpoint, as the standard says
     delay = values.get("otel_export_delay_seconds", 30.0)
+    timeout = values.get("otel_export_timeout_seconds", 30.0)
     return Target(
         endpoint,
         protocol,
         parse_headers(headers, env),
         content,
         float(delay) if isinstance(delay, int | float) else 30.0,
+        float(timeout) if isinstance(timeout, int | float) else 30.0,
     )
 
 
@@ -166,103 +142,10 @@ def _resource(root: str) -> Any:
     return Resource.create(resource_attributes(root)).merge(OTELResourceDetector().detect())
 
 
-def make_exporter(where: Target) -> SpanExporter:
-    """The SDK's OTLP exporter for `where`: HTTP/protobuf, or gRPC (the `otel-grpc` extra)."""
-    logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)  # failures are ours to tell
-    if where.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcExporter,
-        )
-
-        insecure = where.endpoint.startswith("http://")
-        bounded: Any = (("grpc.max_receive_message_length", MAX_ANSWER_BYTES),)
-        return GrpcExporter(
-            endpoint=where.endpoint,
-            insecure=insecure,
-            headers=where.headers or None,
-            timeout=TIMEOUT_SECONDS,
-            channel_options=bounded,
-        )
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    return OTLPSpanExporter(
-        endpoint=where.endpoint,
-        headers=where.headers or None,
-        timeout=TIMEOUT_SECONDS,
-        session=bounded_session(),
-    )
-
-
-class AnswerTooLarge(OSError):
-    """The backend answered more than MAX_ANSWER_BYTES: the export failed, read no further."""
-
-
-def bounded_session(limit: int = MAX_ANSWER_BYTES) -> Any:
-    """A requests session whose answers are read up to `limit` bytes, then given up: the SDK
-    exporter reads the whole answer into memory otherwise (a backend answering a gigabyte
-    took the background process to a gigabyte). Streamed, so no more than a chunk over the
-    limit is ever held; decompressed size counts, so a small compressed bomb does not help."""
-    import requests
-
-    class Bounded(requests.Session):
-        def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
-            kwargs["stream"] = True
-            response = super().request(method, url, *args, **kwargs)
-            body = bytearray()
-            try:
-                for chunk in response.iter_content(64 * 1024):
-                    body += chunk
-                    if len(body) > limit:
-                        raise AnswerTooLarge(
-                            f"the backend's answer is over {limit} bytes; not read further"
-                        )
-            finally:
-                response.close()
-            response._content = bytes(body)
-            return response
-
-    return Bounded()
-
-
-def to_sdk(spans: Sequence[otel_spans.Span], resource: Any) -> list[ReadableSpan]:
-    """Our records as the SDK's finished spans, with our ids (no tracer: nothing is drawn)."""
-    from opentelemetry.sdk.trace import Event, ReadableSpan
-    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
-
-    from ... import __version__
-
-    scope = InstrumentationScope(SCOPE, __version__)
-    flags = TraceFlags(TraceFlags.SAMPLED)
-    out = []
-    for span in spans:
-        context = SpanContext(span.trace_id, span.span_id, False, flags)
-        parent = None
-        if span.parent_id is not None:
-            parent = SpanContext(span.trace_id, span.parent_id, False, flags)
-        status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.OK)
-        links = [Link(SpanContext(t, s, False, flags)) for t, s in span.links]
-        out.append(
-            ReadableSpan(
-                name=span.name,
-                context=context,
-                parent=parent,
-                resource=resource,
-                attributes=dict(span.attributes),
-                events=[Event(e.name, dict(e.attributes), _ns(e.at)) for e in span.events],
-                kind=SpanKind.INTERNAL,
-                links=links,
-                status=status,
-                start_time=_ns(span.start),
-                end_time=_ns(span.end),
-                instrumentation_scope=scope,
-            )
-        )
-    return out
-
-
-def _ns(seconds: float) -> int:
-    return round(seconds * 1_000_000) * 1000  # microseconds: what the rows hold
+def sender(root: str, where: Target) -> Sender:
+    """`send(spans, ends)` to `where` (otel_wire.Sender), our resource attributes on every
+    span."""
+    return Sender(where, _resource(root))
 
 
 def _signed(span_id: int) -> int:
@@ -279,86 +162,6 @@ class Pass:
     oldest_waiting: float | None = None
 
 
-Send = Callable[[list[otel_spans.Span]], "str | None"]  # None: the backend took them
-
-
-def sender(root: str, where: Target) -> Send:
-    """`send(spans)` through the SDK exporter for `where`: None, or why it failed."""
-    exporter = make_exporter(where)
-    resource = _resource(root)
-
-    def send(spans: list[otel_spans.Span]) -> str | None:
-        from opentelemetry.sdk.trace.export import SpanExportResult
-
-        with _sdk_told() as told:
-            try:
-                result = exporter.export(to_sdk(spans, resource))
-            except Exception as exc:  # the SDK's own failure: told, tried again later
-                return f"{type(exc).__name__}: {exc}"
-        if result == SpanExportResult.SUCCESS:
-            return None
-        return f"the backend at {where.shown} did not take them: {why_not(told)}"
-
-    return send
-
-
-class _Told(logging.Handler):
-    """What the SDK's exporter logged while it tried (its only account of why it failed)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.messages.append(record.getMessage())
-        except Exception:  # a malformed record: its reason is lost, not the export
-            self.messages.append(str(record.msg))
-
-
-@contextmanager
-def _sdk_told() -> Iterator[list[str]]:
-    """The SDK's log messages during one export, kept from the terminal."""
-    logger = logging.getLogger("opentelemetry")
-    level, propagate = logger.level, logger.propagate
-    handler = _Told()
-    logger.addHandler(handler)
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
-    try:
-        yield handler.messages
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
-
-
-def why_not(told: list[str]) -> str:
-    """The reason an export failed, from what the SDK logged: connection refused, a timeout,
-    an HTTP status; else its last words; else "no reason given"."""
-    given_up = any("max retries or shutdown" in m for m in told)
-    said = [m for m in told if "max retries or shutdown" not in m]
-    retried = " (tried again, then gave up)" if given_up else ""
-    for message in reversed(said):
-        status = re.search(r"code: (\d{3}), reason: (.{0,80})", message)
-        if status:
-            return f"HTTP {status.group(1)} {status.group(2).strip()}".strip()
-    low = " ".join(said).lower()
-    if "refused" in low:
-        return f"connection refused (is the backend running, on that port?){retried}"
-    if "timed out" in low or "timeout" in low:
-        return f"timed out{retried}"
-    if "name or service not known" in low or "nodename nor servname" in low:
-        return "the host name could not be resolved"
-    for message in reversed(said):
-        transient = re.search(r"Transient error (.{1,120}?) encountered", message)
-        if transient:
-            return f"{transient.group(1)}{retried}"
-    if said:
-        return said[-1].strip()[:200]
-    return "timed out, or tried again until it gave up" if given_up else "no reason given"
-
-
 def export_pass(
     conn: apsw.Connection,
     where: Target,
@@ -371,6 +174,7 @@ def export_pass(
     oldest first, in batches; after a failure, nothing until the backoff is over. Nothing
     of a database this user did not make here (core/trust.py) goes to the user's backend."""
     done = Pass()
+    ends = time.monotonic() + where.timeout  # the whole pass, however the backend answers
     if untrusted(conn):
         return done
     state = conn.execute(
@@ -415,10 +219,10 @@ def export_pass(
         elif complete:
             done.oldest_waiting = min(done.oldest_waiting or session.end, session.end)
         while len(batch) >= BATCH_SPANS:
-            if not _flush(conn, batch[:BATCH_SPANS], send, finishing, now, done, where):
+            if not _flush(conn, batch[:BATCH_SPANS], send, ends, finishing, now, done, where):
                 return _failed(conn, done, failures, now, batch, where)
             del batch[:BATCH_SPANS]
-    if batch and not _flush(conn, batch, send, finishing, now, done, where):
+    if batch and not _flush(conn, batch, send, ends, finishing, now, done, where):
         return _failed(conn, done, failures, now, batch, where)
     if (
         state
@@ -458,13 +262,14 @@ def _flush(
     conn: apsw.Connection,
     spans: list[otel_spans.Span],
     send: Send,
+    ends: float,
     finishing: dict[str, int],
     now: float,
     done: Pass,
     where: Target,
 ) -> bool:
     """Send one batch; once the backend took it, record it (and the sessions it finished)."""
-    error = send(spans)
+    error = send(spans, ends)
     if error is not None:
         done.error = error
         return False
@@ -500,7 +305,8 @@ def _failed(
 def export_since(conn: apsw.Connection, where: Target, send: Send, since: float) -> tuple[int, int]:
     """Every span of every session active since `since`, sent again whatever was sent before
     (`claude-session export-otel --since`): the ids are the same, so the backend keeps one
-    of each. (sessions, spans) sent; raises RuntimeError with the backend's failure, or when
+    of each. (sessions, spans) sent; raises RuntimeError with the backend's failure (a batch
+    not through by `where.timeout` included), or when
     the database is not this user's (core/trust.py): nothing of it is exported."""
     problem = untrusted(conn)
     if problem:
@@ -513,7 +319,10 @@ def export_since(conn: apsw.Connection, where: Target, send: Send, since: float)
     for (session_id,) in rows:
         spans = otel_spans.session_spans(conn, str(session_id), content=where.content)
         for start in range(0, len(spans), BATCH_SPANS):
-            error = send(spans[start : start + BATCH_SPANS])
+            # Each batch by its own deadline: a history may take longer in all than a pass
+            # may, but a batch that does not go through by then stops the command.
+            ends = time.monotonic() + where.timeout
+            error = send(spans[start : start + BATCH_SPANS], ends)
             if error is not None:
                 raise RuntimeError(error)
         sessions += 1
