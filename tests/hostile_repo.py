@@ -92,7 +92,8 @@ def _envelope(repo: Path, n: int) -> bytes:
             "delivery_id": f"forged{n}",
             "received_at": FAR_AHEAD,
             "event_hint": "PostToolUseFailure",
-            "project_root": str(repo),
+            # no project_root: one naming another path is set aside by that alone, and the
+            # author cannot know where the user clones it
             "reason": "test",
             "payload": json.dumps(payload),
         }
