@@ -324,3 +324,16 @@ def test_revert_and_prune_act_only_on_the_word_of_our_own_database(project: Path
     done = cli(project, "revert", f"{SESSION}:{frame - 1}", "--yes", "--force")
     assert done.returncode == 0, done.stderr
     assert not (project / "app.py").exists()  # back to before the Write made it
+
+
+def test_a_fork_record_without_a_mac_says_how_to_remove_it_by_hand(project: Path) -> None:
+    """An earlier version's fork (its record has no MAC) is not removed on the record's word;
+    the refusal says how the user removes their own fork."""
+    a_project_with_open_work(project)
+    folder = project.parent / "old-fork"
+    folder.mkdir()
+    planted_fork_record(project, folder)
+    done = cli(project, "fork", "--remove", str(folder), "--yes")
+    said = " ".join(done.stderr.split())
+    assert done.returncode != 0 and "no MAC" in said and "git worktree remove" in said
+    assert folder.is_dir()

@@ -41,7 +41,8 @@ def _fail(exc: Exception) -> click.ClickException:
     "an object: branch, kind, from, path, made_with, snapshot_commit, label, hooks (where a"
     " session there gets claude-session's hooks from), next, remove_with; with --list, a list:"
     " branch, kind, path, label, parent_session_id, parent_frame_no, created_at,"
-    " child_session_id, exists, worktree (registered in your repository), remove_with; with"
+    " child_session_id, ours (the record carries our MAC), untagged (it carries none), exists,"
+    " worktree (registered in your repository), remove_with (only for ours); with"
     " --remove: branch, path, was_worktree, lost (what --force let go)"
 )
 @click.pass_obj
@@ -102,6 +103,8 @@ def _list(root: Path, as_json: bool) -> None:
         where = "worktree" if row["worktree"] else "folder" if row["exists"] else "gone"
         if not row["ours"]:
             where += "; not written by this user's claude-session: never removed"
+            if row["untagged"]:
+                where += " (no MAC: an earlier version's fork, or planted)"
         name = f" [{output.escape_controls(str(row['label']))}]" if row["label"] else ""
         output.echo_wrapped(
             f"{row['kind']} {row['branch']}{name} of"

@@ -284,6 +284,7 @@ def forks(conn: apsw.Connection, root: str) -> list[dict[str, Any]]:
     )
     for row in found:
         row["ours"] = _ours(row)
+        row["untagged"] = row["mac"] is None  # made before records were tagged, or planted
         del row["mac"], row["parent_root"]
         row["path"] = str(row["path"])
         row["exists"] = os.path.isdir(row["path"])
@@ -369,9 +370,15 @@ def remove(conn: apsw.Connection, root: str, folder: str, *, force: bool = False
         )
     row = ours[-1]
     if not row["ours"]:
+        why = (
+            "it carries no MAC: made by an earlier claude-session, or planted; if it is your"
+            f" fork, remove it yourself (`git worktree remove {shlex.quote(wanted)}`)"
+            if row["untagged"]
+            else "its MAC is not ours: it came with the database"
+        )
         raise ForkError(
-            f"{wanted} is named by a fork record this user's claude-session did not write (no"
-            " valid MAC: it came with the database): never removed, --yes or not"
+            f"{wanted} is named by a fork record this user's claude-session did not write"
+            f" ({why}): never removed, --yes or not"
         )
     if not row["exists"] and not row["worktree"]:
         raise ForkError(f"{wanted} is gone already, and no worktree is registered for it")
