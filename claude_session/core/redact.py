@@ -10,6 +10,8 @@ hostile input. Replacements never contain a quote or a backslash, and no span we
 either, so redacting JSON text keeps it valid.
 """
 
+from . import cmdline_secrets
+
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     import apsw
@@ -18,6 +20,8 @@ MARK = "[REDACTED:"
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")  # keeps length
 _DIGITS = frozenset("0123456789")
 _HEX = frozenset("0123456789abcdef")
+_HEX_ANY = _HEX | frozenset("ABCDEF")
+_BECH32 = frozenset("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")  # upper case, as age writes its keys
 _UPPER_DIGITS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _WORD = _ALNUM | frozenset("_")
@@ -57,6 +61,22 @@ _PREFIXED: "tuple[tuple[str, str, frozenset[str], int], ...]" = (
     ("AIza", "google_api_key", _DASHED, 30),
     ("HRKU-", "heroku_key", _DASHED, 20),
     ("SG.", "sendgrid_key", _B64, 40),
+    ("pypi-AgE", "pypi_token", _DASHED, 50),  # a macaroon: pypi.org's and test.pypi.org's
+    ("dckr_pat_", "docker_token", _DASHED, 20),
+    ("dckr_oat_", "docker_token", _DASHED, 20),
+    ("hf_", "huggingface_token", _ALNUM, 34),
+    ("hvs.", "vault_token", _DASHED, 90),  # the service, batch and recovery tokens of Vault 1.10+
+    ("hvb.", "vault_token", _DASHED, 90),
+    ("hvr.", "vault_token", _DASHED, 90),
+    ("dop_v1_", "digitalocean_token", _HEX, 64),
+    ("doo_v1_", "digitalocean_token", _HEX, 64),
+    ("dor_v1_", "digitalocean_token", _HEX, 64),
+    ("shpat_", "shopify_token", _HEX_ANY, 32),
+    ("shpca_", "shopify_token", _HEX_ANY, 32),
+    ("shppa_", "shopify_token", _HEX_ANY, 32),
+    ("shpss_", "shopify_token", _HEX_ANY, 32),
+    ("AGE-SECRET-KEY-1", "age_secret_key", _BECH32, 58),
+    ("ya29.", "google_oauth_token", _DASHED, 30),
 )
 _AWS_PREFIXES = ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA")
 _TWILIO_PREFIXES = ("SK", "AC")
@@ -148,14 +168,33 @@ _MARKERS = (
     "-u",
     "--user",
     "hooks.slack.com",
+    "pypi-age",
+    "dckr_",
+    "hf_",
+    "hvs.",
+    "hvb.",
+    "hvr.",
+    "_v1_",
+    "shpat_",
+    "shpca_",
+    "shppa_",
+    "shpss_",
+    "age-secret-key-1",
+    "ya29.",
 )
 
 
 def might_contain_secret(text: str) -> bool:
     """A cheap superset test: False means `redact` would return the text unchanged."""
-    if _might_hold_token(text):
+    return _might_hold_token(text) or _might_hold_value(text)
+
+
+def _might_hold_value(text: str) -> bool:
+    """A secret named by what stands before it: an assignment, or an option's value on a
+    command line (core/cmdline_secrets.py)."""
+    if ("=" in text or ":" in text) and _assignments(text, first_only=True):
         return True
-    return ("=" in text or ":" in text) and bool(_assignments(text, first_only=True))
+    return cmdline_secrets.might_hold(text) and bool(cmdline_secrets.spans(text))
 
 
 def _encodings(text: str) -> bool:
@@ -225,7 +264,7 @@ def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
             continue
         if value.lstrip()[:1] in ("{", "[") and depth < 8:  # a JSON document inside a string
             cleaned = redact_json(conn, value, depth + 1)
-        elif tokens or (("=" in value or ":" in value) and _assignments(value, first_only=True)):
+        elif tokens or _might_hold_value(value):
             cleaned = redact(value)
         else:
             continue
@@ -266,6 +305,7 @@ def _find(text: str, assignments: bool, decode: bool = True) -> "list[tuple[int,
     spans += _query_params(text)
     if assignments:
         spans += _assignments(text)
+        spans += cmdline_secrets.spans(text)
     return spans
 
 
