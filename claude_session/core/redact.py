@@ -184,6 +184,15 @@ _MARKERS = (
 )
 
 
+def _lower(text: str) -> str:
+    """`text` in lower case with every character where it was, so a position found in it holds
+    in `text`. `str.lower` is many times faster than a translation table on a long text; only
+    U+0130 grows when lowered (then the table, ASCII letters only), and only the Kelvin sign
+    becomes an ASCII letter (`k`): at worst one more place looked at."""
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_LOWER)
+
+
 def might_contain_secret(text: str) -> bool:
     """A cheap superset test: False means `redact` would return the text unchanged."""
     return _might_hold_token(text) or _might_hold_value(text)
@@ -205,7 +214,7 @@ def _encodings(text: str) -> bool:
 
 
 def _might_hold_token(text: str) -> bool:
-    low = text.translate(_LOWER)
+    low = _lower(text)
     for marker in _MARKERS:  # a plain loop: twice as fast as any() over a generator here
         if marker in low:
             return True
@@ -407,7 +416,7 @@ def _private_blocks(text: str) -> "list[tuple[int, int, str]]":
             tail = text.find("-----", close + 8)
             end = len(text) if tail < 0 else tail + 5
         spans.append((i, _no_quote_end(text, i, end), "private_key"))
-    low = text.translate(_LOWER)
+    low = _lower(text)
     for i in _occurrences(low, "<private>"):
         close = low.find("</private>", i)
         end = len(text) if close < 0 else close + len("</private>")
@@ -435,7 +444,7 @@ def _slack_webhooks(text: str) -> "list[tuple[int, int, str]]":
 def _authorization(text: str) -> "list[tuple[int, int, str]]":
     """`Authorization: <scheme> <credential>` and `Bearer <token>` anywhere."""
     spans = []
-    low = text.translate(_LOWER)
+    low = _lower(text)
     for i in _occurrences(low, "authorization"):
         j = i + len("authorization")
         j = _skip(text, j, " \t\"'\\")
