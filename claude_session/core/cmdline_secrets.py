@@ -52,7 +52,8 @@ _NOT_CREDENTIAL_FIRST = frozenset(
         *("enable", "use", "with", "without", "max", "min", "num", "save", "store", "forget"),
     )
 )
-# The words of the options, searched for first: far fewer than the dashes of a text.
+# The words of the options, searched for first: far fewer than the dashes of a text (and what
+# core/redact.py's `_might_hold_option` looks for before importing this module).
 _OPTION_WORDS = ("pass", "pwd", "token", "secret", "key")
 # Commands whose `-pVALUE` (glued) is the password.
 _GLUED_P = frozenset(
@@ -79,18 +80,6 @@ _GLUED_P = frozenset(
 # Placeholders in usage text (`--password PASSWORD`, `--token <value>`), not secrets.
 _PLACEHOLDERS = frozenset(("value", "option", "flag", "argument", "arg", "parameter", "string"))
 _NOT_SECRET_VALUES = frozenset(("true", "false", "null", "none", "undefined", "yes", "no"))
-
-
-def might_hold(text: str) -> bool:
-    """A cheap superset test: False means `spans` finds nothing. Case-sensitive, as `spans` is:
-    options and commands are written in lower case, and lowering a long text costs."""
-    if "-" in text:
-        for word in _OPTION_WORDS:
-            if word in text:
-                return True
-        if "-p" in text and ("mysql" in text or "mariadb" in text):
-            return True
-    return "configure set" in text
 
 
 def spans(text: str, kind: str = "command_credential") -> "list[tuple[int, int, str]]":
