@@ -120,6 +120,8 @@ NOT_SECRETS = [
     "  --api-key API_KEY      your key",
     "subprocess.run(['mysql', '-u', user, '-p' + password])",
     "the shopify_ config and hf_hub_download(repo_id) and hvs.values()",
+    'git commit -m "pass --token explicitly when it is set"',
+    "Use --password when prompted, or the --api-key flag.",
 ]
 
 

@@ -77,8 +77,17 @@ _GLUED_P = frozenset(
         "mariadb-binlog",
     )
 )
-# Placeholders in usage text (`--password PASSWORD`, `--token <value>`), not secrets.
-_PLACEHOLDERS = frozenset(("value", "option", "flag", "argument", "arg", "parameter", "string"))
+# Placeholders in usage text (`--password PASSWORD`, `--token <value>`) and the words of prose
+# that follow an option named in a sentence ("pass --token explicitly when it is set"): kept.
+_PLACEHOLDERS = frozenset(
+    (
+        *("value", "values", "option", "options", "flag", "flags", "argument", "arguments"),
+        *("parameter", "parameters", "string", "switch", "here", "there", "instead", "also"),
+        *("only", "when", "where", "which", "while", "that", "this", "then", "than", "with"),
+        *("without", "from", "into", "must", "should", "will", "works", "support", "usage"),
+        *("handling", "explicitly", "again", "first", "every", "each", "both", "like", "once"),
+    )
+)
 _NOT_SECRET_VALUES = frozenset(("true", "false", "null", "none", "undefined", "yes", "no"))
 
 
@@ -178,7 +187,8 @@ def _value_at(text: str, i: int) -> "tuple[int, int] | None":
 def _worth_hiding(value: str) -> bool:
     if len(value) < 4 or value[0] in "-$%" or value.startswith("[REDACTED:"):
         return False  # too short, an option, a variable (`$X`, `%X%`) or already a marker
-    plain = value.translate(_LOWER).strip("<>[]{}").replace("_", "").replace("-", "")
+    plain = value.translate(_LOWER).strip("<>[]{}").rstrip(".,:!?").replace("_", "")
+    plain = plain.replace("-", "")
     if plain in _NOT_SECRET_VALUES or plain in _PLACEHOLDERS or plain in _SECRET_OPTION_WORDS:
         return False
     if plain.endswith(("password", "token", "secret", "apikey")) and value.upper() == value:
