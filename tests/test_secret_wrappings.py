@@ -29,6 +29,14 @@ FAMILIES = [
     ("whsec_", ALNUM, 32),
     ("xoxb-", "0123456789-", 24),
     ("AKIA", UPPER, 16),
+    ("pypi-AgEIcHlwaS5vcmc", ALNUM + "-_", 80),
+    ("dckr_pat_", ALNUM + "-_", 27),
+    ("hf_", ALNUM, 34),
+    ("hvs.", ALNUM, 91),
+    ("dop_v1_", "0123456789abcdef", 64),
+    ("shpat_", "0123456789abcdef", 32),
+    ("AGE-SECRET-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58),
+    ("ya29.", ALNUM + "-_", 60),
 ]
 
 

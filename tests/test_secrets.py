@@ -84,6 +84,50 @@ CORPUS: dict[str, tuple[str, str]] = {
     "env_token": ("API_TOKEN: tok3n-v4lue-0042", "tok3n-v4lue-0042"),
     "json_password": ('{"db": {"password": "hunter2-Ex4mple"}}', "hunter2-Ex4mple"),
     "high_entropy": ("BUILD_SEED=Zx8Kq2Lm9Pw4Rt7Vy1Bn6Cf3Hj5", "Zx8Kq2Lm9Pw4Rt7Vy1Bn6Cf3Hj5"),
+    "pypi": (
+        "pypi-AgEIcHlwaS5vcmc6EfkaQsj4DQHZ6GWoOgpSM0GoqdTnUnl7Ua-3IVaBL7mOYe76M8q6kfIETxX5N1YC1"
+        "9ec4YVUngLWrUfHeXHeb138nnfEzFUUnDmuy2pEg8gCbFukOEDnChPVXDCtZr09E",
+        "6EfkaQsj4DQHZ6GWoOgpSM0GoqdTnUnl7Ua-3IVaBL7mOYe76M8q6kfIETxX5N1YC1",
+    ),
+    "docker": ("dckr_pat_WlD9Mf59h9d5xq59DZ3uSy3GaBA", "WlD9Mf59h9d5xq59DZ3uSy3GaBA"),
+    "huggingface": ("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", "oKviuUHNjVblzWANmHwIKnZvkHuEObfFAE"),
+    "vault": (
+        "hvs.CAESISTAOeXiIbOk4EYKFm3CncjPdwZhmHTofnePeJmTfdwWazOkDHEiAHFMsopfT61tPkZLseMeayTEs"
+        "AKHb9t0sX9",
+        "ISTAOeXiIbOk4EYKFm3CncjPdwZhmHTofnePeJmTfdwWazOkDHEiAHFMsopfT61tPkZLseMeayTEs",
+    ),
+    "vault_batch": (
+        "hvb.AAAAAQ80ZqpxQN3KiDHvbQp2P8p69ua8frZr7WFh4WHSymySVnDZGUXX2UiJypJLBur4ViMMuf6HyDRcff7"
+        "cYG4_5vCV4TgXmP_Zu57fbHZin_KLdAG3h4cL_G73bk1nK-OY9Ml62o",
+        "80ZqpxQN3KiDHvbQp2P8p69ua8frZr7WFh4WHSymySVnDZGUXX2UiJypJLBur4ViMMuf6HyDRcff7",
+    ),
+    "digitalocean": (
+        "dop_v1_3400c23ec0dedbd50ae8430e494f5bdbd8d5fe9763ad75d7fcc574a6a44f8e46",
+        "3400c23ec0dedbd50ae8430e494f5bdbd8d5fe9763ad75d7fcc574a6a44f8e46",
+    ),
+    "shopify": ("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", "8b36b0df1901cdb74c54acae05d0352e"),
+    "age": (
+        "AGE-SECRET-KEY-1Y8RTRXZ6A34K8RC3R8GQ429CCD8C9FK0HNUUS38GQE9EKTRUUYN34LPXXV",
+        "Y8RTRXZ6A34K8RC3R8GQ429CCD8C9FK0HNUUS38GQE9EKTRUUYN34LPXXV",
+    ),
+    "google_oauth": (
+        "ya29.a08iHKgMkM2UYHuPKHXspuPawu1SPp_F9QexFJ_BKC1Q0URL70FE0ymJzETP2KGhK-p4zuGBlVuzUfqt",
+        "8iHKgMkM2UYHuPKHXspuPawu1SPp_F9QexFJ_BKC1Q0URL70FE0ymJzETP2KGhK-p4zuGBlVuzUfqt",
+    ),
+    # credentials given as an option's value on a command line
+    "option_password": ("mysql -h db -u app --password horse-battery-staple app", "horse-battery"),
+    "option_equals": ("dbtool --db-password=correcthorsebattery --ping", "correcthorsebattery"),
+    "option_token": ("deploy --token Vq7Rt2Lp9Xk4Mn8Bz3Wc --env prod", "Vq7Rt2Lp9Xk4Mn8Bz3Wc"),
+    "mysql_glued": ("mysqldump -h db -u root -pStapleHorseBattery app", "StapleHorseBattery"),
+    "sshpass": ("sshpass -p batterystaplehorse ssh deploy@host", "batterystaplehorse"),
+    "aws_configure_secret": (
+        "aws configure set aws_secret_access_key Q9xLm2Rt7Vw4Yz8Bc1Nd5Fg3Hj6Kp0SxTuWvE",
+        "Q9xLm2Rt7Vw4Yz8Bc1Nd5Fg3Hj6Kp0SxTuWvE",
+    ),
+    "aws_configure_session": (
+        "aws configure set aws_session_token IQoJb3JpZ2luX2VjEHgaCXVzLWVhc3QtMSJHMEUCIQD",
+        "IQoJb3JpZ2luX2VjEHgaCXVzLWVhc3QtMSJHMEUCIQD",
+    ),
 }
 PLANTED = "\n".join(text for text, _ in CORPUS.values())
 

@@ -124,6 +124,7 @@ MODULES: dict[str, str] = {
     "test_revert_safety.py": "integration",
     "test_say_once.py": "integration",
     "test_secret_cuts.py": "fast",
+    "test_secret_families.py": "integration",
     "test_secret_wrappings.py": "fast",
     "test_secrets.py": "integration",
     "test_security_map.py": "fast",
@@ -287,6 +288,12 @@ TESTS: dict[str, dict[str, tuple[str, ...]]] = {
         "integration": (
             "test_no_cap_on_what_a_command_records_keeps_part_of_a_secret",
             "test_the_judge_command_is_stored_redacted",
+        ),
+    },
+    "test_secret_families.py": {
+        "fast": (
+            "test_hostile_command_lines_take_linear_time",
+            "test_options_naming_no_secret_keep_their_values",
         ),
     },
     "test_secret_wrappings.py": {

@@ -10,152 +10,75 @@ hostile input. Replacements never contain a quote or a backslash, and no span we
 either, so redacting JSON text keeps it valid.
 """
 
+from .token_shapes import (
+    ALNUM,
+    AWS_PREFIXES,
+    B64,
+    DASHED,
+    DIGITS,
+    GENERIC,
+    HEX,
+    MARKERS,
+    NAME,
+    NOT_SECRET_VALUES,
+    PREFIXED,
+    QUERY_NAMES,
+    SECRET_MEMBER_WORDS,
+    SECRET_NAME_PARTS,
+    SLACK_HOOKS,
+    TWILIO_PREFIXES,
+    UPPER_DIGITS,
+    URL_END,
+    VALUE_END,
+    WORD,
+)
+
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     import apsw
 
 MARK = "[REDACTED:"
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")  # keeps length
-_DIGITS = frozenset("0123456789")
-_HEX = frozenset("0123456789abcdef")
-_UPPER_DIGITS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_WORD = _ALNUM | frozenset("_")
-_DASHED = _WORD | frozenset("-")
-_B64 = _DASHED | frozenset("+/=.~")
-_NAME = _DASHED | frozenset(".")
-# What ends an unquoted value: whitespace, quotes, a backslash (a JSON escape), separators.
-_VALUE_END = frozenset(" \t\r\n\"'\\,;&(){}[]<>`|")
-_URL_END = frozenset(" \t\r\n\"'\\<>`|")
 
-# (prefix, kind, body characters, shortest body). Prefixes are case-sensitive, as issued.
-_PREFIXED: "tuple[tuple[str, str, frozenset[str], int], ...]" = (
-    ("github_pat_", "github_token", _WORD, 20),
-    ("ghp_", "github_token", _ALNUM, 20),
-    ("gho_", "github_token", _ALNUM, 20),
-    ("ghu_", "github_token", _ALNUM, 20),
-    ("ghs_", "github_token", _ALNUM, 20),
-    ("ghr_", "github_token", _ALNUM, 20),
-    ("glpat-", "gitlab_token", _DASHED, 20),
-    ("gldt-", "gitlab_token", _DASHED, 20),
-    ("glrt-", "gitlab_token", _DASHED, 20),
-    ("glptt-", "gitlab_token", _DASHED, 20),
-    ("npm_", "npm_token", _ALNUM, 30),
-    ("sk-", "api_key", _DASHED, 16),  # OpenAI (sk-proj-, sk-svcacct-), Anthropic (sk-ant-)
-    ("sk_live_", "stripe_key", _ALNUM, 16),
-    ("rk_live_", "stripe_key", _ALNUM, 16),
-    ("sk_test_", "stripe_key", _ALNUM, 16),
-    ("rk_test_", "stripe_key", _ALNUM, 16),
-    ("whsec_", "stripe_webhook_secret", _ALNUM, 16),
-    ("xoxb-", "slack_token", _DASHED, 10),
-    ("xoxp-", "slack_token", _DASHED, 10),
-    ("xoxa-", "slack_token", _DASHED, 10),
-    ("xoxr-", "slack_token", _DASHED, 10),
-    ("xoxs-", "slack_token", _DASHED, 10),
-    ("xoxe-", "slack_token", _DASHED, 10),
-    ("xapp-", "slack_token", _DASHED, 10),
-    ("AIza", "google_api_key", _DASHED, 30),
-    ("HRKU-", "heroku_key", _DASHED, 20),
-    ("SG.", "sendgrid_key", _B64, 40),
-)
-_AWS_PREFIXES = ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA")
-_TWILIO_PREFIXES = ("SK", "AC")
-_SLACK_HOOKS = ("hooks.slack.com/services/", "hooks.slack.com/workflows/")
-_QUERY_NAMES = frozenset(
-    (
-        "key",
-        "api_key",
-        "apikey",
-        "token",
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "auth",
-        "sig",
-        "signature",
-        "password",
-        "passwd",
-        "secret",
-        "client_secret",
-        "x-amz-signature",
-        "x-goog-signature",
-        "code",
-    )
-)
-# A name containing one of these (upper-cased) marks a secret assignment (NAME=value).
-_SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASS", "PWD", "AUTH", "CREDENTIAL", "PRIVATE")
-# JSON member names (split into words) that hold secrets.
-_SECRET_MEMBER_WORDS = frozenset(
-    (
-        "password",
-        "passwd",
-        "passphrase",
-        "pass",
-        "pwd",
-        "secret",
-        "secrets",
-        "token",
-        "apikey",
-        "key",
-        "auth",
-        "authorization",
-        "credential",
-        "credentials",
-        "cookie",
-        "signature",
-        "sig",
-        "private",
-    )
-)
-_GENERIC = ("assignment", "high_entropy")
-_NOT_SECRET_VALUES = frozenset(("true", "false", "null", "none", "undefined", "yes", "no"))
-# Lower-case markers: a text with none of them, and no assignment, cannot hold a secret.
-_MARKERS = (
-    "akia",
-    "asia",
-    "agpa",
-    "aida",
-    "aroa",
-    "anpa",
-    "anva",
-    "aipa",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "gldt-",
-    "glrt-",
-    "glptt-",
-    "npm_",
-    "sk-",
-    "sk_",
-    "rk_",
-    "whsec_",
-    "xox",
-    "xapp-",
-    "aiza",
-    "hrku-",
-    "sg.",
-    "eyj",
-    "-----begin",
-    "<private",
-    "bearer",
-    "authorization",
-    "://",
-    "-u",
-    "--user",
-    "hooks.slack.com",
-)
+
+def _lower(text: str) -> str:
+    """`text` in lower case with every character where it was, so a position found in it holds
+    in `text`. `str.lower` is many times faster than a translation table on a long text; only
+    U+0130 grows when lowered (then the table, ASCII letters only), and only the Kelvin sign
+    becomes an ASCII letter (`k`): at worst one more place looked at."""
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_LOWER)
 
 
 def might_contain_secret(text: str) -> bool:
     """A cheap superset test: False means `redact` would return the text unchanged."""
-    if _might_hold_token(text):
+    return _might_hold_token(text) or _might_hold_value(text)
+
+
+def _might_hold_value(text: str) -> bool:
+    """A secret named by what stands before it: an assignment, or an option's value on a
+    command line (core/cmdline_secrets.py)."""
+    if ("=" in text or ":" in text) and _assignments(text, first_only=True):
         return True
-    return ("=" in text or ":" in text) and bool(_assignments(text, first_only=True))
+    return _might_hold_option(text) and bool(_option_values(text))
+
+
+def _might_hold_option(text: str) -> bool:
+    """A cheap superset test of `cmdline_secrets.spans`, here so that most hooks, whose texts
+    name no such option, never import that module (~0.5 ms). Case-sensitive, as it is."""
+    if "-" in text:
+        for word in ("pass", "pwd", "token", "secret", "key"):  # its _OPTION_WORDS
+            if word in text:
+                return True
+        if "-p" in text and ("mysql" in text or "mariadb" in text):
+            return True
+    return "configure set" in text
+
+
+def _option_values(text: str) -> "list[tuple[int, int, str]]":
+    from .cmdline_secrets import spans
+
+    return spans(text)
 
 
 def _encodings(text: str) -> bool:
@@ -166,12 +89,12 @@ def _encodings(text: str) -> bool:
 
 
 def _might_hold_token(text: str) -> bool:
-    low = text.translate(_LOWER)
-    for marker in _MARKERS:  # a plain loop: twice as fast as any() over a generator here
+    low = _lower(text)
+    for marker in MARKERS:  # a plain loop: twice as fast as any() over a generator here
         if marker in low:
             return True
     if "=" in text:
-        for name in _QUERY_NAMES:
+        for name in QUERY_NAMES:
             if f"{name}=" in low:
                 return True
     return ("SK" in text or "AC" in text) and bool(_twilio_spans(text))
@@ -188,7 +111,7 @@ def redact(text: str) -> str:
 def secret_name(name: str) -> bool:
     """Whether a name says its value is a secret (`deploy_token`, `DB_PASSWORD`, `apiKey`)."""
     upper = name.upper()
-    return any(part in upper for part in _SECRET_NAME_PARTS)
+    return any(part in upper for part in SECRET_NAME_PARTS)
 
 
 def _redact_tokens(text: str) -> str:
@@ -225,7 +148,7 @@ def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
             continue
         if value.lstrip()[:1] in ("{", "[") and depth < 8:  # a JSON document inside a string
             cleaned = redact_json(conn, value, depth + 1)
-        elif tokens or (("=" in value or ":" in value) and _assignments(value, first_only=True)):
+        elif tokens or _might_hold_value(value):
             cleaned = redact(value)
         else:
             continue
@@ -266,17 +189,19 @@ def _find(text: str, assignments: bool, decode: bool = True) -> "list[tuple[int,
     spans += _query_params(text)
     if assignments:
         spans += _assignments(text)
+        if _might_hold_option(text):
+            spans += _option_values(text)
     return spans
 
 
 def _boundary(text: str, i: int) -> bool:
     """No word character right before position i; an escape such as `\\n` counts as none."""
-    return i == 0 or text[i - 1] not in _WORD or (i >= 2 and text[i - 2] == "\\")
+    return i == 0 or text[i - 1] not in WORD or (i >= 2 and text[i - 2] == "\\")
 
 
 def _word_ends(text: str, i: int) -> bool:
     """No word character at position i."""
-    return i == len(text) or text[i] not in _WORD
+    return i == len(text) or text[i] not in WORD
 
 
 def _run(text: str, i: int, allowed: "frozenset[str]") -> int:
@@ -303,7 +228,9 @@ _ANYWHERE = ("sk-ant-", "sk-proj-", "sk-svcacct-")
 
 def _prefixed(text: str) -> "list[tuple[int, int, str]]":
     spans = []
-    for prefix, kind, body, shortest in _PREFIXED:
+    for prefix, kind, body, shortest in PREFIXED:
+        if prefix not in text:
+            continue  # most are absent: a search without a call, for each of 40-odd
         for i in _occurrences(text, prefix):
             if prefix in ("sk-", "SG."):
                 glued = prefix == "sk-" and text.startswith(_ANYWHERE, i)
@@ -331,25 +258,25 @@ def _fixed_length(
 
 
 def _aws_keys(text: str) -> "list[tuple[int, int, str]]":
-    return _fixed_length(text, _AWS_PREFIXES, _UPPER_DIGITS, 20, "aws_key")
+    return _fixed_length(text, AWS_PREFIXES, UPPER_DIGITS, 20, "aws_key")
 
 
 def _twilio_spans(text: str) -> "list[tuple[int, int, str]]":
-    return _fixed_length(text, _TWILIO_PREFIXES, _HEX, 34, "twilio_key")
+    return _fixed_length(text, TWILIO_PREFIXES, HEX, 34, "twilio_key")
 
 
 def _jwts(text: str) -> "list[tuple[int, int, str]]":
     spans = []
     for i in _occurrences(text, "eyJ"):
-        head = _run(text, i, _DASHED)
+        head = _run(text, i, DASHED)
         if head - i < 10 or head >= len(text) or text[head] != ".":
             continue
-        body = _run(text, head + 1, _DASHED)
+        body = _run(text, head + 1, DASHED)
         if body - head - 1 < 10:
             continue
         end = body
         if body < len(text) and text[body] == ".":
-            end = _run(text, body + 1, _DASHED)
+            end = _run(text, body + 1, DASHED)
         spans.append((i, end, "jwt"))
     return spans
 
@@ -367,7 +294,7 @@ def _private_blocks(text: str) -> "list[tuple[int, int, str]]":
             tail = text.find("-----", close + 8)
             end = len(text) if tail < 0 else tail + 5
         spans.append((i, _no_quote_end(text, i, end), "private_key"))
-    low = text.translate(_LOWER)
+    low = _lower(text)
     for i in _occurrences(low, "<private>"):
         close = low.find("</private>", i)
         end = len(text) if close < 0 else close + len("</private>")
@@ -383,10 +310,10 @@ def _no_quote_end(text: str, start: int, end: int) -> int:
 
 def _slack_webhooks(text: str) -> "list[tuple[int, int, str]]":
     spans = []
-    for marker in _SLACK_HOOKS:
+    for marker in SLACK_HOOKS:
         for i in _occurrences(text, marker):
             start = i + len(marker)
-            end = _run(text, start, _DASHED | frozenset("/"))
+            end = _run(text, start, DASHED | frozenset("/"))
             if end - start >= 8:
                 spans.append((start, end, "slack_webhook"))
     return spans
@@ -395,14 +322,14 @@ def _slack_webhooks(text: str) -> "list[tuple[int, int, str]]":
 def _authorization(text: str) -> "list[tuple[int, int, str]]":
     """`Authorization: <scheme> <credential>` and `Bearer <token>` anywhere."""
     spans = []
-    low = text.translate(_LOWER)
+    low = _lower(text)
     for i in _occurrences(low, "authorization"):
         j = i + len("authorization")
         j = _skip(text, j, " \t\"'\\")
         if j >= len(text) or text[j] not in ":=":
             continue
         j = _skip(text, j + 1, " \t\"'\\")
-        word_end = _run(text, j, _ALNUM)
+        word_end = _run(text, j, ALNUM)
         scheme = low[j:word_end]
         if scheme in ("bearer", "basic", "token", "digest", "negotiate", "apikey", "bot"):
             j = _skip(text, word_end, " \t")
@@ -413,7 +340,7 @@ def _authorization(text: str) -> "list[tuple[int, int, str]]":
         j = _skip(text, i + 6, " \t")
         if j == i + 6:
             continue
-        end = _run(text, j, _B64)
+        end = _run(text, j, B64)
         if end - j >= 8:
             spans.append((j, end, "bearer"))
     return spans
@@ -428,7 +355,7 @@ def _skip(text: str, i: int, chars: str) -> int:
 
 def _value_end(text: str, i: int) -> int:
     n = len(text)
-    while i < n and text[i] not in _VALUE_END:
+    while i < n and text[i] not in VALUE_END:
         i += 1
     return i
 
@@ -440,7 +367,7 @@ def _url_credentials(text: str) -> "list[tuple[int, int, str]]":
         start = i + 3
         end = start
         n = len(text)
-        while end < n and text[end] not in _URL_END and text[end] not in "/@?#":
+        while end < n and text[end] not in URL_END and text[end] not in "/@?#":
             end += 1
         if end >= n or text[end] != "@":
             continue
@@ -476,13 +403,13 @@ def _query_params(text: str) -> "list[tuple[int, int, str]]":
     spans = []
     for sep in "?&;":
         for i in _occurrences(text, sep):
-            name_end = _run(text, i + 1, _NAME)
+            name_end = _run(text, i + 1, NAME)
             if name_end >= len(text) or text[name_end] != "=":
                 continue
-            if text[i + 1 : name_end].lower() not in _QUERY_NAMES:
+            if text[i + 1 : name_end].lower() not in QUERY_NAMES:
                 continue
             end = name_end + 1
-            while end < len(text) and text[end] not in _URL_END and text[end] not in "&#;":
+            while end < len(text) and text[end] not in URL_END and text[end] not in "&#;":
                 end += 1
             if end - name_end - 1 >= 4:
                 spans.append((name_end + 1, end, "query_param"))
@@ -521,7 +448,7 @@ def _assignment_at(text: str, i: int, sep: str, n: int) -> "tuple[int, int, str]
         if j >= 0 and text[j] == "\\":
             j -= 1
     name_end = j + 1
-    while j >= 0 and text[j] in _NAME:
+    while j >= 0 and text[j] in NAME:
         j -= 1
     name = text[j + 1 : name_end].lstrip("-.")  # `--password=...` names `password`
     if not name or (sep == "=" and i + 1 < n and text[i + 1] == "="):
@@ -552,13 +479,13 @@ def _assignment_at(text: str, i: int, sep: str, n: int) -> "tuple[int, int, str]
     if not _worth_hiding(value):
         return None
     upper = name.upper()
-    if any(part in upper for part in _SECRET_NAME_PARTS):
+    if any(part in upper for part in SECRET_NAME_PARTS):
         code = not quote and (sep == ":" or _looks_like_code(value))
         # `key: str`, `token = self.token`: unquoted code, unless it looks like a secret
         if code and not (_has_digit(value) and len(value) >= 8) and not _high_entropy(value):
             return None
         return (k, end, "assignment")
-    token_end = _run(text, k, _B64)  # the random part, without trailing punctuation
+    token_end = _run(text, k, B64)  # the random part, without trailing punctuation
     if _high_entropy(text[k:token_end]):
         return (k, token_end, "high_entropy")
     return None
@@ -569,7 +496,7 @@ def _worth_hiding(value: str) -> bool:
         len(value) >= 4
         and not _only_a_marker(value)
         and not value.startswith("$")
-        and value.lower() not in _NOT_SECRET_VALUES
+        and value.lower() not in NOT_SECRET_VALUES
         and not all(c == "*" or c == "x" or c == "X" for c in value)
     )
 
@@ -583,24 +510,24 @@ def _only_a_marker(value: str) -> bool:
 
 def _looks_like_code(value: str) -> bool:
     """An identifier or dotted name (`self.token`, `get_key`), not a literal."""
-    if not all(c in _WORD or c == "." for c in value):
+    if not all(c in WORD or c == "." for c in value):
         return False
     return "." in value or not _has_digit(value)
 
 
 def _has_digit(value: str) -> bool:
-    return any(c in _DIGITS for c in value)
+    return any(c in DIGITS for c in value)
 
 
 def _high_entropy(value: str) -> bool:
     """A long random-looking token: base64/hex alphabet, letters and digits, high entropy."""
-    if len(value) < 20 or not all(c in _B64 for c in value):
+    if len(value) < 20 or not all(c in B64 for c in value):
         return False
     if not _has_digit(value) or not any(c.isalpha() for c in value):
         return False
     if value[0] in "/~." or value.count("/") >= 2 or _longest_lower_run(value) >= 8:
         return False  # a path or words, not a random token
-    if all(c in _HEX for c in value.lower()):
+    if all(c in HEX for c in value.lower()):
         return len(value) >= 32 and _entropy(value.lower()) >= 3.0
     return _entropy(value) >= 4.0
 
@@ -642,7 +569,7 @@ def _names_a_secret(key: str) -> bool:
         if c.isupper() and current and not current[-1].isupper():
             words.append(current)
             current = c.lower()
-        elif c in _ALNUM:
+        elif c in ALNUM:
             current += c.lower()
         else:
             if current:
@@ -650,7 +577,7 @@ def _names_a_secret(key: str) -> bool:
             current = ""
     if current:
         words.append(current)
-    return any(w in _SECRET_MEMBER_WORDS for w in words) or "".join(words) in ("apikey",)
+    return any(w in SECRET_MEMBER_WORDS for w in words) or "".join(words) in ("apikey",)
 
 
 # --- replacing -------------------------------------------------------------------------------
@@ -660,7 +587,7 @@ def _replace(text: str, spans: "list[tuple[int, int, str]]") -> str:
     """Replace the union of the spans, left to right; overlapping spans merge."""
     merged: list[tuple[int, int, str]] = []
     # At one start, the specific kind names the marker, not the generic assignment rules.
-    for start, end, kind in sorted(spans, key=lambda s: (s[0], s[2] in _GENERIC, -s[1])):
+    for start, end, kind in sorted(spans, key=lambda s: (s[0], s[2] in GENERIC, -s[1])):
         if merged and start < merged[-1][1]:
             last_start, last_end, last_kind = merged[-1]
             merged[-1] = (last_start, max(last_end, end), last_kind)
