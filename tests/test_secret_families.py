@@ -190,6 +190,12 @@ HOSTILE = {
     "many option values": "--token x" * 25_000,
     "many variables": "--token $x " * 25_000,
     "one long option": "-" + "token" * 50_000,
+    # thousands of assignments in one value run, each value a suffix of the one before: the
+    # assignment scanner walked each to its end (22 KB of `a=b` took 28 s before)
+    "many assignments in one run": "a=b" * 80_000,
+    "many secret-named ones": "token=x" * 35_000,
+    "many random ones": "x=1a2b3c4d5e6f7g8h9" * 12_000,
+    "many names": "ab=" * 80_000,
 }
 
 

@@ -425,10 +425,11 @@ def _assignments(text: str, first_only: bool = False) -> "list[tuple[int, int, s
     value is a long random string whatever the name (the high-entropy fallback)."""
     spans: list[tuple[int, int, str]] = []
     n = len(text)
+    ends = _RunEnds(text)
     for sep in "=:":
         i = text.find(sep)
         while i >= 0:
-            span = _assignment_at(text, i, sep, n)
+            span = _assignment_at(text, i, sep, n, ends)
             if span is not None:
                 spans.append(span)
                 if first_only:
@@ -437,7 +438,49 @@ def _assignments(text: str, first_only: bool = False) -> "list[tuple[int, int, s
     return spans
 
 
-def _assignment_at(text: str, i: int, sep: str, n: int) -> "tuple[int, int, str] | None":
+class _RunEnds:
+    """Where a value (or its random part) that starts at k ends, each run walked once: every
+    start inside a run already walked ends where it did. Without it, text with thousands of
+    `=` in one run (`a=ba=b...`, a hostile payload) took time quadratic in its length (28 s
+    for 22 KB)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.value = (0, -1)  # (start, end) of the last value run walked
+        self.b64 = (0, -1)
+        self.budget = JUDGED_CHARS
+
+    def judged(self, k: int, end: int) -> int:
+        """Where the judgement of the value text[k:end] stops: the whole value while the text's
+        budget of judged characters lasts (any ordinary text), then its first SHORT_JUDGEMENT
+        characters (a text with thousands of values in one run: each a suffix of the last)."""
+        if end - k <= self.budget:
+            self.budget -= end - k
+            return end
+        return min(end, k + SHORT_JUDGEMENT)
+
+    def value_end(self, k: int) -> int:
+        start, end = self.value
+        if not start <= k <= end:
+            end = _value_end(self.text, k)
+            self.value = (k, end)
+        return end
+
+    def b64_end(self, k: int) -> int:
+        start, end = self.b64
+        if not start <= k <= end:
+            end = _run(self.text, k, B64)
+            self.b64 = (k, end)
+        return end
+
+
+JUDGED_CHARS = 1 << 20  # a text's values judged whole, in all (a 256 KiB payload: 4 times over)
+SHORT_JUDGEMENT = 64  # past that budget, a value is judged by its start
+
+
+def _assignment_at(
+    text: str, i: int, sep: str, n: int, ends: "_RunEnds | None" = None
+) -> "tuple[int, int, str] | None":
     # The name: word characters right before the separator (optionally quoted, spaced).
     j = i - 1
     while j >= 0 and text[j] in " \t":
@@ -471,11 +514,11 @@ def _assignment_at(text: str, i: int, sep: str, n: int) -> "tuple[int, int, str]
         while end < n and text[end] not in (quote, "\\", "\n"):
             end += 1
     else:
-        end = _value_end(text, k)
+        end = ends.value_end(k) if ends is not None else _value_end(text, k)
         called = end < n and text[end] in "(["
-        if called and _looks_like_code(text[k:end]):
+        if called and _looks_like_code(text[k : ends.judged(k, end) if ends else end]):
             return None  # a call or an index: code, not a value
-    value = text[k:end]
+    value = text[k : ends.judged(k, end) if ends else end]
     if not _worth_hiding(value):
         return None
     upper = name.upper()
@@ -485,8 +528,8 @@ def _assignment_at(text: str, i: int, sep: str, n: int) -> "tuple[int, int, str]
         if code and not (_has_digit(value) and len(value) >= 8) and not _high_entropy(value):
             return None
         return (k, end, "assignment")
-    token_end = _run(text, k, B64)  # the random part, without trailing punctuation
-    if _high_entropy(text[k:token_end]):
+    token_end = ends.b64_end(k) if ends is not None else _run(text, k, B64)
+    if _high_entropy(text[k : ends.judged(k, token_end) if ends else token_end]):
         return (k, token_end, "high_entropy")
     return None
 
