@@ -162,19 +162,11 @@ def connect(
     folder, name = os.path.split(os.path.abspath(path))
     path = os.path.join(canonical(folder), name)
     _refuse_links(path)
-    created = False
     if not os.path.lexists(path):
         if not create or readonly:
             raise DatabaseError(f"no database at {path}")
-        try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-        except FileExistsError:
-            pass
-        except OSError as exc:  # a read-only or full filesystem, a missing directory
-            raise DatabaseError(f"cannot create {path}: {exc}") from exc
-        else:
+        if _create_whole(path):
             keep_out_of_git(path)
-            created = True
     elif not readonly:
         _set_aside_foreign_wal(path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
@@ -205,8 +197,6 @@ def connect(
             _own_wal(path)
         elif schema_version(conn) > SCHEMA_VERSION:
             raise SchemaTooNew(schema_version(conn))
-        if created and migrate:
-            _trust_new(conn, path)
     except apsw.Error as exc:
         raise DatabaseError(f"{type(exc).__name__}: {exc}") from exc
     return conn
@@ -220,6 +210,45 @@ def _refuse_links(path: str) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         if os.path.islink(path + suffix):
             raise PlantedLink(f"refusing {path + suffix}: it is a symbolic link we did not make")
+
+
+def _create_whole(path: str) -> bool:
+    """Make the database at `path` whole, then put it there: built under a temporary name
+    (0600, never through a link) with its schema and identity, its identity recorded as this
+    user's (core/trust.py), then linked into place, which fails if another process put one
+    there first (then False, and theirs is used). So no process ever opens a database of ours
+    that has no identity yet, or one whose trust is not recorded yet (8 hooks racing to make
+    it: one of them took the new database for a clone's)."""
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f"{name}.creating-{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except OSError as exc:  # a read-only or full filesystem, a missing directory
+        raise DatabaseError(f"cannot create {path}: {exc}") from exc
+    try:
+        conn = apsw.Connection(tmp, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_NOFOLLOW)
+        try:
+            ensure_schema(conn)
+            _trust_new(conn, path)
+        finally:
+            conn.close()  # the last connection: its WAL folded in and removed
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links: renamed, unless one came first
+            if os.path.lexists(path):
+                return False
+            os.rename(tmp, path)
+        return True
+    except (apsw.Error, OSError) as exc:
+        raise DatabaseError(f"cannot create {path}: {exc}") from exc
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(tmp + suffix)
+            except OSError:
+                pass
 
 
 def _trust_new(conn: apsw.Connection, path: str) -> None:
