@@ -184,6 +184,22 @@ def hook_argv(event: str) -> list[str]:
     return installer.hook_argv(event, PYTHON)
 
 
+GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@e", "GIT_COMMITTER_NAME": "u"}
+GIT_ENV |= {"GIT_COMMITTER_EMAIL": "u@e", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+def git(root: Path, *args: str) -> str:
+    """git in `root` as a user runs it, with an author and no optional locks; its stdout."""
+    done = subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=os.environ | GIT_ENV,
+        check=True,
+    )
+    return done.stdout
+
+
 def query(project: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
     conn = apsw.Connection(str(project / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
     conn.setbusytimeout(5000)  # a capture process or the daemon may be checkpointing

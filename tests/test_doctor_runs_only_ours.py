@@ -156,10 +156,14 @@ def test_after_install_doctor_runs_and_times_our_hooks(tmp_path: Path, home: Pat
     record = Path(hook_record.record_path())
     assert stat.S_IMODE(record.stat().st_mode) == 0o600
     assert stat.S_IMODE(record.parent.stat().st_mode) == 0o700
-    written = installer.ours(installer.read_settings(project / ".claude" / "settings.local.json"))
+    recorded_and_run(project, home, project / ".claude" / "settings.local.json")
+
+
+def recorded_and_run(project: Path, home: Path, settings: Path) -> None:
+    """Every command of ours in `settings` is in the record, and doctor runs each and passes."""
+    written = installer.ours(installer.read_settings(settings))
     commands = {str(h["command"]) for _, h in written if "command" in h}
     assert commands and {hook_record.digest(c) for c in commands} <= hook_record.recorded()
-
     done = doctor(project, home, "--json")
     assert done.returncode == 0, done.stdout
     hooks = [r for r in rows(done) if str(r["check"]).startswith("hook ")]
@@ -173,15 +177,7 @@ def test_a_user_scope_install_is_recognised(tmp_path: Path, home: Path) -> None:
     git(project, "init", "-q")
     installed = run_cli(project, "install", "--scope", "user", HOME=str(home))
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    user = installer.read_settings(home / ".claude" / "settings.json")
-    commands = {str(h["command"]) for _, h in installer.ours(user) if "command" in h}
-    assert commands and {hook_record.digest(c) for c in commands} <= hook_record.recorded()
-
-    done = doctor(project, home, "--json")
-    assert done.returncode == 0, done.stdout
-    hooks = [r for r in rows(done) if str(r["check"]).startswith("hook ")]
-    assert len(hooks) == len(installer.installed_events()) and all(r["ok"] for r in hooks)
-    assert NOT_OURS not in done.stdout
+    recorded_and_run(project, home, home / ".claude" / "settings.json")
 
 
 def test_an_earlier_install_s_hooks_without_a_record(tmp_path: Path, home: Path) -> None:

@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, fixture, query, run_cli, run_hook, run_tmp, wait_for
+from conftest import PYTHON, fixture, git, query, run_cli, run_hook, run_tmp, wait_for
 
 from claude_session.services.setup import hook_record, installer
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "f1r57-h0ur-0000-4000-8000-000000000001"
-GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@e", "GIT_COMMITTER_NAME": "u"}
-GIT_ENV |= {"GIT_COMMITTER_EMAIL": "u@e", "GIT_OPTIONAL_LOCKS": "0"}
 
 
 @pytest.fixture
@@ -51,17 +49,6 @@ def ok(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str
 def words(text: str) -> str:
     """Output as one line of words: what it says, however it was folded at the width."""
     return " ".join(text.split())
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        env=os.environ | GIT_ENV,
-        check=True,
-    )
-    return done.stdout
 
 
 def git_repo(project: Path) -> Path:

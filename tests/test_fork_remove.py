@@ -10,28 +10,15 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import run_cli
+from conftest import git, run_cli
 from test_first_hour import recorded_write
 
 SESSION = "f0rk-rem0-0000-4000-8000-000000000001"
-GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@e", "GIT_COMMITTER_NAME": "u"}
-GIT_ENV |= {"GIT_COMMITTER_EMAIL": "u@e", "GIT_OPTIONAL_LOCKS": "0"}
 
 
 def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The installed command, wide: no long temporary path folded inside a word."""
     return run_cli(project, *args, COLUMNS="1000")
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        env=os.environ | GIT_ENV,
-        check=True,
-    )
-    return done.stdout
 
 
 def a_fork(project: Path) -> Path:

@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import fixture, run_cli, run_hook
-from hostile_repo import MARK, PARTS, everything_under, git, hostile_repository
+from conftest import fixture, git, run_cli, run_hook
+from hostile_repo import MARK, PARTS, everything_under, hostile_repository
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
