@@ -131,8 +131,3 @@ def verify(found: object, purpose: str, *parts: "str | bytes") -> bool:
     except OSError:
         return False
     return bool(_compare_digest(found, wanted))
-
-
-def new_id() -> str:
-    """A random identity (128 bits, hex) for a database we create."""
-    return os.urandom(16).hex()

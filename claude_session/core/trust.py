@@ -139,7 +139,9 @@ def database_problem(path: str, conn: "apsw.Connection | None" = None) -> "str |
             if mac is not None and [DATABASE, real, mac] in lines:
                 return None
         if _legacy_trusted(lines, real, f"{info.st_dev}:{info.st_ino}"):
-            if identity:
+            from .paths import reading
+
+            if identity and not reading():  # a read (paths.Reading) writes no record
                 record_database(path, conn)
             return None
     except OSError:
