@@ -126,7 +126,7 @@ class Group(click.Group):
     MODULES: ClassVar[dict[str, str]] = {
         "install": "setup_commands",
         "uninstall": "setup_commands",
-        "trust": "setup_commands",
+        "trust": "trust_commands",
         "memory": "memory_commands",
         "state": "state_commands",
         "statusline": "statusline_command",

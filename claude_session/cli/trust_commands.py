@@ -1,0 +1,80 @@
+"""`trust`: adopt this project's database and `.claude-session.json` as the user's own, after
+showing what would be adopted (core/trust.py says what trust is and why a clone's are not)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import output
+from .group import cli, json_option
+
+
+@cli.command(name="trust")
+@click.option("--revoke", is_flag=True, help="Stop trusting them.")
+@click.option("--yes", is_flag=True, help="Adopt without asking (what is adopted is shown).")
+@json_option(
+    "an object: would_adopt (what is not trusted now: database, configuration), trusted"
+    " (paths) or revoked (count), state (database, configuration)"
+)
+@click.pass_obj
+def trust_command(root: Path, revoke: bool, yes: bool, as_json: bool) -> None:
+    """Trust this project's database and .claude-session.json as they are now (a clone's are
+    never injected into the model nor run until you do). First shows what it would adopt: the
+    rows of the database that would reach the model, the configuration's settings; asks on a
+    terminal, needs --yes elsewhere."""
+    from ..services import configuration
+
+    if revoke:
+        gone = configuration.revoke(str(root))
+        result: dict[str, Any] = {"revoked": gone}
+    else:
+        pending = configuration.adoption(str(root))
+        if pending and not as_json:
+            _show_adoption(pending)
+        if pending and not yes:
+            if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                if as_json:
+                    output.emit({"would_adopt": pending, "trusted": []}, "json")
+                click.echo("not on a terminal: nothing trusted; pass --yes to adopt it", err=True)
+                sys.exit(1)
+            if not click.confirm("trust all of this as yours?", default=False):
+                output.echo_wrapped("nothing trusted")
+                return
+        result = {"would_adopt": pending, "trusted": configuration.trust_project(str(root))}
+    result["state"] = configuration.trust_state(str(root))
+    if as_json:
+        output.emit(result, "json")
+        return
+    if revoke:
+        output.echo_wrapped(f"no longer trusted ({result['revoked']} records removed)")
+    else:
+        for path in result["trusted"]:
+            output.echo_wrapped(f"trusted: {output.escape_controls(path)}")
+        if not result["trusted"]:
+            output.echo_wrapped("nothing to trust yet: no database and no .claude-session.json")
+
+
+def _show_adoption(pending: dict[str, Any]) -> None:
+    """What `trust` would adopt, escaped: it came from somewhere else."""
+    database = pending.get("database")
+    if database:
+        output.echo_wrapped(f"not trusted now: {output.escape_controls(database['path'])}")
+        output.echo_wrapped(f"  why: {output.escape_controls(database['why'])}")
+        held = ", ".join(
+            f"{'?' if n is None else n} {name}" for name, n in database["holds"].items()
+        )
+        output.echo_wrapped(f"  it holds what would reach the model: {held}")
+    configuration = pending.get("configuration")
+    if configuration:
+        output.echo_wrapped(f"not trusted now: {output.escape_controls(configuration['path'])}")
+        output.echo_wrapped(f"  why: {output.escape_controls(configuration['why'])}")
+        for key, value in configuration["settings"].items():
+            shown = json.dumps(value, ensure_ascii=True)[:200]
+            output.echo_wrapped(
+                f"  {output.escape_controls(str(key))} = {output.escape_controls(shown)}"
+            )
