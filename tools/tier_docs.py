@@ -36,13 +36,14 @@ TIERS = ("lint", "fast", "integration", "e2e")
 OUT = "CLAUDE_SESSION_TIER_DOCS_OUT"
 
 # Wall time of `./test.sh TIER` on the 2-core machine (measured by hand: a fresh clone's
-# `.ci/run`, 2026-11-27, nothing else running; its install took about 5 min 30 s more).
+# `.ci/run`, 2026-11-28, nothing else running; the whole run, its install with warm package
+# caches included, took 18 min 5 s).
 MEASURED = {
-    "lint": "25 s",
-    "fast": "46 s",
-    "integration": "5 min 3 s",
-    "e2e": "4 min 48 s",
-    "all": "about 11 min",
+    "lint": "36 s",
+    "fast": "1 min 10 s",
+    "integration": "7 min 26 s",
+    "e2e": "6 min 15 s",
+    "all": "about 15 min 30 s",
 }
 
 
