@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import apsw
@@ -130,6 +131,19 @@ def hostile_repository(repo: Path, parts: frozenset[str], victim: Path) -> Path:
     git(repo, "add", "-f", ".")
     git(repo, "commit", "-qm", "a useful project")
     return repo
+
+
+def cloned(where: Path, parts: frozenset[str]) -> tuple[Path, Path]:
+    """A hostile repository committing `parts`, cloned with git as a user clones it, and a
+    folder of the user's beside it (`precious/work.txt`) that its records name: (clone,
+    that folder)."""
+    victim = where / "precious"
+    victim.mkdir()
+    (victim / "work.txt").write_text("keep me\n")
+    repo = hostile_repository(where / "upstream", parts, victim)
+    clone = where / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True, capture_output=True)
+    return clone, victim
 
 
 def everything_under(folder: Path) -> dict[str, bytes]:

@@ -9,7 +9,6 @@ A repository's committed `.claude/settings.json` is the repository's to write, a
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import stat
 import subprocess
@@ -17,12 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, run_cli
+from conftest import PYTHON, git, run_cli
 
 from claude_session.services.setup import hook_record, installer
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@e", "GIT_COMMITTER_NAME": "u"}
-GIT_ENV |= {"GIT_COMMITTER_EMAIL": "u@e"}
 NOT_OURS = "not ours, not run"
 
 
@@ -32,12 +29,6 @@ def home(tmp_path: Path) -> Path:
     folder = tmp_path / "home"
     folder.mkdir()
     return folder
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, env=os.environ | GIT_ENV
-    )
 
 
 def doctor(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:

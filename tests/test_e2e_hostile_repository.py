@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from conftest import WheelInstall, query
 from fake_api import FakeAnthropic, is_compaction, text
-from hostile_repo import MARK, PARTS, everything_under, hostile_repository
+from hostile_repo import MARK, PARTS, cloned, everything_under
 from test_e2e_claude import claude_binary, claude_env, run_claude
 
 pytestmark = pytest.mark.e2e
@@ -57,12 +57,7 @@ def test_a_hostile_clone_reaches_neither_the_model_nor_the_users_files(
     binary = claude_binary()
     home = tmp_path / "home"
     home.mkdir()
-    victim = tmp_path / "precious"
-    victim.mkdir()
-    (victim / "work.txt").write_text("keep me\n")
-    repo = hostile_repository(tmp_path / "upstream", parts, victim)
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True, capture_output=True)
+    clone, victim = cloned(tmp_path, parts)
     model = Model()
     env = claude_env(home, "http://127.0.0.1:9")
 

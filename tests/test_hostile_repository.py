@@ -8,12 +8,11 @@ or is deleted, and `status` says what was ignored."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from conftest import fixture, git, run_cli, run_hook
-from hostile_repo import MARK, PARTS, everything_under, hostile_repository
+from hostile_repo import MARK, PARTS, cloned, everything_under
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +28,6 @@ EVENTS = (
     ("SessionStart", "SessionStart.compact", {}),
     ("SessionStart", "SessionStart.resume", {}),
 )
-TRIED: list[frozenset[str]] = []  # what the run generated (the note's count)
 
 
 def work_in(clone: Path) -> list[str]:
@@ -70,14 +68,8 @@ def as_a_user(clone: Path, victim: Path) -> dict[str, Any]:
 def test_nothing_of_a_hostile_repository_reaches_the_model_runs_or_is_deleted(
     tmp_path_factory: Any, parts: frozenset[str]
 ) -> None:
-    TRIED.append(parts)
     where = tmp_path_factory.mktemp("hostile")
-    victim = where / "precious"
-    victim.mkdir()
-    (victim / "work.txt").write_text("keep me\n")
-    repo = hostile_repository(where / "upstream", parts, victim)
-    clone = where / "clone"
-    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True, capture_output=True)
+    clone, victim = cloned(where, parts)
     kept = everything_under(victim)
 
     answers = work_in(clone)

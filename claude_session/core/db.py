@@ -157,7 +157,7 @@ def connect(
     read as it is, no lock taken and no -wal or -shm made; for a reader that writes nothing
     and reopens once a writer appears (project.Project).
     """
-    from .paths import canonical, reading
+    from .paths import canonical, immutable_uri, reading
 
     folder, name = os.path.split(os.path.abspath(path))
     path = os.path.join(canonical(folder), name)
@@ -175,10 +175,8 @@ def connect(
     if readonly and reading() and not os.path.exists(path + "-wal"):
         immutable = True  # nobody has it open: read the file as it is, make no -wal nor -shm
     if immutable:  # read-only, no lock, no -wal or -shm made (`open_to_read` says when)
-        from urllib.parse import quote
-
         flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW | apsw.SQLITE_OPEN_URI
-        name, readonly = f"file:{quote(path)}?immutable=1", True
+        name, readonly = immutable_uri(path), True
     try:
         # Every event runs ~18 distinct statements and the event types differ: apsw's default
         # cache of 16 prepared statements thrashed across a session's mix, and 128 still let a
@@ -262,14 +260,14 @@ def _trust_new(conn: apsw.Connection, path: str) -> None:
 
 
 WAL_OWNER_SUFFIX = ".wal-owner"  # per project, in the user's state: the file the WAL is for
-SET_ASIDE_SUFFIX = ".set-aside"  # per project, in the user's state: WALs we set aside
+SET_ASIDE = ".set-aside-"  # beside the database: `<db>.set-aside-<ns>-wal` (and -shm)
 
 
 def _set_aside_foreign_wal(path: str) -> None:
     """A WAL holding frames written for another file than the one now at `path` (a `git
     checkout` replaced the database while a process of ours held it open) is never replayed
     onto it, which would mix the pages of two databases: the -wal and -shm are renamed aside
-    (`<db>.set-aside-<ns>-wal`) and the event is recorded for `status`.
+    (`<db>.set-aside-<ns>-wal`), where `status` finds them (`set_aside_notes`).
 
     The WAL's owner is the database file (device:inode) our last opener saw; while any
     connection holds that file open its inode cannot be handed to another file, so a
@@ -288,38 +286,16 @@ def _set_aside_foreign_wal(path: str) -> None:
     import time
 
     stamp = time.time_ns()
-    moved = []
     for suffix in ("-wal", "-shm"):
-        aside = f"{path}{SET_ASIDE_SUFFIX}-{stamp}{suffix}"
         try:
-            os.rename(path + suffix, aside)
-            moved.append(aside)
+            os.rename(path + suffix, f"{path}{SET_ASIDE}{stamp}{suffix}")
         except FileNotFoundError:
             continue
         except OSError:
             return  # cannot set it aside: SQLite's own open decides, as before
     from . import log
-    from .paths import project_file
 
-    note = (
-        f"{stamp / 1e9:.3f}\tthe database file was replaced (a git checkout or a copy) while"
-        f" its WAL held changes for the one before; the WAL was set aside, not replayed onto"
-        f" it: {', '.join(os.path.basename(m) for m in moved)}\n"
-    )
-    folder = os.path.dirname(path)
-    try:
-        fd = os.open(
-            project_file(folder, SET_ASIDE_SUFFIX),
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
-            0o600,
-        )
-        try:
-            os.write(fd, note.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
-    log.error(folder, "database", note.split("\t", 1)[1].strip())
+    log.error(os.path.dirname(path), "database", _set_aside_note(f"{path}{SET_ASIDE}{stamp}-wal"))
 
 
 def _own_wal(path: str) -> None:
@@ -363,22 +339,27 @@ def _read_small(path: str) -> "str | None":
 
 
 def set_aside_notes(root: str) -> "list[str]":
-    """What `_set_aside_foreign_wal` did for this project, oldest first (for `status`)."""
-    from .paths import project_file
+    """What `_set_aside_foreign_wal` did for this project, oldest first (for `status`): one
+    sentence per WAL it set aside that is still there."""
+    from .paths import DB_NAME
 
+    prefix = DB_NAME + SET_ASIDE
     try:
-        text = _read_small_all(project_file(root, SET_ASIDE_SUFFIX))
+        names = os.listdir(root)
     except OSError:
         return []
-    return [line.split("\t", 1)[-1] for line in text.splitlines() if line.strip()]
+    return [
+        _set_aside_note(os.path.join(root, name))
+        for name in sorted(names)
+        if name.startswith(prefix) and name.endswith("-wal")
+    ]
 
 
-def _read_small_all(path: str) -> str:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        return os.read(fd, 1 << 16).decode("utf-8", "replace")
-    finally:
-        os.close(fd)
+def _set_aside_note(wal: str) -> str:
+    return (
+        "the database file was replaced (a git checkout or a copy) while its WAL held changes"
+        f" for the one before; the WAL was set aside, not replayed onto it: {wal}"
+    )
 
 
 def keep_out_of_git(path: str) -> None:

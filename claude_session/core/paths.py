@@ -43,6 +43,13 @@ _CANONICAL: dict[str, str] = {}  # path -> its realpath (a few lstat calls: once
 _ALIASES: dict[str, tuple[str, ...]] = {}  # real root -> other spellings seen for it
 
 
+def immutable_uri(path: str) -> str:
+    """SQLite's URI for reading the file at `path` as it is (`immutable`: no lock, no -wal or
+    -shm made): the path's %, ? and # escaped, as a URI needs them."""
+    escaped = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{escaped}?immutable=1"
+
+
 def canonical(path: str) -> str:
     """`path` absolute, with every symbolic link on the way resolved (os.path.realpath),
     worked out once per process and path."""

@@ -17,7 +17,7 @@ and apsw only: hooks read it (only a project with something to inject pays for i
 
 import os
 
-from .paths import user_state_dir
+from .paths import immutable_uri, user_state_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,9 +81,8 @@ def _read_id(path: str) -> "str | None":
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_NOFOLLOW
     name = real
     if not os.path.exists(real + "-wal"):
-        flags |= apsw.SQLITE_OPEN_URI  # the path's %, ? and # escaped, as a URI needs them
-        escaped = real.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-        name = f"file:{escaped}?immutable=1"
+        flags |= apsw.SQLITE_OPEN_URI
+        name = immutable_uri(real)
     try:
         conn = apsw.Connection(name, flags=flags)
     except apsw.Error:

@@ -232,10 +232,15 @@ def _make_worktree(root: str, dest: str) -> str:
 NOT_WORK = (".git", ".claude-session.db")  # the worktree's link, the fork's own database
 
 
+def _tagged(kind: str, parent_root: str, path: str, created_at: float | None) -> list[str]:
+    """What a fork record's MAC covers, as text."""
+    return [str(kind), str(parent_root), str(path), repr(float(created_at or 0.0))]
+
+
 def record_tag(kind: str, parent_root: str, path: str, created_at: float) -> str | None:
     """Our MAC of a fork record (core/provenance.py); None without a per-user key."""
     try:
-        return provenance.tag("fork", kind, parent_root, path, repr(float(created_at)))
+        return provenance.tag("fork", *_tagged(kind, parent_root, path, created_at))
     except OSError:
         return None
 
@@ -243,14 +248,8 @@ def record_tag(kind: str, parent_root: str, path: str, created_at: float) -> str
 def _ours(row: dict[str, Any]) -> bool:
     """The record was written by this user's claude-session: its MAC verifies. A record a
     repository planted in a database (any path, any kind) does not."""
-    return provenance.verify(
-        row.get("mac"),
-        "fork",
-        str(row["kind"]),
-        str(row["parent_root"]),
-        str(row["path"]),
-        repr(float(row["created_at"] or 0.0)),
-    )
+    parts = _tagged(row["kind"], row["parent_root"], row["path"], row["created_at"])
+    return provenance.verify(row.get("mac"), "fork", *parts)
 
 
 def remove_hint(path: str) -> str:
