@@ -117,6 +117,25 @@ def _prompt_of(body: dict[str, Any]) -> str:
     return ""
 
 
+def _latest_prompt(body: dict[str, Any]) -> str:
+    """The prompt of the turn under way: the last user text that is no tool result nor a
+    system reminder (a resumed conversation's first prompt is an older one)."""
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content.strip()
+        texts = [
+            str(b.get("text", ""))
+            for b in content or []
+            if b.get("type") == "text" and not str(b.get("text", "")).startswith("<system-")
+        ]
+        if texts:
+            return texts[-1].strip()
+    return ""
+
+
 def _results(body: dict[str, Any]) -> int:
     return sum(1 for b in _blocks(body.get("messages") or []) if b.get("type") == "tool_result")
 
@@ -291,9 +310,55 @@ def test_a_session_a_second_after_claude_code_was_killed_hears_no_ghost(
     assert not s.truth.false(), s.report()
     interrupted = s.said("Sessions that never ended (interrupted)", killed)
     assert interrupted and f"`claude --resume {killed}`" in interrupted[0], s.report()
+    # the step the kill cut short, and the subagent that ran it, are named
+    subagent = next(e["agent_id"] for e in s.tap.sent() if e["hook_event_name"] == "SubagentStart")
+    assert "last step: Bash: sleep 20, still running when it stopped" in interrupted[0]
+    assert f"subagents cut off: {subagent}" in interrupted[0], s.report()
     assert not s.said("Live subagents"), s.report()
     print(f"\n[{transport}] killed: {s.truth.count()} statements checked, 0 false")
     print(s.report())
+
+
+def test_after_a_kill_and_resume_the_interrupted_call_is_no_error(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
+    """Claude Code killed while a subagent's Bash ran, then `--resume`: the call it cut short
+    (its placeholder result, once the transcript is read) is an interruption, not an open
+    error, and the subagent was cut off, not failed."""
+    s = Scenario(tmp_path, wheel_install, "command")
+    model = Killed(s)
+    try:
+        with FakeAnthropic(model) as api:
+            first = s.claude(api, KILLED)
+            assert wait_for(
+                lambda: any(
+                    e["hook_event_name"] == "PreToolUse" and e["agent_id"] for e in s.tap.sent()
+                ),
+                120,
+            )
+            killed = next(
+                e["session_id"] for e in s.tap.sent() if e["hook_event_name"] == "SessionStart"
+            )
+            os.kill(first.pid, signal.SIGKILL)
+            first.wait(30)
+            s.run(api, NEXT, "--resume", killed)
+            launch = next(
+                e["tool_use_id"]
+                for e in s.tap.sent()
+                if e["hook_event_name"] == "PreToolUse" and e["tool_name"] == "Agent"
+            )
+            # the daemon reads the transcript once the resumed session ended
+            settled = "SELECT status FROM tool_calls WHERE tool_use_id = ?"
+            wait_for(lambda: query(s.project, settled, (launch,)) != [("running",)], 60)
+    finally:
+        s.stop()
+    assert not s.truth.false(), s.report()
+    agent = next(e["agent_id"] for e in s.tap.sent() if e["hook_event_name"] == "SubagentStart")
+    errors = query(s.project, "SELECT tool_name, interrupted, error_message FROM error_log")
+    assert not [e for e in errors if e[1] == 0], errors
+    status = query(s.project, "SELECT status FROM agent_registry WHERE id = ?", (agent,))
+    assert status and status[0][0] != "failed", status
+    print(f"\nkilled and resumed: errors {errors}, subagent {status}")
 
 
 # --- 3. a check fixed by a subagent, then /compact and a resume ------------------------------
@@ -330,7 +395,7 @@ class Fixed:
                 return [tool("Agent", description="fix f", prompt=FIXER,
                              subagent_type="general-purpose", run_in_background=False)]  # fmt: skip
             return [text("A subagent changed m.py.")]
-        if prompt == AGAIN_CHECK or AGAIN_CHECK in json.dumps(body.get("messages") or [])[-400:]:
+        if _latest_prompt(body) == AGAIN_CHECK:
             if done == 0 or not any(
                 b.get("type") == "tool_use" and b.get("name") == "Bash"
                 for b in _blocks((body.get("messages") or [])[-2:])
@@ -354,6 +419,9 @@ def test_a_check_a_subagent_fixed_is_never_a_dead_end_after_compact_and_resume(
         with FakeAnthropic(model) as api:
             session = s.run(api, FIX)["session_id"]
             s.run(api, "/compact", "--resume", session)
+            # a second compaction at once: the first one's block is summarised away, so the
+            # whole state is given again (the truth reader fails a "still in your context")
+            s.run(api, "/compact", "--resume", session)
             s.run(api, AFTER, "--resume", session)
             s.run(api, AGAIN_CHECK, "--resume", session)  # it passes: resolved
             s.run(api, LAST, "--resume", session)  # told it is no longer so, once
@@ -367,6 +435,12 @@ def test_a_check_a_subagent_fixed_is_never_a_dead_end_after_compact_and_resume(
     assert not s.said("Failed approaches", "m.f()") and not s.said("Open errors", "m.f()")
     assert s.said("No longer so", "m.f()"), s.report()
     assert s.said("held: the state given at"), s.report()
+    compactions = query(
+        s.project, "SELECT text FROM injections WHERE source = 'compact' ORDER BY id"
+    )
+    assert len(compactions) == 2 and all(
+        "still in your context" not in text for (text,) in compactions
+    ), compactions
     print(f"\n[{transport}] fixed check: {s.truth.count()} statements checked, 0 false")
     print(s.report())
 
@@ -459,6 +533,15 @@ def test_a_fork_and_a_replay_are_told_only_what_held_at_their_frame(
     checked = [*s.truth.verdicts, *forked.verdicts, *model.truth.verdicts]
     shown = "\n".join(f"{v.true} [{v.agent}] {v.statement} -- {v.why}" for v in checked)
     assert not [v for v in checked if v.true is not True], shown
+    # the state the fork starts from is the frame's, and says so: its time is the frame's
+    frame_at = next(f["created_at"] for f in frames if f["frame"] == last - 1)
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(frame_at))
+    told = [json.dumps(b.get("messages") or []) for b in model.firsts]
+    blocks = [t for t in told if "started by claude-session from frame" in t]
+    assert len(blocks) >= 2, "the fork's and the replay's blocks"
+    for given in blocks:
+        said = given[given.index("started by claude-session from frame") :][:1500]
+        assert f"State as of {when}." in said, (when, said)
     for told in (forked, model.truth):  # the fork's first session, then the replay's
         said = [v.statement for v in told.verdicts]
         assert any(MISSING in v and v.startswith("Open errors") for v in said), shown
@@ -466,3 +549,77 @@ def test_a_fork_and_a_replay_are_told_only_what_held_at_their_frame(
         assert any(v.startswith("Task") and WORK in v for v in said), shown
     print(f"\n[{transport}] fork and replay: {len(checked)} statements checked, 0 false")
     print(shown)
+
+
+# --- 5. a command that failed in one session passes in a later one ---------------------------
+
+MIGRATE = "python3 migrate.py"
+BREAK = "TRUTH-MIGRATE: run the migration"
+MEND = "TRUTH-MEND: fix migrate.py and run it"
+THEN = "TRUTH-THEN: what is left to do?"
+
+
+class Mended:
+    def __init__(self, scenario: Scenario) -> None:
+        self.s = scenario
+        self.then: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        prompt, done = _prompt_of(body), _results(body)
+        self.s.truth.read(body, "main")
+        if prompt == BREAK:
+            return (
+                [tool("Bash", command=MIGRATE, description="migrate")]
+                if done < 3
+                else [text("It keeps failing.")]
+            )
+        if prompt == MEND:
+            path = str(self.s.project / "migrate.py")
+            steps = [
+                lambda: tool("Write", file_path=path, content="print('migrated')\n"),
+                lambda: tool("Bash", command=MIGRATE, description="migrate again"),
+            ]
+            return [steps[done]()] if done < len(steps) else [text("It passes now.")]
+        if prompt == THEN:
+            self.then.append(body)
+        return [text("Nothing is left.")]
+
+
+def test_a_pass_in_a_later_session_resolves_the_error_everywhere(
+    tmp_path: Path, wheel_install: WheelInstall
+) -> None:
+    """Three failures in one session, the fix and a pass in the next: the session after is
+    not told to re-run it nor that it failed before (unmarked), and the status line of the
+    first session shows no open error."""
+    s = Scenario(tmp_path, wheel_install, "command")
+    (s.project / "migrate.py").write_text("raise SystemExit('bad row 7')\n")
+    s.truth.runnable.add(MIGRATE)
+    model = Mended(s)
+    try:
+        with FakeAnthropic(model) as api:
+            first = s.run(api, BREAK)["session_id"]
+            s.run(api, MEND)
+            s.run(api, THEN)
+    finally:
+        s.stop()
+    assert not s.truth.false(), s.report()
+    assert s.said("ladder", "failed 3 times"), s.report()
+    assert model.then, "no request of the third session"
+    told = json.dumps(model.then[0].get("messages") or [])
+    for section in ("Open errors", "To re-run", "Abandoned errors", "Failed approaches"):
+        assert not (section in told and MIGRATE in told.split(section, 1)[1][:600]), told[:4000]
+    if "An approach that failed before" in told:  # a learning from the dead end: marked
+        assert "passed later" in told, told[:4000]
+    line = subprocess.run(
+        [wheel_install.cli, "statusline", "--json"],
+        input=json.dumps({"session_id": first, "cwd": str(s.project)}),
+        capture_output=True, text=True, env={**os.environ, "HOME": str(s.home)}, timeout=60,
+    )  # fmt: skip
+    assert line.returncode == 0, line.stderr
+    assert json.loads(line.stdout)["open_errors"] == 0, line.stdout
+    unfixed = query(
+        s.project, "SELECT count(*) FROM error_log WHERE resolution IS NOT 'auto_fixed'"
+    )
+    assert unfixed == [(0,)], unfixed
+    print(f"\nmended: {s.truth.count()} statements checked, 0 false")
+    print(s.report())

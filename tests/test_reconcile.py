@@ -292,6 +292,43 @@ def test_failures_interruptions_rejections_and_secrets(recorder: Recorder) -> No
     assert "toolu_fail" in stored and token not in stored
 
 
+# What Claude Code 2.1.330 writes, on resume, for the calls its killed process left without a
+# result (read from the CLI's own bundle): each an interruption, never a failure.
+PLACEHOLDERS = (
+    "[Tool call interrupted: the session ended before this call's result was recorded, so its"
+    " outcome is unknown. Check whether it took effect before relying on it or running it again.]",
+    "[Agent call interrupted: the process running this conversation stopped before this agent"
+    " finished, so it returned no result. Nobody asked it to stop.]",
+    "[Request interrupted: the session ended before this agent finished. Nobody asked it to stop.]",
+)
+
+
+@pytest.mark.parametrize("placeholder", PLACEHOLDERS)
+def test_a_killed_call_is_an_interruption_and_its_agent_was_cut_off(
+    recorder: Recorder, placeholder: str
+) -> None:
+    """After a kill and --resume: no open error ("Agent Agent: ..."), no failed subagent."""
+    agent = "a0f3c2d9e8b7a6541"
+    launch = {"description": "migrate", "prompt": "migrate the rows"}
+    recorder.send(
+        fixture("PreToolUse.Agent")
+        | {"session_id": SESSION, "tool_use_id": "toolu_agent", "tool_input": launch}
+    )
+    recorder.send(fixture("SubagentStart") | {"session_id": SESSION, "agent_id": agent})
+    assert recorder.rows("SELECT status FROM agent_registry WHERE id = ?", (agent,)) == [
+        ("running",)
+    ]
+    entries = [entry("user", [result("toolu_agent", placeholder)], "09.000")]
+    reconcile.fill(recorder.conn, recorder.root, SESSION, None, entries)
+    assert recorder.rows("SELECT status FROM tool_calls WHERE tool_use_id = 'toolu_agent'") == [
+        ("interrupted",)
+    ]
+    assert recorder.rows("SELECT interrupted FROM error_log") == [(1,)]
+    assert recorder.rows("SELECT status FROM agent_registry WHERE id = ?", (agent,)) == [
+        ("aborted_stale",)
+    ]
+
+
 def test_the_drop_switch_makes_chosen_events_exit_unrecorded(project: Path) -> None:
     drop = {"CLAUDE_SESSION_DROP_EVENTS": "PreToolUse, PostToolUse"}
     run_hook("SessionStart", fixture("SessionStart.startup", project), project, env=drop)

@@ -278,7 +278,7 @@ TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "test_say_once.py": {
         "fast": (
-            "test_held_lines_follow_the_last_boundary_and_what_it_preserved",
+            "test_held_lines_are_those_after_the_last_boundary_whatever_it_preserved",
             "test_restate_keeps_unchanged_lines_out_and_gives_changed_ones",
             "test_texts_are_escaped_as_claude_code_writes_them",
             "test_the_transcript_is_read_from_its_end_within_the_cap",

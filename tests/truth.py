@@ -196,7 +196,8 @@ class Truth:
             texts = list(_texts(body))
             for i, text in enumerate(texts):
                 others = "\n".join(texts[:i] + texts[i + 1 :])
-                found = [*statements(text, world, agent), *_held_claims(text, others)]
+                later = "\n".join(texts[i + 1 :])
+                found = [*statements(text, world, agent), *_held_claims(text, others, later)]
                 for statement, check in found:
                     if (agent, statement) in self.seen:
                         continue
@@ -253,16 +254,26 @@ def statements(text: str, world: World, agent: str) -> Iterator[tuple[str, Check
 HELD = re.compile(r"The recorded state claude-session gave at (.+?) is still in\s+your context")
 
 
-def _held_claims(text: str, others: str) -> Iterator[tuple[str, Check]]:
+SUPERSEDED = "It replaces every block of recorded state given before this compaction"
+
+
+def _held_claims(text: str, others: str, later: str) -> Iterator[tuple[str, Check]]:
     """ "The recorded state ... gave at T is still in your context": a block of state as of T
-    is in this very request (elsewhere than the text saying so)."""
+    is in this very request (elsewhere than the text saying so), unless a compaction's block
+    read after it says it replaces every earlier one (the claim was made before that
+    compaction, which kept its block but not the ones it names)."""
     for found in HELD.finditer(text):
         times = found.group(1).split(", ")
         start = text.rfind(OPEN, 0, found.start())
         end = text.find(CLOSE, found.end())
         rest = others + "\n" + text[: max(start, 0)] + text[end if end >= 0 else len(text) :]
+        after = text[end if end >= 0 else len(text) :] + "\n" + later
 
-        def check(times: list[str] = times, rest: str = rest) -> tuple[bool, str]:
+        def check(
+            times: list[str] = times, rest: str = rest, after: str = after
+        ) -> tuple[bool, str]:
+            if SUPERSEDED in after:
+                return True, "replaced by a later compaction's block, which says so"
             missing = [t for t in times if f"tate as of {t}." not in rest]
             return not missing, f"blocks of {times} in the request" + (
                 f"; missing {missing}" if missing else ""
@@ -416,11 +427,35 @@ def _beside(world: World, line: str) -> tuple[bool, str]:
 
 
 def _interrupted(world: World, line: str) -> tuple[bool, str]:
+    """A session that never ended: gone without SessionEnd; its last tool call named (running
+    when it stopped, if Claude Code never said it finished); every subagent it cut off named."""
     session = line[2:].split(" ")[0]
     if f"`claude --resume {session}`" not in line:
         return False, "no resume command"
     ended = [s for s in world.events("SessionEnd") if s["session_id"] == session]
-    return not world.session_alive(session) and not ended, "no SessionEnd, Claude Code gone"
+    if world.session_alive(session) or ended:
+        return False, "it runs, or it ended"
+    mine = [s for s in world.events() if s["session_id"] == session]
+    calls = [s for s in mine if s["hook_event_name"] == "PreToolUse"]
+    said = re.search(r"last step: (.*?)(?:; subagents cut off|; \d+ open error|\); the user)", line)
+    if calls:
+        last = calls[-1]
+        named = str((last["tool_input"] or {}).get("command") or last["tool_name"])
+        if said is None or named[:40] not in said.group(1):
+            return False, f"the last step was {last['tool_name']} {named[:80]}"
+        finished = any(
+            s["tool_use_id"] == last["tool_use_id"]
+            for s in mine
+            if s["hook_event_name"] in ("PostToolUse", "PostToolUseFailure")
+        )
+        if finished == ("still running when it stopped" in said.group(1)):
+            return False, f"the last step {'finished' if finished else 'never finished'}"
+    stopped = {s["agent_id"] for s in mine if s["hook_event_name"] == "SubagentStop"}
+    cut = [s["agent_id"] for s in mine if s["hook_event_name"] == "SubagentStart"]
+    missing = [a for a in cut if a not in stopped and a not in line]
+    if missing:
+        return False, f"subagents cut off and not named: {missing}"
+    return True, "no SessionEnd, Claude Code gone; its last step and cut-off subagents named"
 
 
 def _at_frame(world: World, line: str) -> tuple[bool, str]:

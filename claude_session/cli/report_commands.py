@@ -132,15 +132,16 @@ def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     "a list of errors: id, session_id, agent_id, tool_name, error_category, attempt_number,"
     " resolution, interrupted, what, command, file_path, exit_code, task_id, error_message,"
     " occurred_at, resolved_at, tokens, cost_usd (what the climb of the ladder it is on cost:"
-    " the session's model responses, subagents' too, from the climb's first failure until it"
-    " was fixed or abandoned, or now; the same on each of its entries; null when the session's"
-    " usage was not read from Claude Code's transcripts)"
+    " the model responses of the agents that climbed it, from the climb's first failure to its"
+    " last, never the fix after it; the same on each of its entries and on the failed approach"
+    " recorded from it; null when the session's usage was not read from Claude Code's"
+    " transcripts)"
 )
 @output.wide_option
 @click.pass_obj
 def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json: bool) -> None:
     """Failures with their escalation step (attempt), resolution, and the tokens and cost of
-    the ladder's climb they are on (from its first failure until fixed, abandoned, or now)."""
+    the ladder's climb they are on (from its first failure to its last)."""
     hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
     with opened(root) as conn:
         transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
@@ -159,8 +160,8 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
 @json_option(
     "a list of failed paths: id, approach, reason_failed, file_path, session_id,"
     " still_relevant, created_at, expires_at, context, tokens, cost_usd (what the approach"
-    " cost: its session's model responses, subagents' too, from its first failure until it"
-    " was recorded; one recorded by hand, the turn it was recorded in; null when unknown)"
+    " cost: that of the ladder's climb it was recorded from, as `errors` gives it; none for"
+    " one recorded by hand; null when unknown)"
 )
 @output.wide_option
 @click.pass_obj

@@ -4,6 +4,8 @@ No regular expressions: plain string tests keep a failing tool call's hook from 
 to import `re` and compile patterns.
 """
 
+from .signatures import command_signature
+
 ERROR_TEXT_CAP = 2000
 _SEPARATORS = str.maketrans({c: " " for c in "/;&|()`'\""})
 _WORD_SEPARATORS = str.maketrans({c: " " for c in ";&|()`'\",:"})
@@ -269,12 +271,6 @@ def depends_on(file_path: object, command: object) -> list[str] | None:
 
 def _in_site(path: str) -> bool:
     return any(marker in path for marker in _SITE)
-
-
-def command_signature(tool_name: str | None, command: str | None) -> str | None:
-    if not command:
-        return None
-    return f"{tool_name or 'Bash'}: {' '.join(command.split())[:300]}"
 
 
 def signature(tool_name: str | None, command: str | None, file_path: str | None, error: str) -> str:

@@ -9,8 +9,9 @@ is abandoned. `errors` is imported only once something failed.
 
 A check (a failing test, build, lint or type check command: `errors.is_check`) climbs its
 ladder too but is never a failed path: it is what tells whether the work is right, to be re-run
-after a fix, not an approach to avoid. Its ladder is resolved by the same command succeeding
-anywhere in the project: in this session, or in another one active within the last week.
+after a fix, not an approach to avoid. Any command's ladder is resolved by the same command
+succeeding anywhere in the project: in this session, or in another one active within the last
+week.
 """
 
 import os
@@ -22,6 +23,7 @@ from .db import as_int, as_text
 from .event import Event
 from .paths import relative_to_root
 from .readings import OPEN, UNFIXED
+from .signatures import command_signature
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,13 +31,13 @@ if TYPE_CHECKING:
 
 # An entry of a check (errors.CHECKS, and a command ran): a test, build, lint or type check.
 CHECK = "(error_category IN ('lint', 'type', 'test', 'build') AND command IS NOT NULL)"
-# How far back a success looks for the same check's ladders of other sessions: those sessions
+# How far back a success looks for the same command's ladders of other sessions: those sessions
 # are found by their activity index, then each one's entries by its own (never a scan).
-CHECK_LOOKBACK_SECONDS = 7 * 86400
-_CHECKS_ELSEWHERE = (
+ELSEWHERE_LOOKBACK_SECONDS = 7 * 86400
+_ELSEWHERE = (
     " FROM sessions s INDEXED BY sessions_activity JOIN error_log e INDEXED BY error_log_open"
     " ON e.session_id = s.session_id WHERE s.last_activity_at > ?2 AND s.session_id != ?1"
-    f" AND e.interrupted = 0 AND {CHECK} AND {UNFIXED}"
+    f" AND e.interrupted = 0 AND e.signature = ?3 AND {UNFIXED}"
 )
 
 
@@ -188,16 +190,17 @@ def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) 
     """An error is judged by what happened next. A success of a command or file that had
     failed resolves its open entries (auto_fixed), whichever agent of the session ran it; a
     check (test, build, lint, type check) that passes over every file a failed command named
-    resolves that one too; a check's entries are also fixed in the other sessions that ran it
-    lately (abandoned ones too): whoever runs it, the check passing is what says the work is
-    right now. The failed approaches recorded on a resolved ladder stop being dead ends."""
+    resolves that one too; and a command that passes fixes its entries in the other sessions
+    that ran it lately (abandoned ones too): whoever runs it, its passing is what says it works
+    now. The failed approaches recorded on a resolved ladder stop being dead ends."""
     here = conn.execute(
         f"SELECT 1 FROM error_log WHERE session_id = ? AND {OPEN} LIMIT 1", (ev.session_id,)
     ).fetchall()
     command = ev.text_of("command")
-    since = now - CHECK_LOOKBACK_SECONDS
-    elsewhere = bool(command) and bool(
-        conn.execute(f"SELECT 1{_CHECKS_ELSEWHERE} LIMIT 1", (ev.session_id, since)).fetchall()
+    since = now - ELSEWHERE_LOOKBACK_SECONDS
+    ran = command_signature(ev.text_of("tool_name"), command)  # the same however spaced
+    elsewhere = ran is not None and bool(
+        conn.execute(f"SELECT 1{_ELSEWHERE} LIMIT 1", (ev.session_id, since, ran)).fetchall()
     )
     if not here and not elsewhere:
         return 0  # the common case: nothing open, nothing to import or compute
@@ -225,16 +228,12 @@ def resolve_on_success(conn: apsw.Connection, ev: Event, root: str, now: float) 
     if elsewhere:
         found = conn.execute(
             "SELECT e.session_id, max(e.attempt_number), min(e.occurred_at), e.error_message,"
-            f" e.error_category, e.file_path{_CHECKS_ELSEWHERE} AND e.signature = ?3"
-            " GROUP BY e.session_id",
+            f" e.error_category, e.file_path{_ELSEWHERE} GROUP BY e.session_id",
             (ev.session_id, since, signature),
         ).fetchall()
         for ladder in found:
             resolved += _fix(
-                conn,
-                f"session_id = ?1 AND signature = ?2 AND {CHECK} AND {UNFIXED}",
-                (ladder[0], signature),
-                now,
+                conn, "session_id = ?1 AND signature = ?2", (ladder[0], signature), now
             )
             ladders.append(ladder)
     for session, key in set(resolved):

@@ -33,6 +33,13 @@ def gone(pid: "Any", ticks: "Any", space: "Any") -> bool:
     return processes.alive(pid, ticks) is False
 
 
+def alive(pid: "Any", ticks: "Any", space: "Any") -> bool:
+    """True only when the process is recorded, in this pid space, and seen running."""
+    if not isinstance(pid, int) or not isinstance(ticks, int) or space != pid_space():
+        return False
+    return processes.alive(pid, ticks) is True
+
+
 def process_columns(agent: str = "r", session: str = "s") -> str:
     """Result columns claude_pid, claude_started_ticks, claude_pid_space: the process the
     agent row `agent` runs in (a main thread's is its session's row `session`, renewed by a

@@ -92,6 +92,7 @@ def open_errors(
         # total(), not max(): a third max() could pick the row error_message comes from
         "SELECT signature, tool_name, error_category, file_path, command,"
         " max(attempt_number) AS attempts, error_message, max(occurred_at) AS last_at,"
+        f" {FAILED_LAST_ANYWHERE} AS failed_last_at,"
         " session_id, ladder_key, total(resolution = 'abandoned') > 0 AS abandoned,"
         " (SELECT s.ended_at FROM sessions s WHERE s.session_id = error_log.session_id"
         "  AND s.status = 'ended') AS ended_at"
@@ -100,6 +101,17 @@ def open_errors(
         " ORDER BY last_at DESC LIMIT 20",
         (session_id,),
     )
+
+
+# When the same command last failed anywhere in the project (a later failure in another
+# session says it fails still, whatever changed before it): found through the sessions active
+# since (their activity index), then each one's entries of that signature.
+FAILED_LAST_ANYWHERE = (
+    "(SELECT max(x.occurred_at) FROM sessions s INDEXED BY sessions_activity JOIN error_log x"
+    " INDEXED BY error_log_open ON x.session_id = s.session_id"
+    " AND x.signature = error_log.signature"
+    " WHERE s.last_activity_at >= error_log.occurred_at AND x.interrupted = 0)"
+)
 
 
 # A failed path an earlier version recorded at a check's third failure (its context names the
@@ -126,6 +138,10 @@ def failed_paths(
         " (SELECT max(x.occurred_at) FROM error_log x WHERE x.session_id = f.session_id"
         "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
         "  AS last_failed_at,"
+        # the same command's last failure anywhere since (see FAILED_LAST_ANYWHERE)
+        " (SELECT max(x.occurred_at) FROM sessions s INDEXED BY sessions_activity"
+        "  JOIN error_log x ON x.session_id = s.session_id AND x.command = f.approach"
+        "  WHERE s.last_activity_at >= f.created_at AND x.interrupted = 0) AS failed_last_at,"
         " (SELECT x.ladder_key FROM error_log x WHERE x.session_id = f.session_id"
         "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0"
         "  LIMIT 1) AS ladder_key"
@@ -164,18 +180,43 @@ CRASH_IDLE_SECONDS = 600  # an active session silent this long is taken for cras
 CRASH_LOOKBACK_SECONDS = 7 * 86400
 
 # Sessions that never ended (no SessionEnd): closed by the sweep, or active but long silent.
+# Their last step is the last tool call started, by any agent (`running`: it never finished,
+# the process died under it), else the last frame's summary; `cut_off`: the subagents that
+# were still running when it stopped.
 CRASHED_SQL = (
-    "SELECT s.session_id, s.last_activity_at, s.end_reason, s.cwd,"
-    " (SELECT summary FROM frames f WHERE f.session_id = s.session_id"
-    "  ORDER BY frame_no DESC LIMIT 1) AS last_step,"
-    " (SELECT max(frame_no) FROM frames f WHERE f.session_id = s.session_id) AS last_frame,"
+    "SELECT s.session_id, s.last_activity_at, s.end_reason, s.cwd, s.claude_pid,"
+    f" s.claude_started_ticks, s.claude_pid_space, {NEVER_ENDED} AS closed,"
+    " coalesce(t.input_summary, t.tool_name, (SELECT summary FROM frames f"
+    "  WHERE f.session_id = s.session_id ORDER BY frame_no DESC LIMIT 1)) AS last_step,"
+    " t.status = 'running' AS step_running, nullif(t.agent_id, s.session_id) AS step_agent,"
+    " (SELECT group_concat(r.id, ', ') FROM agent_registry r WHERE r.session_id = s.session_id"
+    "  AND r.is_main = 0 AND r.is_internal = 0 AND r.status IN ('running', 'aborted_stale'))"
+    "  AS cut_off,"
     " (SELECT count(*) FROM error_log e WHERE e.session_id = s.session_id AND e.interrupted = 0"
     f"  AND {OPEN}) AS open_errors"
-    " FROM sessions s WHERE s.session_id != ?1 AND s.last_activity_at > ?2 - ?3"
+    " FROM sessions s LEFT JOIN tool_calls t ON t.tool_use_id = (SELECT x.tool_use_id"
+    "  FROM tool_calls x INDEXED BY tool_calls_session WHERE x.session_id = s.session_id"
+    "  ORDER BY x.started_at DESC LIMIT 1)"
+    " WHERE s.session_id != ?1 AND s.last_activity_at > ?2 - ?3"
     " AND ((s.status = 'active' AND s.last_activity_at < ?2 - ?4)"
     f"  OR {NEVER_ENDED})"
-    " ORDER BY s.last_activity_at DESC LIMIT 3"
+    " ORDER BY s.last_activity_at DESC LIMIT 5"
 )
+
+
+def crashed_sessions(conn: apsw.Connection, session_id: str, now: float) -> "list[dict[str, Any]]":
+    """Recent sessions that never ended (crashed, or the terminal was closed), newest first,
+    with their last step, the subagents cut off, and the command that resumes them. One only
+    silent (not closed by the sweep) whose Claude Code is seen running has not crashed."""
+    from .liveness import alive
+
+    found = rows(conn, CRASHED_SQL, (session_id, now, CRASH_LOOKBACK_SECONDS, CRASH_IDLE_SECONDS))
+    return [
+        {k: v for k, v in s.items() if not k.startswith("claude_")}
+        for s in found
+        if s["closed"]
+        or not alive(s["claude_pid"], s["claude_started_ticks"], s["claude_pid_space"])
+    ][:3]
 
 
 def sessions_beside(conn: apsw.Connection, session_id: str) -> "list[dict[str, Any]]":
@@ -203,25 +244,22 @@ def sessions_beside(conn: apsw.Connection, session_id: str) -> "list[dict[str, A
     ]
 
 
-def crashed_sessions(conn: apsw.Connection, session_id: str, now: float) -> "list[dict[str, Any]]":
-    """Recent sessions that never ended (crashed, or the terminal was closed), newest first,
-    with their last step and the command that resumes them."""
-    return rows(conn, CRASHED_SQL, (session_id, now, CRASH_LOOKBACK_SECONDS, CRASH_IDLE_SECONDS))
-
-
 # --- what a dead end cost -------------------------------------------------------------------
 #
-# The model responses of a session (main thread and subagents alike) whose time falls in a
+# The model responses of the agents that climbed a ladder whose time falls in the climb's
 # window, from message_usage (read from Claude Code's transcripts: services/cost/transcripts.py).
-# The windows:
+# One window per climb, the same wherever its cost is given (an error's line, the failed path
+# recorded from it, the session's dead ends, `errors`, `status`):
 #
-# - an error's climb: from the first failure of the climb its entry is on (the latest attempt
-#   1 of its ladder at or before it) until the climb was fixed or abandoned (the first entry
-#   of the ladder from then on resolved auto_fixed or abandoned); while it is open, up to now.
-#   Every entry of one climb has the same window. An interrupted call climbs no ladder: none.
+# - a climb: from its first failure (the latest attempt 1 of its ladder at or before an entry)
+#   to its last failure so far (the last entry before the ladder's next attempt 1): the
+#   attempts. What came after the last failure is the fix, when the command passed later, or
+#   other work: never the dead end's, whether the climb was fixed, abandoned or is still open.
+#   The responses counted are those of the agents whose failures the climb holds (the main
+#   thread's, or a subagent's), not those of agents working beside them.
+#   An interrupted call climbs no ladder: none.
 # - a failed path recorded at a third failure (its context names the ladder, its time is that
-#   failure's): from the first failure of that climb until it was recorded, the approach then
-#   known dead (what came after is the error's: research, another approach).
+#   failure's): the window of that climb, so one failure has one cost.
 # - a failed path recorded by hand: no window. Its failures are not known, and the turn it
 #   happened to be recorded in (from a terminal, after the session, say) says nothing of what
 #   it cost.
@@ -229,7 +267,7 @@ def crashed_sessions(conn: apsw.Connection, session_id: str, now: float) -> "lis
 # A session none of whose usage was read has no figure (NULL), never 0: its cost is unknown.
 
 SPENT_TOKENS = "m.input_tokens + m.output_tokens + m.cache_read_tokens + m.cache_creation_tokens"
-OPEN_END = "9e99"  # the end of a window still open: every response read so far
+OPEN_END = "9e99"  # the end of a window with no end: every response read so far
 
 
 def _climb_start_id(e: str) -> str:
@@ -240,22 +278,35 @@ def _climb_start_id(e: str) -> str:
     )
 
 
-def climb_columns(e: str = "e") -> str:
+def climb_columns(e: str = "e", attempts: str = "climb_attempts") -> str:
     """Result columns over the error_log row `e`: climb_id (the climb's first entry),
-    spent_from, spent_to (NULL: open) and climb_end (auto_fixed, abandoned, NULL: open)."""
+    spent_from and spent_to (its first and last failure), climb_end (auto_fixed, abandoned,
+    NULL: open), its last attempt number (named `attempts`) and climbers (a JSON array of the
+    message_usage agent ids of the agents that failed on it)."""
     first = f"coalesce({_climb_start_id(e)}, {e}.id)"
     resolved = (
         f" FROM error_log r WHERE r.session_id = {e}.session_id AND r.ladder_key IS"
         f" {e}.ladder_key AND r.resolution IN ('auto_fixed', 'abandoned') AND r.id >= {first}"
+    )
+    climb = (
+        f" FROM error_log z WHERE z.session_id = {e}.session_id AND z.ladder_key IS"
+        f" {e}.ladder_key AND z.interrupted = 0 AND z.id >= {first} AND z.id < coalesce("
+        f"(SELECT min(n.id) FROM error_log n WHERE n.session_id = {e}.session_id AND"
+        f" n.ladder_key IS {e}.ladder_key AND n.interrupted = 0 AND n.attempt_number = 1"
+        f" AND n.id > {first}), 9e18)"
     )
     live = f"{e}.interrupted = 0"
     return (
         f"CASE WHEN {live} THEN {first} END AS climb_id,"
         f" CASE WHEN {live} THEN (SELECT y.occurred_at FROM error_log y WHERE y.id = {first})"
         " END AS spent_from,"
-        f" CASE WHEN {live} THEN (SELECT min(r.resolved_at){resolved}) END AS spent_to,"
+        f" CASE WHEN {live} THEN (SELECT max(z.occurred_at){climb}) END AS spent_to,"
         f" CASE WHEN {live} THEN (SELECT r.resolution{resolved} ORDER BY r.resolved_at, r.id"
-        " LIMIT 1) END AS climb_end"
+        " LIMIT 1) END AS climb_end,"
+        f" CASE WHEN {live} THEN (SELECT max(z.attempt_number){climb}) END AS {attempts},"
+        f" CASE WHEN {live} THEN (SELECT json_group_array(DISTINCT CASE WHEN z.agent_id IS NULL"
+        f" OR z.agent_id = 'main' THEN z.session_id ELSE z.agent_id END){climb})"
+        " END AS climbers"
     )
 
 
@@ -266,22 +317,18 @@ _FAILED_FROM = (
     " AND x.occurred_at = f.created_at AND x.interrupted = 0"
     " AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
 )
-# FROM and result columns for a failed_paths row `f`: attempts (the failures its ladder had,
-# when it came from one), spent_from, spent_to (both NULL for one recorded by hand).
+# FROM and result columns for a failed_paths row `f`: its climb's (see climb_columns; all NULL
+# for one recorded by hand), attempts being the climb's.
 FAILED_PATH_WINDOW_FROM = f" FROM failed_paths f LEFT JOIN error_log e ON e.id = {_FAILED_FROM}"
-FAILED_PATH_WINDOW = (
-    "e.attempt_number AS attempts,"
-    " CASE WHEN e.id IS NOT NULL THEN (SELECT y.occurred_at FROM error_log y WHERE y.id ="
-    f" coalesce({_climb_start_id('e')}, e.id)) END AS spent_from,"
-    " CASE WHEN e.id IS NOT NULL THEN f.created_at END AS spent_to"
-)
+FAILED_PATH_WINDOW = climb_columns("e", attempts="attempts")
 
 
-def spent_columns(session: str, start: str, end: str) -> str:
+def spent_columns(session: str, start: str, end: str, agents: str | None = None) -> str:
     """Result columns `tokens` and `cost_usd`: what the session's model responses used and
-    cost from `start` to `end` (SQL expressions; `end` NULL: up to now). Both NULL without a
-    window, or when none of the session's usage was read; cost_usd NULL when no response in
-    the window had a price (an empty window costs 0)."""
+    cost from `start` to `end` (SQL expressions; `end` NULL: up to now), of the agents in the
+    JSON array `agents` when given. Both NULL without a window, or when none of the session's
+    usage was read; cost_usd NULL when no response in the window had a price (an empty window
+    costs 0)."""
     known = (
         f"{start} IS NOT NULL AND EXISTS (SELECT 1 FROM message_usage u"
         f" WHERE u.session_id = {session})"
@@ -292,6 +339,8 @@ def spent_columns(session: str, start: str, end: str) -> str:
         f" AND m.at >= {start}"
         f" AND m.at <= coalesce({end}, {OPEN_END})"
     )
+    if agents is not None:
+        window += f" AND m.agent_id IN (SELECT value FROM json_each({agents}))"
     return (
         f"CASE WHEN {known} THEN (SELECT coalesce(sum({SPENT_TOKENS}), 0){window}) END AS tokens,"
         f" CASE WHEN {known} THEN (SELECT CASE WHEN count(m.cost_usd) > 0 OR count(*) = 0"
@@ -302,14 +351,13 @@ def spent_columns(session: str, start: str, end: str) -> str:
 def ladders_spent(
     conn: apsw.Connection, session_id: str, include_abandoned: bool = False
 ) -> "dict[Any, dict[str, Any]]":
-    """{ladder_key: {tokens, cost_usd}} for the ladders `open_errors` lists: each one's climb,
-    from its first failure until now (or its abandonment). Empty when the session's usage was
-    not read."""
+    """{ladder_key: {tokens, cost_usd}} for the ladders `open_errors` lists: each one's climb
+    (see above). Empty when the session's usage was not read."""
     unfixed = UNFIXED if include_abandoned else OPEN
     found = rows(
         conn,
         f"SELECT w.ladder_key, w.spent_to,"
-        f" {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to')}"
+        f" {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to', 'w.climbers')}"
         f" FROM (SELECT e.ladder_key, e.session_id, {climb_columns('e')} FROM error_log e"
         " WHERE e.id IN (SELECT max(id) FROM error_log WHERE session_id = ?"
         f" AND {unfixed} AND interrupted = 0 GROUP BY ladder_key)) w",
@@ -339,7 +387,7 @@ def failed_paths_spent(conn: apsw.Connection, ids: "list[Any]") -> "dict[Any, di
     found = rows(  # the ids as one JSON array: one statement, compiled once, whatever their count
         conn,
         f"SELECT w.id, w.attempts, w.spent_to,"
-        f" {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to')}"
+        f" {spent_columns('w.session_id', 'w.spent_from', 'w.spent_to', 'w.climbers')}"
         f" FROM (SELECT f.id, f.session_id, {FAILED_PATH_WINDOW}{FAILED_PATH_WINDOW_FROM}"
         " WHERE f.id IN (SELECT value FROM json_each(?))) w",
         ("[" + ",".join(str(int(i)) for i in ids) + "]",),

@@ -91,17 +91,21 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
 def failed_paths_become_learnings(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     """A failed path still relevant when another session starts is a project `learning`
     (each new session it is relevant to strengthens the same memory)."""
+    # Each with the last failure of its ladder: the learning is marked once that is fixed.
     found = conn.execute(
-        "SELECT id, approach, reason_failed, file_path, session_id FROM failed_paths"
-        " WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
-        " AND coalesce(session_id, '') != ?2 ORDER BY created_at DESC LIMIT 5",
+        "SELECT f.id, f.approach, f.reason_failed, f.file_path, f.session_id,"
+        " (SELECT max(x.id) FROM error_log x WHERE x.session_id = f.session_id"
+        "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
+        " FROM failed_paths f WHERE f.still_relevant = 1"
+        " AND (f.expires_at IS NULL OR f.expires_at > ?1)"
+        " AND coalesce(f.session_id, '') != ?2 ORDER BY f.created_at DESC LIMIT 5",
         (ctx.now, ev.session_id),
     ).fetchall()
     if not found:
         return
     from . import memories
 
-    for failed_id, approach, reason, file_path, session_id in found:
+    for failed_id, approach, reason, file_path, session_id, error_id in found:
         where = f" (file {file_path})" if file_path else ""
         memories.add(
             conn,
@@ -113,6 +117,7 @@ def failed_paths_become_learnings(conn: apsw.Connection, ev: Event, ctx: "Contex
             source="learned",
             session_id=as_opt_text(session_id),
             key=f"failed-path|{failed_id}",
+            error_id=error_id if isinstance(error_id, int) else None,
         )
 
 
@@ -263,15 +268,15 @@ def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: "Context") -
             "SELECT agent_id FROM agent_launches WHERE tool_use_id = ? AND agent_id IS NOT NULL",
             (ev.text_of("tool_use_id"),),
         ).fetchall()
+        # An interruption (the user stopped it, or Claude Code died under it and wrote its
+        # placeholder) cut the agent off: it did not fail.
+        cut_off = ev.get("is_interrupt") in (True, 1)
+        status = registry.STALE if cut_off else "failed"
+        how = "Agent call interrupted" if cut_off else "Agent tool failed"
         for (agent_id,) in launched:
-            reason = f"Agent tool failed: {(ev.text_of('error') or '').strip()[:200]}"
+            reason = f"{how}: {(ev.text_of('error') or '').strip()[:200]}"
             registry.transition(
-                conn,
-                as_text(agent_id),
-                "failed",
-                reason,
-                ctx.now,
-                (registry.RUNNING, registry.STALE),
+                conn, as_text(agent_id), status, reason, ctx.now, (registry.RUNNING, registry.STALE)
             )
 
 

@@ -105,7 +105,9 @@ def answer_session_start(
 
         held = restores_held(conn, ev.session_id, source, ev.text_of("transcript_path"))
     if forked is not None and forked[3]:  # the first session of a fork: its frame's state
-        text: str | None = context.for_fork(conn, forked[1], forked[2], forked[3])
+        from ..core.fork_state import at_frame
+
+        text: str | None = at_frame(conn, forked[1], forked[2], forked[3])
     elif source == "compact":
         text = context.for_compaction(conn, ev.session_id, ctx.now, held)
     else:

@@ -346,9 +346,9 @@ def errors_query(*, open_only: bool = False) -> Query:
             f"SELECT 1 FROM error_log WHERE NOT coalesce({unfixed}, 0)",
             "errors fixed, or calls interrupted",
         )
-    # Each entry with what its climb of the ladder cost (core/readings.py: from the climb's
-    # first failure until it was fixed or abandoned, or now): the same on each of its entries.
-    spent = readings.spent_columns("w.session_id", "w.spent_from", "w.spent_to")
+    # Each entry with what its climb of the ladder cost (core/readings.py: its attempts, from
+    # its first failure to its last): the same on each of its entries.
+    spent = readings.spent_columns("w.session_id", "w.spent_from", "w.spent_to", "w.climbers")
     return Query(
         "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
         " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
@@ -375,8 +375,8 @@ def failed_paths_query(*, include_all: bool = False) -> Query:
     shown = "still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
     where = "1" if include_all else shown
     params: tuple[Any, ...] = () if include_all else (time.time(),)
-    # What each approach cost, from its first failure until it was recorded (core/readings.py).
-    spent = readings.spent_columns("w.session_id", "w.spent_from", "w.spent_to")
+    # What each approach cost: the climb it was recorded from (core/readings.py).
+    spent = readings.spent_columns("w.session_id", "w.spent_from", "w.spent_to", "w.climbers")
     return Query(
         "SELECT id, approach, reason_failed, file_path, session_id, still_relevant, created_at,"
         f" expires_at, context, {spent} FROM (SELECT f.*, {readings.FAILED_PATH_WINDOW}"

@@ -47,7 +47,13 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         },
         "sessions": sessions(conn, limit=5),
         "sessions_never_ended": [
-            {k: row[k] for k in ("session_id", "last_activity_at", "last_step", "open_errors")}
+            {
+                k: row[k]
+                for k in (
+                    *("session_id", "last_activity_at", "last_step", "step_running"),
+                    *("step_agent", "cut_off", "open_errors"),
+                )
+            }
             | {"resume_with": f"claude --resume {row['session_id']}"}
             for row in readings.crashed_sessions(conn, "", now)
         ],

@@ -580,13 +580,13 @@ def dead_ends(
 ) -> dict[str, Any] | None:
     """What the session spent on dead ends: the climbs of its error ladders that were never
     fixed (abandoned, or still open) and its failed approaches not resolved since, each over
-    its window (see core/readings.py: from the first failure until the fix, the abandonment or
-    now; a failed approach until it was recorded; one recorded by hand has none). A response
-    inside several windows counts once. `total`: the session's cost, for the share. None when
-    none of the session's usage was read."""
+    its climb's window and by the agents that climbed it (see core/readings.py: from the
+    first failure to the last; one recorded by hand has none). A response inside several
+    windows counts once. `total`: the session's cost, for the share. None when none of the
+    session's usage was read."""
     messages = db.rows(
         conn,
-        f"SELECT m.at, {TOKEN_SUM} AS tokens, m.cost_usd FROM message_usage m"
+        f"SELECT m.at, m.agent_id, {TOKEN_SUM} AS tokens, m.cost_usd FROM message_usage m"
         " WHERE m.session_id = ?" + ("" if since is None else " AND m.at >= ?"),
         (session_id,) if since is None else (session_id, since),
     )
@@ -596,7 +596,7 @@ def dead_ends(
         return None
     climbs = db.rows(
         conn,
-        "SELECT DISTINCT w.climb_id, w.spent_from, w.spent_to FROM (SELECT"
+        "SELECT DISTINCT w.climb_id, w.spent_from, w.spent_to, w.climbers FROM (SELECT"
         f" {readings.climb_columns('e')} FROM error_log e WHERE e.session_id = ?"
         " AND e.interrupted = 0) w WHERE w.spent_from IS NOT NULL"
         " AND (w.climb_end IS NULL OR w.climb_end = 'abandoned')",
@@ -609,14 +609,19 @@ def dead_ends(
         (session_id,),
     )
     windows = [
-        (float(w["spent_from"]), float("inf") if w["spent_to"] is None else float(w["spent_to"]))
+        (
+            float(w["spent_from"]),
+            float("inf") if w["spent_to"] is None else float(w["spent_to"]),
+            set(json.loads(w["climbers"] or "[]")),
+        )
         for w in [*climbs, *paths]
         if w["spent_from"] is not None
     ]
     inside = [
         m
         for m in messages
-        if m["at"] is not None and any(a <= float(m["at"]) <= b for a, b in windows)
+        if m["at"] is not None
+        and any(a <= float(m["at"]) <= b and m["agent_id"] in who for a, b, who in windows)
     ]
     priced = [float(m["cost_usd"]) for m in inside if m["cost_usd"] is not None]
     cost = sum(priced) if priced or not inside else None

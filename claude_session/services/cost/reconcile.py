@@ -36,8 +36,18 @@ MARK = "_claude_session_source"  # in the stored payload: this one was not sent 
 NOT_PROMPTS = ("<command-", "<local-command-", "<bash-", "[Request interrupted")
 # A tool result that says the call never ran, as Claude Code words it: no hook fires for those.
 REJECTED = "<tool_use_error>"
-# A result that says the user stopped or declined the call: an interruption, not a failure.
-STOPPED = ("[Request interrupted by user", "The user doesn't want to proceed")
+# A result that says the call was stopped, declined or cut off, as Claude Code words it (the
+# user, or the placeholders it writes for a call whose process died under it, seen on resume):
+# an interruption, not a failure.
+STOPPED = (
+    "[Request interrupted",
+    "The user doesn't want to proceed",
+    "[Tool call interrupted",
+    "[Agent call interrupted",
+    "[Tool call did not complete",
+    "[Tool call result not in this copy",
+    "[This turn ended before it finished",
+)
 
 Payload = dict[str, Any]
 

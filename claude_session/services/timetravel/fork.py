@@ -28,7 +28,7 @@ from typing import Any
 
 import apsw
 
-from ...core import db, executions, frames, provenance, trust, usergit
+from ...core import db, executions, fork_state, frames, provenance, trust, usergit
 from ...core.paths import db_path
 from ..setup import hook_sources, installer
 from ..snapshots import revert_store, snapshot_files, workspace
@@ -79,6 +79,9 @@ def fork(
         state = {}
     if reset_failures:
         state = dict(state, errors=[], failed_paths=[])
+    # what only this database knows of the frame (its time, what changed up to it), for the
+    # fork's first session to be told from its own
+    state = fork_state.freeze(conn, ref.session_id, ref.frame_no, state)
     state_text = json.dumps(state, separators=(",", ":"), sort_keys=False)
     dest = os.path.abspath(path or default_path(root, ref, kind))
     if os.path.lexists(dest) and (not os.path.isdir(dest) or os.listdir(dest)):
