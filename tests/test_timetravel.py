@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,11 @@ def test_fork_has_the_frames_files_and_its_first_session_gets_the_frames_state(
     context = json.loads(answer.stdout)["hookSpecificOutput"]["additionalContext"]
     assert f"frame {edit} of session {SESSION}" in context
     assert "make the value configurable" in context
+    # the state is the frame's, and says when that was (the fork's own database has no frames)
+    made_at = query(
+        repo, "SELECT created_at FROM frames WHERE session_id = ? AND frame_no = ?", (SESSION, edit)
+    )[0][0]
+    assert f"State as of {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(made_at))}." in context
     claimed = query(fork, "SELECT child_session_id, label FROM branches")
     assert claimed == [("forked-0001", "try-b")]
     tree = json.loads(cli(repo, "timeline", SESSION, "--tree", "--json").stdout)
