@@ -56,7 +56,12 @@ ERRORS = {
     SCRIPT: 'Exit code 1\nTraceback (most recent call last):\n  File "{root}/migrate.py", line 3,'
     ' in <module>\n    raise ValueError("bad row 7")\nValueError: bad row 7',
 }
-TASKS = ("fix the failing test", "make the migration pass", "tidy the notes")
+TASKS = (
+    "fix the failing test",
+    "make the migration pass",
+    "tidy the notes",
+    "why does migrate.py fail",
+)
 
 
 @dataclass
@@ -374,6 +379,9 @@ class Histories(RuleBasedStateMachine):
         if not choices:
             return
         session, agent = data.draw(st.sampled_from(choices))
+        self.write_file(session, agent, path, good, wait)
+
+    def write_file(self, session: str, agent: str, path: str, good: bool, wait: int) -> None:
         self.tick(wait)
         full = self.root / path
         content = f"{'good' if good else 'bad'} {path} {next(self.ids)}\n"
@@ -403,6 +411,24 @@ class Histories(RuleBasedStateMachine):
             return
         session, agent = data.draw(st.sampled_from(choices))
         self.tick(wait)
+        self.run_once(session, agent, command)
+
+    @precondition(lambda self: bool(self.live_sessions()))
+    @rule(data=st.data(), command=st.sampled_from(sorted(COMMANDS)), bad=st.booleans())
+    def retry(self, data: st.DataObject, command: str, bad: bool) -> None:
+        """An agent that runs a command three times over (after breaking its file, or not):
+        the ladder's climb, a failed path, the learnings later sessions are given."""
+        choices = self.actors()
+        if not choices:
+            return
+        session, agent = data.draw(st.sampled_from(choices))
+        if bad:
+            self.write_file(session, agent, COMMANDS[command], False, 5)
+        for _ in range(3):
+            self.tick(20)
+            self.run_once(session, agent, command)
+
+    def run_once(self, session: str, agent: str, command: str) -> None:
         use = f"toolu_{uuid.uuid4().hex[:16]}"
         common = {
             "tool_name": "Bash",

@@ -564,6 +564,8 @@ def _memory(r: Reading, line: str, notes: list[str]) -> list[Verdict]:
     failed_before = re.match(
         r"An approach that failed before(?: \(file \S+\))?: (.+?)\. Why:", text
     )
+    if failed_before:  # "<command> (after editing <file>: ...)": the approach, as recorded
+        failed_before = re.match(r"(?s)(.*)", failed_before.group(1).split(" (after ")[0])
     if learned:
         command = learned.group(1)
         ok = command in COMMANDS and w.last_run(command, passed=True) is not None

@@ -439,7 +439,7 @@ def test_a_check_a_subagent_fixed_is_never_a_dead_end_after_compact_and_resume(
         s.project, "SELECT text FROM injections WHERE source = 'compact' ORDER BY id"
     )
     assert len(compactions) == 2 and all(
-        "still in your context" not in text for (text,) in compactions
+        "is still in your context and still holds" not in text for (text,) in compactions
     ), compactions
     print(f"\n[{transport}] fixed check: {s.truth.count()} statements checked, 0 false")
     print(s.report())

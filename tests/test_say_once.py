@@ -85,7 +85,7 @@ def test_resume_then_compact_then_resume_says_each_statement_once(
     compacted = said(send(project, "SessionStart.compact", transcript_path=str(transcript)))
     assert compacted and "Context was just compacted" in compacted
     assert APPROACH in compacted and ERROR in compacted
-    assert "still in your context" not in compacted
+    assert "is still in your context and still holds" not in compacted
 
     # The transcript as Claude Code writes it after (the resume block listed as preserved
     # makes no difference): only the compaction's block is held at the next resume.
@@ -105,7 +105,7 @@ def test_two_compactions_in_a_row_give_everything_twice(project: Path, tmp_path:
         send(project, "PreCompact", transcript_path=str(transcript))
         compacted = said(send(project, "SessionStart.compact", transcript_path=str(transcript)))
         assert compacted and APPROACH in compacted and ERROR in compacted
-        assert "still in your context" not in compacted
+        assert "is still in your context and still holds" not in compacted
 
 
 def test_a_compaction_after_a_model_turn_gives_everything_again(

@@ -318,26 +318,20 @@ def restate(
         if title in covered and title not in ABOUT_SUBJECT and (title, key) not in current
     }
     for about, texts in by_subject.items():
-        if about == subject:
-            now_true, now_covered = current, covered
+        if about == subject:  # what changed is said anew above; what is gone is withdrawn
             # an error given now under another of its sections is a change, said anew
             stays = {_error_key(k) for t, k in current if t in ERRORS}
+            gone |= {
+                (title, key)
+                for title, key in _held_statements(texts)
+                if title in ABOUT_SUBJECT
+                and title in covered
+                and (title, key) not in current
+                and not (title in ERRORS and _error_key(key) in stays)
+            }
         elif about is not None and state_of is not None:
-            other = sections_of(state_of(about))
-            now_true = {(t, _key(t, final(ln))) for t, lines, _ in other for ln in lines}
-            now_covered = {title for title, _, covers in other if covers}
-            # not said anew here: what it held stays true while the error is open or abandoned
-            stays = {_error_key(k) for t, k in now_true if t in (OPEN, ABANDONED)}
-        else:
-            continue  # no way to know what is true of it now: nothing of it is withdrawn
-        gone |= {
-            (title, key)
-            for title, key in _held_statements(texts)
-            if title in ABOUT_SUBJECT
-            and title in now_covered
-            and (title, key) not in now_true
-            and not (title in (OPEN, ABANDONED) and _error_key(key) in stays)
-        }
+            gone |= _gone_of_other(texts, sections_of(state_of(about)))
+        # else: no way to know what is true of it now: nothing of it is withdrawn
     withdrawn = [f'- {key}{_UNDER}{title}")' for title, key in holds if (title, key) in gone]
     if not withdrawn and not any(lines for _, lines in new):
         return None
@@ -355,6 +349,38 @@ ABOUT_SUBJECT = frozenset({TASK, OPEN, RERUN, ABANDONED, FINISHED, LIVE, CLAIMS,
 
 
 ERRORS = (OPEN, RERUN, ABANDONED)  # one error, in one of these as it stands
+
+
+def _gone_of_other(
+    texts: "list[str]", other: "list[tuple[str, list[str], bool]]"
+) -> "set[tuple[str, str]]":
+    """The statements of blocks about another session than the one this block is about that
+    are not true now as stated: nothing in this block says them anew, so an error that failed
+    again since is withdrawn too, as one fixed is. An error that only went from open to
+    abandoned (or back) with the same attempts still holds as stated."""
+    now = {(t, _key(t, final(ln))): _stable(final(ln)) for t, lines, _ in other for ln in lines}
+    covered = {title for title, _, covers in other if covers}
+    attempts = {
+        _error_key(k): _attempts_of(line) for (t, k), line in now.items() if t in (OPEN, ABANDONED)
+    }
+    gone = set()
+    for (title, key), line in _held_statements(texts).items():
+        if title not in ABOUT_SUBJECT or title not in covered:
+            continue
+        if (title, key) in now:  # still so; an error's attempts may have grown since
+            if title in ERRORS and _attempts_of(now[(title, key)]) != _attempts_of(line):
+                gone.add((title, key))
+        elif not (
+            title in (OPEN, ABANDONED) and attempts.get(_error_key(key)) == _attempts_of(line)
+        ):
+            gone.add((title, key))
+    return gone
+
+
+def _attempts_of(line: str) -> str:
+    """`9x` of an error's line (`` `cmd` failed 9x [``), else the whole line."""
+    at = line.find("` failed ")
+    return line[at + 9 :].split(" ")[0] if at >= 0 else line
 
 
 def _error_key(key: str) -> str:

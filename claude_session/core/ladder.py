@@ -343,10 +343,11 @@ def _learn(
 
 
 def abandon_open(conn: apsw.Connection, session_id: str, now: float) -> None:
-    """At session end: what was never fixed nor escalated is abandoned."""
+    """At session end: what was never fixed is abandoned, escalated or not (an escalation is
+    no fix: left open, the status line would count it for good)."""
     conn.execute(
         "UPDATE error_log SET resolution = 'abandoned', resolved_at = ?2"
-        " WHERE session_id = ?1 AND resolution IS NULL",
+        f" WHERE session_id = ?1 AND {OPEN}",
         (session_id, now),
     )
 

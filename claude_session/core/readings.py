@@ -138,9 +138,12 @@ def failed_paths(
         " (SELECT max(x.occurred_at) FROM error_log x WHERE x.session_id = f.session_id"
         "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
         "  AS last_failed_at,"
-        # the same command's last failure anywhere since (see FAILED_LAST_ANYWHERE)
+        # the same command's last failure anywhere since (see FAILED_LAST_ANYWHERE); the
+        # approach is the command, perhaps with what it was tried after: "<command> (after ...)"
         " (SELECT max(x.occurred_at) FROM sessions s INDEXED BY sessions_activity"
-        "  JOIN error_log x ON x.session_id = s.session_id AND x.command = f.approach"
+        "  JOIN error_log x ON x.session_id = s.session_id AND x.command = CASE WHEN"
+        "  instr(f.approach, ' (after ') > 0 THEN substr(f.approach, 1,"
+        "  instr(f.approach, ' (after ') - 1) ELSE f.approach END"
         "  WHERE s.last_activity_at >= f.created_at AND x.interrupted = 0) AS failed_last_at,"
         " (SELECT x.ladder_key FROM error_log x WHERE x.session_id = f.session_id"
         "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0"
