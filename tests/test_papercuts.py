@@ -150,11 +150,21 @@ def test_a_session_never_ended_is_interrupted_everywhere(finished: Path) -> None
     assert row["state"] == "interrupted"
 
 
-def test_an_escalated_error_is_not_resolved(finished: Path) -> None:
-    rows = json.loads(run_cli(finished, "errors", "--json").stdout)
+def test_an_escalated_error_is_not_resolved(busy: Path) -> None:
+    rows = json.loads(run_cli(busy, "errors", "--json").stdout)
     escalated = [r for r in rows if str(r["resolution"]).startswith("escalated")]
     assert escalated
     assert all(r["resolved_at"] is None for r in escalated)
+
+
+def test_an_escalated_error_is_abandoned_when_its_session_ends(finished: Path) -> None:
+    """An escalation is no fix: once its session ended it is abandoned like the rest, so no
+    status line counts it as open for good."""
+    rows = json.loads(run_cli(finished, "errors", "--json").stdout)
+    assert rows and not [r for r in rows if str(r["resolution"]).startswith("escalated")]
+    assert all(r["resolution"] in ("abandoned", "auto_fixed") for r in rows), rows
+    line = json.loads(run_cli(finished, "statusline", "--json").stdout)
+    assert line["open_errors"] == 0, line
 
 
 def test_memory_add_defaults_to_a_fact_and_show_says_trusted_in_words(project: Path) -> None:
