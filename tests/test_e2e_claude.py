@@ -380,8 +380,10 @@ def test_real_claude_code_failed_path_survives_compaction_and_is_said_once(
 ) -> None:
     """A command fails 3 times (a failed approach, an open error); `/compact` in a resumed
     run (SessionStart resume, then compact); a resumed prompt. The failed approach survives the
-    compaction, and every request holds each statement at most once (three blocks, each with
-    the same approach and error, before)."""
+    compaction, and each of our blocks holds each statement at most once. A compaction ends
+    what was given before it: its block is whole and calls nothing earlier still in context,
+    so after it the model may read a statement twice (in the resume's block Claude Code kept
+    verbatim, and in the compaction's), never a claim that no longer holds."""
     binary = claude_binary()
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
@@ -431,21 +433,20 @@ def test_real_claude_code_failed_path_survives_compaction_and_is_said_once(
 
     approach = f"{STUCK}; failed because: Exit code 1"  # the failed approach's line
     error = f"Bash `{STUCK}` failed 3x"  # the open error's line
-    for phase, body in model.requests:
-        seen = json.dumps(body, ensure_ascii=False)
-        assert seen.count(approach) <= 1, (phase, seen.count(approach))
-        assert seen.count(error) <= 1, (phase, seen.count(error))
+    given = query(project, "SELECT source, text FROM injections WHERE kind = 'restore' ORDER BY id")
+    for _, block in given:  # each block says each thing once
+        assert block.count(approach) <= 1 and block.count(error) <= 1, block
     after = [json.dumps(b, ensure_ascii=False) for phase, b in model.requests if phase == "after"]
     assert after
     for seen in after:  # still told everything true
-        assert seen.count(approach) == 1 and seen.count(error) == 1
+        assert 1 <= seen.count(approach) <= 2 and 1 <= seen.count(error) <= 2
         assert "Context was just compacted" in seen
-    # The log: the resume's whole block, then the compaction's changes only, then nothing
-    # (the resumed session already holds both).
-    given = query(project, "SELECT source, text FROM injections WHERE kind = 'restore' ORDER BY id")
+    # The log: the resume's whole block, the compaction's whole block (nothing given before a
+    # compaction is called still in context after it), then nothing: the resumed session
+    # holds the compaction's block.
     assert [source for source, _ in given] == ["resume", "compact"]
-    assert approach in given[0][1] and approach not in given[1][1]
-    assert "still in your context and still holds" in given[1][1]
+    assert approach in given[0][1] and approach in given[1][1]
+    assert "still in your context and still holds" not in given[1][1]
 
 
 def test_default_judge_is_the_real_claude_cli_in_headless_mode(tmp_path: Path) -> None:
