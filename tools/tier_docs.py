@@ -36,14 +36,14 @@ TIERS = ("lint", "fast", "integration", "e2e")
 OUT = "CLAUDE_SESSION_TIER_DOCS_OUT"
 
 # Wall time of `./test.sh TIER` on the 2-core machine (measured by hand: a fresh clone's
-# `.ci/run`, 2026-11-28, nothing else running; the whole run, its install with warm package
-# caches included, took 18 min 5 s).
+# `.ci/run`, 2026-11-29, nothing else running; the whole run, its install with warm package
+# caches included, took 21 min 33 s).
 MEASURED = {
-    "lint": "36 s",
-    "fast": "1 min 10 s",
-    "integration": "7 min 26 s",
-    "e2e": "6 min 15 s",
-    "all": "about 15 min 30 s",
+    "lint": "35 s",
+    "fast": "2 min 13 s",
+    "integration": "8 min 21 s",
+    "e2e": "7 min 58 s",
+    "all": "about 18 min 50 s",
 }
 
 
