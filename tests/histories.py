@@ -42,6 +42,7 @@ from reference_model import (
     World,
 )
 from statements import Reading, Verdict, check_answer, check_report, check_status, read_text
+from test_say_once import attachment  # the SessionStart line, as Claude Code writes it
 
 from claude_session.core import db, fork_state, statusline
 from claude_session.core.paths import db_path
@@ -279,18 +280,8 @@ class Histories(RuleBasedStateMachine):
         text = ((answer or {}).get("hookSpecificOutput") or {}).get("additionalContext")
         if text and event == "SessionStart" and agent == MAIN:
             self.world.give(session, text)
-            self.transcript(
-                session,
-                type="attachment",
-                uuid=uuid.uuid4().hex,
-                attachment={
-                    "type": "hook_additional_context",
-                    "content": [text],
-                    "hookName": "SessionStart",
-                    "toolUseID": "SessionStart",
-                    "hookEvent": "SessionStart",
-                },
-            )
+            with open(self.transcripts / f"{session}.jsonl", "a") as f:
+                f.write(attachment(uuid.uuid4().hex, text) + "\n")
 
     @precondition(lambda self: bool(self.live_sessions()))
     @rule(data=st.data(), task=st.sampled_from(TASKS))

@@ -35,7 +35,7 @@ GIT = "Git (at the last compaction)"
 def _crashed(session: "dict[str, Any]", now: float) -> str:
     """An interrupted session: how it stopped, its last step (running, when the process died
     under it), the subagents it cut off, and the exact resume command."""
-    last = _one_line(session.get("last_step")) or "no step recorded"
+    last = one_line(session.get("last_step")) or "no step recorded"
     if session.get("step_running"):
         last += ", still running when it stopped"
     if session.get("step_agent"):
@@ -55,7 +55,7 @@ def _crashed(session: "dict[str, Any]", now: float) -> str:
         line += f"; subagents cut off: {session['cut_off']}"
     if errors:
         line += f"; {errors} open error{'s' if errors != 1 else ''}"
-    where = f" in {_one_line(session['cwd'])}" if session.get("cwd") else ""
+    where = f" in {one_line(session['cwd'])}" if session.get("cwd") else ""
     return line + f"); the user can resume it with `claude --resume {session['session_id']}`{where}"
 
 
@@ -67,7 +67,7 @@ def _beside(session: "dict[str, Any]", now: float) -> str:
         line += f", {n} subagent{'s' if n != 1 else ''} running"
     line += ")"
     if session.get("task"):
-        line += f"; its latest prompt: {_one_line(session['task'])[:200]}"
+        line += f"; its latest prompt: {one_line(session['task'])[:200]}"
     return line
 
 
@@ -149,18 +149,18 @@ def compose(text: str, sections: "list[tuple[str, list[str]]]", cap: int) -> str
 
 def _task(prompt: "dict[str, Any]") -> str:
     if prompt.get("submitted_at") is None:
-        return f"- {_one_line(prompt['prompt'])}"
-    return f"- [{clock(prompt['submitted_at'])}] {_one_line(prompt['prompt'])}"
+        return f"- {one_line(prompt['prompt'])}"
+    return f"- [{clock(prompt['submitted_at'])}] {one_line(prompt['prompt'])}"
 
 
 def _failed(path: "dict[str, Any]") -> str:
     where = f" (file {path['file_path']})" if path.get("file_path") else ""
-    why = _one_line(path["reason_failed"])
-    return f"- {_one_line(path['approach'])}; failed because: {why}{where}{_spent(path)}"
+    why = one_line(path["reason_failed"])
+    return f"- {one_line(path['approach'])}; failed because: {why}{where}{_spent(path)}"
 
 
 def _error(error: "dict[str, Any]") -> str:
-    what = _one_line(error["command"] or error["file_path"] or error["signature"])
+    what = one_line(error["command"] or error["file_path"] or error["signature"])
     return (
         f"- {error['tool_name'] or 'tool'} `{what}` failed {error['attempts']}x"
         f" [{error['error_category']}]: {gist(error['error_message'] or '')}{_spent(error)}"
@@ -185,7 +185,7 @@ def _ended(error: "dict[str, Any]") -> str:
 
 def _rerun(error: "dict[str, Any]") -> str:
     """Not "still failing": the code changed after the last failure and nobody re-ran it."""
-    what = _one_line(error["command"] or error["signature"])
+    what = one_line(error["command"] or error["signature"])
     line = (
         f"- `{what}` failed {error['attempts']} times [{error['error_category']}]:"
         f" {gist(error['error_message'] or '')}; {_changes(error['changed_since'], error)}"
@@ -196,9 +196,9 @@ def _rerun(error: "dict[str, Any]") -> str:
 
 def _rerun_path(path: "dict[str, Any]") -> str:
     """A failed approach whose files changed since: to try again, not to avoid."""
-    why = _one_line(path["reason_failed"])
+    why = one_line(path["reason_failed"])
     return (
-        f"- {_one_line(path['approach'])} failed: {why};"
+        f"- {one_line(path['approach'])} failed: {why};"
         f" {_changes(path['changed_since'], path)}{_spent(path)}; re-run to confirm"
     )
 
@@ -245,18 +245,18 @@ def _abandoned(error: "dict[str, Any]") -> str:
 def _agent(agent: "dict[str, Any]", now: float) -> str:
     line = f"- {agent['id']} ({agent['agent_type'] or 'agent'})"
     if agent.get("description"):
-        line += f' "{_one_line(agent["description"])}"'
+        line += f' "{one_line(agent["description"])}"'
     if agent.get("task_description"):
-        line += f": {_one_line(agent['task_description'])}"
+        line += f": {one_line(agent['task_description'])}"
     return line + f"; last seen {_ago(now, agent['last_seen_at'])}, {agent['tool_uses']} tool uses"
 
 
 def _finished(agent: "dict[str, Any]") -> str:
     line = f"- {agent['id']} ({agent['agent_type'] or 'agent'}, {agent['status']})"
     if agent.get("description"):
-        line += f' "{_one_line(agent["description"])}"'
-    asked = _one_line(agent.get("task_description"))
-    reported = _one_line(agent.get("last_message"))
+        line += f' "{one_line(agent["description"])}"'
+    asked = one_line(agent.get("task_description"))
+    reported = one_line(agent.get("last_message"))
     line += f"; asked: {asked[:200] or 'not recorded'}"
     return line + f"; reported: {reported[:300] or 'nothing recorded'}"
 
@@ -284,7 +284,7 @@ def _git_lines(git: "Any") -> list[str]:
     return lines
 
 
-def _one_line(text: "Any") -> str:
+def one_line(text: "Any") -> str:
     return " ".join(str(text or "").split())
 
 

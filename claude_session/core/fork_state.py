@@ -13,7 +13,7 @@ import json
 
 import apsw
 
-from .context_text import CLOSE_TAG, CONTEXT_CAP, LINE_CAP, render
+from .context_text import CLOSE_TAG, CONTEXT_CAP, LINE_CAP, one_line, render
 from .db import rows
 from .errors import depends_on, is_check
 from .quote import for_model
@@ -102,7 +102,7 @@ def at_frame(conn: apsw.Connection, parent_session: str, frame_no: int, state_ha
     }
     lines = [
         f"- {a.get('id')} ({a.get('type') or 'agent'}, {a.get('status')})"
-        + (f": {' '.join(str(a.get('task')).split())}" if a.get("task") else "")
+        + (f": {one_line(a.get('task'))}" if a.get("task") else "")
         for a in state.get("agents") or []
         if a.get("id") != parent_session
     ]
