@@ -661,11 +661,13 @@ CREATE TABLE transcript_files (
 CREATE INDEX transcript_files_session ON transcript_files (session_id);
 
 -- One row per model response (an assistant message id, counted once per transcript however
--- many entries streamed it).
+-- many entries streamed it, and once across transcripts: a copy of another session's response
+-- is in response_copies, not here).
 CREATE TABLE message_usage (
     session_id            TEXT NOT NULL,
     agent_id              TEXT NOT NULL,   -- the subagent's id, or the session id (main thread)
     message_id            TEXT NOT NULL,   -- the API's message id (message.id)
+    request_id            TEXT,            -- the API's request id (requestId): with message_id, what counts a response once
     turn_id               INTEGER,         -- turns.id: by the promptId of the user entry before it, else the turn of the subagent's Agent call, else by time
     prompt_id             TEXT,            -- that promptId
     tool_uses             TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(tool_uses)),  -- JSON object: tool_use_id -> tool name, the calls it requested
@@ -673,17 +675,55 @@ CREATE TABLE message_usage (
     input_tokens          INTEGER NOT NULL DEFAULT 0,
     output_tokens         INTEGER NOT NULL DEFAULT 0,  -- thinking included
     cache_read_tokens     INTEGER NOT NULL DEFAULT 0,
-    cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_tokens INTEGER NOT NULL DEFAULT 0,  -- every cache write, 5-minute and 1-hour
+    cache_1h_tokens       INTEGER NOT NULL DEFAULT 0,  -- of those, the 1-hour writes (usage.cache_creation.ephemeral_1h_input_tokens)
     thinking_tokens       INTEGER NOT NULL DEFAULT 0,
     service_tier          TEXT,
     speed                 TEXT,
     at                    REAL,            -- the entry's timestamp, Unix seconds
+    line_cost_usd         REAL,            -- an old transcript's own costUSD for this line
     cost_usd              REAL,            -- its share of the cost (NULL: no price known)
     cost_source           TEXT CHECK (cost_source IN ('claude_code', 'price_table')),  -- Claude Code's figure apportioned, or our own price table
+    estimated             INTEGER NOT NULL DEFAULT 0,  -- 1: a price for a model neither Claude Code nor our table knows (its default tier)
     PRIMARY KEY (session_id, agent_id, message_id)
 ) WITHOUT ROWID;
 CREATE INDEX message_usage_turn ON message_usage (session_id, turn_id);
 CREATE INDEX message_usage_at ON message_usage (at);
+CREATE INDEX message_usage_message ON message_usage (message_id);
+
+-- A response a session's transcript holds that another session made (a fork or a resume
+-- copies the lines it starts from): counted in its owner's cost, not in this session's.
+CREATE TABLE response_copies (
+    session_id TEXT NOT NULL,  -- the session whose transcript holds the copy
+    message_id TEXT NOT NULL,
+    request_id TEXT,
+    owner      TEXT NOT NULL,  -- the session that made it (requestSessionId, else the one that started first)
+    at         REAL,           -- its timestamp, Unix seconds
+    PRIMARY KEY (session_id, message_id)
+) WITHOUT ROWID;
+CREATE INDEX response_copies_owner ON response_copies (owner);
+
+-- Every cost-state line of a session's main transcript: Claude Code's cumulative figures. A
+-- process's spend is its last state less the state it started from (core/usage.py).
+CREATE TABLE cost_states (
+    session_id             TEXT NOT NULL,
+    path                   TEXT NOT NULL,     -- the transcript it is in
+    line_end               INTEGER NOT NULL,  -- byte offset just past the line (file order)
+    as_of                  REAL,              -- the time of the last entry before it: the responses it covers
+    total_cost_usd         REAL,              -- totalCostUSD
+    model_usage            TEXT CHECK (model_usage IS NULL OR json_valid(model_usage)),  -- modelUsage as Claude Code wrote it
+    has_unknown_model_cost INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, path, line_end)
+) WITHOUT ROWID;
+
+-- A model's price as Claude Code's own cost states show it: the factor on our table's price
+-- (or, for a model the table lacks, on the default tier) that gives Claude Code's figure.
+CREATE TABLE learned_prices (
+    model      TEXT PRIMARY KEY,
+    scale      REAL NOT NULL,
+    session_id TEXT NOT NULL,  -- the session whose figures taught it
+    updated_at REAL NOT NULL
+);
 
 -- Every hook run Claude Code timed, read from its transcripts (services/cost/hook_lines.py;
 -- written by core/hook_runs.py): ours and every other hook, with Claude Code's durationMs.
@@ -746,7 +786,8 @@ CREATE TABLE session_usage (
     unpriced_n            INTEGER NOT NULL,  -- responses with no price
     first_at              REAL,
     last_at               REAL,
-    turns                 INTEGER NOT NULL  -- the session's turns with responses (the same on each of its rows)
+    turns                 INTEGER NOT NULL,  -- the session's turns with responses (the same on each of its rows)
+    estimated_n           INTEGER NOT NULL DEFAULT 0  -- responses whose cost is an estimate (a model no price is known for)
 );
 CREATE INDEX session_usage_session ON session_usage (session_id);
 
@@ -765,7 +806,8 @@ CREATE TABLE session_tool_usage (
     cost_usd              REAL,
     claude_code_n         INTEGER NOT NULL,
     price_table_n         INTEGER NOT NULL,
-    unpriced_n            INTEGER NOT NULL
+    unpriced_n            INTEGER NOT NULL,
+    estimated_n           INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX session_tool_usage_session ON session_tool_usage (session_id);
 
@@ -836,4 +878,4 @@ CREATE TABLE database_identity (
 INSERT INTO database_identity (id, created_at)
     VALUES (lower(hex(randomblob(16))), (julianday('now') - 2440587.5) * 86400.0);
 
-PRAGMA user_version = 29;
+PRAGMA user_version = 30;

@@ -190,6 +190,7 @@ class CostReport:
     claude_code_total_usd: float | None
     price_table_models: Any
     dead_ends: dict[str, Any] | None = None
+    estimated_models: Any = ()  # models priced at the default tier: their costs are estimates
 
 
 @dataclass(frozen=True)

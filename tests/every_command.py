@@ -64,6 +64,7 @@ NO_DATABASE = {
     "install": "Claude Code's settings",
     "uninstall": "Claude Code's settings",
     "trust": "records the file's identity (device and inode), reads nothing in it",
+    "prices update": "the per-user price table, not the database",
 }
 # Commands that read it and say so in their own way, not in one line on stderr.
 OWN_WAY = {
@@ -103,6 +104,7 @@ RUNS: dict[str, list[list[str]]] = {
     "claims": [[], ["--all"]],
     "config": [[]],
     "cost": [[], ["--all"]],
+    "prices update": [["--remove"]],
     "daemon status": [[]],
     "daemon stop": [[]],
     "doctor": [[]],

@@ -98,6 +98,7 @@ class FakeAnthropic:
                     f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events
                 ).encode()
                 self.send_response(200)
+                self.send_header("request-id", f"req_e2e{next(_ids):06d}")
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()

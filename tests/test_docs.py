@@ -37,7 +37,7 @@ def test_every_table_and_column_is_in_the_reference(tmp_path: Path) -> None:
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         if not name.startswith("memories_fts_")  # FTS5's own shadow tables
     ]
-    assert len(tables) == 43
+    assert len(tables) == 46
     sections = {part.split("`", 1)[0]: part for part in block.split("\n**`")[1:]}
     assert sorted(sections) == sorted(tables)
     for table in tables:

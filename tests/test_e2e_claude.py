@@ -29,10 +29,10 @@ SUBTASK = "SUBTASK-B: read hello.py and report its first line"
 FAILING = "cat missing_config.yaml"
 
 
-def claude_binary() -> Path:
+def claude_binary(version: str = CLAUDE_VERSION) -> Path:
     """The real CLI from the npm registry, installed once into a cache folder."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    prefix = cache / "claude-session-tests" / f"claude-code-{CLAUDE_VERSION}"
+    prefix = cache / "claude-session-tests" / f"claude-code-{version}"
     binary = prefix / "node_modules" / ".bin" / "claude"
     if not binary.exists():
         npm = shutil.which("npm")
@@ -46,14 +46,14 @@ def claude_binary() -> Path:
                 str(prefix),
                 "--no-audit",
                 "--no-fund",
-                f"@anthropic-ai/claude-code@{CLAUDE_VERSION}",
+                f"@anthropic-ai/claude-code@{version}",
             ],
             check=True,
             capture_output=True,
             timeout=600,
         )
     done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
-    assert CLAUDE_VERSION in done.stdout, done.stdout + done.stderr
+    assert version in done.stdout, done.stdout + done.stderr
     return binary
 
 

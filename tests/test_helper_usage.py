@@ -27,7 +27,7 @@ from test_transcripts import (
     write,
 )
 
-from claude_session.core import db, usage
+from claude_session.core import accounting, db, prices, usage
 from claude_session.services.cost import costs, transcripts
 
 OPUS, HAIKU = "claude-opus-4-5", "claude-haiku-4-5"
@@ -105,7 +105,7 @@ def test_what_no_transcript_holds_is_a_row_of_its_own_per_model(
     found = rows(
         recorder, "SELECT agent_id, cost_usd, * FROM message_usage WHERE model = ?", (OPUS,)
     )
-    weights = {r["message_id"]: usage.weight(r) for r in found}
+    weights = {r["message_id"]: accounting.table_cost(r, prices.table()) for r in found}
     for r in found:
         assert r["cost_usd"] == pytest.approx(
             0.5 * weights[r["message_id"]] / sum(weights.values())

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from inproc import Recorder
 from test_transcripts import assistant, user
 
-from claude_session.core import db, statusline, usage
+from claude_session.core import accounting, db, statusline, usage
 from claude_session.core import transcript_values as values
 from claude_session.services.cost import costs, transcripts
 
@@ -320,10 +320,10 @@ def test_one_failing_session_is_logged_once_and_the_others_are_read(
     scene.add_b()
     apportion = usage.apportion
 
-    def failing(conn: Any, session: str) -> int:
+    def failing(conn: Any, session: str, now: float = 0.0) -> int:
         if session == A:
             raise OverflowError("cannot convert float infinity to integer")
-        return apportion(conn, session)
+        return apportion(conn, session, now)
 
     monkeypatch.setattr(usage, "apportion", failing)
     for step in range(3):  # three sweeps
@@ -357,10 +357,16 @@ def test_a_forged_total_stored_before_the_checks_is_never_shown_as_claude_codes(
     if math.isfinite(forged):  # json_valid refuses NaN and Infinity in model_usage
         state["modelUsage"][MODEL]["costUSD"] = forged
     with db.Immediate(conn):
-        usage.record_cost_state(conn, A, state, None, scene.rec.now)  # unchecked, as before
+        accounting.record_cost_state(conn, A, state, None, scene.rec.now)  # unchecked, as before
+        conn.execute(  # and its line, as a database of this version would hold it
+            "INSERT INTO cost_states (session_id, path, line_end, as_of, total_cost_usd,"
+            " model_usage) VALUES (?, 'x', 1, NULL, ?, ?)",
+            (A, forged, json.dumps(state["modelUsage"]) if math.isfinite(forged) else None),
+        )
         usage.apportion(conn, A)
     report = costs.report(conn, "session", None)
-    assert report["claude_code_total_usd"] is None
+    assert report["claude_code_total_usd"] in (None, pytest.approx(COST[A]))  # never the forgery
+    assert 0 <= report["total"]["cost_usd"] < 1
     shown = statusline.summarize(conn, A, scene.rec.now).cost
-    assert shown is not None and 0 <= shown < 1  # the price table's share of a1, not the forgery
+    assert shown is not None and 0 <= shown < 1  # the responses' own shares, not the forgery
     scene.rec.close()

@@ -17,7 +17,7 @@ import pytest
 from conftest import run_cli
 from inproc import Recorder
 
-from claude_session.core import db, usage
+from claude_session.core import accounting, db, prices, usage
 from claude_session.services.cost import costs, transcripts
 
 SESSION = "5e55a0b1-0000-4000-8000-00000000c057"
@@ -319,16 +319,17 @@ def test_claude_codes_figures_are_apportioned_exactly_per_model(
     for model, figure in figures.items():
         found = rows(
             recorder,
-            "SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,"
-            " cost_usd, cost_source FROM message_usage WHERE model = ?",
+            "SELECT model, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,"
+            " cache_1h_tokens, cost_usd, cost_source FROM message_usage WHERE model = ?",
             (model,),
         )
         assert {r["cost_source"] for r in found} == {"claude_code"}
-        units = [round(r["cost_usd"] * usage.PICO) for r in found]
-        assert sum(units) == round(figure * usage.PICO)  # exactly
-        weights = [usage.weight(r) for r in found]
-        for share, w in zip(units, weights, strict=True):  # by weight, within a unit
-            assert abs(share - round(figure * usage.PICO) * w / sum(weights)) <= 1
+        units = [round(r["cost_usd"] * accounting.PICO) for r in found]
+        assert sum(units) == round(figure * accounting.PICO)  # exactly
+        # by the table's price of each (what it weighs), within a unit
+        weights = [round(accounting.table_cost(r, prices.table()) * 1e9) for r in found]
+        for share, w in zip(units, weights, strict=True):
+            assert abs(share - round(figure * accounting.PICO) * w / sum(weights)) <= 1
     assert len(rows(recorder, "SELECT * FROM message_usage WHERE model = 'claude-opus-4-5'")) == 4
     report = costs.report(recorder.conn, "agent", SESSION)
     by_agent = {r["agent"]: r for r in report["rows"]}
@@ -361,15 +362,19 @@ def test_without_claude_codes_figure_the_price_table_is_used_and_said(
         r["message_id"]: (r["cost_usd"], r["cost_source"])
         for r in rows(recorder, "SELECT message_id, cost_usd, cost_source FROM message_usage")
     }
-    # sonnet: $3 per million input, output 5 times that
-    assert found["m1"][0] == pytest.approx(3.0 + 0.1 * 15.0)
-    assert found["m1"][1] == found["m2"][1] == "price_table"
-    assert found["m3"] == (None, None)  # a model no table knows: no price, not a guess
+    # sonnet: $3 per million input up to 200,000 tokens, $6 past them (the tier LiteLLM and
+    # ccusage price), output $15
+    assert found["m1"][0] == pytest.approx(0.2 * 3.0 + 0.8 * 6.0 + 0.1 * 15.0)
+    assert found["m1"][1] == found["m2"][1] == found["m3"][1] == "price_table"
+    # a model no table knows: the default tier's price, as Claude Code does, marked an estimate
+    assert found["m3"][0] == pytest.approx((10 * 4 + 10 * 20) / 1e6)
+    estimated = "SELECT message_id FROM message_usage WHERE estimated = 1"
+    assert [r["message_id"] for r in rows(recorder, estimated)] == ["m3"]
     # Claude Code knew opus but not sonnet (hasUnknownModelCost, a 0 for it)
     write(main_path, [cost_state({"claude-opus-4-5": 0.5, "claude-sonnet-4-5": 0.0}, True)])
     transcripts.catch_up(recorder.conn)
     sources = dict(rows_pairs(recorder))
-    assert sources == {"m1": "price_table", "m2": "claude_code", "m3": None}
+    assert sources == {"m1": "price_table", "m2": "claude_code", "m3": "price_table"}
     done = run_cli(project, "cost", "--session", SESSION, "--by", "model", **env(config))
     assert done.returncode == 0, done.stderr
     assert "price table*" in done.stdout

@@ -113,6 +113,8 @@ def cost(
     if not session:
         del found["dead_ends"]  # one session's only
     found["transcripts"] = read
+    if read.get("untrusted"):  # nothing was read: the stored figures, said so
+        found["untrusted"] = read["untrusted"]
     found["claude_session_judge"] = judged
     if as_json:
         output.emit(found, "json")
@@ -151,14 +153,32 @@ def show(found: dict[str, Any]) -> None:
 def notes(found: dict[str, Any]) -> None:
     """Claude Code's own total, the estimated models, dead ends and what was not read."""
     out = output.console()
+    if found.get("untrusted"):
+        output.say(
+            out,
+            f"not read again: {found['untrusted']}. These figures are the ones stored, as this"
+            " database holds them (`claude-session trust` says more)",
+            style="bold",
+        )
     if found["claude_code_total_usd"] is not None:
-        output.say(out, f"Claude Code's own total: {usd(found['claude_code_total_usd'])}")
+        output.say(
+            out, f"of it, by Claude Code's own figures: {usd(found['claude_code_total_usd'])}"
+        )
     if found["price_table_models"]:
         models = ", ".join(found["price_table_models"])
         output.say(
             out,
             f"* estimated from claude-session's own price table (Claude Code gave no figure"
             f" for {models})",
+            style="dim",
+        )
+    if found.get("estimated_models"):
+        models = ", ".join(found["estimated_models"])
+        output.say(
+            out,
+            f"~ an estimate: no price is known for {models} (neither Claude Code nor"
+            " claude-session's table has one); priced as Claude Code prices an unknown model,"
+            " at its default tier",
             style="dim",
         )
     judged = found.get("claude_session_judge")
@@ -216,7 +236,7 @@ def shown(by: str, row: dict[str, Any]) -> dict[str, Any]:
     if isinstance(found.get("prompt"), str) and len(found["prompt"]) > 60:
         found["prompt"] = found["prompt"][:59] + "…"
     found |= {
-        "cost": usd(row.get("cost_usd")),
+        "cost": ("~" if row.get("estimated") else "") + usd(row.get("cost_usd")),
         "msgs": row.get("messages"),
         "input": tokens(row.get("input_tokens")),
         "output": tokens(row.get("output_tokens")),
@@ -226,3 +246,73 @@ def shown(by: str, row: dict[str, Any]) -> dict[str, Any]:
         "source": SOURCES.get(str(row.get("source")), row.get("source")),
     }
     return found
+
+
+@cli.group(name="prices", invoke_without_command=True)
+@json_option("an object: default, sources, user_file, user_file_problem, models, aliases")
+@click.pass_context
+def prices_command(ctx: click.Context, as_json: bool) -> None:
+    """The price table used where Claude Code wrote no cost figure (USD per million tokens;
+    cache writes by their time to live). `prices update` refreshes it from LiteLLM's data."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..services.cost import price_update
+
+    found = price_update.listing()
+    if as_json:
+        output.emit(found, "json")
+        return
+    out = output.console()
+    rows = [
+        {
+            "model": name,
+            "input": f"{p['input']:g}",
+            "output": f"{p['output']:g}",
+            "cache_read": f"{p['cache_read']:g}",
+            "write_5m": f"{p['cache_write_5m']:g}",
+            "write_1h": f"{p['cache_write_1h']:g}",
+            "above_200k": "yes" if "above_200k" in p else "",
+        }
+        for name, p in found["models"].items()
+    ]
+    output.print_table(out, rows, "prices, USD per million tokens", None)
+    output.say(out, f"a model not in it is priced as {found['default']} (an estimate, marked ~)")
+    for source in found["sources"]:
+        output.say(out, f"from: {source}", style="dim")
+    if found["user_file_problem"]:
+        output.note(found["user_file_problem"])
+
+
+@prices_command.command(name="update")
+@click.option(
+    "--from",
+    "source",
+    metavar="URL|FILE",
+    default=None,
+    help="LiteLLM's model_prices_and_context_window.json: an https address or a file"
+    " (default: LiteLLM's on GitHub).",
+)
+@click.option("--remove", is_flag=True, help="Go back to the table shipped with this release.")
+@json_option("an object: path, models (those priced), or removed")
+def prices_update_command(source: str | None, remove: bool, as_json: bool) -> None:
+    """Refresh the prices from LiteLLM's pricing data (the source ccusage uses), into your own
+    table in the per-user data folder: no release needed. Nothing is fetched otherwise."""
+    from ..core import prices
+    from ..services.cost import price_update
+
+    if remove:
+        result: dict[str, Any] = {"removed": price_update.remove()}
+    else:
+        try:
+            result = price_update.update(source or price_update.LITELLM_URL)
+        except (OSError, prices.Bad) as exc:
+            raise click.ClickException(f"prices not updated: {exc}") from None
+    if as_json:
+        output.emit(result, "json")
+    elif remove:
+        output.echo_wrapped("your price table removed" if result["removed"] else "none to remove")
+    else:
+        output.echo_wrapped(
+            f"{len(result['models'])} models priced, written to"
+            f" {output.escape_controls(result['path'])}"
+        )

@@ -136,6 +136,7 @@ class Group(click.Group):
         "replay": "timetravel_commands",
         "revert": "timetravel_commands",
         "cost": "cost_commands",
+        "prices": "cost_commands",
         "hooks": "hooks_commands",
         "export-otel": "otel_commands",
         "watch": "live_commands",

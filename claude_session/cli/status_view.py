@@ -136,6 +136,8 @@ def cost(latest: dict[str, Any]) -> str:
         return f"cost: nothing read from Claude Code's transcripts yet{unread}"
     source = latest["source"]
     estimated = " (partly estimated from our price table)" if source != "claude_code" else ""
+    if latest.get("estimated"):
+        estimated = " (~ partly an estimate: a model no price is known for)"
     dead = latest.get("dead_ends")
     if dead and (dead["errors"] or dead["failed_paths"]):
         from .cost_commands import dead_end_line
@@ -143,7 +145,8 @@ def cost(latest: dict[str, Any]) -> str:
         unread = f"; {dead_end_line(dead)}{unread}"
     return (
         f"cost of the latest session ({str(latest['session_id'])[:8]}):"
-        f" {usd(latest['cost_usd'])}, {tokens(latest['tokens'])} tokens, from Claude Code's"
+        f" {'~' if latest.get('estimated') else ''}{usd(latest['cost_usd'])},"
+        f" {tokens(latest['tokens'])} tokens, from Claude Code's"
         f" transcripts{estimated}{unread}"
     )
 

@@ -59,19 +59,17 @@ _ERRORS = (
     f" FROM error_log WHERE {OPEN} AND interrupted = 0{{where}}"
 )
 _SESSION = " AND session_id = ?1"
-# The session's cost as `claude-session cost` gives it: its responses' shares, plus what
-# Claude Code billed that no response carries (its total minus their Claude Code shares).
-# A total out of bounds (NaN, negative, absurd: stored before the transcripts' figures were
-# checked) is not Claude Code's: left out, like the input's.
+# The session's cost as `claude-session cost` gives it: its own responses' shares and its
+# helpers' rows (core/accounting), and whether any of it is an estimate (a model no price is
+# known for). A figure out of bounds is not one: left out, like the input's.
 COST_CAP = 1e9  # a figure past this (or below 0) is not one: not shown
-_TOTAL = (
-    "(SELECT total_cost_usd FROM session_costs WHERE session_id = ?1"
-    f" AND total_cost_usd >= 0 AND total_cost_usd < {COST_CAP!r})"
-)
-_COST = (
-    f"SELECT sum(cost_usd) + max(0, coalesce({_TOTAL}, 0) - coalesce(sum(CASE WHEN"
-    f" cost_source = 'claude_code' THEN cost_usd END), 0)), {_TOTAL}"
-    " FROM message_usage WHERE session_id = ?1"
+_COST = "SELECT sum(cost_usd), max(estimated) FROM message_usage WHERE session_id = ?1"
+# Whether Claude Code's live figure (the input's) is this session's own: not when a process
+# of it started from figures it continues (a resume, a fork), which Claude Code's count
+# includes and a session's own cost does not.
+_CONTINUES = (
+    "SELECT 1 FROM events WHERE session_id = ?1 AND hook_event_name = 'SessionStart'"
+    " AND json_extract(payload, '$.source') IN ('resume', 'fork') LIMIT 1"
 )
 # The session's hooks (command and event) whose p90 run, as Claude Code timed it, passes the
 # budget (?2 ms): the nearest-rank p90 (the ceil(0.9 n)-th smallest of n runs) passes it when
@@ -94,6 +92,7 @@ class Status:
         "contested",
         "cost",
         "cost_from",
+        "estimated",
         "open_errors",
         "slow_hooks",
         "top_step",
@@ -110,6 +109,7 @@ class Status:
         cost: "float | None" = None,
         cost_from: "str | None" = None,
         slow_hooks: int = 0,
+        estimated: bool = False,
     ) -> None:
         self.agents = agents
         self.types = types  # (subagent type, how many running), most first
@@ -119,6 +119,7 @@ class Status:
         self.cost = cost  # USD so far in the session; None: not known
         self.cost_from = cost_from  # "claude_code" (the input's live figure) or "recorded"
         self.slow_hooks = slow_hooks  # hooks whose p90 (Claude Code's clock) passes the budget
+        self.estimated = estimated  # part of the cost is for a model no price is known for
 
 
 class Outcome:
@@ -261,15 +262,21 @@ def summarize(
     conn: apsw.Connection, session_id: "str | None", now: float, live_cost: "float | None" = None
 ) -> Status:
     """The counts, read in one transaction (one consistent snapshot). The cost: `live_cost`
-    (Claude Code's figure from the input) when given, else the session's recorded one (none
-    for the whole project: that would be a sum over every response ever read)."""
+    (Claude Code's figure from the input) when it is the session's own, else the session's
+    recorded one (its own responses, core/accounting). After a resume or a fork it is not:
+    Claude Code's count includes what they continue, and misses what a killed process spent.
+    None for the whole project (that would be a sum over every response ever read)."""
     scoped = () if session_id is None else (session_id,)
-    cost, cost_from = live_cost, "claude_code" if live_cost is not None else None
+    cost: float | None = None
+    cost_from: str | None = None
+    estimated = False
     conn.execute("BEGIN")
     try:
-        if cost is None and session_id is not None:
-            cost = _recorded_cost(conn, session_id)
+        if session_id is not None:
+            cost, estimated = _recorded_cost(conn, session_id)
             cost_from = "recorded" if cost is not None else None
+            if live_cost is not None and not _continues(conn, session_id):
+                cost, cost_from = live_cost, "claude_code"
         where = " AND r.session_id = ?1" if scoped else ""
         running = conn.execute(
             _AGENTS.format(process=liveness.process_columns(), where=where), scoped
@@ -293,7 +300,7 @@ def summarize(
         for path, holders in contested.items()
         if session_id is None or any(session == session_id for session, _ in holders)
     ]
-    return Status(agents, types, paths, open_errors, top_step, cost, cost_from)
+    return Status(agents, types, paths, open_errors, top_step, cost, cost_from, 0, estimated)
 
 
 def hook_budget(root: str) -> float:
@@ -316,15 +323,22 @@ def slow_hooks(conn: apsw.Connection, session_id: str, budget_ms: float) -> int:
     return db.as_int(found[0][0]) if found else 0
 
 
-def _recorded_cost(conn: apsw.Connection, session_id: str) -> "float | None":
+def _recorded_cost(conn: apsw.Connection, session_id: str) -> "tuple[float | None, bool]":
     """What the transcripts read so far say the session cost (None: nothing read yet, or a
-    database from before they were read)."""
+    database from before they were read), and whether part of it is an estimate."""
     try:
         found = conn.execute(_COST, (session_id,)).fetchall()
-    except apsw.SQLError:  # no such table: a database of an older version, opened as it is
-        return None
-    summed, total = found[0] if found else (None, None)
-    return _cost(summed if summed is not None else total)
+    except apsw.SQLError:  # no such table or column: an older database, opened as it is
+        return None, False
+    summed, estimated = found[0] if found else (None, None)
+    return _cost(summed), bool(estimated)
+
+
+def _continues(conn: apsw.Connection, session_id: str) -> bool:
+    try:
+        return bool(conn.execute(_CONTINUES, (session_id,)).fetchall())
+    except apsw.SQLError:
+        return True  # not known: the input's figure is not taken for the session's own
 
 
 def render(status: Status, color: bool = False, width: int = WIDTH) -> str:
@@ -346,7 +360,7 @@ def render(status: Status, color: bool = False, width: int = WIDTH) -> str:
         shown = f"{step}/{USER_AT}" if step <= USER_AT else f"{USER_AT}/{USER_AT}+"
         errors = _plural(status.open_errors, "open error")
         ladder = f" (ladder {shown})"
-    cost = "" if status.cost is None else money(status.cost)
+    cost = "" if status.cost is None else ("~" if status.estimated else "") + money(status.cost)
     slow = _plural(status.slow_hooks, "slow hook") if status.slow_hooks else ""
     if not (agents or contested or errors):
         line = f"{PREFIX} {cost}{SEPARATOR}idle" if cost else f"{PREFIX} idle"

@@ -45,6 +45,8 @@ MODEL_COUNTS = (
     "cacheReadInputTokens",
     "cacheCreationInputTokens",
     "thinkingTokens",
+    "cacheCreationEphemeral5mInputTokens",
+    "cacheCreationEphemeral1hInputTokens",
 )
 
 
@@ -109,6 +111,13 @@ def usage_counts(used: dict[str, Any]) -> dict[str, int]:
     if details is not None and not isinstance(details, dict):
         raise Bad("output_tokens_details: not an object")
     found["thinking_tokens"] = count((details or {}).get("thinking_tokens")) or 0
+    # The cache writes by time to live: all 5-minute unless a split says otherwise (Claude
+    # Code writes the object with both at 0 when the API sent none).
+    split = used.get("cache_creation")
+    if split is not None and not isinstance(split, dict):
+        raise Bad("cache_creation: not an object")
+    hour = count((split or {}).get("ephemeral_1h_input_tokens")) or 0
+    found["cache_1h_tokens"] = min(hour, found["cache_creation_tokens"])
     return found
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import apsw
 
-from ..core import quote, usage, verdicts
+from ..core import prices, quote, verdicts
 from ..core.db import Immediate, rows
 from ..core.event import Event
 from ..core.readings import failed_paths, open_errors
@@ -31,6 +31,9 @@ from ..core.redact import redact
 CLAUDE_CODE_PROMPT_TOKENS = 15_000
 ANSWER_TOKENS = 200
 JUDGE_MODEL = "haiku"
+# The price the estimate takes for it: the dearest haiku of the table (the alias may name a
+# cheaper one), so the estimate stays the upper end.
+JUDGE_PRICED_AS = "claude-haiku-4-5"
 MAX_BLOCKS = 3  # consecutive blocks of one task before the judge is overruled (no endless loop)
 PROMPT_CAP = 12_000
 
@@ -38,10 +41,11 @@ PROMPT_CAP = 12_000
 def estimated_cost_per_call() -> float:
     """USD per judge call with the default command (haiku), at the price table's rates: an
     estimate, the upper end for a full prompt."""
-    price = usage.input_price(JUDGE_MODEL) or 1.0
-    _, output, _, cache_write = usage.WEIGHTS
+    price, _ = prices.lookup(JUDGE_PRICED_AS)
+    price = price or prices.default_price()
     prompt_tokens = CLAUDE_CODE_PROMPT_TOKENS + PROMPT_CAP // 4
-    return price * (prompt_tokens * cache_write + ANSWER_TOKENS * output) / 1e6
+    counts = {"cache_creation_tokens": prompt_tokens, "output_tokens": ANSWER_TOKENS}
+    return prices.cost(price, counts)
 
 
 def spent_today(conn: apsw.Connection, now: float) -> float:

@@ -31,7 +31,6 @@ HELPER_TASK = "compaction summaries, other internal requests"  # modelUsage less
 # The groupings where those rows are one row of their own, not in the groups.
 _APART = ("turn", "agent", "tool", "day")
 _NOT_HELPERS = f" AND m.agent_id != '{usage.HELPERS}'"
-SANE = f">= 0 AND c.total_cost_usd < {MAX_COST_USD!r}"  # Claude Code's, when it is a figure
 TOKENS = (
     "input_tokens",
     "output_tokens",
@@ -44,14 +43,15 @@ _SUMS = (
     " m.message_id END) AS messages, "
     + ", ".join(f"sum(m.{t}) AS {t}" for t in TOKENS)
     + ", sum(m.cost_usd) AS cost_usd, group_concat(DISTINCT m.cost_source) AS sources,"
-    " sum(m.cost_usd IS NULL) AS unpriced"
+    " sum(m.cost_usd IS NULL) AS unpriced, sum(m.estimated) AS estimated_n"
 )
 # Per tool call: a message's tokens and cost shared evenly by the calls it requested.
 _SHARES = (
     "count(j.key) AS calls, count(DISTINCT m.agent_id || ' ' || m.message_id) AS messages, "
     + ", ".join(f"sum(m.{t} * 1.0 / max(1, n.calls)) AS {t}" for t in TOKENS)
     + ", sum(m.cost_usd / max(1, n.calls)) AS cost_usd,"
-    " group_concat(DISTINCT m.cost_source) AS sources, sum(m.cost_usd IS NULL) AS unpriced"
+    " group_concat(DISTINCT m.cost_source) AS sources, sum(m.cost_usd IS NULL) AS unpriced,"
+    " sum(m.estimated) AS estimated_n"
 )
 _GROUPED = {
     "session": (
@@ -86,7 +86,7 @@ _ROLLED_SUMS = (
     + ", ".join(f"sum(m.{t}) AS {t}" for t in TOKENS)
     + ", sum(m.cost_usd) AS cost_usd, rtrim(CASE WHEN sum(m.claude_code_n) THEN 'claude_code,'"
     " ELSE '' END || CASE WHEN sum(m.price_table_n) THEN 'price_table,' ELSE '' END, ',')"
-    " AS sources, sum(m.unpriced_n) AS unpriced"
+    " AS sources, sum(m.unpriced_n) AS unpriced, sum(m.estimated_n) AS estimated_n"
 )
 _ROLLED = {
     "session": (
@@ -193,6 +193,7 @@ def report(
         rows.append(_unattributed_row(by, {}, sum(extra.values())))
     for row in rows:
         row["source"] = source(row.pop("sources", None), row.pop("unpriced", 0))
+        row["estimated"] = bool(row.pop("estimated_n", 0))
     if rolled:
         summed = db.rows(conn, f"SELECT {_ROLLED_SUMS} FROM session_usage m")[0]
     else:
@@ -200,6 +201,7 @@ def report(
     whole = {k: summed[k] or 0 for k in ("messages", *TOKENS)}
     whole["cost_usd"] = (summed["cost_usd"] or 0.0) + sum(extra.values())
     whole["source"] = source(summed["sources"], summed["unpriced"])
+    whole["estimated"] = bool(summed["estimated_n"])
     if by == "tool":
         whole["calls"] = calls
     return {
@@ -211,6 +213,7 @@ def report(
         "total": whole,
         "claude_code_total_usd": sum(claude["totals"].values()) if claude["totals"] else None,
         "price_table_models": price_table_models(conn, where, params, rolled),
+        "estimated_models": estimated_models(conn, where, params, rolled),
     }
 
 
@@ -291,35 +294,53 @@ def _filter(
 def claude_code(
     conn: apsw.Connection, where: str, params: list[Any], rolled: bool = False
 ) -> dict[str, Any]:
-    """Per session in the selection: Claude Code's total, and what of it no message carries
-    (`rolled`: every session, from session_usage). A total out of bounds (stored before the
-    transcripts' figures were checked) is not Claude Code's: left out."""
+    """Per session in the selection: what Claude Code's own figures say it spent (its
+    processes' spend, core/accounting: a fork's and a resume's share of what they continue is
+    not theirs), and nothing unattributed (the helpers' rows carry what no response does)."""
     found = (
         db.rows(
             conn,
-            "SELECT c.session_id, c.total_cost_usd, u.carried FROM session_costs c JOIN (SELECT"
-            " session_id, sum(claude_code_usd) AS carried FROM session_usage GROUP BY session_id)"
-            f" u USING (session_id) WHERE c.total_cost_usd {SANE}",
+            "SELECT session_id, sum(claude_code_usd) AS carried FROM session_usage"
+            " WHERE claude_code_n > 0 GROUP BY session_id",
         )
         if rolled
         else db.rows(
             conn,
-            "SELECT c.session_id, c.total_cost_usd, (SELECT coalesce(sum(cost_usd), 0) FROM"
-            " message_usage u WHERE u.session_id = c.session_id AND u.cost_source = 'claude_code')"
-            f" AS carried FROM session_costs c WHERE c.total_cost_usd {SANE} AND"
-            " c.session_id IN (SELECT DISTINCT m.session_id FROM message_usage m WHERE"
+            "SELECT m.session_id, sum(m.cost_usd) AS carried FROM message_usage m WHERE"
             + where
-            + ")",
+            + " AND m.cost_source = 'claude_code' GROUP BY m.session_id",
             params,
         )
     )
-    totals = {str(r["session_id"]): float(r["total_cost_usd"]) for r in found}
-    unattributed = {
-        str(r["session_id"]): float(r["total_cost_usd"]) - float(r["carried"])
+    totals = {
+        str(r["session_id"]): float(r["carried"])
         for r in found
-        if float(r["total_cost_usd"]) - float(r["carried"]) > 1e-9
+        if isinstance(r["carried"], int | float) and 0 <= r["carried"] < MAX_COST_USD
     }
-    return {"totals": totals, "unattributed": unattributed}
+    return {"totals": totals, "unattributed": {}}
+
+
+def estimated_models(
+    conn: apsw.Connection, where: str, params: list[Any], rolled: bool = False
+) -> list[str]:
+    """The models of the selection whose cost is an estimate: neither Claude Code nor our
+    table knows their price (the default tier's was taken)."""
+    if rolled:
+        query = (
+            "SELECT DISTINCT model FROM session_usage m WHERE estimated_n > 0"
+            " AND model IS NOT NULL ORDER BY 1"
+        )
+        return [str(r["model"]) for r in db.rows(conn, query)]
+    return [
+        str(r["model"])
+        for r in db.rows(
+            conn,
+            "SELECT DISTINCT m.model FROM message_usage m WHERE"
+            + where
+            + " AND m.estimated AND m.model IS NOT NULL ORDER BY 1",
+            params,
+        )
+    ]
 
 
 def price_table_models(
@@ -372,6 +393,7 @@ def _unattributed_row(by: str, helpers: dict[str, Any], cost: float) -> dict[str
         "cost_usd": (helpers.get("cost_usd") or 0.0) + cost,
         "sources": sources or "claude_code",
         "unpriced": helpers.get("unpriced") or 0,
+        "estimated_n": helpers.get("estimated_n") or 0,
     }
 
 
@@ -403,6 +425,7 @@ def latest(conn: apsw.Connection) -> dict[str, Any]:
         "tokens": sum(summed[t] for t in TOKENS if t != "thinking_tokens"),
         "messages": summed["messages"],
         "source": done["rows"][0]["source"] if done["rows"] else "none",
+        "estimated": summed["estimated"],
         "dead_ends": dead_ends(conn, session, total=summed["cost_usd"]),
     }
 
@@ -455,6 +478,7 @@ def session_figures(conn: apsw.Connection, session: str | None = None) -> dict[s
             "tokens": sum(r[t] or 0 for t in TOKENS if t != "thinking_tokens"),
             "messages": r["messages"],
             "cost_source": r["source"],
+            "estimated": r["estimated"],  # part of it for a model no price is known for
         }
         for r in found
     }

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from ...core import db, hook_runs, log, trust, usage
+from ...core import accounting, db, hook_runs, log, trust, usage
 from ...core import transcript_values as values
 from ...core.paths import db_path
 from . import hook_lines
@@ -62,6 +62,7 @@ IGNORED = frozenset(
         "agent-name",
         "pr-link",
         "worktree-state",
+        "progress",  # 2.1.38-era hook, Bash and agent progress: no usage of its own
     }
 )
 
@@ -179,6 +180,8 @@ def parse(line: bytes) -> dict[str, Any] | None:
         entry = json.loads(line)
     except (ValueError, RecursionError):  # nested past Python's limit: not understood either
         return None
+    if isinstance(entry, dict) and "type" not in entry and _legacy(entry):
+        entry["type"] = "assistant"  # a very old transcript: per-line costUSD, no type
     if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
         return None
     kind = entry["type"]
@@ -187,6 +190,14 @@ def parse(line: bytes) -> dict[str, Any] | None:
     if kind in HOOK_LINES:
         return hook_lines.entry(entry)
     return {} if kind in IGNORED else None
+
+
+def _legacy(entry: dict[str, Any]) -> bool:
+    """A response line of Claude Code's oldest transcripts: no `type`, its own `costUSD`."""
+    message = entry.get("message")
+    return (
+        "costUSD" in entry and isinstance(message, dict) and isinstance(message.get("usage"), dict)
+    )
 
 
 # --- from entries to rows -----------------------------------------------------------------
@@ -222,8 +233,15 @@ def message_of(entry: dict[str, Any], prompt_id: str | None) -> dict[str, Any] |
         for b in (blocks if isinstance(blocks, list) else [])
         if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
     }
+    try:
+        line_cost = values.amount(entry.get("costUSD"))
+    except values.Bad:
+        line_cost = None
     return {
         "message_id": ident,
+        "request_id": _text(entry.get("requestId")),
+        "request_session": _text(entry.get("requestSessionId")),
+        "line_cost_usd": line_cost,
         "prompt_id": prompt_id,
         "tool_uses": tools,
         "model": message.get("model") if isinstance(message.get("model"), str) else None,
@@ -240,22 +258,26 @@ def _text(value: object) -> str | None:
 
 class Extracted(NamedTuple):
     messages: list[dict[str, Any]]
-    cost_state: dict[str, Any] | None
-    as_of: float | None  # the time of the last entry before that cost-state
+    cost_states: list[tuple[int, float | None, dict[str, Any]]]  # (line end, as of, figures)
     prompt_id: str | None  # the promptId the next lines belong to
 
 
-def extract(entries: list[dict[str, Any]], prompt_id: str | None) -> Extracted:
+def extract(
+    entries: list[dict[str, Any]], prompt_id: str | None, ends: tuple[int, ...] = ()
+) -> Extracted:
+    """The responses and the cost-states of `entries` (`ends`: where each one's line ends;
+    a cost-state's `as of` is the time of the last entry before it)."""
     messages: list[dict[str, Any]] = []
-    cost_state: dict[str, Any] | None = None
-    last_time = as_of = None
-    for entry in entries:
+    states: list[tuple[int, float | None, dict[str, Any]]] = []
+    last_time = None
+    for i, entry in enumerate(entries):
         kind = entry["type"]
         if kind == "cost-state":
             try:
-                cost_state, as_of = values.cost_figures(entry), last_time
+                figures = values.cost_figures(entry)
             except values.Bad:
-                pass  # checked by parse already
+                continue  # checked by parse already
+            states.append((ends[i] if i < len(ends) else i, last_time, figures))
             continue
         last_time = timestamp(entry.get("timestamp")) or last_time
         if kind == "user" and isinstance(entry.get("promptId"), str):
@@ -264,7 +286,7 @@ def extract(entries: list[dict[str, Any]], prompt_id: str | None) -> Extracted:
             found = message_of(entry, prompt_id)
             if found is not None:
                 messages.append(found)
-    return Extracted(messages, cost_state, as_of, prompt_id)
+    return Extracted(messages, states, prompt_id)
 
 
 # --- catching up --------------------------------------------------------------------------
@@ -345,7 +367,21 @@ def _catch_up_session(
         with db.Immediate(conn):
             usage.set_turns(conn, session, turns)
             if changed:
-                usage.apportion(conn, session)
+                apportion(conn, session, now)
+
+
+def apportion(conn: apsw.Connection, session: str, now: float) -> None:
+    """The session's costs by the accounting rule, then those of the sessions that continue
+    from its figures (its forks), and of those priced from our table at a price its figures
+    have just taught; each rollup made again where a cost changed."""
+    before = accounting.learned(conn)
+    usage.apportion(conn, session, now)
+    for each in accounting.continuing(conn, session):
+        usage.apportion(conn, each, now)
+    after = accounting.learned(conn)
+    taught = [m for m, scale in after.items() if before.get(m) != scale]
+    for each in accounting.priced_from_table(conn, taught, skip=session):
+        usage.apportion(conn, each, now)  # a price its states taught, for their responses
 
 
 def _failed(conn: apsw.Connection, root: str, key: str, what: str, exc: Exception) -> None:
@@ -482,15 +518,16 @@ def _read_open(
         got = read_fd(fd, offset)
         if not got.lines and not restarted and known and state.get("last_error") is None:
             return stored  # only the start of a line still being written
-        found = extract(got.entries, prompt_id)
+        found = extract(got.entries, prompt_id, got.ends)
         runs = hook_lines.runs_of(got.entries, got.ends, prompt_id, main, timestamp)
         with db.Immediate(conn):
             if restarted:
                 hook_runs.forget_file(conn, path)
+                accounting.forget_states(conn, session_id, path)
             hook_runs.record(conn, path, session_id, agent_id, runs)
             usage.record_messages(conn, session_id, agent_id, found.messages)
-            if found.cost_state is not None and main:
-                usage.record_cost_state(conn, session_id, found.cost_state, found.as_of, now)
+            if found.cost_states and main:
+                accounting.record_cost_states(conn, session_id, path, found.cost_states, now)
             usage.save_file(
                 conn,
                 path,
@@ -507,7 +544,7 @@ def _read_open(
                 prompt_id=found.prompt_id,
             )
         restarted = False
-        stored |= bool(found.messages) or found.cost_state is not None
+        stored |= bool(found.messages) or bool(found.cost_states)
         summary["entries"] += len(got.entries)
         summary["hook_runs"] = summary.get("hook_runs", 0) + len(runs)
         summary["messages"] += len(found.messages)

@@ -99,7 +99,7 @@ def sessions_page(base: str, sessions: list[dict[str, Any]]) -> str:
                 for k in ("prompts", "tool_calls", "tool_failures", "file_edits", "subagents")
             )
             + f'<td class="num">{esc(_tokens(s.get("tokens")))}</td>'
-            + f'<td class="num cost">{esc(usd(s.get("cost_usd")))}</td>'
+            + f'<td class="num cost">{esc(_estimate(s))}{esc(usd(s.get("cost_usd")))}</td>'
             + "</tr>"
         )
     head = "".join(
@@ -147,7 +147,8 @@ def session_page(
     quoted = quote(session_id, safe="")
     whole = spent.get("session")
     cost = (
-        f" · cost {esc(usd(whole['cost_usd']))} · {esc(_tokens(whole['tokens']))} tokens"
+        f" · cost {esc(_estimate(whole))}{esc(usd(whole['cost_usd']))}"
+        f" · {esc(_tokens(whole['tokens']))} tokens"
         if whole
         else ""
     )
@@ -417,6 +418,11 @@ def _frames_table(
         for h in ("#", "time (UTC)", "turn", "kind", "agent", "what", "files", "errors", "cost", "")
     )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _estimate(figures: dict[str, Any]) -> str:
+    """`~` before a cost that is partly an estimate (a model no price is known for)."""
+    return "~" if figures.get("estimated") else ""
 
 
 def _tokens(value: object) -> str:

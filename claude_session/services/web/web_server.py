@@ -58,6 +58,7 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
             for row in rows:
                 found = figures.get(str(row["session_id"]), {})
                 row |= {"cost_usd": found.get("cost_usd"), "tokens": found.get("tokens")}
+                row["estimated"] = found.get("estimated", False)
             return web_pages.sessions_page(base, rows)
         if path.startswith("/session/"):
             prefix = unquote(path[len("/session/") :])
