@@ -379,15 +379,15 @@ class Project:
         """The frames of a session (default: the latest; else an id, a prefix or any frame
         address of it), in order, each with what the model responses since the one before
         cost."""
-        from .services.cost import costs
+        from .services.cost import surfaces
         from .services.timetravel import timetravel
 
         conn = self.connection()
         session_id = self.session_at(session)
         if conn is None or session_id is None:
             return []
-        spent = costs.frame_figures(conn, session_id)
-        answered = {t["turn"]: t["result_text"] for t in costs.turn_figures(conn, session_id)}
+        spent = surfaces.frame_figures(conn, session_id)
+        answered = {t["turn"]: t["result_text"] for t in surfaces.turn_figures(conn, session_id)}
         none = {"cost_usd": None, "tokens": None, "messages": 0}
         return [
             _make(

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from inproc import Recorder
 
-from claude_session.core import prices
+from claude_session.core import db, prices
 from claude_session.services.cost import costs, transcripts
 
 counts = st.builds(
@@ -246,4 +246,51 @@ def test_a_fork_a_kill_and_a_resume_by_hand(
     assert [s["totalCostUSD"] for s in states if s["type"] == "cost-state"] == [
         pytest.approx(2 * one)
     ]
+    rec.close()
+
+
+def test_a_database_of_the_previous_version_is_put_right_when_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before this rule, a fork's copies were stored as its own responses. Migration 30 has
+    every transcript read again from its start: the copies leave the fork, the costs follow
+    the rule, and the line counts are not doubled."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
+    root = tmp_path / "project"
+    root.mkdir()
+    world = World(tmp_path / "config" / "projects" / "-p")
+    rec = Recorder(root)
+    used = {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 1000}
+    used |= {"cache_creation_tokens": 300, "cache_1h_tokens": 200}
+    parent = world.start()
+    world.prompt(parent)
+    first = world.respond(parent, "claude-opus-5-5", used)
+    world.end_turn(parent)
+    fork = world.fork(parent.sid)
+    world.prompt(fork)
+    world.respond(fork, "claude-opus-5-5", used)
+    world.end_turn(fork)
+    play(world, rec, [])
+    transcripts.catch_up(rec.conn, now=world.clock)
+    truth = expected(world)
+    # what the previous version stored: the parent's response again, as the fork's own
+    rec.conn.execute(
+        "INSERT INTO message_usage (session_id, agent_id, message_id, model, input_tokens,"
+        " output_tokens, at, cost_usd, cost_source) VALUES (?1, ?1, ?2, ?3, 100, 20, ?4, 1.0,"
+        " 'claude_code')",
+        (fork.sid, first.message_id, first.model, first.at),
+    )
+    rec.conn.execute("DELETE FROM response_copies")
+    lines = rec.rows("SELECT path, lines_read FROM transcript_files ORDER BY path")
+    for _ in rec.conn.execute(
+        db.migrations()[-1][1].split("-- Every transcript")[1].split("\n", 1)[1]
+    ):
+        pass  # the migration's own statement that has them read again
+    transcripts.catch_up(rec.conn, now=world.clock + 1)
+    for sid, want in truth.items():
+        total = costs.report(rec.conn, "session", sid)["total"]
+        assert total["cost_usd"] == pytest.approx(want["cost"]), sid
+        assert total["messages"] == want["messages"], sid
+    assert rec.rows("SELECT session_id, owner FROM response_copies") == [(fork.sid, parent.sid)]
+    assert rec.rows("SELECT path, lines_read FROM transcript_files ORDER BY path") == lines
     rec.close()

@@ -112,6 +112,10 @@ def record_messages(
             )
             refresh_rollup(conn, holder)
         if owner is not None:  # another session's response, copied: counted there
+            conn.execute(  # a row of it stored as this session's own before (read again)
+                "DELETE FROM message_usage WHERE session_id = ? AND message_id = ?",
+                (session_id, m["message_id"]),
+            )
             accounting.record_copy(conn, session_id, owner, m)
             continue
         prompt_id = m.get("prompt_id")
@@ -259,6 +263,20 @@ def apportion(conn: apsw.Connection, session_id: str, now: float = 0.0) -> int:
     if changed:
         refresh_rollup(conn, session_id)
     return changed
+
+
+def apportion_with_dependents(conn: apsw.Connection, session: str, now: float) -> None:
+    """The session's costs by the accounting rule, then those of the sessions that continue
+    from its figures (its forks), and of those priced from our table at a price its figures
+    have just taught."""
+    before = accounting.learned(conn)
+    apportion(conn, session, now)
+    for each in accounting.continuing(conn, session):
+        apportion(conn, each, now)
+    after = accounting.learned(conn)
+    taught = [m for m, scale in after.items() if before.get(m) != scale]
+    for each in accounting.priced_from_table(conn, taught, skip=session):
+        apportion(conn, each, now)  # a price its states taught, for their responses
 
 
 def _write_helpers(

@@ -68,7 +68,9 @@ CREATE TABLE learned_prices (
     session_id TEXT NOT NULL,
     updated_at REAL NOT NULL
 );
--- Every transcript is read again from its start, for what the older rows did not keep.
-UPDATE transcript_files SET read_to = 0, inode = NULL, size = NULL;
 ALTER TABLE session_usage ADD COLUMN estimated_n INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE session_tool_usage ADD COLUMN estimated_n INTEGER NOT NULL DEFAULT 0;
+-- Every transcript is read again from its start, for what the older rows did not keep (its
+-- counts of lines begin again with it).
+UPDATE transcript_files SET read_to = 0, inode = NULL, size = NULL, lines_read = 0,
+    lines_skipped = 0, first_skipped = NULL;

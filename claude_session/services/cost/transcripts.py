@@ -367,21 +367,7 @@ def _catch_up_session(
         with db.Immediate(conn):
             usage.set_turns(conn, session, turns)
             if changed:
-                apportion(conn, session, now)
-
-
-def apportion(conn: apsw.Connection, session: str, now: float) -> None:
-    """The session's costs by the accounting rule, then those of the sessions that continue
-    from its figures (its forks), and of those priced from our table at a price its figures
-    have just taught; each rollup made again where a cost changed."""
-    before = accounting.learned(conn)
-    usage.apportion(conn, session, now)
-    for each in accounting.continuing(conn, session):
-        usage.apportion(conn, each, now)
-    after = accounting.learned(conn)
-    taught = [m for m, scale in after.items() if before.get(m) != scale]
-    for each in accounting.priced_from_table(conn, taught, skip=session):
-        usage.apportion(conn, each, now)  # a price its states taught, for their responses
+                usage.apportion_with_dependents(conn, session, now)
 
 
 def _failed(conn: apsw.Connection, root: str, key: str, what: str, exc: Exception) -> None:

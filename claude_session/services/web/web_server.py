@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ...core import db, paths
 from .. import live, queries
-from ..cost import costs, hooks_report
+from ..cost import hooks_report, surfaces
 from ..timetravel import timetravel
 from . import memory_page, web_pages, web_text
 
@@ -54,7 +54,7 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
         if path in ("", "/"):
             rows = queries.sessions(conn, limit=200)
             current = db.schema_version(conn) >= db.SCHEMA_VERSION  # older: not migrated here
-            figures = costs.session_figures(conn) if current else {}
+            figures = surfaces.session_figures(conn) if current else {}
             for row in rows:
                 found = figures.get(str(row["session_id"]), {})
                 row |= {"cost_usd": found.get("cost_usd"), "tokens": found.get("tokens")}
@@ -128,11 +128,11 @@ def spent(conn: Any, session_id: str) -> dict[str, Any]:
     if db.schema_version(conn) < db.SCHEMA_VERSION:
         return {"old_schema": True}
     return {
-        "session": costs.session_figures(conn, session_id).get(session_id),
-        "agents": costs.agent_figures(conn, session_id),
-        "turns": costs.turn_figures(conn, session_id),
-        "frames": costs.frame_figures(conn, session_id),
-        "points": costs.cumulative(conn, session_id),
+        "session": surfaces.session_figures(conn, session_id).get(session_id),
+        "agents": surfaces.agent_figures(conn, session_id),
+        "turns": surfaces.turn_figures(conn, session_id),
+        "frames": surfaces.frame_figures(conn, session_id),
+        "points": surfaces.cumulative(conn, session_id),
         "hooks": hooks_report.by_turn(conn, session_id),
     }
 
