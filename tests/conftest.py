@@ -69,6 +69,21 @@ class HookResult:
 SCHEMA_V1 = Path(__file__).resolve().parent / "fixtures" / "schema_v1.sql"
 
 
+@contextlib.contextmanager
+def install_lock(prefix: Path) -> Iterator[None]:
+    """One installer at a time into a shared cache folder (the e2e tier runs on two workers,
+    which may both want the same npm package on a fresh machine)."""
+    import fcntl
+
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{prefix}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def database_at_version(path: Path | str, version: int) -> apsw.Connection:
     """A database as `version` of the schema left it: version 1 from its snapshot, then the
     migrations up to `version`, each with the user_version it set (open, for the test's rows)."""

@@ -221,12 +221,13 @@ class World:
         return session
 
     def fork(self, parent: str) -> Session:
-        """`claude --resume PARENT --fork-session`: its lines copied, its state taken."""
+        """`claude --resume PARENT --fork-session`: its lines copied (not its cost-states),
+        its last state the new process's start. A later resume of the fork starts from the
+        fork's own transcript's last state."""
         session = self.start("fork")
         source = self.sessions[parent]
         session.parent = parent
-        session.state = source.state.copy() if source.state else None
-        session.running = session.state.copy() if session.state else State()
+        session.running = source.state.copy() if source.state else State()
         copied = [r.line(session.sid, self.old) for r in source.responses if r.agent is None]
         self._write(session.path, copied)
         return session

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, query, wait_for
+from conftest import WheelInstall, install_lock, query, wait_for
 from fake_api import FakeAnthropic, text, tool
 from test_e2e_claude import claude_binary, run_claude
 
@@ -48,18 +48,23 @@ def ccusage_binary() -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     prefix = cache / "claude-session-tests" / f"ccusage-{CCUSAGE_VERSION}"
     binary = prefix / "node_modules" / ".bin" / "ccusage"
-    if not binary.exists():
-        npm = shutil.which("npm")
-        assert npm, "npm is needed to install ccusage for the side-by-side test"
-        prefix.mkdir(parents=True, exist_ok=True)
-        package = f"ccusage@{CCUSAGE_VERSION}"
-        subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
+    with install_lock(prefix):
+        if not binary.exists():
+            _install(prefix)
     return binary
+
+
+def _install(prefix: Path) -> None:
+    npm = shutil.which("npm")
+    assert npm, "npm is needed to install ccusage for the side-by-side test"
+    prefix.mkdir(parents=True, exist_ok=True)
+    package = f"ccusage@{CCUSAGE_VERSION}"
+    subprocess.run(
+        [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
 
 
 def usage_of(n: int) -> dict[str, Any]:

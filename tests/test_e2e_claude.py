@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, query, wait_for, write_config
+from conftest import WheelInstall, install_lock, query, wait_for, write_config
 from fake_api import FakeAnthropic, is_compaction, text, tool
 
 from claude_session.services.background import daemon_control
@@ -34,6 +34,14 @@ def claude_binary(version: str = CLAUDE_VERSION) -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     prefix = cache / "claude-session-tests" / f"claude-code-{version}"
     binary = prefix / "node_modules" / ".bin" / "claude"
+    with install_lock(prefix):
+        _install(binary, prefix, version)
+    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    assert version in done.stdout, done.stdout + done.stderr
+    return binary
+
+
+def _install(binary: Path, prefix: Path, version: str) -> None:
     if not binary.exists():
         npm = shutil.which("npm")
         assert npm, "npm is needed to install @anthropic-ai/claude-code for the end-to-end test"
@@ -52,9 +60,6 @@ def claude_binary(version: str = CLAUDE_VERSION) -> Path:
             capture_output=True,
             timeout=600,
         )
-    done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
-    assert version in done.stdout, done.stdout + done.stderr
-    return binary
 
 
 class Model:

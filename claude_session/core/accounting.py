@@ -340,9 +340,12 @@ def spends(
         m["at"] for m in messages if m["agent_id"] == session_id and m["at"] is not None
     )
     found = []
+    first_process = 0 if starts else -1  # the one a fork's SessionStart began
     for k, state in last.items():
         start_state = base[k]
-        if start_state is None and fork:
+        # A fork's first process starts from its parent's state; a later one resumes from the
+        # fork's own transcript (no state in it: from 0).
+        if start_state is None and fork and k == first_process:
             own = [m["at"] for m in messages if m["at"] is not None]
             cutoff = first_start if first_start is not None else (min(own) if own else None)
             start_state = _parent_state(conn, session_id, cutoff)
