@@ -56,6 +56,7 @@ class SessionRow:
     prompts: int | None
     tool_calls: int | None
     cost_usd: float | None
+    estimated: int | None  # 1: part of that cost is for a model no price is known for
     compactions: int | None
     forks: int
     end_reason: str | None
@@ -75,6 +76,7 @@ class Agent:
     files: int
     tokens: int | None
     cost_usd: float | None
+    estimated: int | None  # 1: part of that cost is for a model no price is known for
     reason: str | None
     session_id: str
     tool_uses: int | None

@@ -517,6 +517,57 @@ class WheelInstall:
         self.python = str(venv / "bin" / "python")
 
 
+def installed_project(tmp_path: Path, wheel: WheelInstall) -> tuple[Path, Path]:
+    """A new git project with the hooks installed from the wheel, as a user installs them,
+    and a HOME of its own for Claude Code: (project, home)."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(
+        [wheel.cli, "--project", str(project), "install"], check=True, capture_output=True
+    )
+    return project, home
+
+
+def wheel_cli(wheel: WheelInstall, project: Path, home: Path) -> Callable[..., str]:
+    """`cli(*args, stdin=None)`: the wheel's `claude-session --project PROJECT ARGS` reading
+    Claude Code's config under `home`, 200 columns wide; its stdout, once it exited 0."""
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home / ".claude"), "COLUMNS": "200"}
+
+    def cli(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            [wheel.cli, "--project", str(project), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            input=stdin,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    return cli
+
+
+def web_pages(root: str, *paths: str) -> list[str]:
+    """The web page's HTML at each path (after its token), from a server started for them."""
+    import urllib.request
+
+    from claude_session.services.web import web_server
+
+    server, thread = web_server.start(root)
+    try:
+        found = []
+        for path in paths:
+            with urllib.request.urlopen(f"{server.url}{path}", timeout=30) as page:
+                found.append(page.read().decode())
+        return found
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
 def build_wheel(into: Path) -> Path:
     """The wheel, built from this checkout as `pip wheel` builds it for any user."""
     subprocess.run(

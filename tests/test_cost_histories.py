@@ -211,33 +211,41 @@ def test_every_history_is_costed_by_the_rule(
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# One response's counts in the histories written by hand: 200 of its 300 cache writes for an
+# hour.
+USED = {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 1000}
+USED |= {"cache_creation_tokens": 300, "cache_1h_tokens": 200}
+
+
+def by_hand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[World, Recorder]:
+    """A project and a Claude Code config folder of the test's own, for a history by hand."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
+    root = tmp_path / "project"
+    root.mkdir()
+    return World(tmp_path / "config" / "projects" / "-p"), Recorder(root)
+
+
 def test_a_fork_a_kill_and_a_resume_by_hand(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The issue's three cases in one project, with the figures named: the fork counts only
     what it made; the killed process's response, in no state, is priced (not lost); the
     resumed process's state is its own spend, not the session's."""
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
-    root = tmp_path / "project"
-    root.mkdir()
-    world = World(tmp_path / "config" / "projects" / "-p")
-    rec = Recorder(root)
-    used = {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 1000}
-    used |= {"cache_creation_tokens": 300, "cache_1h_tokens": 200}
+    world, rec = by_hand(tmp_path, monkeypatch)
     opus = "claude-opus-5-5"
     parent = world.start()
-    world.respond(parent, opus, used)
+    world.respond(parent, opus, USED)
     world.kill(parent)  # killed before its first state
     world.start("resume", parent.sid)
-    world.respond(parent, opus, used)
+    world.respond(parent, opus, USED)
     world.end_turn(parent)
     fork = world.fork(parent.sid)
-    world.respond(fork, opus, used)
+    world.respond(fork, opus, USED)
     world.end_turn(fork)
     play(world, rec, [])
     transcripts.catch_up(rec.conn, now=world.clock)
     one = (100 * 4 + 20 * 20 + 1000 * 0.2 + 100 * 5 + 200 * 8) / 1e6  # 1-hour writes at $8
-    assert prices.cost(prices.lookup(opus)[0], used) == pytest.approx(one)  # type: ignore[arg-type]
+    assert prices.cost(prices.lookup(opus)[0], USED) == pytest.approx(one)  # type: ignore[arg-type]
     by_session = {r["session_id"]: r["cost_usd"] for r in costs.report(rec.conn, "session")["rows"]}
     assert by_session == {parent.sid: pytest.approx(2 * one), fork.sid: pytest.approx(one)}
     # Claude Code's own last figures: the resumed process's one response, and the fork's
@@ -255,20 +263,14 @@ def test_a_database_of_the_previous_version_is_put_right_when_read_again(
     """Before this rule, a fork's copies were stored as its own responses. Migration 30 has
     every transcript read again from its start: the copies leave the fork, the costs follow
     the rule, and the line counts are not doubled."""
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
-    root = tmp_path / "project"
-    root.mkdir()
-    world = World(tmp_path / "config" / "projects" / "-p")
-    rec = Recorder(root)
-    used = {"input_tokens": 100, "output_tokens": 20, "cache_read_tokens": 1000}
-    used |= {"cache_creation_tokens": 300, "cache_1h_tokens": 200}
+    world, rec = by_hand(tmp_path, monkeypatch)
     parent = world.start()
     world.prompt(parent)
-    first = world.respond(parent, "claude-opus-5-5", used)
+    first = world.respond(parent, "claude-opus-5-5", USED)
     world.end_turn(parent)
     fork = world.fork(parent.sid)
     world.prompt(fork)
-    world.respond(fork, "claude-opus-5-5", used)
+    world.respond(fork, "claude-opus-5-5", USED)
     world.end_turn(fork)
     play(world, rec, [])
     transcripts.catch_up(rec.conn, now=world.clock)

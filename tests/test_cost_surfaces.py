@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, web_pages
 from inproc import Recorder
 from test_transcripts import (
     AGENT,
@@ -33,7 +32,6 @@ from test_transcripts import (
 from claude_session.core import db, executions, statusline
 from claude_session.core.figures import usd
 from claude_session.services.cost import costs, transcripts
-from claude_session.services.web import web_server
 
 SECRET = "sk-ant-api03-" + "c" * 40
 ANSWER = f"Done <b>bold</b>: the limit is configurable now (key {SECRET})"
@@ -241,16 +239,7 @@ def test_the_status_line_shows_the_cost_within_80_characters(session: Recorder) 
 
 def test_the_web_page_shows_cost_per_session_agent_turn_and_a_chart(session: Recorder) -> None:
     found = messages(session)
-    server, thread = web_server.start(session.root)
-    try:
-        with urllib.request.urlopen(f"{server.url}session/{SESSION[:8]}", timeout=30) as page:
-            html = page.read().decode()
-        with urllib.request.urlopen(server.url, timeout=30) as page:
-            listing = page.read().decode()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    html, listing = web_pages(session.root, f"session/{SESSION[:8]}", "")
     total = usd(sum(FIGURES.values()))
     assert total in listing  # the sessions list has each session's cost
     assert f"cost {total} · " in html

@@ -9,17 +9,15 @@ The transcripts are written in the shape Claude Code writes them (test_transcrip
 from __future__ import annotations
 
 import json
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from conftest import run_cli
+from conftest import run_cli, web_pages
 from inproc import Recorder
 from test_transcripts import PROMPT, SESSION, assistant, env, rows, start, user, write
 from test_transcripts import main_path as main_path  # the fixture
 
 from claude_session.services.cost import transcripts
-from claude_session.services.web import web_server
 
 MYSTERY = "claude-mystery-9"
 
@@ -61,16 +59,12 @@ def test_an_estimate_is_marked_wherever_a_cost_is_shown(
         project, "statusline", stdin=json.dumps({"session_id": SESSION, "cwd": str(project)})
     ).stdout
     assert line.startswith("cs: ~$"), line
-    server, thread = web_server.start(str(project))
-    try:
-        with urllib.request.urlopen(f"{server.url}session/{SESSION[:8]}", timeout=30) as page:
-            html = page.read().decode()
-        with urllib.request.urlopen(server.url, timeout=30) as page:
-            listing = page.read().decode()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    for listing in (("sessions",), ("agents", "--all")):  # the listings with a cost column
+        shown = run_cli(project, *listing, **env(config))
+        assert shown.returncode == 0 and "~$" in shown.stdout, (listing, shown.stdout)
+    agents = json.loads(run_cli(project, "agents", "--all", "--json", **env(config)).stdout)
+    assert [a["estimated"] for a in agents] == [1]
+    html, listing = web_pages(str(project), f"session/{SESSION[:8]}", "")
     assert "cost ~$" in html and ">~$" in listing
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, install_lock, query, wait_for
+from conftest import WheelInstall, install_lock, installed_project, query, wait_for, wheel_cli
 from fake_api import FakeAnthropic, text, tool
 from test_e2e_claude import claude_binary, run_claude
 
@@ -136,13 +136,7 @@ def test_every_difference_with_ccusage_has_a_named_cause(
 ) -> None:
     ccusage = ccusage_binary()
     binary = claude_binary("2.1.332")
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run(
-        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
-    )
+    project, home = installed_project(tmp_path, wheel_install)
     config = home / ".claude"
     try:
         with FakeAnthropic(script(project), usage_of) as api:
@@ -177,14 +171,8 @@ def test_every_difference_with_ccusage_has_a_named_cause(
         )
     finally:
         daemon_control.stop(str(project))
-    done = subprocess.run(
-        [wheel_install.cli, "--project", str(project), "cost", "--by", "model", "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CLAUDE_CONFIG_DIR": str(config)},
-    )
-    assert done.returncode == 0, done.stderr
-    ours = {r["model"]: r for r in json.loads(done.stdout)["rows"]}
+    cli = wheel_cli(wheel_install, project, home)
+    ours = {r["model"]: r for r in json.loads(cli("cost", "--by", "model", "--json"))["rows"]}
     theirs = ccusage_by_model(ccusage, config)
     assert set(ours) == set(theirs), (ours, theirs)
     helpers: dict[str, dict[str, Any]] = {

@@ -8,20 +8,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, query, wait_for
+from conftest import WheelInstall, installed_project, query, wait_for, web_pages, wheel_cli
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
 
 from claude_session.core.figures import usd
 from claude_session.services.background import daemon_control
 from claude_session.services.cost import costs
-from claude_session.services.web import web_server
 
 pytestmark = pytest.mark.e2e
 
@@ -83,13 +81,7 @@ def run_session(
     returns once the daemon (started by the hooks, under the session's HOME) has read the main
     and the subagent's transcripts."""
     binary = claude_binary()
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run(
-        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
-    )
+    project, home = installed_project(tmp_path, wheel_install)
     try:
         with FakeAnthropic(script(project), usage) as api:
             run_claude(binary, project, home, api, prompt)
@@ -185,18 +177,7 @@ def test_a_real_session_shows_its_cost_per_turn_subagent_and_dead_end_everywhere
     last (the answer after the last failure is not the dead end's)."""
     prompt = "TASK-COST: write files, try the import"
     project, home, api = run_session(tmp_path, wheel_install, WithDeadEnd, prompt)
-    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home / ".claude"), "COLUMNS": "200"}
-
-    def cli(*args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            [wheel_install.cli, "--project", str(project), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            input=stdin,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+    cli = wheel_cli(wheel_install, project, home)
 
     session = query(project, "SELECT session_id FROM turns")[0][0]
     transcript = Path(query(project, "SELECT transcript_path FROM sessions")[0][0])
@@ -233,14 +214,7 @@ def test_a_real_session_shows_its_cost_per_turn_subagent_and_dead_end_everywhere
     assert line.startswith(f"cs: ${total:.2f} · ") and len(line.rstrip("\n")) <= 80, line
     agents = {a["agent"]: a for a in json.loads(cli("agents", "--all", "--json"))}
     assert sum(a["cost_usd"] for a in agents.values()) == pytest.approx(total, abs=1e-9)
-    server, thread = web_server.start(str(project))
-    try:
-        with urllib.request.urlopen(f"{server.url}session/{session[:8]}", timeout=30) as page:
-            html = page.read().decode()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    [html] = web_pages(str(project), f"session/{session[:8]}")
     assert f"cost {shown} · " in html and 'class="cost-chart"' in html
 
 
@@ -261,13 +235,7 @@ def test_tokens_per_model_equal_claude_codes_own_after_a_compaction(
     labelled, with its cost (not spread over the responses); and `cost` warns about no
     transcript (the summariser's was never written)."""
     binary = claude_binary()
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run(
-        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
-    )
+    project, home = installed_project(tmp_path, wheel_install)
     try:
         with FakeAnthropic(Agents(project), usage) as api:
             first = run_claude(binary, project, home, api, "TASK-COST: write files")

@@ -15,7 +15,6 @@ three of its responses, the fork its own two, the status line the same."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import threading
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, query, wait_for
+from conftest import WheelInstall, installed_project, query, wait_for, wheel_cli
 from fake_api import FakeAnthropic, text, tool
 from test_e2e_claude import claude_binary, claude_env, run_claude
 
@@ -87,13 +86,7 @@ def test_a_kill_a_resume_and_a_fork_cost_what_each_spent(
     tmp_path: Path, wheel_install: WheelInstall, version: str
 ) -> None:
     binary = claude_binary(version)
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run(
-        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
-    )
+    project, home = installed_project(tmp_path, wheel_install)
     script = Script(project)
     try:
         with FakeAnthropic(script, usage) as api:
@@ -135,19 +128,7 @@ def test_a_kill_a_resume_and_a_fork_cost_what_each_spent(
     assert resumed["total_cost_usd"] == pytest.approx(spent[1] + spent[2], abs=1e-9)
     assert fork["total_cost_usd"] == pytest.approx(spent[1] + spent[2] + fork_truth, abs=1e-9)
 
-    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home / ".claude"), "COLUMNS": "200"}
-
-    def cli(*args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            [wheel_install.cli, "--project", str(project), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            input=stdin,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
+    cli = wheel_cli(wheel_install, project, home)
     for sid, truth, messages in ((session, parent_truth, 3), (forked, fork_truth, 2)):
         found = json.loads(cli("cost", "--session", sid, "--json"))
         total = found["total"]

@@ -129,7 +129,7 @@ def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, 
         return
     columns: list[str] = []
     for row in rows:
-        row = _without(row, hide)
+        row = output.marked(_without(row, hide))
         if first:
             columns = list(row)
             out.write("\t".join(c.replace("_", " ") for c in columns) + "\n")

@@ -334,6 +334,19 @@ def reveal() -> str:
     return " or ".join(found) or "a wider terminal"
 
 
+def marked(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for people: a cost that is partly an estimate (its `estimated`: a model no price
+    is known for) shown as `~$0.12`, the flag itself not a column of its own."""
+    if "estimated" not in row:
+        return row
+    rough = bool(row["estimated"])
+    return {
+        k: "~" + usd(v) if rough and k.endswith("_usd") and isinstance(v, int | float) else v
+        for k, v in row.items()
+        if k != "estimated"
+    }
+
+
 def table(
     rows: list[dict[str, Any]],
     label: str,
@@ -348,6 +361,7 @@ def table(
     (`--all` on a terminal)."""
     whole = width >= WIDE_WIDTH
     layout = layout or Layout()
+    rows = [marked(row) for row in rows]
     names = list(rows[0])
     wrapped = {i for i, n in enumerate(names) if n in layout.wrap and not whole}
     cells = [

@@ -64,8 +64,9 @@ def status(root: Path, as_json: bool) -> None:
 @limit_option
 @json_option(
     "a list of agents: agent, type, task, state, age_seconds, silent_seconds, files, tokens,"
-    " cost_usd (its own model responses, from Claude Code's transcripts), reason, session_id,"
-    " tool_uses, is_internal"
+    " cost_usd (its own model responses, from Claude Code's transcripts), estimated (1: part"
+    " of that cost is for a model no price is known for), reason, session_id, tool_uses,"
+    " is_internal"
 )
 @output.wide_option
 @click.pass_obj
@@ -91,8 +92,9 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
 @json_option(
     "a list of sessions: session_id, state (active, ended, or interrupted: it never said"
     " SessionEnd), started_at, ended_at, prompts, tool_calls, cost_usd (its model responses,"
-    " from Claude Code's transcripts; null: not read), compactions, forks (made from it),"
-    " end_reason, last_activity_at"
+    " from Claude Code's transcripts; null: not read), estimated (1: part of that cost is for"
+    " a model no price is known for), compactions, forks (made from it), end_reason,"
+    " last_activity_at"
 )
 @output.wide_option
 @click.pass_obj

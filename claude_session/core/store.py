@@ -148,13 +148,16 @@ def close_out_gone(conn: apsw.Connection, ctx: "Context") -> None:
     from . import liveness
     from .readings import CLAUDE_EXITED
 
-    for agent_id, session_id, is_main in liveness.gone_agents(conn):
+    # Main threads first: their sessions end with every agent of them, a subagent included
+    # (Claude Code exited); only then is a subagent left whose session went on in another.
+    gone = sorted(liveness.gone_agents(conn), key=lambda found: not found[2])
+    for agent_id, session_id, is_main in gone:
         if is_main:
             end_session(conn, session_id, ctx.now, CLAUDE_EXITED)
             registry.close_out_session(conn, session_id, ctx.now, CLAUDE_EXITED)
         else:
             reason = "its Claude Code process exited (the session went on in another)"
-            registry.transition(
+            registry.transition(  # a no-op for one its session's end closed out above
                 conn, agent_id, registry.STALE, reason, ctx.now, (registry.RUNNING,)
             )
 

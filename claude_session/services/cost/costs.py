@@ -323,47 +323,35 @@ def estimated_models(
 ) -> list[str]:
     """The models of the selection whose cost is an estimate: neither Claude Code nor our
     table knows their price (the default tier's was taken)."""
-    if rolled:
-        query = (
-            "SELECT DISTINCT model FROM session_usage m WHERE estimated_n > 0"
-            " AND model IS NOT NULL ORDER BY 1"
-        )
-        return [str(r["model"]) for r in db.rows(conn, query)]
-    return [
-        str(r["model"])
-        for r in db.rows(
-            conn,
-            "SELECT DISTINCT m.model FROM message_usage m WHERE"
-            + where
-            + " AND m.estimated AND m.model IS NOT NULL ORDER BY 1",
-            params,
-        )
-    ]
+    return _models(conn, where, params, rolled, "estimated_n > 0", "m.estimated")
 
 
 def price_table_models(
     conn: apsw.Connection, where: str, params: list[Any], rolled: bool = False
 ) -> list[str]:
     """The models of the selection priced from our own table (Claude Code gave no figure)."""
+    return _models(
+        conn, where, params, rolled, "price_table_n > 0", "m.cost_source = 'price_table'"
+    )
+
+
+def _models(
+    conn: apsw.Connection,
+    where: str,
+    params: list[Any],
+    rolled: bool,
+    in_rollup: str,
+    in_responses: str,
+) -> list[str]:
+    """The models of the selection whose rows meet a condition: of the rollups (`rolled`,
+    every session) or of the responses themselves."""
     if rolled:
-        return [
-            str(r["model"])
-            for r in db.rows(
-                conn,
-                "SELECT DISTINCT model FROM session_usage WHERE price_table_n > 0"
-                " AND model IS NOT NULL ORDER BY 1",
-            )
-        ]
-    return [
-        str(r["model"])
-        for r in db.rows(
-            conn,
-            "SELECT DISTINCT m.model FROM message_usage m WHERE"
-            + where
-            + " AND m.cost_source = 'price_table' ORDER BY 1",
-            params,
-        )
-    ]
+        query = f"SELECT DISTINCT model FROM session_usage WHERE {in_rollup}"
+        found = db.rows(conn, query + " AND model IS NOT NULL ORDER BY 1")
+    else:
+        query = f"SELECT DISTINCT m.model FROM message_usage m WHERE{where} AND {in_responses}"
+        found = db.rows(conn, query + " AND m.model IS NOT NULL ORDER BY 1", params)
+    return [str(r["model"]) for r in found]
 
 
 def _helper_sums(
