@@ -7,11 +7,10 @@
 #   ./test.sh fast -k ladder -x  a stage and more pytest arguments
 #
 # Every stage named runs, even after one failed; the exit status is 1 when any failed. pytest's
-# exit 5 (no test collected) counts as a failure. fast and e2e run on two pytest-xdist workers
-# (-n 2; e2e keeps each module on one worker: its tests wait on the real Claude Code CLI,
-# Phoenix, chromium and tmux more than they compute), integration on three (its tests wait on
-# the processes they start: two workers kept 1.7 cores busy); lint (seven tests: two workers'
-# start costs more than they save) in one process.
+# exit 5 (no test collected) counts as a failure. fast, integration and e2e run on two
+# pytest-xdist workers (-n 2; e2e keeps each module on one worker: its tests wait on the real
+# Claude Code CLI, Phoenix, chromium and tmux more than they compute); lint (seven tests: two
+# workers' start costs more than they save) in one process.
 set -uo pipefail
 cd "$(dirname "$0")"
 python=.venv/bin/python
@@ -28,8 +27,7 @@ done
 
 options() {
   case "$1" in
-    fast) echo "-m $1 -n 2" ;;
-    integration) echo "-m $1 -n 3" ;;
+    fast | integration) echo "-m $1 -n 2" ;;
     e2e) echo "-m $1 -n 2 --dist loadfile" ;;
     lint) echo "-m $1" ;;
   esac
