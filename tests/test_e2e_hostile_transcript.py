@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import WheelInstall, query, wait_for
+from conftest import WheelInstall, installed_project, query, wait_for
 from fake_api import FakeAnthropic, is_compaction, text, tool
 from test_e2e_claude import _blocks, _has_prompt, claude_binary, run_claude
 
@@ -190,13 +190,7 @@ def test_a_transcript_forged_by_the_agent_bricks_nothing(
     tmp_path: Path, wheel_install: WheelInstall
 ) -> None:
     binary = claude_binary()
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-    subprocess.run(
-        [wheel_install.cli, "--project", str(project), "install"], check=True, capture_output=True
-    )
+    project, home = installed_project(tmp_path, wheel_install)
     try:
         with FakeAnthropic(Model(project), usage) as api:
             a = run_claude(binary, project, home, api, PROMPT_A)
