@@ -35,17 +35,15 @@ NOTE = (
 TIERS = ("lint", "fast", "integration", "e2e")
 OUT = "CLAUDE_SESSION_TIER_DOCS_OUT"
 
-# Wall time of `./test.sh TIER` on the 2-core machine (measured by hand: fresh clones'
-# `.ci/run`, 2026-11-29, nothing else running: lint, fast and e2e from the second run, the
-# integration tier on two workers from the first; each whole run, its install with warm
-# package caches included, took 20 min 44 s and 19 min 55 s, the second with integration on
-# three workers).
+# Wall time of `./test.sh TIER` on the 2-core machine (measured by hand: a fresh clone's
+# `.ci/run`, 2026-11-29, nothing else running; the whole run, its install with warm package
+# caches included, took 17 min 33 s).
 MEASURED = {
-    "lint": "52 s",
-    "fast": "2 min 50 s",
-    "integration": "9 min 31 s",
-    "e2e": "6 min 48 s",
-    "all": "about 19 min 41 s",
+    "lint": "39 s",
+    "fast": "2 min 24 s",
+    "integration": "8 min 1 s",
+    "e2e": "5 min 28 s",
+    "all": "about 16 min 32 s",
 }
 
 
