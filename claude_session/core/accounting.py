@@ -46,7 +46,11 @@ MODEL_USAGE = (
     ("cache_read_tokens", "cacheReadInputTokens"),
     ("cache_creation_tokens", "cacheCreationInputTokens"),
 )
-COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens")
+COUNTS = tuple(ours for ours, _ in MODEL_USAGE)
+# What a helpers' row holds per model: its counts (1-hour writes and thinking among them), and
+# its cost and whether that is an estimate (core/usage writes them in this order).
+HELPER_COUNTS = (*COUNTS, "cache_1h_tokens", "thinking_tokens")
+HELPER_COLUMNS = (*HELPER_COUNTS, "cost_usd", "estimated")
 # SessionStart sources that begin a Claude Code process for the session (a compaction does not).
 PROCESS_SOURCES = ("startup", "resume", "fork", "clear")
 LEARNED_BOUNDS = (0.01, 100.0)  # a scale past these says the figures are not a price
@@ -199,19 +203,17 @@ def continuing(conn: apsw.Connection, session_id: str) -> list[str]:
 # --- processes and their spend ---------------------------------------------------------------
 
 
-def process_starts(conn: apsw.Connection, session_id: str) -> list[float]:
-    """When each of the session's Claude Code processes started (its SessionStart hooks)."""
-    sources = ", ".join(f"'{s}'" for s in PROCESS_SOURCES)
-    return sorted(
-        float(r["received_at"])
-        for r in rows(
-            conn,
-            "SELECT received_at FROM events WHERE session_id = ? AND hook_event_name ="
-            f" 'SessionStart' AND coalesce(json_extract(payload, '$.source'), 'startup')"
-            f" IN ({sources})",
-            (session_id,),
-        )
+def process_starts(conn: apsw.Connection, session_id: str) -> tuple[list[float], bool]:
+    """When each of the session's Claude Code processes started (its SessionStart hooks), and
+    whether one of them said it began a fork."""
+    found = rows(
+        conn,
+        "SELECT received_at, coalesce(json_extract(payload, '$.source'), 'startup') AS source"
+        " FROM events WHERE session_id = ? AND hook_event_name = 'SessionStart'",
+        (session_id,),
     )
+    starts = sorted(float(r["received_at"]) for r in found if r["source"] in PROCESS_SOURCES)
+    return starts, any(r["source"] == "fork" for r in found)
 
 
 def _states(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
@@ -272,18 +274,11 @@ def _parent_state(conn: apsw.Connection, session_id: str, before: float | None) 
     return states[-1] if states else {"as_of": None, "models": {}, "unknown": False}
 
 
-def is_fork(conn: apsw.Connection, session_id: str) -> bool:
+def is_fork(conn: apsw.Connection, session_id: str, said: bool) -> bool:
     """Whether the session began as a fork: it holds copies of another's responses, or its
-    SessionStart said so (a fork of a session with no response of its own copies none)."""
-    return bool(
-        rows(
-            conn,
-            "SELECT 1 FROM response_copies WHERE session_id = ?1 UNION ALL SELECT 1 FROM events"
-            " WHERE session_id = ?1 AND hook_event_name = 'SessionStart'"
-            " AND json_extract(payload, '$.source') = 'fork' LIMIT 1",
-            (session_id,),
-        )
-    )
+    SessionStart `said` so (a fork of a session with no response of its own copies none)."""
+    copied = "SELECT 1 FROM response_copies WHERE session_id = ? LIMIT 1"
+    return said or bool(rows(conn, copied, (session_id,)))
 
 
 def _model_figures(entry: dict[str, Any]) -> tuple[float | None, dict[str, int] | None]:
@@ -306,7 +301,7 @@ def spends(
     started from), the time its last state runs to, and its messages (those of `messages`
     it made up to that time). A process whose start is not known (a fork of a session not
     recorded here) has none."""
-    starts = process_starts(conn, session_id)
+    starts, said_fork = process_starts(conn, session_id)
     states = _states(conn, session_id)
 
     def process_of(at: float | None) -> int:
@@ -335,7 +330,7 @@ def spends(
             base[k] = before
         last[k] = state
         before = state
-    fork = is_fork(conn, session_id)
+    fork = is_fork(conn, session_id, said_fork)
     main_times = sorted(
         m["at"] for m in messages if m["agent_id"] == session_id and m["at"] is not None
     )
@@ -496,10 +491,7 @@ def priced(conn: apsw.Connection, session_id: str, now: float = 0.0) -> Priced:
                 group.append(m)
             extra = None
             if counts is not None:
-                left = {
-                    c: counts[c] - sum(as_int(m[c]) for m in group)
-                    for c in (*COUNTS, "cache_1h_tokens", "thinking_tokens")
-                }
+                left = {c: counts[c] - sum(as_int(m[c]) for m in group) for c in HELPER_COUNTS}
                 if min(left[c] for c in COUNTS) >= 0 and max(left[c] for c in COUNTS) > 0:
                     left["cache_1h_tokens"] = max(
                         0, min(left["cache_1h_tokens"], left["cache_creation_tokens"])
@@ -519,14 +511,10 @@ def priced(conn: apsw.Connection, session_id: str, now: float = 0.0) -> Priced:
                     flag,
                 )
             if extra is not None:
-                kept = helpers.setdefault(
-                    model,
-                    {c: 0 for c in (*COUNTS, "cache_1h_tokens", "thinking_tokens")}
-                    | {"cost": 0.0, "estimated": 0},
-                )
-                for c in (*COUNTS, "cache_1h_tokens", "thinking_tokens"):
+                kept = helpers.setdefault(model, dict.fromkeys(HELPER_COLUMNS, 0))
+                for c in HELPER_COUNTS:
                     kept[c] += extra[c]
-                kept["cost"] += parts[-1] / PICO
+                kept["cost_usd"] += parts[-1] / PICO
                 kept["estimated"] |= flag
             priced = sum(weights) / 1e9
             if not figures["estimated"] and priced > 0:

@@ -103,14 +103,15 @@ def record_messages(
     seen again (streamed in several entries, or read twice) is merged, never counted twice:
     its token counts are the largest seen, its tool calls the union."""
     turns = _turn_finder(conn, session_id, agent_id, wait_after=float("-inf"))
+    holders: set[str] = set()  # sessions that had read this one's responses as their own
     for m in messages:
         owner, moved = accounting.owner_of(conn, session_id, m)
-        for holder in moved:  # they read this session's response first, as their own
+        for holder in moved:
             conn.execute(
                 "DELETE FROM message_usage WHERE session_id = ? AND message_id = ?",
                 (holder, m["message_id"]),
             )
-            refresh_rollup(conn, holder)
+        holders.update(moved)
         if owner is not None:  # another session's response, copied: counted there
             conn.execute(  # a row of it stored as this session's own before (read again)
                 "DELETE FROM message_usage WHERE session_id = ? AND message_id = ?",
@@ -161,6 +162,8 @@ def record_messages(
                 m.get("line_cost_usd"),
             ),
         )
+    for holder in holders:
+        refresh_rollup(conn, holder)
     if messages:
         refresh_rollup(conn, session_id)
     return len(messages)
@@ -284,13 +287,13 @@ def _write_helpers(
 ) -> int:
     """The session's HELPERS rows (one per model) as `helpers` gives them: their tokens and
     cost, Claude Code's."""
+    columns = accounting.HELPER_COLUMNS
     kept = {
-        str(r["message_id"]): r
+        str(r["message_id"]): tuple(r[c] for c in columns)
         for r in rows(
             conn,
-            "SELECT message_id, input_tokens, output_tokens, cache_read_tokens,"
-            " cache_creation_tokens, cache_1h_tokens, thinking_tokens, cost_usd, estimated"
-            f" FROM message_usage WHERE session_id = ? AND agent_id = '{HELPERS}'",
+            f"SELECT message_id, {', '.join(columns)} FROM message_usage"
+            f" WHERE session_id = ? AND agent_id = '{HELPERS}'",
             (session_id,),
         )
     }
@@ -303,18 +306,8 @@ def _write_helpers(
             (session_id, model),
         )
     for model, h in helpers.items():
-        values_now = (
-            h["input_tokens"],
-            h["output_tokens"],
-            h["cache_read_tokens"],
-            h["cache_creation_tokens"],
-            h["cache_1h_tokens"],
-            h["thinking_tokens"],
-            h["cost"],
-            h["estimated"],
-        )
-        old = kept.get(model)
-        if old is not None and tuple(old[c] for c in list(old)[1:]) == values_now:
+        values_now = tuple(h[c] for c in columns)
+        if kept.get(model) == values_now:
             continue
         changed += 1
         conn.execute(

@@ -176,19 +176,16 @@ def report(
     calls = sum(r["calls"] for r in rows if r.get("calls"))
     if limit is not None:
         rows = rows[:limit]
-    claude = claude_code(conn, where, params, rolled)
-    extra = claude["unattributed"]
+    totals = claude_code(conn, where, params, rolled)
     if by == "session":
         for row in rows:
-            row["cost_usd"] = (row["cost_usd"] or 0.0) + extra.get(row["session_id"], 0.0)
-            if row["session_id"] in claude["totals"]:
-                row["claude_code_usd"] = claude["totals"][row["session_id"]]
-    elif by in _APART:
+            row["cost_usd"] = row["cost_usd"] or 0.0
+            if row["session_id"] in totals:
+                row["claude_code_usd"] = totals[row["session_id"]]
+    elif by in _APART:  # by model and session, the helpers are in their model's row
         helpers = _helper_sums(conn, where, params, rolled)
-        if extra or any(helpers[t] for t in TOKENS):
-            rows.append(_unattributed_row(by, helpers, sum(extra.values())))
-    elif extra:  # by model: the helpers are in their model's row; a cost no row carries
-        rows.append(_unattributed_row(by, {}, sum(extra.values())))
+        if any(helpers[t] for t in TOKENS):
+            rows.append(_unattributed_row(by, helpers))
     for row in rows:
         row["source"] = source(row.pop("sources", None), row.pop("unpriced", 0))
         row["estimated"] = bool(row.pop("estimated_n", 0))
@@ -197,7 +194,7 @@ def report(
     else:
         summed = db.rows(conn, f"SELECT {_SUMS} FROM message_usage m WHERE{where}", params)[0]
     whole = {k: summed[k] or 0 for k in ("messages", *TOKENS)}
-    whole["cost_usd"] = (summed["cost_usd"] or 0.0) + sum(extra.values())
+    whole["cost_usd"] = summed["cost_usd"] or 0.0
     whole["source"] = source(summed["sources"], summed["unpriced"])
     whole["estimated"] = bool(summed["estimated_n"])
     if by == "tool":
@@ -209,7 +206,7 @@ def report(
         "rows": rows,
         "groups": groups,
         "total": whole,
-        "claude_code_total_usd": sum(claude["totals"].values()) if claude["totals"] else None,
+        "claude_code_total_usd": sum(totals.values()) if totals else None,
         "price_table_models": price_table_models(conn, where, params, rolled),
         "estimated_models": estimated_models(conn, where, params, rolled),
     }
@@ -291,10 +288,10 @@ def _filter(
 
 def claude_code(
     conn: apsw.Connection, where: str, params: list[Any], rolled: bool = False
-) -> dict[str, Any]:
+) -> dict[str, float]:
     """Per session in the selection: what Claude Code's own figures say it spent (its
     processes' spend, core/accounting: a fork's and a resume's share of what they continue is
-    not theirs), and nothing unattributed (the helpers' rows carry what no response does)."""
+    not theirs)."""
     found = (
         db.rows(
             conn,
@@ -310,12 +307,11 @@ def claude_code(
             params,
         )
     )
-    totals = {
+    return {
         str(r["session_id"]): float(r["carried"])
         for r in found
         if isinstance(r["carried"], int | float) and 0 <= r["carried"] < MAX_COST_USD
     }
-    return {"totals": totals, "unattributed": {}}
 
 
 def estimated_models(
@@ -364,9 +360,9 @@ def _helper_sums(
     return db.rows(conn, f"SELECT {_SUMS} FROM message_usage m WHERE{where}{helpers}", params)[0]
 
 
-def _unattributed_row(by: str, helpers: dict[str, Any], cost: float) -> dict[str, Any]:
+def _unattributed_row(by: str, helpers: dict[str, Any]) -> dict[str, Any]:
     """One row for what no transcript line holds: the helpers' tokens and cost (`helpers`,
-    summed), and `cost`, what Claude Code billed that nothing read carries."""
+    summed)."""
     label = {"turn": "prompt", "agent": "agent", "tool": "tool", "model": "model"}.get(by, by)
     row: dict[str, Any] = {label: UNATTRIBUTED, "messages": 0}
     if by == "agent":
@@ -374,10 +370,9 @@ def _unattributed_row(by: str, helpers: dict[str, Any], cost: float) -> dict[str
     elif by == "tool":
         row["calls"] = 0
     row |= {t: helpers.get(t) or 0 for t in TOKENS}
-    sources = ",".join(s for s in (helpers.get("sources"), "claude_code" if cost else "") if s)
     return row | {
-        "cost_usd": (helpers.get("cost_usd") or 0.0) + cost,
-        "sources": sources or "claude_code",
+        "cost_usd": helpers.get("cost_usd") or 0.0,
+        "sources": helpers.get("sources") or "claude_code",
         "unpriced": helpers.get("unpriced") or 0,
         "estimated_n": helpers.get("estimated_n") or 0,
     }

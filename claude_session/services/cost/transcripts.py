@@ -263,7 +263,7 @@ class Extracted(NamedTuple):
 
 
 def extract(
-    entries: list[dict[str, Any]], prompt_id: str | None, ends: tuple[int, ...] = ()
+    entries: list[dict[str, Any]], prompt_id: str | None, ends: tuple[int, ...]
 ) -> Extracted:
     """The responses and the cost-states of `entries` (`ends`: where each one's line ends;
     a cost-state's `as of` is the time of the last entry before it)."""
@@ -277,7 +277,7 @@ def extract(
                 figures = values.cost_figures(entry)
             except values.Bad:
                 continue  # checked by parse already
-            states.append((ends[i] if i < len(ends) else i, last_time, figures))
+            states.append((ends[i], last_time, figures))
             continue
         last_time = timestamp(entry.get("timestamp")) or last_time
         if kind == "user" and isinstance(entry.get("promptId"), str):
