@@ -14,7 +14,7 @@ from ..core import db, injections, spool
 from ..core.figures import plural
 from ..core.paths import log_path
 from ..services import queries, status_report
-from . import lookup, output, status_view
+from . import cells, lookup, output, status_view
 from .group import cli, json_option, opened
 
 
@@ -418,7 +418,7 @@ def demo(keep: bool, as_json: bool) -> None:
             click.echo()
             output.echo_wrapped(
                 f"What SessionStart put back into the model's context after session {session}"
-                f" was compacted ({output.local_time(given['at'])}), as the model got it:"
+                f" was compacted ({cells.local_time(given['at'])}), as the model got it:"
             )
             click.echo()
             output.echo_text(restored)

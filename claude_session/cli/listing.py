@@ -15,7 +15,7 @@ import apsw
 import click
 
 from ..services import queries
-from . import output
+from . import cells, output
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -129,13 +129,13 @@ def stream_rows(rows: Iterable[dict[str, Any]], as_json: bool, hide: tuple[str, 
         return
     columns: list[str] = []
     for row in rows:
-        row = output.marked(_without(row, hide))
+        row = cells.marked(_without(row, hide))
         if first:
             columns = list(row)
             out.write("\t".join(c.replace("_", " ") for c in columns) + "\n")
             first = False
-        cells = (output.cell_text(c, row.get(c), True) for c in columns)
-        out.write("\t".join(cell.replace("\t", " ") for cell in cells) + "\n")
+        texts = (cells.cell_text(c, row.get(c), True) for c in columns)
+        out.write("\t".join(text.replace("\t", " ") for text in texts) + "\n")
     if first:
         out.write("none\n")
     out.flush()

@@ -23,7 +23,7 @@ import click
 from ..core import db, memories, memory_exchange, memory_files, trust
 from ..core.paths import db_path
 from ..services import queries
-from . import memory_check_commands, output
+from . import cells, memory_check_commands, output
 from .group import json_option, opened
 from .listing import emit_page, limit_option, stream_rows
 from .memory_group import (
@@ -304,7 +304,7 @@ def _file_line(f: dict[str, Any]) -> str:
     if f.get("git_commit"):
         recorded += f", commit {str(f['git_commit'])[:10]}"
     if isinstance(f["recorded_at"], int | float):
-        recorded += f", recorded {output.local_time(f['recorded_at'])}"
+        recorded += f", recorded {cells.local_time(f['recorded_at'])}"
     return f"{f.get('said') or f['path'] + ': ' + f['state']} ({recorded})"
 
 

@@ -1,6 +1,6 @@
 """The one place that turns query results into terminal output: JSON or rich tables.
 
-Rows are plain dicts. One format for each kind of value, here and nowhere else:
+Rows are plain dicts. One format for each kind of value, in cli/cells and nowhere else:
 - booleans: `yes`/`no` in tables, true/false in JSON (SQLite's 0/1 included, by column name);
 - durations (`*_seconds`): `45s`, `1m05s`, `2h03m`, `3d04h` (`duration`);
 - times (`*_at`, Unix seconds): JSON keeps the number; key/value sections show the local time
@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -34,22 +33,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..core.figures import token_count, usd
 from ..core.terminal import escape_controls, escape_json
+from . import cells
 
 FORMATS = ("table", "json")
 __all__ = [
     "FORMATS",
-    "age",
-    "cell_text",
     "console",
-    "duration",
     "echo_text",
     "emit",
     "emit_pairs",
     "escape_controls",
     "json_line",
-    "local_time",
     "note",
     "print_table",
     "say",
@@ -59,36 +54,6 @@ __all__ = [
     "wrap",
 ]
 
-# Columns whose 0/1 is a yes/no.
-BOOLEANS = frozenset(
-    {
-        "ok",
-        "running",
-        "contested",
-        "is_internal",
-        "is_main",
-        "interrupted",
-        "still_relevant",
-        "wal_unsafe_filesystem",
-        "live",
-        "new",
-        "changed",
-        "removed",
-        "forgotten",
-    }
-)
-# Times where recency matters: shown as an age in tables.
-RECENT = frozenset(
-    {
-        "last_activity_at",
-        "last_seen_at",
-        "last_at",
-        "last_touched_at",
-        "expires_at",
-        "last_run_at",
-        "updated_at",
-    }
-)
 # name: (priority, narrowest width). Priority 1 is kept longest; unknown columns are 5.
 COLUMNS: dict[str, tuple[int, int]] = {
     "what": (1, 16),
@@ -191,7 +156,6 @@ HEADERS = {
     "reason_failed": "why it failed",
     "cost_usd": "cost",
 }
-TEXT_CAP = 400  # characters of one value that a table ever looks at
 WRAPPED_CAP = 2000
 
 
@@ -281,12 +245,14 @@ def _section(out: Console, name: str, section: Any, layout: Layout | None = None
     if isinstance(section, list) and section and all(isinstance(r, dict) for r in section):
         print_table(out, section, label, layout)
     elif isinstance(section, list):
-        shown = ", ".join(_cell_text("", v) for v in section) if section else "none"
+        shown = ", ".join(cells.cell_value("", v) for v in section) if section else "none"
         say(out, f"{label}: {shown}")
     elif isinstance(section, dict):
         emit_pairs(out, label, section)
     else:
-        out.print(Text.assemble((escape_controls(label), "bold"), ": ", _cell(name, section, True)))
+        out.print(
+            Text.assemble((escape_controls(label), "bold"), ": ", cells.cell(name, section, True))
+        )
 
 
 def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
@@ -303,7 +269,7 @@ def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
     grid.add_column("key", style="dim", no_wrap=True)
     grid.add_column("value", overflow="fold")
     for key, value in values.items():
-        grid.add_row(Text(escape_controls(key.replace("_", " "))), _cell(key, value, True))
+        grid.add_row(Text(escape_controls(key.replace("_", " "))), cells.cell(key, value, True))
     out.print(grid)
 
 
@@ -334,19 +300,6 @@ def reveal() -> str:
     return " or ".join(found) or "a wider terminal"
 
 
-def marked(row: dict[str, Any]) -> dict[str, Any]:
-    """A row for people: a cost that is partly an estimate (its `estimated`: a model no price
-    is known for) shown as `~$0.12`, the flag itself not a column of its own."""
-    if "estimated" not in row:
-        return row
-    rough = bool(row["estimated"])
-    return {
-        k: "~" + usd(v) if rough and k.endswith("_usd") and isinstance(v, int | float) else v
-        for k, v in row.items()
-        if k != "estimated"
-    }
-
-
 def table(
     rows: list[dict[str, Any]],
     label: str,
@@ -361,13 +314,13 @@ def table(
     (`--all` on a terminal)."""
     whole = width >= WIDE_WIDTH
     layout = layout or Layout()
-    rows = [marked(row) for row in rows]
+    rows = [cells.marked(row) for row in rows]
     names = list(rows[0])
     wrapped = {i for i, n in enumerate(names) if n in layout.wrap and not whole}
-    cells = [
+    texts = [
         [
             escape_controls(
-                _cell_text(
+                cells.cell_value(
                     n, row.get(n), cap=_cap(i in wrapped, whole or keep), whole=whole or keep
                 )
             )
@@ -376,7 +329,7 @@ def table(
         for row in rows
     ]
     headers = [header(n) for n in names]
-    natural = [max([len(headers[i])] + [len(c[i]) for c in cells]) for i in range(len(names))]
+    natural = [max([len(headers[i])] + [len(c[i]) for c in texts]) for i in range(len(names))]
     if whole:
         kept, widths = list(range(len(names))), dict(enumerate(natural))
     else:
@@ -386,8 +339,8 @@ def table(
         floors = [min(natural[i], least[i]) for i in range(len(names))]
         kept = fit([p for p, _ in specs], floors, width)
         widths = shrink({i: natural[i] for i in kept}, floors, width)
-    times = any(n.endswith("_at") and n not in RECENT for n in (names[i] for i in kept))
-    suffix = f" (times in {zone()})" if times else ""
+    times = any(n.endswith("_at") and n not in cells.RECENT for n in (names[i] for i in kept))
+    suffix = f" (times in {cells.zone()})" if times else ""
     grid = Table(
         title=Text(escape_controls(label) + suffix) if label else None,
         title_justify="left",
@@ -404,15 +357,15 @@ def table(
             overflow="fold",  # folded onto more lines, never cut
             min_width=1,
         )
-    for row in cells:
-        grid.add_row(*(Text(row[i]) for i in kept))  # escaped: measured as shown
+    for shown in texts:
+        grid.add_row(*(Text(shown[i]) for i in kept))  # escaped: measured as shown
     return grid, [headers[i] for i in range(len(names)) if i not in kept]
 
 
 def _cap(wrapped: bool, whole: bool) -> int | None:
     if whole:
         return None
-    return WRAPPED_CAP if wrapped else TEXT_CAP
+    return WRAPPED_CAP if wrapped else cells.TEXT_CAP
 
 
 def header(name: str) -> str:
@@ -430,7 +383,7 @@ def spec(name: str) -> tuple[int, int]:
     if name in COLUMNS:
         return COLUMNS[name]
     if name.endswith("_at"):
-        return (5, 10 if name in RECENT else 19)
+        return (5, 10 if name in cells.RECENT else 19)
     return (5, 8)
 
 
@@ -476,7 +429,7 @@ def _booleans(data: Any, key: str = "") -> Any:
         return {k: _booleans(v, str(k)) for k, v in data.items()}
     if isinstance(data, list | tuple):
         return [_booleans(v, key) for v in data]
-    if key in BOOLEANS and not isinstance(data, bool) and data in (0, 1):
+    if key in cells.BOOLEANS and not isinstance(data, bool) and data in (0, 1):
         return bool(data)
     return data
 
@@ -543,88 +496,3 @@ def echo_text(text: str, fold: bool = True) -> None:
     for line in escaped.split("\n"):
         for part in wrap(line, out.width, 2) if line.strip() else [""]:
             print(part)
-
-
-def cell_text(column: str, value: Any, whole: bool = False) -> str:
-    """One cell as the tables show it, escaped, for rows streamed as text (`--all`); `whole`:
-    every character of it (a session's full id, no cap)."""
-    cap = None if whole else TEXT_CAP
-    return escape_controls(_cell_text(column, value, full_time=True, cap=cap, whole=whole))
-
-
-def _cell(column: str, value: Any, full_time: bool = False) -> Text:
-    return Text(escape_controls(_cell_text(column, value, full_time)))
-
-
-def _cell_text(
-    column: str,
-    value: Any,
-    full_time: bool = False,
-    cap: int | None = TEXT_CAP,
-    whole: bool = False,
-) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool) or (column in BOOLEANS and value in (0, 1)):
-        return "yes" if value else "no"
-    if column == "session_id" and isinstance(value, str) and len(value) > 13 and not whole:
-        return value[:8] + "…"  # tables show a prefix; --json and `events --session` take it
-    if column.endswith("_seconds") and isinstance(value, int | float):
-        return duration(value)
-    if column.endswith("_usd") and isinstance(value, int | float):
-        return usd(value)
-    if column == "tokens" and isinstance(value, int | float):
-        return token_count(value)
-    if column.endswith("_at") and isinstance(value, int | float):
-        if full_time:
-            return local_time(value)
-        if column in RECENT:
-            return age(value)
-        return local_time(value, zone=False)
-    if isinstance(value, float):
-        return f"{value:.1f}"
-    if isinstance(value, dict):
-        return ", ".join(
-            f"{k}: {_cell_text(str(k), v, full_time, cap, whole)}" for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return ", ".join(_cell_text(column, v, full_time, cap, whole) for v in value) or "none"
-    text = str(value)
-    return text if cap is None or len(text) <= cap else text[: cap - 1] + "…"
-
-
-def duration(seconds: float) -> str:
-    """`45s`, `1m05s`, `2h03m`, `3d04h`: the one format of a span of time."""
-    whole = int(seconds)
-    if whole < 0:
-        return "-"
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
-
-
-def age(when: float, now: float | None = None) -> str:
-    """`3m05s ago`, or `in 12m00s` for a time still to come."""
-    delta = (time.time() if now is None else now) - when
-    return f"{duration(delta)} ago" if delta >= 0 else f"in {duration(-delta)}"
-
-
-def local_time(when: float, zone: bool = True) -> str:
-    """`2026-11-23 17:20:05 UTC+01:00`: the local time, with its offset from UTC."""
-    shown = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
-    return f"{shown} {_offset(time.localtime(when).tm_gmtoff)}" if zone else shown
-
-
-def zone() -> str:
-    """This machine's offset from UTC now, as tables name it in their title."""
-    return _offset(time.localtime().tm_gmtoff)
-
-
-def _offset(seconds: int) -> str:
-    sign = "+" if seconds >= 0 else "-"
-    seconds = abs(seconds)
-    return f"UTC{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"

@@ -13,7 +13,7 @@ import click
 from ..core import injections
 from ..services import queries, status_report
 from ..services.cost import transcripts
-from . import lookup, output, status_view
+from . import cells, lookup, output, status_view
 from .group import cli, json_option, opened, require_database
 from .listing import emit_page, limit_option, show, show_listing, stream_rows
 
@@ -277,7 +277,7 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
                 )
                 to = f", to subagent {row['agent_id']}" if row["agent_id"] else ""
                 click.echo()
-                output.echo_wrapped(f"--- {output.local_time(row['at'])}: {what}{to}")
+                output.echo_wrapped(f"--- {cells.local_time(row['at'])}: {what}{to}")
                 output.echo_text(row["text"])
             return
         if preview:
@@ -304,7 +304,7 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
         return
     if found is not None:  # on stderr: `restore > context.txt` holds exactly what was given
         output.echo_wrapped(
-            f"put back into session {session} at {output.local_time(found['at'])}"
+            f"put back into session {session} at {cells.local_time(found['at'])}"
             f" ({found['event']}, {found['source'] or 'no source'}), as the model got it:",
             err=True,
         )

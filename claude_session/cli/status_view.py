@@ -9,7 +9,7 @@ from typing import Any
 
 from ..services import queries
 from ..services.cost import hooks_report
-from . import output
+from . import cells, output
 
 TABLE_ROWS = 10  # rows of a table in `status`; the section's own command lists them all
 
@@ -55,7 +55,7 @@ def headline(found: dict[str, Any], width: int = 80) -> list[str]:
     for agent in live:
         name = agent["type"] or "agent"
         ident = "" if name == "main" else f" {str(agent['agent'])[:10]}"
-        silent = output.duration(agent["silent_seconds"] or 0)
+        silent = cells.duration(agent["silent_seconds"] or 0)
         task = _brief(agent["task"] or "(no task recorded)", brief)
         lines.append(f"  {name}{ident} (silent {silent}, files {agent['files']}): {task}")
     contested = now["contested_files"]
@@ -120,7 +120,7 @@ def compaction(last: dict[str, Any] | None) -> str:
     names = {"task": "prompts", "failed_paths": "failed paths"}
     restored = ", ".join(f"{names.get(k, k)} {n}" for k, n in last["restored"].items() if n)
     return (
-        f"last compaction: {output.age(last['created_at'])} ({last['trigger'] or 'unknown'},"
+        f"last compaction: {cells.age(last['created_at'])} ({last['trigger'] or 'unknown'},"
         f" session {str(last['session_id'])[:8]}); restored: {restored or 'nothing'}"
     )
 
@@ -160,7 +160,7 @@ def database(found: dict[str, Any]) -> dict[str, Any]:
     if isinstance(last, dict):
         shown["last_snapshot"] = (
             f"{last['snapshot_type']} ({last['trigger'] or '-'}) of session"
-            f" {str(last['session_id'])[:8]}, {output.age(last['created_at'])}"
+            f" {str(last['session_id'])[:8]}, {cells.age(last['created_at'])}"
         )
     shown["moved_aside"] = ", ".join(found["moved_aside"]) or "none"
     return shown
