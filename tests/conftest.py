@@ -224,6 +224,21 @@ def query(project: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def clone_database(origin: Path, clone: Path) -> None:
+    """The origin's database as a repository carries it: one file holding every committed page,
+    made while the origin's processes (a capture, the daemon) may still be writing."""
+    clone.mkdir(exist_ok=True)
+    source = apsw.Connection(str(origin / ".claude-session.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    source.setbusytimeout(10000)
+    copy = apsw.Connection(str(clone / ".claude-session.db"))
+    try:
+        with copy.backup("main", source, "main") as backup:
+            backup.step()  # every page at once: one consistent read of the origin
+    finally:
+        copy.close()
+        source.close()
+
+
 def count(project: Path, table: str, where: str = "1", params: Any = ()) -> int:
     return int(query(project, f"SELECT count(*) FROM {table} WHERE {where}", params)[0][0])
 

@@ -61,6 +61,7 @@ def their_database(repo: Path, victim: Path, with_fork: bool) -> Path:
                 " path, created_at, mac) VALUES ('fork', 'forged-session', 1, ?, ?, 1.0, ?)",
                 (str(repo), str(target), "0" * 64),
             )
+    conn.setbusytimeout(10000)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     conn.close()
     return path

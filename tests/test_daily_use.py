@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import stat
 import subprocess
 from pathlib import Path
 
-import apsw
 import pytest
 from conftest import (
     BUSY_SESSION,
     LONG,
     LONG_FILE,
     cli_at,
+    clone_database,
     fixture,
     hook_argv,
     hook_env,
@@ -176,11 +175,7 @@ def test_a_problem_and_its_fix_wrap_at_80_columns(busy: Path, tmp_path: Path) ->
     """An untrusted database (a copy, as a clone has it): status says why and how to fix it,
     the fix on one line; the compaction line says all it restored."""
     clone = tmp_path / "clone"
-    clone.mkdir()
-    conn = apsw.Connection(str(busy / ".claude-session.db"))
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    conn.close()
-    shutil.copy(busy / ".claude-session.db", clone / ".claude-session.db")
+    clone_database(busy, clone)
     lines = run(clone, "status", terminal=True)
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     head = lines[: lines.index("")]

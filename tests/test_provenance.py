@@ -36,6 +36,7 @@ def cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def folded(path: Path) -> None:
     """The WAL folded into the main file and gone, as when the last connection closes."""
     conn = apsw.Connection(str(path))
+    conn.setbusytimeout(10000)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     conn.close()
     for suffix in ("-wal", "-shm"):

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 from pathlib import Path
 
-import apsw
-from conftest import PYTHON, fixture, run_hook
+from conftest import PYTHON, clone_database, fixture, run_hook
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 SESSION = "560819af-56fc-4528-be0a-32a24d1aa819"
@@ -41,14 +39,7 @@ def test_a_cloned_database_is_never_injected_until_trusted(project: Path, tmp_pa
     a_project_with_open_work(origin)
     assert injected(origin, "startup")  # our own database: what was left open is said
     clone = tmp_path / "clone"
-    clone.mkdir()
-    # A database committed to a repository is its main file alone: what the WAL holds goes
-    # into it first (a hook leaves the WAL in place; any connection that closes last, or this
-    # checkpoint, folds it in), then the clone gets that file.
-    conn = apsw.Connection(str(origin / ".claude-session.db"))
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    conn.close()
-    shutil.copy(origin / ".claude-session.db", clone / ".claude-session.db")  # as a clone has it
+    clone_database(origin, clone)  # a database committed to a repository, as a clone has it
     assert injected(clone, "startup") is None
     assert injected(clone, "compact") is None
     status = json.loads(cli(clone, "status", "--json").stdout)

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import stat
 import subprocess
 from itertools import count as counter
 from pathlib import Path
 from typing import Any
 
-import apsw
-from conftest import fixture, query, run_cli, run_hook, wait_for
+from conftest import clone_database, fixture, query, run_cli, run_hook, wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -80,11 +78,7 @@ def plant(project: Path) -> None:
 
 def clone_of(origin: Path, clone: Path) -> None:
     """The origin's database as a repository holds it: the WAL folded in, the file copied."""
-    conn = apsw.Connection(str(origin / ".claude-session.db"))
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    conn.close()
-    clone.mkdir()
-    shutil.copy(origin / ".claude-session.db", clone / ".claude-session.db")
+    clone_database(origin, clone)
 
 
 def surfaces(project: Path, judge_marker: Path) -> dict[str, Any]:

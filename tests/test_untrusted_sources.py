@@ -6,12 +6,10 @@ read and send, so each test can fail."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import apsw
 import pytest
-from conftest import fixture, query, run_cli, run_hook
+from conftest import clone_database, fixture, query, run_cli, run_hook
 from otlp_receiver import Receiver
 
 SESSION = "untrusted-source-1"
@@ -40,11 +38,7 @@ def recorded(project: Path, transcript: Path) -> None:
 
 def cloned(project: Path, into: Path) -> Path:
     """The database as a clone carries it: a copy, never made here."""
-    conn = apsw.Connection(str(project / ".claude-session.db"))
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    conn.close()
-    into.mkdir()
-    shutil.copy(project / ".claude-session.db", into / ".claude-session.db")
+    clone_database(project, into)
     return into
 
 
