@@ -27,16 +27,14 @@ import dataclasses
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import apsw
 from mcp.server.mcpserver import MCPServer
 
 from .core import answers, db, hook_contract, injections, memories, memory_files, recall, trust
-from .core import state as project_state
-from .core.paths import db_path
-from .project import Memory, Project, ProjectError, find_root
+from .core.paths import db_path, find_project
+from .project import Memory, Project, ProjectError
 
 UNTRUSTED = (
     "This project's claude-session database was not made by this user on this machine (it came"
@@ -53,10 +51,8 @@ CALL_WINDOW_S = 600.0
 
 
 def project_root() -> str:
-    explicit = os.environ.get("CLAUDE_PROJECT_DIR")
-    if explicit and os.path.isdir(explicit):
-        return os.path.abspath(explicit)
-    return str(find_root(Path.cwd()))
+    """$CLAUDE_PROJECT_DIR (Claude Code sets it), else the nearest folder up with a database."""
+    return find_project()
 
 
 def build(root: str) -> MCPServer:
@@ -67,9 +63,6 @@ def build(root: str) -> MCPServer:
             "this project. Search memories before repeating work that may have failed before."
         ),
     )
-
-    def project() -> Any:
-        return db.connect(db_path(root))
 
     def untrusted() -> str | None:
         """Why this project's database is not to be served or written (core/trust.py)."""
@@ -119,48 +112,35 @@ def build(root: str) -> MCPServer:
             return {"error": str(exc)}
         turn_no, paths, error_id = _turn(root, tool_use_id, scope)
         inferred = not named and bool(paths)
-        paths = named or paths
-        commit = memory_files.head_commit(root) if paths else None
-        conn = recall.open_global(create=True) if scope == "global" else project()
-        if conn is None:
-            return {"error": "the user-level memory database cannot be opened"}
         try:
-            with db.Immediate(conn):
-                memory_id, new = memories.add(
-                    conn,
+            with Project(root) as project:
+                added = project.add_memory(
                     text,
                     category,
                     scope,
-                    now,
                     tags=tags or [],
+                    files=named or paths,
+                    hypothesis=hypothesis,
                     source="agent",
                     session_id=session_id,
                     agent_id=agent_id,
                     tool_use_id=tool_use_id,
-                    project=root if scope == "global" else None,
-                    trusted=True,  # this project's database is trusted: checked above
                     turn_no=turn_no,
                     error_id=error_id,
-                    outcome="hypothesis" if hypothesis else None,
-                    files_inferred=inferred if paths else None,
+                    files_inferred=inferred,
                 )
-                if paths and (new or named):
-                    memory_files.record(conn, memory_id, root, paths, now, commit)
-            stored = memories.get(conn, memory_id)
-        except memories.MemoryProblem as exc:
+        except ProjectError as exc:
             return {"error": str(exc)}
-        finally:
-            conn.close()
-        label = memories.label(scope, memory_id)
+        label = added.id
         answer: dict[str, Any] = {
             "id": label,
-            "stored": "new" if new else "already known: strengthened",
+            "stored": "new" if added.new else "already known: strengthened",
         }
-        if paths and (new or named):
-            answer["files"] = paths
-            if inferred:
+        if added.files:
+            answer["files"] = list(added.files)
+            if added.files_inferred:
                 answer["files_inferred"] = "the files you read or changed in this turn"
-        if stored is not None and stored["review"] == memories.PENDING:
+        if added.review == memories.PENDING:
             answer |= {"review": "pending", "note": AWAITS_REVIEW.format(id=label)}
         return said(root, "add_memory", answer)
 
@@ -170,12 +150,11 @@ def build(root: str) -> MCPServer:
         if refused:
             return {"error": refused}
         with Project(root) as reading:
-            values = [(v.key, v.value) for v in reading.state()]
-        if key:
-            wanted = project_state.stored_key(key)
-            value = next((v for k, v in values if k == wanted), None)
-            return said(root, "get_state", answers.state_value(key, value))
-        rows = [{"key": k, "value": v} for k, v in values]
+            if key:
+                found = reading.state_value(key)
+                value = found.value if found is not None else None
+                return said(root, "get_state", answers.state_value(key, value))
+            rows = [{"key": v.key, "value": v.value} for v in reading.state()]
         return said(root, "get_state", answers.state_values(rows))
 
     @server.tool(description="Set a key of the project's state (recorded in its history).")
@@ -183,14 +162,8 @@ def build(root: str) -> MCPServer:
         refused = untrusted()
         if refused:
             return {"error": refused}
-        conn = project()
-        try:
-            with db.Immediate(conn):
-                changed = project_state.set_values(
-                    conn, {key: value}, time.time(), "MCP tool set_state (an agent)"
-                )
-        finally:
-            conn.close()
+        with Project(root) as writing:
+            changed = writing.set_state(key, value, cause="MCP tool set_state (an agent)").changed
         return said(root, "set_state", {"key": key, "changed": bool(changed)})
 
     @server.tool(description="The frames of a session (default: the latest): what happened when.")
@@ -275,22 +248,8 @@ def _turn(
 
 def _count_use(root: str, found: list[Memory]) -> None:
     """The memories a search gave the agent count as used (strengthening them)."""
-    now = time.time()
-    for where in ("project", "global"):
-        ids = [int(m.id.removeprefix("g")) for m in found if m.where == where]
-        if not ids:
-            continue
-        if where == "global":
-            conn = recall.open_global()
-        else:
-            conn = db.connect(db_path(root), create=False)
-        if conn is None:
-            continue
-        try:
-            with db.Immediate(conn):
-                memories.count_use(conn, ids, now)
-        finally:
-            conn.close()
+    with Project(root) as project:
+        project.memories_used(found)
 
 
 def said(root: str, tool: str, answer: dict[str, Any]) -> dict[str, Any]:

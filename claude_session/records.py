@@ -1,6 +1,7 @@
-"""The rows the library API (claude_session/project.py) answers with: frozen dataclasses whose
+"""What the library API (`claude_session.Project`) answers with: frozen dataclasses whose
 fields are the names the CLI's `--json` prints, in its order (`dataclasses.asdict(row)` is the
-row that command shows). Nothing here reads anything: see `Project`."""
+row that command shows), and what each write verb did. Nothing here reads or writes anything:
+see `Project`."""
 
 from __future__ import annotations
 
@@ -15,12 +16,24 @@ __all__ = [
     "Error",
     "FailedPath",
     "Frame",
+    "HooksReport",
     "Injection",
     "Listing",
+    "LiveView",
     "Memory",
+    "MemoryAdded",
+    "MemoryChanged",
+    "RecordedEvent",
+    "Refreshed",
     "Session",
+    "SessionRow",
+    "SessionView",
     "StateChange",
+    "StateSet",
     "StateValue",
+    "Status",
+    "TrustChanged",
+    "Verdict",
 ]
 
 
@@ -289,6 +302,151 @@ class Injection:
     tool_use_id: str | None
     text: str
     chars: int | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's verdict on finished work (`claude-session verdicts --json`)."""
+
+    id: int
+    session_id: str | None
+    hook_event: str | None
+    task_id: str | None
+    decision: str | None  # allow, block, or error (the judge failed: the work went on)
+    reason: str | None
+    task: str | None
+    judge: str | None
+    created_at: float | None
+    verdict_json: str | None
+    raw: str | None
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """A hook event as recorded (`claude-session events --json`); `payload`, the stored
+    (redacted) payload, only when asked for."""
+
+    id: int
+    received_at: float | None
+    session_id: str | None
+    event: str | None
+    tool_name: str | None
+    agent_id: str | None
+    tool_use_id: str | None
+    payload_bytes: int | None
+    via: str | None
+    payload: str | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    """What `claude-session status --json` prints: what is happening `now` (live agents,
+    contested files, open errors, the last compaction, installation problems), then each part
+    of the project's record as a row or list of rows."""
+
+    now: dict[str, Any]
+    database: dict[str, Any]
+    sessions: list[dict[str, Any]]
+    sessions_never_ended: list[dict[str, Any]]
+    agents: list[dict[str, Any]]
+    claims: list[dict[str, Any]]
+    daemon: dict[str, Any]
+    trust: dict[str, str]
+    open_errors: list[dict[str, Any]]
+    failed_paths: list[dict[str, Any]]
+    hooks: dict[str, Any]
+    hook_time: dict[str, Any] | None
+    cost: dict[str, Any]
+    otel: dict[str, Any] | None
+    judge: dict[str, Any]
+    memories: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LiveView:
+    """What `watch` and the web page show: agents (running first), file claims (contested
+    first) and open errors, `taken_at` a Unix time; ages in seconds."""
+
+    project: str
+    session: str | None
+    taken_at: float
+    agents: list[dict[str, Any]]
+    claims: list[dict[str, Any]]
+    open_errors: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """One session as the web page shows it: its main agent (status, task), subagents,
+    frames, forks, what it `spent` (whole, per agent, turn and frame, over time) and the ids
+    of Claude Code's internal helper agents."""
+
+    session_id: str
+    main: dict[str, Any] | None
+    subagents: list[dict[str, Any]]
+    frames: list[dict[str, Any]]
+    branches: list[dict[str, Any]]
+    spent: dict[str, Any]
+    internal: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """What `Project.refresh` did: the schema upgraded (`migrated`, from which version), the
+    spooled events taken in, and what was read from Claude Code's transcripts (counts, and
+    `untrusted` when nothing was read because the database is not this user's)."""
+
+    migrated_from: int | None
+    ingested: int
+    transcripts: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MemoryAdded:
+    """A memory added (`new`), or an existing one it matched strengthened. `id` as shown:
+    `12` in this project, `g12` global; `review` is `pending` for a global memory an agent
+    added (given to no session until the user accepts it); `files` the project files it is
+    about, relative to the project (`files_inferred`: taken from the turn, not named)."""
+
+    id: str
+    scope: str
+    new: bool
+    session_id: str | None = None
+    review: str | None = None
+    files: tuple[str, ...] = ()
+    files_inferred: bool = False
+
+
+@dataclass(frozen=True)
+class MemoryChanged:
+    """What a memory verb did to memory `id` (`forgotten`, `accepted`, `verified`,
+    `outcome`, `edited`), and the memory as it is now (None once forgotten)."""
+
+    id: str
+    change: str
+    memory: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class StateSet:
+    """Keys of the project's state written (`changed`: the keys whose value changed;
+    `removed`: the keys unset)."""
+
+    values: dict[str, str]
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrustChanged:
+    """What `Project.trust` adopted (`trusted`: the paths now trusted, `would_adopt`: what was
+    not trusted before) or `revoke_trust` dropped (`revoked`: records removed), and the
+    state after (`state`: database, configuration)."""
+
+    trusted: tuple[str, ...] = ()
+    would_adopt: dict[str, Any] | None = None
+    revoked: int | None = None
+    state: dict[str, str | None] | None = None
 
 
 T = TypeVar("T")

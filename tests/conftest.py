@@ -568,7 +568,7 @@ def web_pages(root: str, *paths: str) -> list[str]:
     """The web page's HTML at each path (after its token), from a server started for them."""
     import urllib.request
 
-    from claude_session.services.web import web_server
+    from claude_session.web import web_server
 
     server, thread = web_server.start(root)
     try:

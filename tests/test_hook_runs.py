@@ -449,7 +449,7 @@ def test_hook_runs_are_span_events_on_their_tool_call_and_turn(
 def test_the_session_page_charts_hook_time_per_turn_beside_cost(
     recorder: Recorder, main_path: Path
 ) -> None:
-    from claude_session.services.web import web_server
+    from claude_session.web import web_server
 
     slow_session(recorder, main_path)
     write(main_path, [attachment("hook_success", "Stop", "printf '\x1b]8;;x\x07'", 2, 30)])

@@ -124,13 +124,40 @@ def serve_and_fire(cli: str, project: Path, site_marker: str) -> None:
     assert found == [("mcp",)]
 
 
-def test_the_wheel_carries_the_entry_and_the_schema(wheel_install: WheelInstall) -> None:
+def test_the_wheel_carries_the_entry_the_schema_and_its_types(wheel_install: WheelInstall) -> None:
     names = set(zipfile.ZipFile(wheel_install.wheel).namelist())
+    assert "claude_session/py.typed" in names  # users' type checkers read the package's types
+    assert "claude_session/__init__.pyi" in names
     assert "claude_session/hook.py" in names
     assert "claude_session/core/schema.sql" in names
     assert any(n.startswith("claude_session/core/migrations/0006") for n in names)
     shipped = zipfile.ZipFile(wheel_install.wheel).read("claude_session/core/schema.sql")
     assert shipped == (ROOT / "schema.sql").read_bytes()  # the top-level one, unchanged
+
+
+def test_a_users_type_checker_reads_the_installed_types(
+    wheel_install: WheelInstall, tmp_path: Path
+) -> None:
+    """mypy run on a user's script against the wheel's venv: the library's types are read
+    (a wrong use is an error naming them), so the package is typed as installed."""
+    script = tmp_path / "uses_it.py"
+    script.write_text(
+        "from claude_session import MemoryAdded, NotFound, Project\n"
+        "with Project('.') as project:\n"
+        "    added: MemoryAdded = project.add_memory('x')\n"
+        "    wrong: int = project.sessions()\n"
+        "    assert issubclass(NotFound, Exception)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+         "--python-executable", wheel_install.python, str(script)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert "py.typed" not in said and "import-untyped" not in said, said
+    assert done.returncode == 1 and 'uses_it.py:4: error: Incompatible types' in said, said
+    assert "list[Session]" in said, said
+    assert said.count("error:") == 1, said
 
 
 def test_a_wheel_in_a_fresh_venv_records(wheel_install: WheelInstall, tmp_path: Path) -> None:

@@ -34,6 +34,9 @@ from claude_session.project import (
     StateChange,
     StateValue,
 )
+from claude_session.project.opening import ProjectBase
+from claude_session.project.reads import ProjectReads
+from claude_session.project.views import ProjectViews
 from claude_session.services import queries
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +90,9 @@ def test_the_examples_of_the_docs_page_run(
     assert "run pytest with -q here" in said  # the memory found
     assert "problem: no claude-session hooks are installed" in said
     assert "agents in all" in said, said
+    assert "sessions; " in said and "events recorded" in said  # the status report
+    assert "memory 2 new" in said and "state changed: ('release_branch',)" in said  # writes
+    assert "refused: no state key 'no_such_key'" in said
 
 
 def test_each_read_answers_typed_rows_with_the_cli_json_names(recorded: Path) -> None:
@@ -100,12 +106,10 @@ def test_each_read_answers_typed_rows_with_the_cli_json_names(recorded: Path) ->
         agents = project.agents(all=True)
         assert agents and all(isinstance(a, Agent) for a in agents)
         assert project.agents() == []  # every session ended: none shown by default
-        listed = project.page("claims", limit=5)
+        listed = project.claims_page(5)
         assert (listed.rows, listed.total, listed.hidden) == ([], 0, 1)
         assert listed.hidden_what == "released claims" and listed.more == 0
-        assert list(project.each("agents", all=True)) == project.agents(all=True)
-        with pytest.raises(ValueError, match="no listing 'nothing'"):
-            project.page("nothing")
+        assert list(project.each_agent(all=True)) == project.agents(all=True)
         claims = project.claims(all=True)
         assert [(c.file_path, c.agent) for c in claims] == [("hello.py", "main")]
         assert isinstance(claims[0], Claim)
@@ -243,9 +247,17 @@ def read_everything(project: Project) -> set[str]:
         return value(*args, **kwargs) if callable(value) else value
 
     call("exists"), call("trusted"), call("connection"), call("latest_session")
-    for listing in ("agents", "claims", "errors", "failed_paths", "sessions"):
-        call("page", listing, all=True) if listing != "sessions" else call("page", listing)
-        list(call("each", listing))  # type: ignore[call-overload]
+    for page, each, options in (
+        ("agents_page", "each_agent", {"all": True}),
+        ("claims_page", "each_claim", {"all": True}),
+        ("errors_page", "each_error", {"open_only": True}),
+        ("failed_paths_page", "each_failed_path", {"all": True}),
+        ("sessions_page", "each_session", {}),
+        ("verdicts_page", "each_verdict", {}),
+        ("events_page", "each_event", {"payload": True}),
+    ):
+        call(page, **options)
+        list(call(each, **options))  # type: ignore[call-overload]
     sessions = call("sessions")
     assert isinstance(sessions, list)
     first = sessions[-1].session_id if sessions else "none"
@@ -265,11 +277,20 @@ def read_everything(project: Project) -> set[str]:
         call("cost", session=first), call("hooks", session=first)
     call("memories", "pytest"), call("memories"), call("memories", scope="global")
     call("state"), call("state_history"), call("injections"), call("problems")
+    call("state_value", "test_command"), call("pending_trust"), call("daemon")
+    call("status"), call("live"), call("changed"), call("compaction_restored")
+    call("sessions_with_cost"), call("memories_with_files")
+    if sessions:
+        call("restored", first), call("restore_preview", first), call("session_view", first)
+    else:
+        called.update({"restored", "restore_preview", "session_view"})
     return called
 
 
 def public_reads() -> set[str]:
-    return {name for name in dir(Project) if not name.startswith("_")} - {"close"}
+    """Every public method of the read side (`writing` opens for a write: not one)."""
+    readers = (ProjectBase, ProjectReads, ProjectViews)
+    return {n for cls in readers for n in dir(cls) if not n.startswith("_")} - {"close", "writing"}
 
 
 @pytest.mark.parametrize("kind", ["recorded", "untrusted"])

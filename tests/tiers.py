@@ -98,6 +98,7 @@ MODULES: dict[str, str] = {
     "test_ladder.py": "integration",
     "test_layers.py": "lint",
     "test_library.py": "integration",
+    "test_library_writes.py": "fast",
     "test_lint.py": "lint",
     "test_listings.py": "fast",
     "test_memory.py": "integration",

@@ -3,6 +3,7 @@ Each prints its result as JSON with --json."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -10,10 +11,9 @@ from typing import Any
 
 import click
 
-from ..core import db, injections, spool
+from ..core import spool
 from ..core.figures import plural
 from ..core.paths import log_path
-from ..services import queries, status_report
 from . import cells, lookup, output, status_view
 from .group import cli, json_option, opened
 
@@ -123,7 +123,10 @@ def daemon_stop(root: Path, as_json: bool) -> None:
 @click.pass_obj
 def daemon_status(root: Path, as_json: bool) -> None:
     """Is it running, and what has it done."""
-    state = status_report.daemon_state(str(root))
+    from ..project import Project
+
+    with Project(root) as project:
+        state = project.daemon()
     output.emit(state, "json" if as_json else "table", title="daemon")
 
 
@@ -169,17 +172,14 @@ def fail(
     as_json: bool,
 ) -> None:
     """Record an approach that failed, so no agent tries it again (agents may run this too)."""
-    from ..core import ladder
-    from ..core.config import number
-    from ..core.redact import redact
-    from ..services import configuration
+    from ..project import NotFound, Project
 
-    with opened(root, create=True, ingest=True) as conn:
+    with Project(root) as project:
         if resolve is not None:
-            with db.Immediate(conn):
-                found = ladder.resolve_failed_path(conn, resolve)
-            if not found:
-                raise click.ClickException(f"no failed path {resolve}")
+            try:
+                project.resolve_failed_path(resolve)
+            except NotFound as exc:
+                raise click.ClickException(str(exc)) from None
             output.reply(
                 {"id": resolve, "resolved": True},
                 f"failed path {resolve} is no longer shown",
@@ -188,23 +188,12 @@ def fail(
             return
         if not approach or not reason:
             raise click.UsageError('give the approach and --reason "why it failed"')
-        session = lookup.session(conn, session) if session else queries.latest_session(conn)
-        relative = None
-        if file_path:
-            from ..core.paths import relative_to_root
-
-            relative = relative_to_root(str(root), file_path)  # relative: to the project
-        with db.Immediate(conn):
-            new_id = ladder.add_failed_path(
-                conn,
-                session,
-                redact(approach),
-                redact(reason),
-                relative,
-                "recorded by hand",
-                time.time(),
-                number(configuration.load_or_defaults(str(root)).values, "failed_path_ttl_days"),
-            )
+        if session:
+            project.refresh(transcripts=False)
+            session = lookup.session(lookup.readable(project), session)
+        new_id = project.record_failed_path(
+            approach, reason, file_path=file_path, session_id=session
+        )
     output.reply({"id": new_id, "recorded": True}, f"failed path {new_id} recorded", as_json)
 
 
@@ -388,11 +377,14 @@ def demo(keep: bool, as_json: bool) -> None:
     project.mkdir()
     played = player.play(project)
     failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
-    with opened(project, ingest=True) as conn:
-        found = status_report.status(conn, str(project))
-        given = injections.latest_compaction_restore(conn)  # as the model got it, and when
-        session = str(given["session_id"]) if given else ""
-        restored = str(given["text"]) if given else ""
+    from ..project import Project
+
+    with Project(project) as played_in:
+        played_in.refresh(transcripts=False)
+        found = dataclasses.asdict(played_in.status())
+        given = played_in.compaction_restored()  # as the model got it, and when
+        session = given.session_id if given else ""
+        restored = given.text if given else ""
     gone = keep or player.remove(scratch, project)
     if as_json:
         result: dict[str, Any] = {
@@ -418,7 +410,7 @@ def demo(keep: bool, as_json: bool) -> None:
             click.echo()
             output.echo_wrapped(
                 f"What SessionStart put back into the model's context after session {session}"
-                f" was compacted ({cells.local_time(given['at'])}), as the model got it:"
+                f" was compacted ({cells.local_time(given.at)}), as the model got it:"
             )
             click.echo()
             output.echo_text(restored)

@@ -142,3 +142,16 @@ def _offset(seconds: int) -> str:
     sign = "+" if seconds >= 0 else "-"
     seconds = abs(seconds)
     return f"UTC{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
+
+
+def ago(seconds: float | None) -> str:
+    """An age as a person reads it: `now`, `42s ago`, `3m ago`, `2h ago`, `4d ago`."""
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    if seconds < 2:
+        return "now"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return f"{seconds}s ago"

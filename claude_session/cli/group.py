@@ -18,7 +18,7 @@ import click
 from .. import __version__
 from ..core import db, spool
 from ..core.figures import plural
-from ..core.paths import DB_NAME, db_path, global_db_path
+from ..core.paths import DB_NAME, db_path, find_project, global_db_path
 from . import output
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,15 +26,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def find_root(explicit: str | None) -> Path:
     """--project, else $CLAUDE_PROJECT_DIR, else the nearest folder up with a database, else cwd."""
-    if explicit:
-        return Path(explicit).resolve()
-    if os.environ.get("CLAUDE_PROJECT_DIR"):
-        return Path(os.environ["CLAUDE_PROJECT_DIR"]).resolve()
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / DB_NAME).exists():
-            return folder
-    return here
+    return Path(find_project(explicit=explicit))
 
 
 def require_database(root: Path) -> str:
@@ -175,6 +167,10 @@ class Group(click.Group):
         except Exception as exc:
             found = storage_fault(exc)
             if found is None:
+                from ..project.opening import ProjectError
+
+                if isinstance(exc, ProjectError):  # what the library refused, in its words
+                    raise escaped_error(click.ClickException(str(exc))) from exc
                 raise
             root = ctx.obj if isinstance(ctx.obj, Path) else None
             raise Refused(storage_problem(found, root)) from exc

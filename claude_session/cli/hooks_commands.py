@@ -11,10 +11,9 @@ from typing import Any
 import click
 
 from ..project import Project, ProjectError
-from ..services import queries
-from ..services.cost import hooks_report, transcripts
+from ..services.cost import hooks_report
 from . import lookup, output
-from .group import cli, json_option, opened
+from .group import cli, json_option, require_database
 from .listing import limit_option, stream_rows
 
 LAYOUT = output.Layout(
@@ -81,13 +80,14 @@ def hooks(
     Claude Code timed it: runs, total, median, p90 and max per command and event, and its share
     of the sessions' wall time. Runs of ours that Claude Code did not time are counted as
     unmeasured, never given a time."""
-    with opened(root) as conn:
-        if session:
-            session = lookup.session(conn, session)
-        elif turn is not None:
-            session = queries.latest_session(conn)
-        read = transcripts.catch_up(conn, session, recent_seconds=None if session else 3600)
+    require_database(root)
     with Project(root) as project:
+        project.refresh(transcripts=False)  # the database as this version reads it
+        if session:
+            session = lookup.session(lookup.readable(project), session)
+        elif turn is not None:
+            session = project.latest_session()
+        read = project.refresh(session, recent_seconds=None if session else 3600).transcripts
         try:
             report = project.hooks(session, turn, None if every else limit)
         except ProjectError as exc:

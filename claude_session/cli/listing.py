@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
-import apsw
 import click
 
-from ..services import queries
+from ..project import Listing
 from . import cells, output
 
-if TYPE_CHECKING:
-    from ..project import Project
+__all__ = ["PAGE", "emit_page", "limit_option", "show_listing", "stream_rows", "tell_hidden"]
 
-__all__ = ["emit_page", "limit_option", "show", "show_listing", "stream_rows", "tell_hidden"]
+PAGE = 50  # rows a listing shows by default: the newest
 
 
 def limit_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,14 +26,14 @@ def limit_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--limit",
         type=click.IntRange(1, None),
-        default=queries.PAGE,
+        default=PAGE,
         show_default=True,
         help="How many of the newest rows to show (--all: every row, streamed).",
     )(command)
 
 
 def emit_page(
-    page: queries.Page,
+    page: Listing[dict[str, Any]],
     as_json: bool,
     title: str,
     command: str,
@@ -52,49 +50,26 @@ def emit_page(
         )
 
 
-def show(
-    conn: apsw.Connection,
-    query: queries.Query,
-    every: bool,
-    limit: int,
-    as_json: bool,
-    title: str,
-    command: str,
-    hide: tuple[str, ...] = (),
-    reveal: str = "",
-) -> None:
-    """A listing: every row streamed (`--all`), or the newest page with what more there is
-    and what its filter hides (`reveal`: the command line that shows those; default, the
-    command with --all)."""
-    if every:
-        stream_rows(queries.stream(conn, query), as_json, hide)
-        return
-    emit_page(queries.page(conn, query, limit), as_json, title, command, hide)
-    what = query.hidden.what if query.hidden is not None else None
-    tell_hidden(queries.hidden(conn, query), what, reveal or f"{command} --all")
-
-
 def show_listing(
-    project: Project,
-    listing: str,
-    options: dict[str, Any],
+    page: Callable[[], Listing[Any]],
+    each: Callable[[], Iterator[Any]],
     every: bool,
-    limit: int,
     as_json: bool,
     title: str,
     command: str,
     hide: tuple[str, ...] = (),
     reveal: str = "",
 ) -> None:
-    """A listing read through the library API (`Project.page`, `Project.each`), printed as
-    `show` prints one: the rows are the dataclasses' fields, the names `--json` prints."""
+    """A listing read through the library API (one of `Project`'s `*_page` methods and its
+    `each_*`): every row streamed (`--all`), or the newest page with what more there is and
+    what its default filter hides (`reveal`: the command line that shows those; default, the
+    command with --all). The rows are the dataclasses' fields, the names `--json` prints."""
     if every:
-        rows = (dataclasses.asdict(row) for row in project.each(listing, **options))
-        stream_rows(rows, as_json, hide)
+        stream_rows((dataclasses.asdict(row) for row in each()), as_json, hide)
         return
-    found = project.page(listing, limit, **options)
-    page = queries.Page([dataclasses.asdict(row) for row in found.rows], found.total)
-    emit_page(page, as_json, title, command, hide)
+    found = page()
+    rows = Listing([dataclasses.asdict(row) for row in found.rows], found.total)
+    emit_page(rows, as_json, title, command, hide)
     tell_hidden(found.hidden, found.hidden_what, reveal or f"{command} --all")
 
 

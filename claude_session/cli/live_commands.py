@@ -2,12 +2,13 @@
 
 `watch` redraws a terminal view (rich's `Live`) when the database changes (`PRAGMA
 data_version`, polled) and once a second for the ages; `serve` is a read-only local web page
-(services/web/web_server.py). Both open the database read-only. Recorded text is hostile: every
+(web/web_server.py). Both open the database read-only. Recorded text is hostile: every
 cell is a `rich.text.Text` with its control characters escaped, never markup.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -21,9 +22,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.terminal import escape_controls
-from ..services import live
+from ..project import Project, ProjectError
 from . import output
-from .group import Refused, cli, damaged, storage_problem
+from .cells import ago as age_text
+from .group import Refused, cli, damaged, require_database, storage_problem
 
 STATE_STYLES = {
     "running": "bold green",
@@ -62,7 +64,7 @@ def render(
     later = max(0.0, (now or data["taken_at"]) - data["taken_at"])  # since the read
 
     def ago(seconds: float | None) -> Text:
-        return _text(live.ago(None if seconds is None else seconds + later))
+        return _text(age_text(None if seconds is None else seconds + later))
 
     agents = _table("agents", len(data["agents"]), whole)
     agents.add_column("state", no_wrap=True, **most(9))
@@ -149,11 +151,23 @@ def _table(title: str, rows: int, whole: bool) -> Table:
     )
 
 
-def unreadable(exc: live.NoDatabase, root: Path) -> click.ClickException:
-    """No database, or one that cannot be read: a damaged one said as every command says it."""
+def unreadable(exc: ProjectError, root: Path) -> click.ClickException:
+    """A database that cannot be read: a damaged one said as every command says it."""
     if exc.__cause__ is not None and damaged(exc.__cause__):
         return Refused(storage_problem(exc.__cause__, root))
     return click.ClickException(str(exc))
+
+
+def opened_to_watch(root: Path) -> Project:
+    """The project, its database readable (a clear error otherwise: a view never makes one)."""
+    require_database(root)
+    project = Project(root)
+    try:
+        project.connection()
+    except ProjectError as exc:
+        project.close()
+        raise unreadable(exc, root) from exc
+    return project
 
 
 @cli.command()
@@ -173,13 +187,10 @@ def watch(root: Path, session: str | None, interval: float, once: bool, as_json:
     """A live view of the agents, file claims and open errors, redrawn as events arrive."""
     if as_json and not once:
         raise click.UsageError("--json needs --once")
-    try:
-        conn = live.open_readonly(str(root))
-    except live.NoDatabase as exc:
-        raise unreadable(exc, root) from exc
+    project = opened_to_watch(root)
     try:
         if once:
-            data = live.snapshot(conn, str(root), session)
+            data = _seen(project, session)
             if as_json:
                 output.emit(data, "json")
             else:
@@ -187,17 +198,21 @@ def watch(root: Path, session: str | None, interval: float, once: bool, as_json:
                 frame = render(data, console.width, once=True, whole=output.whole())
                 console.print(frame)  # nothing to quit
             return
-        _run(conn, str(root), session, interval)
+        _run(project, session, interval)
     finally:
-        conn.close()
+        project.close()
 
 
-def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
+def _seen(project: Project, session: str | None) -> dict[str, Any]:
+    return dataclasses.asdict(project.live(session))
+
+
+def _run(project: Project, session: str | None, interval: float) -> None:
     """Redraw on a change, or every second for the ages, until Ctrl+C (or `q` on a terminal)."""
     console = Console(highlight=False)
-    changed = live.Changes(conn)
+    changed = project.changed
     changed()
-    data = live.snapshot(conn, root, session)
+    data = _seen(project, session)
     read = drawn = time.monotonic()
     keys = _Keys()
     try:
@@ -214,7 +229,7 @@ def _run(conn: Any, root: str, session: str | None, interval: float) -> None:
         ):
             while not keys.quit_pressed(interval):
                 if changed() or time.monotonic() - read >= READ_EVERY_SECONDS:
-                    data = live.snapshot(conn, root, session)
+                    data = _seen(project, session)
                     read = time.monotonic()
                 elif time.monotonic() - drawn < AGES_EVERY_SECONDS:
                     continue
@@ -279,14 +294,11 @@ def serve(root: Path, host: str, port: int, open_browser: bool, as_json: bool) -
     """A local, read-only web page: sessions, agent trees, timelines and diffs of frames.
 
     It listens on 127.0.0.1 only and answers only URLs holding the random token it prints."""
-    from ..services.web import web_server
+    from ..web import web_server
 
     if host != web_server.HOST:
         raise click.UsageError(f"--host must be {web_server.HOST}: serve never listens beyond it")
-    try:
-        live.open_readonly(str(root)).close()
-    except live.NoDatabase as exc:
-        raise unreadable(exc, root) from exc
+    opened_to_watch(root).close()
     try:
         server, thread = web_server.start(str(root), port)
     except OSError as exc:

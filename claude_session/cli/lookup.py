@@ -6,12 +6,25 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import apsw
 import click
 
 from ..core import db
 from ..core.events import EVENTS
+
+if TYPE_CHECKING:
+    from ..project import Project
+
+
+def readable(project: Project) -> apsw.Connection:
+    """The project's read connection, for the lookups that check a name given; a clear error
+    when there is no database (a read never makes one)."""
+    conn = project.connection()
+    if conn is None:
+        raise click.ClickException(f"no claude-session database at {project.path} yet")
+    return conn
 
 
 class Unknown(click.ClickException):

@@ -10,7 +10,6 @@ against today's files (their hashes taken again); `memory outcome ID` says what 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ import apsw
 import click
 
 from ..core import db, memories, memory_files
-from ..services import queries
+from ..project import Listing
 from . import output
 from .group import json_option, opened
 from .listing import emit_page
-from .memory_group import found_row, global_db, has_project_database, holding, memory, parse_id
+from .memory_group import global_db, has_project_database, memory, parse_id
 
 STATES = ("unchanged", *(memory_files.CHANGED, memory_files.GONE, memory_files.APPEARED))
 
@@ -121,7 +120,7 @@ def list_stale(root: Path, scope: str | None, as_json: bool) -> None:
         output.emit(found, "json")
         return
     shown = [r | {"changes": "; ".join(r["changes"])} for r in found]
-    emit_page(queries.Page(shown, len(shown)), False, "possibly stale memories", "memory list")
+    emit_page(Listing(shown, len(shown)), False, "possibly stale memories", "memory list")
 
 
 @memory.command(name="verify")
@@ -131,27 +130,17 @@ def list_stale(root: Path, scope: str | None, as_json: bool) -> None:
 def memory_verify(root: Path, memory_id: str, as_json: bool) -> None:
     """Record that you checked memory ID against today's files: their hashes are taken again,
     so it is no longer possibly stale (until they change again)."""
-    scope, number = parse_id(memory_id)
-    now = time.time()
-    with holding(root, scope) as conn:
-        row = found_row(conn, scope, number, memory_id)
-        base = base_of(root, scope, row)
-        paths = [str(f["path"]) for f in memory_files.files_of(conn, number)]
-        if paths and base is None:
-            raise click.ClickException(
-                f"memory {memory_id} is about files of {row.get('project')}, not found here"
-            )
-        commit = memory_files.head_commit(base) if paths and base else None
-        with db.Immediate(conn):
-            memories.mark_verified(conn, number, now)
-            if paths and base:
-                memory_files.record(conn, number, base, paths, now, commit)
-        files = [
-            {"path": f["path"], "sha256": f["sha256"]} for f in memory_files.files_of(conn, number)
-        ]
+    from ..project import Project
+
+    parse_id(memory_id)
+    with Project(root) as project:
+        done = project.verify_memory(memory_id)
+    found = done.memory or {}
+    files = found.get("files") or []
     said = f"memory {memory_id} verified against today's files"
     said += f" ({len(files)} rehashed)" if files else " (it names no file)"
-    output.reply({"id": memory_id, "verified_at": now, "files": files}, said, as_json)
+    output.reply({"id": memory_id, "verified_at": found.get("verified_at"), "files": files},
+                 said, as_json)  # fmt: skip
 
 
 @memory.command(name="outcome")
@@ -162,11 +151,11 @@ def memory_verify(root: Path, memory_id: str, as_json: bool) -> None:
 def memory_outcome(root: Path, memory_id: str, outcome: str, as_json: bool) -> None:
     """Say what became of memory ID: verified, disproved (it turned out false: kept as a dead
     end, never given to a session as fact), hypothesis (not verified yet), or none."""
-    scope, number = parse_id(memory_id)
+    from ..project import Project
+
+    parse_id(memory_id)
     value = None if outcome == "none" else outcome
-    with holding(root, scope) as conn:
-        found_row(conn, scope, number, memory_id)
-        with db.Immediate(conn):
-            memories.set_outcome(conn, number, value, time.time())
+    with Project(root) as project:
+        project.memory_outcome(memory_id, value)
     said = f"memory {memory_id}: {outcome if value else 'outcome cleared'}"
     output.reply({"id": memory_id, "outcome": value}, said, as_json)

@@ -20,9 +20,9 @@ from typing import Any
 import apsw
 import click
 
-from ..core import db, memories, memory_exchange, memory_files, trust
+from ..core import db, memories, memory_exchange, trust
 from ..core.paths import db_path
-from ..services import queries
+from ..project import Listing
 from . import cells, memory_check_commands, output
 from .group import json_option, opened
 from .listing import emit_page, limit_option, stream_rows
@@ -81,51 +81,26 @@ def memory_add(
     Yours, so in use at once: a global one reaches every project's sessions (one an agent adds
     waits for `memory accept`). `--file PATH` names a file it is about (relative to the
     current folder or the project)."""
-    now = time.time()
+    from ..project import Project
+
     latest = scope == "session" and not session_id
     paths = memory_check_commands.project_files(root, files)
-    commit = memory_files.head_commit(str(root)) if paths else None
-    try:
-        if scope == "global":
-            with global_db(create=True) as conn:
-                if conn is None:
-                    raise click.ClickException("cannot open the user-level memory database")
-                with db.Immediate(conn):
-                    memory_id, new = memories.add(
-                        conn, text, category, scope, now, tags=tags, project=str(root), trusted=True
-                    )
-                    memory_files.record(conn, memory_id, str(root), paths, now, commit)
-        else:
-            with opened(root, create=True) as conn:
-                if latest:  # as `fail` finds it
-                    session_id = queries.latest_session(conn)
-                    if session_id is None:
-                        raise click.ClickException(
-                            "no session recorded yet to attach a session memory to: give"
-                            " --session ID, or use --scope project"
-                        )
-                with db.Immediate(conn):
-                    memory_id, new = memories.add(
-                        conn,
-                        text,
-                        category,
-                        scope,
-                        now,
-                        tags=tags,
-                        session_id=session_id,
-                        trusted=True,
-                    )
-                    memory_files.record(conn, memory_id, str(root), paths, now, commit)
-    except memories.MemoryProblem as exc:
-        raise click.ClickException(str(exc)) from exc
-    label = memories.label(scope, memory_id)
-    answer: dict[str, Any] = {"id": label, "new": new} | ({"files": paths} if paths else {})
-    said = f"memory {label} {'added' if new else 'strengthened (already known)'}"
+    with Project(root) as project:
+        if latest:
+            project.refresh(transcripts=False)  # the session active last, as `fail` finds it
+        added = project.add_memory(
+            text, category, scope, tags=tags, files=paths, session_id=session_id
+        )
+    label = added.id
+    answer: dict[str, Any] = {"id": label, "new": added.new} | ({"files": paths} if paths else {})
+    said = f"memory {label} {'added' if added.new else 'strengthened (already known)'}"
     if paths:
         said += f", about {', '.join(paths)}"
     if scope == "session":
-        answer["session_id"] = session_id
-        said += f" for session {session_id}" + (" (the most recently active)" if latest else "")
+        answer["session_id"] = added.session_id
+        said += f" for session {added.session_id}" + (
+            " (the most recently active)" if latest else ""
+        )
     output.reply(answer, said, as_json)
 
 
@@ -202,7 +177,7 @@ def memory_list(
         stream_rows(found if as_json else (shown(r) for r in found), as_json)
     else:
         rows = found if as_json else [shown(r) for r in found]
-        emit_page(queries.Page(rows, total), as_json, "memories", "memory list")
+        emit_page(Listing(rows, total), as_json, "memories", "memory list")
     if waiting and not as_json:
         output.note(
             f"{waiting} {'memory awaits' if waiting == 1 else 'memories await'} your review"
@@ -324,26 +299,23 @@ def memory_edit(
     as_json: bool,
 ) -> None:
     """Change a memory's text, category or tags."""
-    scope, number = parse_id(memory_id)
-    with holding(root, scope) as conn:
-        row = found_row(conn, scope, number, memory_id)
-        if text is None and category is None and not tags:
-            if not sys.stdin.isatty():
-                raise click.ClickException("give --text, --category or --tag (not on a terminal)")
-            text = click.edit(str(row["text"]))
-            if text is None:
-                raise click.ClickException("nothing changed")
-        with db.Immediate(conn):
-            memories.edit(
-                conn,
-                number,
-                time.time(),
-                text=text,
-                category=category,
-                tags=list(tags) if tags else None,
-            )
-        row = found_row(conn, scope, number, memory_id)
-    _show(row, as_json)
+    from ..project import Project
+
+    if text is None and category is None and not tags:
+        scope, number = parse_id(memory_id)
+        with holding(root, scope) as conn:
+            row = found_row(conn, scope, number, memory_id)
+        if not sys.stdin.isatty():
+            raise click.ClickException("give --text, --category or --tag (not on a terminal)")
+        text = click.edit(str(row["text"]))
+        if text is None:
+            raise click.ClickException("nothing changed")
+    with Project(root) as project:
+        changed = project.edit_memory(
+            memory_id, text=text, category=category, tags=list(tags) if tags else None
+        )
+    scope, _ = parse_id(memory_id)
+    _show(labelled(scope, [changed.memory or {}])[0], as_json)
 
 
 @memory.command(name="forget")
@@ -352,10 +324,11 @@ def memory_edit(
 @click.pass_obj
 def memory_forget(root: Path, memory_id: str, as_json: bool) -> None:
     """Forget a memory: it is never shown or given again."""
-    scope, number = parse_id(memory_id)
-    with holding(root, scope) as conn, db.Immediate(conn):
-        if not memories.forget(conn, number, time.time()):
-            raise click.ClickException(f"no memory {memory_id!r}")
+    from ..project import Project
+
+    parse_id(memory_id)
+    with Project(root) as project:
+        project.forget_memory(memory_id)
     output.reply({"id": memory_id, "forgotten": True}, f"memory {memory_id} forgotten", as_json)
 
 
@@ -368,15 +341,11 @@ def memory_accept(root: Path, memory_id: str, as_json: bool) -> None:
 
     Sessions are given it and searches find it: in every project, for a global one (g12).
     `memory list --pending` lists those held; `memory forget` drops one instead."""
-    scope, number = parse_id(memory_id)
-    with holding(root, scope) as conn:
-        row = found_row(conn, scope, number, memory_id)
-        with db.Immediate(conn):
-            accepted = memories.accept(conn, number)
-    if not accepted:
-        raise click.ClickException(
-            f"memory {memory_id!r} does not await review (review: {row['review'] or 'none'})"
-        )
+    from ..project import Project
+
+    parse_id(memory_id)
+    with Project(root) as project:
+        project.accept_memory(memory_id)
     output.reply({"id": memory_id, "accepted": True}, f"memory {memory_id} accepted", as_json)
 
 

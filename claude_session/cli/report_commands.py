@@ -4,21 +4,19 @@ a person scans."""
 
 from __future__ import annotations
 
-import time
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from ..core import injections
-from ..services import queries, status_report
-from ..services.cost import transcripts
+from ..project import Listing
 from . import cells, lookup, output, status_view
-from .group import cli, json_option, opened, require_database
-from .listing import emit_page, limit_option, show, show_listing, stream_rows
+from .group import cli, json_option, require_database
+from .listing import emit_page, limit_option, show_listing, stream_rows
 
 if TYPE_CHECKING:
-    from ..project import Project
+    from ..project import Project, RecordedEvent
 
 
 def _project(root: Path) -> Project:
@@ -27,6 +25,14 @@ def _project(root: Path) -> Project:
     from ..project import Project
 
     return Project(root)
+
+
+def _without_payload(event: RecordedEvent) -> dict[str, object]:
+    return {k: v for k, v in dataclasses.asdict(event).items() if k != "payload"}
+
+
+def _with_payload(event: RecordedEvent) -> dict[str, object]:
+    return dataclasses.asdict(event)
 
 
 @cli.command()
@@ -42,11 +48,10 @@ def _project(root: Path) -> Project:
 def status(root: Path, as_json: bool) -> None:
     """What is happening now (live agents, contested files, open errors, the last compaction,
     installation problems), then sessions, agents, claims, errors, failed paths, database."""
-    with opened(root) as conn:
-        latest = queries.latest_session(conn)
-        if latest:  # its cost, from only the new bytes of its transcripts
-            transcripts.catch_up(conn, latest)
-        found = status_report.status(conn, str(root))
+    require_database(root)
+    with _project(root) as project:
+        project.refresh(latest=True)  # its cost, from only the new bytes of its transcripts
+        found = dataclasses.asdict(project.status())
     if as_json:
         output.emit(found, "json")
     else:
@@ -74,16 +79,19 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
     """The agent registry: agent, type, task, state, age, last seen, files, tokens and cost
     (its own model responses, as read from Claude Code's transcripts), reason."""
     hide = () if as_json else ("session_id", "tool_uses", "is_internal")  # what a person scans
-    with opened(root) as conn:
-        if session:
-            session = lookup.session(conn, session)
-        # Their cost from only the new bytes of the transcripts: the session's, else the live ones'.
-        transcripts.catch_up(conn, session, recent_seconds=None if session else 0)
-    reveal = f"agents --session {session} --all" if session else ""
-    options = {"all": include_all, "session": session}
+    require_database(root)
     with _project(root) as project:
-        show_listing(project, "agents", options, include_all, limit, as_json, "agents", "agents",
-                     hide, reveal)  # fmt: skip
+        if session:
+            project.refresh(transcripts=False)  # the database as this version reads it
+            session = lookup.session(lookup.readable(project), session)
+        # Their cost from only the new bytes of the transcripts: the session's, else the live ones'.
+        project.refresh(session, recent_seconds=None if session else 0)
+        reveal = f"agents --session {session} --all" if session else ""
+        show_listing(
+            lambda: project.agents_page(limit, session=session, all=include_all),
+            lambda: project.each_agent(session=session, all=include_all),
+            include_all, as_json, "agents", "agents", hide, reveal,
+        )  # fmt: skip
 
 
 @cli.command()
@@ -102,11 +110,11 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """The sessions recorded, the latest active first: id, started, ended or interrupted,
     prompts, tool calls, cost, compactions, forks made from it."""
     hide = () if as_json else ("end_reason", "last_activity_at")
-    with opened(root) as conn:
-        transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
+    require_database(root)
     with _project(root) as project:
-        show_listing(project, "sessions", {}, include_all, limit, as_json, "sessions",
-                     "sessions", hide)  # fmt: skip
+        project.refresh(recent_seconds=0)  # the live sessions' new bytes only
+        show_listing(lambda: project.sessions_page(limit), project.each_session, include_all,
+                     as_json, "sessions", "sessions", hide)  # fmt: skip
 
 
 @cli.command()
@@ -122,8 +130,10 @@ def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
     require_database(root)
     with _project(root) as project:
-        options = {"all": include_all}
-        show_listing(project, "claims", options, include_all, limit, as_json, "claims", "claims")
+        project.refresh(transcripts=False)
+        show_listing(lambda: project.claims_page(limit, all=include_all),
+                     lambda: project.each_claim(all=include_all), include_all, as_json,
+                     "claims", "claims")  # fmt: skip
 
 
 @cli.command(name="errors")
@@ -145,13 +155,13 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
     """Failures with their escalation step (attempt), resolution, and the tokens and cost of
     the ladder's climb they are on (from its first failure to its last)."""
     hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
-    with opened(root) as conn:
-        transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
     reveal = "errors" if open_only else ""  # the open ones hide the fixed
+    require_database(root)
     with _project(root) as project:
-        options = {"open_only": open_only}
-        show_listing(project, "errors", options, every, limit, as_json, "errors", "errors",
-                     hide, reveal)  # fmt: skip
+        project.refresh(recent_seconds=0)  # the live sessions' new bytes only
+        show_listing(lambda: project.errors_page(limit, open_only=open_only),
+                     lambda: project.each_error(open_only=open_only), every, as_json,
+                     "errors", "errors", hide, reveal)  # fmt: skip
 
 
 @cli.command(name="failed-paths")
@@ -169,11 +179,11 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
 @click.pass_obj
 def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """Approaches tried and rejected, newest first, with the tokens and cost each one took."""
-    with opened(root) as conn:
-        transcripts.catch_up(conn, recent_seconds=0)  # the live sessions' new bytes only
+    require_database(root)
     with _project(root) as project:
-        options = {"all": include_all}
-        show_listing(project, "failed_paths", options, include_all, limit, as_json,
+        project.refresh(recent_seconds=0)  # the live sessions' new bytes only
+        show_listing(lambda: project.failed_paths_page(limit, all=include_all),
+                     lambda: project.each_failed_path(all=include_all), include_all, as_json,
                      "failed paths", "failed-paths")  # fmt: skip
 
 
@@ -189,8 +199,11 @@ def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> No
 def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None:
     """The judge's verdicts on finished work."""
     hide = () if as_json else ("raw", "verdict_json")
-    with opened(root) as conn:
-        show(conn, queries.verdicts_query(), every, limit, as_json, "verdicts", "verdicts", hide)
+    require_database(root)
+    with _project(root) as project:
+        project.refresh(transcripts=False)
+        show_listing(lambda: project.verdicts_page(limit), project.each_verdict, every, as_json,
+                     "verdicts", "verdicts", hide)  # fmt: skip
 
 
 @cli.command()
@@ -220,24 +233,27 @@ def events(
 ) -> None:
     """List recorded events, oldest first, filtered; a filter that names nothing recorded is
     an error (with the closest valid value), not an empty list."""
-    with opened(root) as conn:
+    require_database(root)
+    with _project(root) as project:
+        project.refresh(transcripts=False)
+        conn = lookup.readable(project)
         if session:
             session = lookup.session(conn, session)
         if event:
             event = lookup.event(event)
         if agent:
             agent = lookup.agent(conn, agent)
-        query = queries.events_query(
-            session=session, event=event, tool=tool, agent=agent, payload=payload
-        )
+        wanted: dict[str, object] = {"session": session, "event": event, "tool": tool}
+        wanted |= {"agent": agent, "payload": payload}
+        asked = _with_payload if payload else _without_payload
         if every:
-            stream_rows(queries.stream(conn, query), as_json)
+            stream_rows((asked(e) for e in project.each_event(**wanted)), as_json)
             return
-        found = queries.page(conn, query, limit)
+        found = project.events_page(limit, **wanted)
         if tool and not found.rows:
             lookup.tool(conn, tool)
-    found.rows.reverse()  # the newest page, oldest first
-    emit_page(found, as_json, "events", "events")
+    rows = [asked(e) for e in reversed(found.rows)]  # the newest page, oldest first
+    emit_page(Listing(rows, found.total), as_json, "events", "events")
 
 
 @cli.command()
@@ -255,16 +271,19 @@ def events(
 def restore(root: Path, session: str | None, preview: bool, every: bool, as_json: bool) -> None:
     """Print what SessionStart put back into the model's context, verbatim, and when (from the
     injection log); --preview builds what it would put back after a compaction now."""
-    with opened(root) as conn:
-        session = lookup.session(conn, session) if session else queries.latest_session(conn)
+    require_database(root)
+    with _project(root) as project:
+        project.refresh(transcripts=False)
+        if session:
+            session = lookup.session(lookup.readable(project), session)
+        else:
+            session = project.latest_session()
         if not session:
             raise click.ClickException("no session recorded yet")
         if every:
-            given = injections.of_session(conn, session)
+            fields = ("at", "event", "kind", "source", "agent_id", "tool_use_id", "text")
             shown = [
-                {k: row[k] for k in ("at", "event", "kind", "source", "agent_id", "tool_use_id")}
-                | {"text": row["text"]}
-                for row in given
+                {k: getattr(given, k) for k in fields} for given in project.injections(session)
             ]
             if as_json:
                 output.emit({"session_id": session, "injections": shown}, "json")
@@ -281,21 +300,19 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
                 output.echo_text(row["text"])
             return
         if preview:
-            from ..core import context
-
-            text: str | None = context.for_compaction(conn, session, time.time())
+            text = project.restore_preview(session)
             found = None
         else:
-            found = injections.latest(conn, session, injections.RESTORE)
-            text = found["text"] if found else None
+            found = project.restored(session)
+            text = found.text if found else None
     if as_json:
         output.emit(
             {
                 "session_id": session,
-                "injected_at": found["at"] if found else None,
-                "event": found["event"] if found else None,
-                "kind": found["kind"] if found else None,
-                "source": found["source"] if found else None,
+                "injected_at": found.at if found else None,
+                "event": found.event if found else None,
+                "kind": found.kind if found else None,
+                "source": found.source if found else None,
                 "context": text,
                 "preview": preview,
             },
@@ -304,8 +321,8 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
         return
     if found is not None:  # on stderr: `restore > context.txt` holds exactly what was given
         output.echo_wrapped(
-            f"put back into session {session} at {cells.local_time(found['at'])}"
-            f" ({found['event']}, {found['source'] or 'no source'}), as the model got it:",
+            f"put back into session {session} at {cells.local_time(found.at)}"
+            f" ({found.event}, {found.source or 'no source'}), as the model got it:",
             err=True,
         )
     elif not preview:

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import calendar
+import dataclasses
 import difflib
-import getpass
 import time
 from pathlib import Path
 
 import click
 
-from ..core import db
-from ..core import state as project_state
+from ..project import Project
 from . import lookup, output
-from .group import cli, json_option, opened
-
-
-def _who() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown user"
+from .group import cli, json_option, require_database
 
 
 @cli.group()
@@ -34,14 +26,16 @@ def state() -> None:
 @click.pass_obj
 def state_get(root: Path, key: str, as_json: bool) -> None:
     """Print KEY's value (exit 1 when it is not set)."""
-    with opened(root) as conn:
-        if not project_state.exists(conn, key):
-            known = [str(r["key"]) for r in project_state.all_values(conn)]
+    require_database(root)
+    with Project(root) as project:
+        project.refresh(transcripts=False)
+        found = project.state_value(key)
+        if found is None:
+            known = [v.key for v in project.state()]
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise click.ClickException(f"no state key {key!r}{hint}")
-        value = project_state.get(conn, key)
-    output.reply({"key": key, "value": value}, value or "", as_json)
+    output.reply({"key": key, "value": found.value}, found.value or "", as_json)
 
 
 @state.command(name="set")
@@ -51,12 +45,11 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
 @click.pass_obj
 def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
     """Set KEY to VALUE (recorded in the history as your command)."""
-    with opened(root, create=True, ingest=True) as conn, db.Immediate(conn):
-        changed = project_state.set_values(
-            conn, {key: value}, time.time(), f"claude-session state set (by {_who()})"
-        )
+    with Project(root) as project:
+        done = project.set_state(key, value)
+    changed = bool(done.changed)
     output.reply(
-        {"key": key, "value": value, "changed": bool(changed)},
+        {"key": key, "value": value, "changed": changed},
         f"{key} {'set' if changed else 'unchanged'}",
         as_json,
     )
@@ -68,12 +61,8 @@ def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
 @click.pass_obj
 def state_unset(root: Path, key: str, as_json: bool) -> None:
     """Remove KEY (recorded in the history)."""
-    with opened(root, ingest=True) as conn, db.Immediate(conn):
-        gone = project_state.delete(
-            conn, key, time.time(), f"claude-session state unset (by {_who()})"
-        )
-    if not gone:
-        raise click.ClickException(f"no state key {key!r}")
+    with Project(root) as project:
+        project.unset_state(key)
     output.reply({"key": key, "removed": True}, f"{key} removed", as_json)
 
 
@@ -83,8 +72,10 @@ def state_unset(root: Path, key: str, as_json: bool) -> None:
 @click.pass_obj
 def state_list(root: Path, as_json: bool) -> None:
     """Every key with its value and when it was last written."""
-    with opened(root) as conn:
-        found = project_state.all_values(conn)
+    require_database(root)
+    with Project(root) as project:
+        project.refresh(transcripts=False)
+        found = [dataclasses.asdict(v) for v in project.state()]
     for row in found:  # SQLite's UTC text, as Unix seconds like every other time we print
         row["updated_at"] = _unix(row["updated_at"])
     output.emit(found, "json" if as_json else "table", title="state")
@@ -111,11 +102,14 @@ HISTORY = output.Layout({"key": (1, 24), "old_value": (5, 9), "cause": (3, 10)})
 @click.pass_obj
 def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> None:
     """Every change (of KEY, or of all keys), newest first: old, new, when, and the cause."""
-    with opened(root) as conn:
-        found = project_state.history(conn, key, limit + 1)  # one more: are there older?
-        if key and not found and not project_state.exists(conn, key):
-            known = [str(r["key"]) for r in project_state.all_values(conn)]
-            raise lookup.unknown("state key", key, known)
+    require_database(root)
+    with Project(root) as project:
+        project.refresh(transcripts=False)
+        found = [dataclasses.asdict(c) for c in project.state_history(key, limit + 1)]
+        if key and not found:  # one more: are there older?
+            known = [v.key for v in project.state()]
+            if key not in known:
+                raise lookup.unknown("state key", key, known)
     older = len(found) > limit
     output.emit(found[:limit], "json" if as_json else "table", "state history", HISTORY)
     if older:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..services import queries
+from ..core.readings import OPEN_ERRORS_SHOWN
 from ..services.cost import hooks_report
 from . import cells, output
 
@@ -64,7 +64,7 @@ def headline(found: dict[str, Any], width: int = 80) -> list[str]:
         holders = " and ".join(str(a)[:10] for a in item["agents"])
         lines.append(f"  held by {holders}: {item['file_path']}")
     errors = now["open_errors"]
-    more = " or more" if len(errors) >= queries.OPEN_ERRORS_SHOWN else ""
+    more = " or more" if len(errors) >= OPEN_ERRORS_SHOWN else ""
     lines.append(f"open errors: {len(errors) or 'none'}{more}")
     for error in errors[:5]:
         tool = f"{error['tool_name']} " if error["tool_name"] else ""

@@ -27,26 +27,30 @@ def trust_command(root: Path, revoke: bool, yes: bool, as_json: bool) -> None:
     never injected into the model nor run until you do). First shows what it would adopt: the
     rows of the database that would reach the model, the configuration's settings; asks on a
     terminal, needs --yes elsewhere."""
-    from ..services import configuration
+    from ..project import Project
 
-    if revoke:
-        gone = configuration.revoke(str(root))
-        result: dict[str, Any] = {"revoked": gone}
-    else:
-        pending = configuration.adoption(str(root))
-        if pending and not as_json:
-            _show_adoption(pending)
-        if pending and not yes:
-            if not (sys.stdin.isatty() and sys.stdout.isatty()):
-                if as_json:
-                    output.emit({"would_adopt": pending, "trusted": []}, "json")
-                click.echo("not on a terminal: nothing trusted; pass --yes to adopt it", err=True)
-                sys.exit(1)
-            if not click.confirm("trust all of this as yours?", default=False):
-                output.echo_wrapped("nothing trusted")
-                return
-        result = {"would_adopt": pending, "trusted": configuration.trust_project(str(root))}
-    result["state"] = configuration.trust_state(str(root))
+    with Project(root) as project:
+        if revoke:
+            done = project.revoke_trust()
+            result: dict[str, Any] = {"revoked": done.revoked}
+        else:
+            pending = project.pending_trust()
+            if pending and not as_json:
+                _show_adoption(pending)
+            if pending and not yes:
+                if not (sys.stdin.isatty() and sys.stdout.isatty()):
+                    if as_json:
+                        output.emit({"would_adopt": pending, "trusted": []}, "json")
+                    click.echo(
+                        "not on a terminal: nothing trusted; pass --yes to adopt it", err=True
+                    )
+                    sys.exit(1)
+                if not click.confirm("trust all of this as yours?", default=False):
+                    output.echo_wrapped("nothing trusted")
+                    return
+            done = project.trust()
+            result = {"would_adopt": pending, "trusted": list(done.trusted)}
+        result["state"] = done.state
     if as_json:
         output.emit(result, "json")
         return

@@ -9,6 +9,35 @@ SPOOL_SUFFIX = ".spool"
 LOG_SUFFIX = ".log"
 
 
+def nearest(start: str, markers: tuple[str, ...], skip: str | None = None) -> str | None:
+    """The nearest folder at or above `start` holding one of `markers` (`skip`: a folder that
+    never counts, as the home folder's `.claude` is the user's settings, not a project)."""
+    here = os.path.realpath(start)
+    while True:
+        if here != skip and any(os.path.lexists(os.path.join(here, m)) for m in markers):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def find_project(start: str | None = None, *, explicit: str | None = None) -> str:
+    """The project a command, the library or the MCP server works on (the hook's own is
+    `project_root`, from its payload): `explicit` as given; else, with no `start`,
+    $CLAUDE_PROJECT_DIR, else the current folder; from `start`, the nearest folder up holding
+    a claude-session database, else `start` itself. Real paths, as the database is named."""
+    if explicit:
+        return os.path.realpath(explicit)
+    if start is None:
+        given = os.environ.get("CLAUDE_PROJECT_DIR")
+        if given and given.strip():
+            return os.path.realpath(given)
+        start = os.getcwd()
+    here = os.path.realpath(start)
+    return nearest(here, (DB_NAME,)) or here
+
+
 def intended_root(payload_cwd: object = None) -> str | None:
     """$CLAUDE_PROJECT_DIR, else the payload's cwd, whether or not it exists.
 

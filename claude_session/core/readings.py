@@ -23,6 +23,8 @@ UNFIXED = "(resolution IS NULL OR resolution != 'auto_fixed')"
 CLAUDE_EXITED = "Claude Code exited without SessionEnd"
 NEVER_ENDED = f"(end_reason LIKE 'session gone:%' OR end_reason = '{CLAUDE_EXITED}')"
 
+OPEN_ERRORS_SHOWN = 30  # ladders `status` lists; `errors --open` has them all
+
 
 def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any]":
     """Everything worth restoring about one session, as plain JSON-ready data."""

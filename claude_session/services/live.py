@@ -52,19 +52,6 @@ class Changes:
         return changed
 
 
-def ago(seconds: float | None) -> str:
-    """A age as a person reads it: `now`, `42s ago`, `3m ago`, `2h ago`, `4d ago`."""
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    if seconds < 2:
-        return "now"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit} ago"
-    return f"{seconds}s ago"
-
-
 def ladder_step(attempts: int) -> str:
     """The error ladder's step as the status line shows it: `2/4`, `4/4`, `4/4+` past the top."""
     return f"{min(attempts, USER_AT)}/{USER_AT}" + ("+" if attempts > USER_AT else "")

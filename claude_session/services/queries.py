@@ -10,6 +10,7 @@ from typing import Any
 import apsw
 
 from ..core import db, liveness, readings, relations
+from ..core.readings import OPEN_ERRORS_SHOWN
 from .cost import costs
 
 # The counters `sessions` shows, summed over the event types that count them.
@@ -285,9 +286,6 @@ def claims(
 ) -> list[dict[str, Any]]:
     """The first `limit` claims (see `claims_query`)."""
     return page(conn, claims_query(conn, include_released=include_released), limit).rows
-
-
-OPEN_ERRORS_SHOWN = 30  # ladders `status` lists; `errors --open` has them all
 
 
 def open_errors(conn: apsw.Connection, limit: int = OPEN_ERRORS_SHOWN) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import time
 
-from ...core.terminal import escape_controls
+from ..core.terminal import escape_controls
 
 
 def esc(value: object, keep_newlines: bool = False) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.figures import usd
+from ..core.figures import usd
 from .web_text import esc, when
 
 CHART_W, CHART_H, CHART_LEFT, CHART_BOTTOM = 640, 200, 70, 30

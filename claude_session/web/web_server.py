@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ...core import db, paths
-from .. import live, queries
-from ..cost import hooks_report, surfaces
-from ..timetravel import timetravel
+from ..core import paths
+from ..project import NotFound as ProjectNotFound
+from ..project import Project, ProjectError
 from . import memory_page, web_pages, web_text
 
 HOST = "127.0.0.1"
@@ -39,116 +38,53 @@ class NotFound(Exception):
     """A page, session or frame that does not exist: 404 with the reason."""
 
 
-def frame_diff(conn: Any, root: str, a: str, b: str) -> tuple[str, str, dict[str, Any], Any]:
-    """What `claude-session diff A B` shows: the state's diff and the files' diff."""
-    try:
-        return timetravel.diff(conn, root, a, b)
-    except timetravel.FrameError as exc:
-        raise NotFound(str(exc)) from exc
-
-
 def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
-    """The page at `path` (after the token), as HTML; `NotFound` otherwise."""
-    conn = live.open_readonly(root)
-    try:
-        if path in ("", "/"):
-            rows = queries.sessions(conn, limit=200)
-            current = db.schema_version(conn) >= db.SCHEMA_VERSION  # older: not migrated here
-            figures = surfaces.session_figures(conn) if current else {}
-            for row in rows:
-                found = figures.get(str(row["session_id"]), {})
-                row |= {"cost_usd": found.get("cost_usd"), "tokens": found.get("tokens")}
-                row["estimated"] = found.get("estimated", False)
-            return web_pages.sessions_page(base, rows)
-        if path.startswith("/session/"):
-            prefix = unquote(path[len("/session/") :])
-            session_id = _session(conn, prefix)
-            main = conn.execute(
-                "SELECT status, task_description FROM agent_registry WHERE id = ? AND is_main",
-                (session_id,),
-            ).fetchall()
-            return web_pages.session_page(
-                base,
-                session_id,
-                {"status": main[0][0], "task_description": main[0][1]} if main else None,
-                timetravel.subagents(conn, session_id),
-                timetravel.timeline(conn, session_id),
-                timetravel.branches(conn, session_id),
-                spent(conn, session_id),
-                frozenset(
-                    str(r[0])
-                    for r in conn.execute(
-                        "SELECT id FROM agent_registry WHERE session_id = ? AND is_internal",
-                        (session_id,),
-                    )
-                ),
+    """The page at `path` (after the token), as HTML; `NotFound` otherwise. Read through the
+    library API, opened for this request alone."""
+    with Project(root) as project:
+        if not project.exists:
+            raise Unavailable(
+                f"no claude-session database at {project.path}: install the hooks with"
+                " `claude-session install` and start Claude Code, or try `claude-session demo`"
             )
-        if path == "/memories":
-            return memory_page.memories_page(base, *memory_rows(conn, root))
-        if path == "/diff":
-            a, b = query.get("a", [""])[0], query.get("b", [""])[0]
-            if not a or not b:
-                raise NotFound("give two frames: /diff?a=SESSION:FRAME&b=SESSION:FRAME")
-            ref_a, ref_b, state, files = frame_diff(conn, root, a, b)
-            return web_pages.diff_page(base, ref_a, ref_b, state, files)
-        raise NotFound("no such page")
-    finally:
-        conn.close()
+        try:
+            return _page(project, base, path, query)
+        except ProjectNotFound as exc:
+            raise NotFound(str(exc)) from exc
 
 
-def memory_rows(conn: Any, root: str, limit: int = 200) -> tuple[list[dict[str, Any]], int]:
-    """This project's memories in use, most used first, each with who added it, its files as
-    recorded and now, and the error it was about; and how many more there are. A database a
-    version behind (never migrated here) has none of that: its memories alone."""
-    from ...core import memories, memory_files
-
-    current = db.schema_version(conn) >= db.SCHEMA_VERSION
-    if not current:
-        return [], 0
-    found = []
-    for row in memories.listed(conn, limit=limit):
-        files, _ = memory_files.files_now(conn, root, int(row["id"]))  # read-only: not kept
-        found.append(
-            row
-            | {
-                "added_by": memory_files.added_by(row),
-                "files": files,
-                "possibly_stale": any(f["state"] not in ("unchanged", "unknown") for f in files),
-                "error": memory_files.error_fate(conn, row.get("error_id")),
-            }
-        )
-    return found, max(0, memories.count_listed(conn) - len(found))
+class Unavailable(Exception):
+    """No database to show, or one that cannot be read: 503 with the reason."""
 
 
-def spent(conn: Any, session_id: str) -> dict[str, Any]:
-    """What the session cost, as read from Claude Code's transcripts (by the daemon, `cost`,
-    `status`...: this read-only page reads no transcript): the whole, per agent, per turn,
-    per frame, and the running total over time. A database a version behind (this page
-    opens it read-only: never migrated) has none of that to show, and says why."""
-    if db.schema_version(conn) < db.SCHEMA_VERSION:
-        return {"old_schema": True}
-    return {
-        "session": surfaces.session_figures(conn, session_id).get(session_id),
-        "agents": surfaces.agent_figures(conn, session_id),
-        "turns": surfaces.turn_figures(conn, session_id),
-        "frames": surfaces.frame_figures(conn, session_id),
-        "points": surfaces.cumulative(conn, session_id),
-        "hooks": hooks_report.by_turn(conn, session_id),
-    }
-
-
-def _session(conn: Any, prefix: str) -> str:
-    """The session a prefix names: one with frames, else one recorded before frames were."""
+def _page(project: Project, base: str, path: str, query: dict[str, list[str]]) -> str:
     try:
-        return timetravel.find_session(conn, prefix)
-    except timetravel.FrameError as exc:
-        found = conn.execute(
-            "SELECT session_id FROM sessions WHERE substr(session_id, 1, length(?1)) = ?1 LIMIT 2",
-            (prefix,),
-        ).fetchall()
-        if prefix and len(found) == 1:
-            return str(found[0][0])
-        raise NotFound(str(exc)) from exc
+        project.connection()
+    except ProjectError as exc:
+        raise Unavailable(str(exc)) from exc
+    if path in ("", "/"):
+        return web_pages.sessions_page(base, project.sessions_with_cost(200))
+    if path.startswith("/session/"):
+        found = project.session_view(unquote(path[len("/session/") :]))
+        return web_pages.session_page(
+            base,
+            found.session_id,
+            found.main,
+            found.subagents,
+            found.frames,
+            found.branches,
+            found.spent,
+            found.internal,
+        )
+    if path == "/memories":
+        return memory_page.memories_page(base, *project.memories_with_files(200))
+    if path == "/diff":
+        a, b = query.get("a", [""])[0], query.get("b", [""])[0]
+        if not a or not b:
+            raise NotFound("give two frames: /diff?a=SESSION:FRAME&b=SESSION:FRAME")
+        diff = project.diff(a, b)
+        return web_pages.diff_page(base, diff.a, diff.b, diff.state, diff.files)
+    raise NotFound("no such page")
 
 
 class Server(ThreadingHTTPServer):
@@ -223,7 +159,7 @@ class Handler(BaseHTTPRequestHandler):
         except NotFound as exc:
             self._send(404, web_pages.error_page(base, 404, str(exc)), body, html=True)
             return
-        except live.NoDatabase as exc:
+        except Unavailable as exc:
             self._send(503, web_pages.error_page(base, 503, str(exc)), body, html=True)
             return
         except Exception as exc:  # a locked or broken database: said, not a traceback

@@ -16,7 +16,7 @@ import hashlib
 from typing import Any
 from urllib.parse import quote
 
-from ...core.figures import plural, token_count, usd
+from ..core.figures import plural, token_count, usd
 from .web_charts import cost_chart, hooks_chart, hooks_ms
 from .web_text import cut, esc, when
 
