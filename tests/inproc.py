@@ -39,8 +39,7 @@ class Recorder:
             events.new_delivery_id(), self.now, len(raw), None, truncated
         )
         settings = config.for_hooks(self.root, self.scratch)
-        ctx = apply_types.Context(self.root, self.now, None, settings)
-        ctx.claude_process = process
+        ctx = apply_types.Context(self.root, self.now, None, settings, process)
         applied = events.apply(self.conn, ev, delivery, ctx)
         handler = HANDLERS.get(ev.name)
         answer = None

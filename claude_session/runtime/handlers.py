@@ -86,7 +86,7 @@ def answer_session_start(
 ) -> "dict[str, Any] | None":
     """Put the recorded state back in front of the model (compaction) or what was left open."""
     source = ev.text_of("source")
-    forked = ctx.forked_from
+    forked = applied.forked_from if applied is not None else None
     remember = _memories_possible(conn, ctx)
     quiet = forked is None and source != "compact" and not remember
     if (

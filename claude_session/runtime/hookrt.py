@@ -162,8 +162,7 @@ def process(
     except Exception as exc:  # a bug of ours reading it: the defaults, and the event is kept
         internal_error(root, ev.name, exc)
         settings = dict(config.DEFAULTS)
-    ctx = apply_types.Context(root, time.time(), prepared, settings)
-    ctx.claude_process = request.claude_process
+    ctx = apply_types.Context(root, time.time(), prepared, settings, request.claude_process)
     held = None
     if reply_early is not None and answers_nothing(handler, ev, ctx):
         held = _hold(root, ev, delivery, prepared)
@@ -204,7 +203,7 @@ def process(
         outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: after(ctx)))
     elif request.daemon_missed and ev.name != "SessionEnd":  # no daemon answered: start it
         outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: restart_daemon(ctx)))
-    if ctx.capture_requested and conn is not None:  # a frame asked for a workspace snapshot
+    if applied is not None and applied.capture_requested:  # a frame asked for a workspace snapshot
         outcome.deferred.append(lambda: _guarded(root, "workspace snapshot", _capture(root)))
     try:
         if handler.answer is None or conn is None or held is not None:
@@ -227,7 +226,7 @@ def process(
             outcome.answer(encode(scratch, answer))
         if answer is not None and applied is not None:
             said = answer.reason if isinstance(answer, ExitBlock) else answer
-            keep = _injection(conn, ev, ctx, applied.event_id, said)
+            keep = _injection(conn, ev, ctx, applied, said)
             if keep is not None:
                 outcome.deferred.append(lambda: _guarded(root, "injection log", keep))
     finally:
@@ -236,7 +235,7 @@ def process(
 
 
 def _injection(
-    conn: "apsw.Connection", ev: "Event", ctx: "Context", event_id: int, answer: "Any"
+    conn: "apsw.Connection", ev: "Event", ctx: "Context", applied: "Applied", answer: "Any"
 ) -> "Callable[[], None] | None":
     """What of the answer reaches the model, to keep in the injection log once it is given
     (core/injections.py); None when it says nothing to the model."""
@@ -248,7 +247,7 @@ def _injection(
     kind, text = found
     source = None
     if ev.name == "SessionStart":
-        source = "fork" if ctx.forked_from is not None else ev.text_of("source")
+        source = "fork" if applied.forked_from is not None else ev.text_of("source")
 
     def keep() -> None:
         injections.record(
@@ -260,7 +259,7 @@ def _injection(
             kind,
             text,
             source=source,
-            event_id=event_id,
+            event_id=applied.event_id,
             tool_use_id=ev.text_of("tool_use_id"),
         )
 
