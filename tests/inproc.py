@@ -12,7 +12,8 @@ import apsw
 
 from claude_session.core import apply_types, config, db, event, events
 from claude_session.core.paths import db_path
-from claude_session.runtime.handlers import HANDLERS, Reply
+from claude_session.runtime import effects
+from claude_session.runtime.handlers import HANDLERS
 
 
 class Recorder:
@@ -44,14 +45,13 @@ class Recorder:
         handler = HANDLERS.get(ev.name)
         answer = None
         if handler is not None and handler.answer is not None:
+            ready = None
             if handler.before_answer is not None:
-                handler.before_answer(self.conn, ev, ctx)
-            result = handler.answer(self.conn, ev, ctx, applied)
-            if isinstance(result, Reply):  # the write it calls for, once the answer is out
-                if result.later is not None:
-                    result.later()
-                result = result.value
-            answer = result if isinstance(result, dict) else None
+                ready = handler.before_answer(self.conn, ev, ctx)
+            reply = handler.answer(self.conn, ev, ctx, applied, ready)
+            if reply is not None:  # the writes it calls for, once the answer is out
+                effects.run(reply.effects, self.root, self.conn)
+                answer = reply.value if isinstance(reply.value, dict) else None
         return applied, answer
 
     def rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
