@@ -182,7 +182,7 @@ def process(
         else:
             conn = db.connect(db_path(root), busy_timeout_ms=handler.busy_timeout_ms)
             # Leave the WAL as it is when this process ends, and trim it only past a size (see
-            # `_trim_wal`): closing the last connection checkpointed and deleted it every time
+            # effects.trim_wal): closing the last connection checkpointed and deleted it each time
             # (two fsyncs), and the next hook made it anew (measured: ~3 ms of each hook).
             conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             outcome.conn = conn

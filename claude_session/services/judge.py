@@ -1,6 +1,10 @@
 """The judge: at TaskCompleted (and, if configured, Stop and SubagentStop) a command checks that
 the work is really done, and its verdict is recorded in llm_verdicts.
 
+Before the hook's answer, `reserve` holds the call's share of the day's budget (the one write
+that must precede a paid call); `judge` then only reads the store and runs the command, and
+returns the verdict's record as an effect (core/effects.py), written once the answer is out.
+
 The judge is any command that reads a prompt on stdin and answers JSON
 `{"decision": "allow"|"block", "reason": "..."}`; the default is the Claude Code CLI in headless
 mode, whose `--output-format json` envelope carries that answer in `result`. A judge that fails,
