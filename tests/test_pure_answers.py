@@ -41,7 +41,7 @@ SETTINGS = {
 }
 
 
-class Project:
+class Recorded:
     """A project database (and the user's global one) fed events on a writable connection."""
 
     def __init__(self, root: Path) -> None:
@@ -73,15 +73,15 @@ class Project:
 
 
 @pytest.fixture
-def fed(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
+def fed(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorded]:
     monkeypatch.delenv("CLAUDE_SESSION_NO_JUDGE", raising=False)
-    made = Project(project)
+    made = Recorded(project)
     yield made
     made.conn.close()
 
 
 def answer_read_only(
-    project: Project,
+    project: Recorded,
     payload: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> tuple[Reply | None, apply_types.Applied]:
@@ -116,7 +116,7 @@ def answer_read_only(
     return reply, applied
 
 
-def carry_out(project: Project, reply: Reply) -> None:
+def carry_out(project: Recorded, reply: Reply) -> None:
     carried.run(reply.effects, project.root, project.conn)
 
 
@@ -125,7 +125,7 @@ def context_of(reply: Reply | None) -> str:
     return str(reply.value["hookSpecificOutput"]["additionalContext"])
 
 
-def with_memories(project: Project) -> tuple[int, int]:
+def with_memories(project: Recorded) -> tuple[int, int]:
     """A project memory and a global one (the user's database), both about the zebra parser."""
     mine, _ = memories.add(project.conn, "the zebra parser needs utf-8", "fact", "project", NOW)
     everywhere = recall.open_global(create=True)
@@ -137,11 +137,11 @@ def with_memories(project: Project) -> tuple[int, int]:
     return mine, theirs
 
 
-def uses(project: Project) -> list[tuple[Any, ...]]:
+def uses(project: Recorded) -> list[tuple[Any, ...]]:
     return project.rows("SELECT scope, memory_id, how FROM memory_uses ORDER BY scope")
 
 
-def use_counts(project: Project, theirs: int) -> tuple[int, int]:
+def use_counts(project: Recorded, theirs: int) -> tuple[int, int]:
     everywhere = recall.open_global()
     assert everywhere is not None
     found = everywhere.execute("SELECT use_count FROM memories WHERE id = ?", (theirs,))
@@ -151,7 +151,7 @@ def use_counts(project: Project, theirs: int) -> tuple[int, int]:
 
 
 def test_a_prompt_is_given_its_memories_by_reading_and_marks_them_given_after(
-    fed: Project, monkeypatch: pytest.MonkeyPatch
+    fed: Recorded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mine, theirs = with_memories(fed)
     fed.apply(fed.payload("SessionStart.startup", source="startup"))
@@ -172,7 +172,7 @@ def test_a_prompt_is_given_its_memories_by_reading_and_marks_them_given_after(
 
 @pytest.mark.parametrize("source", ["startup", "resume", "compact"])
 def test_a_session_start_answers_by_reading_and_marks_its_memories_given_after(
-    fed: Project, monkeypatch: pytest.MonkeyPatch, source: str
+    fed: Recorded, monkeypatch: pytest.MonkeyPatch, source: str
 ) -> None:
     mine, theirs = with_memories(fed)
     if source != "startup":
@@ -192,7 +192,7 @@ def test_a_session_start_answers_by_reading_and_marks_its_memories_given_after(
 
 
 def test_the_failure_ladder_answers_by_reading(
-    fed: Project, monkeypatch: pytest.MonkeyPatch
+    fed: Recorded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fed.apply(fed.payload("SessionStart.startup", source="startup"))
     for _ in range(3):
@@ -214,7 +214,7 @@ def task_completed() -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", ["TaskCompleted", "Stop", "SubagentStop"])
 def test_the_judge_answers_by_reading_and_its_verdict_is_written_after(
-    fed: Project, monkeypatch: pytest.MonkeyPatch, name: str
+    fed: Recorded, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     """The judge's command is stubbed (no process in this tier): it blocks, at a cost."""
     calls: list[str] = []
@@ -250,7 +250,7 @@ def test_the_judge_answers_by_reading_and_its_verdict_is_written_after(
     ) == [(exit_code, "blocked by the judge")]
 
 
-def test_a_failing_effect_is_logged_and_the_next_still_runs(fed: Project) -> None:
+def test_a_failing_effect_is_logged_and_the_next_still_runs(fed: Recorded) -> None:
     """Fail open: the answer is out; an effect that fails changes nothing of what follows."""
     _, theirs = with_memories(fed)
     broken = effects.RecordVerdict({"no such column": 1}, None)
