@@ -10,8 +10,9 @@ name, `python -m claude_session.resident`, kept as a shim for installs that star
 Each relayed hook gets a thread: it reads the request (runtime/request.py, each field by its
 name), checks that it comes from this very install (same code) under the same environment
 (same state folders and switches) for this project, acknowledges it, applies it on one of the
-process's open connections, answers, and only then runs the side effects (starting a
-capture, ingesting the spool, the writes an answer calls for).
+process's open connections, answers, and only then carries out its effects (the writes the
+answer calls for, the injection log, starting a capture: runtime/effects.py), on a pooled
+connection taken for them.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ class RelayServer:
                     + outcome.out.encode()
                     + outcome.err.encode()
                 )
-            outcome.finish()
+            self._finish(outcome)
             self.status.count("relay_served")
         except Exception as exc:  # the client falls back; say why here
             hookrt.internal_error(self.root, "relay", exc)
@@ -222,6 +223,21 @@ class RelayServer:
             with self.pool_lock:
                 self.scratch.append(scratch)
         return outcome
+
+    def _finish(self, outcome: hookrt.Outcome) -> None:
+        """Carry out a hook's effects once its answer is sent, on a connection of the pool,
+        given back after (never one given back already, which another thread may hold)."""
+        taken: list[tuple[apsw.Connection, tuple[int, int]]] = []
+
+        def connect(root: str, busy_timeout_ms: int) -> apsw.Connection:
+            taken.append(self.connections.take(busy_timeout_ms))
+            return taken[-1][0]
+
+        try:
+            outcome.finish(connect)
+        finally:
+            for conn, held in taken:
+                self.connections.give_back(conn, held)
 
 
 def _gone(conn: socket.socket) -> bool:

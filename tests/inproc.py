@@ -12,7 +12,8 @@ import apsw
 
 from claude_session.core import apply_types, config, db, event, events
 from claude_session.core.paths import db_path
-from claude_session.runtime.handlers import HANDLERS, Reply
+from claude_session.runtime import effects
+from claude_session.runtime.handlers import HANDLERS
 
 
 class Recorder:
@@ -39,20 +40,18 @@ class Recorder:
             events.new_delivery_id(), self.now, len(raw), None, truncated
         )
         settings = config.for_hooks(self.root, self.scratch)
-        ctx = apply_types.Context(self.root, self.now, None, settings)
-        ctx.claude_process = process
+        ctx = apply_types.Context(self.root, self.now, None, settings, process)
         applied = events.apply(self.conn, ev, delivery, ctx)
         handler = HANDLERS.get(ev.name)
         answer = None
         if handler is not None and handler.answer is not None:
+            ready = None
             if handler.before_answer is not None:
-                handler.before_answer(self.conn, ev, ctx)
-            result = handler.answer(self.conn, ev, ctx, applied)
-            if isinstance(result, Reply):  # the write it calls for, once the answer is out
-                if result.later is not None:
-                    result.later()
-                result = result.value
-            answer = result if isinstance(result, dict) else None
+                ready = handler.before_answer(self.conn, ev, ctx)
+            reply = handler.answer(self.conn, ev, ctx, applied, ready)
+            if reply is not None:  # the writes it calls for, once the answer is out
+                effects.run(reply.effects, self.root, self.conn)
+                answer = reply.value if isinstance(reply.value, dict) else None
         return applied, answer
 
     def rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:

@@ -86,7 +86,7 @@ def test_a_hook_on_its_own_leaves_the_wal_and_keeps_it_short(project: Path) -> N
     rebuilding of the WAL index stays short. Every event is stored."""
     from conftest import count, run_hook
 
-    from claude_session.runtime.hookrt import TRIM_WAL_FRAMES
+    from claude_session.runtime.effects import TRIM_WAL_FRAMES
 
     wal = project / ".claude-session.db-wal"
     frames_after = []

@@ -15,7 +15,8 @@ import pytest
 from conftest import PYTHON, fixture, hook_env, query
 
 from claude_session.core import db, hook_fields
-from claude_session.runtime import hookrt, mcp_transport
+from claude_session.core.effects import IngestSpool
+from claude_session.runtime import effects, hookrt, mcp_transport
 from claude_session.runtime import request as wire
 from claude_session.runtime.request import Refused, Request
 from claude_session.services.setup import installer
@@ -208,16 +209,18 @@ def _call_twice(server: mcp_transport.HookServer, project: Path, given: list[Req
 
 AFTER_THE_ANSWER = """
 import os, sys
-from claude_session.runtime import hookrt, relay
+from claude_session.runtime import effects, hookrt, relay
 original = hookrt.process
 def process(outcome, request, **handles):
     original(outcome, request, **handles)
     outcome.out = '{"answer": 1}'
-    def side_effect():
-        with open(sys.argv[1], "w") as f:
-            f.write(str(os.fstat(1).st_size))  # how much of the answer is out by now
-    outcome.deferred.append(side_effect)
+carry_out = effects.carry_out
+def side_effect(effect, root, conn):
+    with open(sys.argv[1], "w") as f:
+        f.write(str(os.fstat(1).st_size))  # how much of the answer is out by now
+    carry_out(effect, root, conn)
 hookrt.process = process
+effects.carry_out = side_effect
 relay.main("PostToolUse", lambda: None)
 """
 
@@ -250,9 +253,14 @@ def test_the_hook_server_replies_before_the_side_effects(
     seen: list[int] = []
 
     def process(outcome: hookrt.Outcome, request: Request, **_: Any) -> None:
-        outcome.deferred.append(lambda: seen.append(len(written)))
+        outcome.root = str(project)
+        outcome.effects.append(IngestSpool())
+
+    def carry_out(*_: Any) -> None:
+        seen.append(len(written))
 
     monkeypatch.setattr(hookrt, "process", process)
+    monkeypatch.setattr(effects, "carry_out", carry_out)
     server = mcp_transport.HookServer(written.append)
     try:
         arguments = hook_fields.arguments_for(

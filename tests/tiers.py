@@ -35,6 +35,7 @@ TIERS = ("lint", "fast", "integration", "e2e")
 MODULES: dict[str, str] = {
     "test_agent_tree.py": "fast",
     "test_apply.py": "fast",
+    "test_pure_answers.py": "fast",
     "test_papercuts.py": "integration",
     "test_read_commands.py": "integration",
     "test_before_images.py": "integration",

@@ -56,29 +56,27 @@ class Delivery:
 
 
 class Context:
-    """What a derived-state writer may need beyond the event itself. `now` is the clock of
-    this application of the event (tests inject their own)."""
+    """What goes into one application of an event, beyond the event itself: what a writer of
+    derived state may need to know. Inputs only: what the application finds comes back in
+    `Applied`. `now` is the clock of this application (tests inject their own)."""
+
+    __slots__ = ("claude_process", "config", "now", "prepared", "root")
 
     def __init__(
-        self, root: str, now: float, prepared: "Any" = None, config: "dict[str, Any] | None" = None
+        self,
+        root: str,
+        now: float,
+        prepared: "Any" = None,
+        config: "dict[str, Any] | None" = None,
+        claude_process: "tuple[int, int, str] | None" = None,
     ) -> None:
         self.root = root
         self.now = now
         self.prepared = prepared  # the handler's `prepare` result, made outside the transaction
         self.config = config if config is not None else dict(DEFAULTS)
-        self.counters: dict[str, float] = {}  # session_metrics increments of this event
-        self.event_id: int | None = None  # the stored event's row, set by `apply`
-        self.capture_requested = False  # a frame asked for a workspace snapshot (see frames)
-        self.turn_id: int | bool | None = False  # the event's turn once looked up (executions)
-        # SessionStart in a fork: (branch id, parent session, parent frame, state hash)
-        self.forked_from: tuple[int, str, int, str | None] | None = None
         # The Claude Code process that ran this hook, when the hook could tell (SessionStart and
         # UserPromptSubmit look: core/processes.py): (pid, start ticks, pid space).
-        self.claude_process: tuple[int, int, str] | None = None
-
-    def count(self, key: str, amount: float = 1) -> None:
-        """Add to one of this event's session counters (written once, by `apply`)."""
-        self.counters[key] = self.counters.get(key, 0) + amount
+        self.claude_process = claude_process
 
     def number(self, key: str) -> float:
         """A numeric setting (validated where the configuration is read)."""
@@ -91,11 +89,31 @@ class Context:
 
 
 class Applied:
-    """What `apply` did: the event's row, its audit row, and whether it was a duplicate."""
+    """What `apply` did and found: the event's row, its audit row, whether it was a duplicate,
+    and what its derivation found. The writers of derived state fill it in inside the event's
+    transaction (one object for the event, so that no writer reaches back into the `Context`);
+    `apply` returns it, and the hook's answer and side effects read it."""
 
-    __slots__ = ("audit_id", "duplicate", "event_id")
+    __slots__ = (
+        "audit_id",
+        "capture_requested",
+        "counters",
+        "duplicate",
+        "event_id",
+        "forked_from",
+        "turn_id",
+    )
 
-    def __init__(self, event_id: int, audit_id: int, duplicate: bool) -> None:
+    def __init__(self, event_id: int, audit_id: int = 0, duplicate: bool = False) -> None:
         self.event_id = event_id
         self.audit_id = audit_id
         self.duplicate = duplicate
+        self.counters: dict[str, float] = {}  # session_metrics increments of this event
+        self.capture_requested = False  # a frame asked for a workspace snapshot (see frames)
+        self.turn_id: int | bool | None = False  # the event's turn once looked up (executions)
+        # SessionStart in a fork: (branch id, parent session, parent frame, state hash)
+        self.forked_from: tuple[int, str, int, str | None] | None = None
+
+    def count(self, key: str, amount: float = 1) -> None:
+        """Add to one of this event's session counters (written once, by `apply`)."""
+        self.counters[key] = self.counters.get(key, 0) + amount

@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    Derive = Callable[[apsw.Connection, Event, Context], None]
+    Derive = Callable[[apsw.Connection, Event, Context, Applied], None]
 
 # Every hook event of Claude Code 2.1.330: the 31 of the 2.1.240 hooks docs plus PreModelSwitch
 # and PostModelSwitch (tests/test_model_switch.py checks this list against the CLI's own).
@@ -117,13 +117,13 @@ def apply(
         duplicate = conn.changes() == 0
         if duplicate:
             found = conn.execute("SELECT id FROM events WHERE dedup_key = ?", (key,)).fetchall()
-            event_id = found[0][0] if isinstance(found[0][0], int) else 0
+            applied = Applied(found[0][0] if isinstance(found[0][0], int) else 0, duplicate=True)
         else:
-            event_id = conn.last_insert_rowid()
+            applied = Applied(conn.last_insert_rowid())
             if derive:
-                _derive(conn, ev, ctx, event_id)
-        audit_id = _audit(conn, ev, delivery, event_id, duplicate, ctx.root)
-    return Applied(event_id, audit_id, duplicate)
+                _derive(conn, ev, ctx, applied)
+        applied.audit_id = _audit(conn, ev, delivery, applied.event_id, duplicate, ctx.root)
+    return applied
 
 
 def _prompt_key(conn: apsw.Connection, ev: Event, delivery: Delivery, key: str) -> str:
@@ -142,25 +142,25 @@ def _prompt_key(conn: apsw.Connection, ev: Event, delivery: Delivery, key: str) 
     return key
 
 
-def _derive(conn: apsw.Connection, ev: Event, ctx: Context, event_id: int) -> None:
-    """Everything a new event changes beyond its own row, in its transaction."""
-    ctx.counters = {"count": 1}
+def _derive(conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied) -> None:
+    """Everything a new event changes beyond its own row, in its transaction; what it finds
+    goes into `applied`."""
+    applied.count("count")
     duration = ev.get("duration_ms")
     if isinstance(duration, int | float):  # PostToolUse(Failure): the tool's time
-        ctx.count("duration_ms", duration)
-    ctx.event_id = event_id
+        applied.count("duration_ms", duration)
     store.touch_session(conn, ev, ctx)
     writer = DERIVE.get(ev.name)
     if writer is not None:
-        writer(conn, ev, ctx)
-    executions.track(conn, ev, ctx)
-    _add_metrics(conn, ev.session_id, ev.name, ctx.counters, ctx.now)
+        writer(conn, ev, ctx, applied)
+    executions.track(conn, ev, ctx, applied)
+    _add_metrics(conn, ev.session_id, ev.name, applied.counters, ctx.now)
     # Last: the frame's state holds everything this event changed, its counters too.
     if ev.name in executions.FRAME_EVENTS:
         from . import frames
 
-        turn = executions.turn_of(conn, ev, ctx)
-        frame_no = frames.commit_for_event(conn, ev, ctx, turn)
+        turn = executions.turn_of(conn, ev, applied)
+        frame_no = frames.commit_for_event(conn, ev, ctx, applied, turn)
         tool_use_id = ev.text_of("tool_use_id")
         if frame_no and tool_use_id:
             executions.set_tool_frame(conn, tool_use_id, frame_no)

@@ -11,7 +11,7 @@ from .event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
-    from .apply_types import Context
+    from .apply_types import Applied, Context
 
 PROMPT_CAP = 500
 RESULT_CAP = 2000  # characters of a turn's answer (the Stop's last_assistant_message) kept
@@ -101,27 +101,27 @@ def tool_ends(conn: apsw.Connection, tool_use_ids: "list[str]") -> "dict[str, fl
     return {str(i): float(e) if isinstance(e, int | float) else None for i, e in found}
 
 
-def track(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def track(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     """Keep the execution tables current for one stored event."""
     name = ev.name
     if name == "PreToolUse":
-        _tool_started(conn, ev, ctx)
+        _tool_started(conn, ev, ctx, applied)
     elif name in ("PostToolUse", "PostToolUseFailure"):
-        _tool_finished(conn, ev, ctx)
+        _tool_finished(conn, ev, ctx, applied)
     elif name == "UserPromptSubmit":
-        _turn_started(conn, ev, ctx)
+        _turn_started(conn, ev, ctx, applied)
     elif name in ("Stop", "StopFailure"):
         answer = ev.text_of("last_assistant_message")  # redacted with the payload
         _turn_ended(conn, ev.session_id, ctx.now, "done", answer[:RESULT_CAP] if answer else None)
     elif name == "SessionStart":
-        _session_started(conn, ev, ctx)
+        _session_started(conn, ev, ctx, applied)
 
 
-def turn_of(conn: apsw.Connection, ev: Event, ctx: "Context") -> int | None:
+def turn_of(conn: apsw.Connection, ev: Event, applied: "Applied") -> int | None:
     """The event's turn (the session's latest), looked up once per event."""
-    if ctx.turn_id is False:
-        ctx.turn_id = current_turn(conn, ev.session_id)
-    return ctx.turn_id if isinstance(ctx.turn_id, int) else None
+    if applied.turn_id is False:
+        applied.turn_id = current_turn(conn, ev.session_id)
+    return applied.turn_id if isinstance(applied.turn_id, int) else None
 
 
 def current_turn(conn: apsw.Connection, session_id: str) -> int | None:
@@ -136,7 +136,7 @@ def _agent_of(ev: Event) -> str:
     return ev.text_of("agent_id") or ev.session_id
 
 
-def _tool_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def _tool_started(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     tool_use_id = ev.text_of("tool_use_id")
     if not tool_use_id:
         return
@@ -149,17 +149,17 @@ def _tool_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (
             tool_use_id,
             ev.session_id,
-            turn_of(conn, ev, ctx),
+            turn_of(conn, ev, applied),
             _agent_of(ev),
             ev.text_of("tool_name"),
             ev.summary(ctx.root),
             ctx.now,
-            ctx.event_id,
+            applied.event_id,
         ),
     )
 
 
-def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     tool_use_id = ev.text_of("tool_use_id")
     if not tool_use_id:
         return
@@ -180,14 +180,14 @@ def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         (
             tool_use_id,
             ev.session_id,
-            turn_of(conn, ev, ctx),
+            turn_of(conn, ev, applied),
             _agent_of(ev),
             ev.text_of("tool_name"),
             ev.summary(ctx.root),
             status,
             ctx.now,
             duration,
-            ctx.event_id,
+            applied.event_id,
         ),
     )
 
@@ -199,7 +199,7 @@ def set_tool_frame(conn: apsw.Connection, tool_use_id: str, frame_no: int) -> No
     )
 
 
-def _turn_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def _turn_started(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     """A prompt starts a turn; a turn still running then was interrupted (no Stop came)."""
     session_id = ev.session_id
     _turn_ended(conn, session_id, ctx.now, "interrupted")
@@ -210,7 +210,7 @@ def _turn_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         " ?2, ?3, ?4)",
         (session_id, ev.text_of("prompt_id"), prompt[:PROMPT_CAP], ctx.now),
     )
-    ctx.turn_id = conn.last_insert_rowid()
+    applied.turn_id = conn.last_insert_rowid()
 
 
 def _turn_ended(
@@ -228,7 +228,7 @@ def _turn_ended(
     )
 
 
-def _session_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def _session_started(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     """Record the start and its lineage: after /clear, the session that just ended with
     reason 'clear'; in a fork, the parent session (claimed from `branches`)."""
     source = ev.text_of("source")
@@ -243,11 +243,11 @@ def _session_started(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     claimed = claim_branch(conn, ev.session_id, ctx.root, ctx.now)
     if claimed is not None:
         previous = claimed[1]
-        ctx.forked_from = claimed
+        applied.forked_from = claimed
     conn.execute(
         "INSERT INTO session_starts (session_id, source, at, event_id, previous_session_id)"
         " VALUES (?, ?, ?, ?, ?)",
-        (ev.session_id, source, ctx.now, ctx.event_id, previous),
+        (ev.session_id, source, ctx.now, applied.event_id, previous),
     )
 
 

@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-    from .apply_types import Context
+    from .apply_types import Applied, Context
 
 # Event -> frame kind; None: decided by the tool.
 FRAME_KINDS: "dict[str, str | None]" = {
@@ -226,7 +226,9 @@ def store_state(conn: apsw.Connection, text: str, now: float) -> str:
     return digest
 
 
-def commit_for_event(conn: apsw.Connection, ev: Event, ctx: "Context", turn_id: int | None) -> int:
+def commit_for_event(
+    conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied", turn_id: int | None
+) -> int:
     """Commit the frame this event calls for, if any; its number, or 0."""
     kind = frame_kind(ev)
     if kind is None:
@@ -235,13 +237,13 @@ def commit_for_event(conn: apsw.Connection, ev: Event, ctx: "Context", turn_id: 
     capture = kind in CAPTURED_KINDS and (kind != "attempt" or tool not in READ_ONLY_TOOLS)
     capture = capture and ctx.config.get("workspace_snapshots") is True
     if capture:
-        ctx.capture_requested = True
+        applied.capture_requested = True
     return commit(
         conn,
         ev.session_id,
         kind,
         ctx.now,
-        event_id=ctx.event_id,
+        event_id=applied.event_id,
         turn_id=turn_id,
         agent_id=ev.text_of("agent_id") or ev.session_id,
         tool_use_id=ev.text_of("tool_use_id"),

@@ -18,7 +18,7 @@ import os
 
 import apsw
 
-from . import memories, memory_files
+from . import effects, memories, memory_files
 from .db import Immediate
 from .paths import global_db_path
 from .quote import for_model
@@ -27,6 +27,10 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
+    from .effects import Effect, Effects
+
+    Given = tuple[str | None, Effects]  # the text for the model, and the writes it calls for
+
 OPEN_TAG = "<claude-session-memories>"
 CLOSE_TAG = "</claude-session-memories>"
 START_CATEGORIES = ("preference", "fact", "skill")
@@ -34,14 +38,21 @@ PROMPT_MATCHES = 3
 GLOBAL_BUSY_MS = 200
 
 
-def open_global(create: bool = False) -> "apsw.Connection | None":
-    """The user-level database of global memories, if there is one (or `create`)."""
+def open_global(create: bool = False, readonly: bool = False) -> "apsw.Connection | None":
+    """The user-level database of global memories, if there is one (or `create`). `readonly`:
+    to read for an answer, which never writes; a database of an older schema is still opened
+    to be migrated, as every database is on its first open by newer code."""
     from . import db
 
     try:
         path = global_db_path()
         if not create and not os.path.exists(path):
             return None
+        if readonly:
+            conn = db.connect(path, readonly=True, busy_timeout_ms=GLOBAL_BUSY_MS)
+            if db.schema_version(conn) >= db.SCHEMA_VERSION:
+                return conn
+            conn.close()
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         return db.connect(path, busy_timeout_ms=GLOBAL_BUSY_MS)
     except (OSError, db.DatabaseError):
@@ -66,9 +77,10 @@ def for_session_start(
     budget: int,
     root: str | None = None,
     stale: str = "mark",
-) -> str | None:
-    """The memories worth having from the start of a session, within `budget` characters."""
-    global_conn = open_global()
+) -> "Given":
+    """The memories worth having from the start of a session, within `budget` characters, and
+    the writes their giving calls for (read only: the caller carries those out)."""
+    global_conn = open_global(readonly=True)
     try:
         found: list[tuple[str, dict[str, Any]]] = []
         for category in START_CATEGORIES:
@@ -104,11 +116,12 @@ def for_prompt(
     budget: int,
     root: str | None = None,
     stale: str = "mark",
-) -> str | None:
-    """The memories that match a prompt, best first, within `budget` characters."""
+) -> "Given":
+    """The memories that match a prompt, best first, within `budget` characters, and the
+    writes their giving calls for (read only: the caller carries those out)."""
     if not memories.fts_query(prompt):
-        return None
-    global_conn = open_global()
+        return None, ()
+    global_conn = open_global(readonly=True)
     try:
         found = [
             ("project", row)
@@ -152,9 +165,10 @@ def _give(
     limit: int = 50,
     root: str | None = None,
     stale: str = "mark",
-) -> str | None:
-    """Render the ones not given yet within the budget; record them as given and used. Each
-    is checked against its files first: a possibly stale one is marked, or held back."""
+) -> "Given":
+    """Render the ones not given yet within the budget, and the effects that record them as
+    given and used. Each is checked against its files first: a possibly stale one is marked,
+    or held back."""
     already = memories.given(conn, session_id)
     fresh = [
         (scope, row)
@@ -188,19 +202,33 @@ def _give(
     if held:
         head += _held_note(held)
     if not chosen and not held:
-        return None
-    with Immediate(conn):
-        memories.mark_given(conn, chosen, session_id, how, now)
-        memories.count_use(conn, [i for s, i in chosen if s == "project"], now)
-        memory_files.remember_seen(conn, seen)
-    global_ids = [i for s, i in chosen if s == "global"]
-    if global_conn is not None and global_ids:
-        try:
-            with Immediate(global_conn):
-                memories.count_use(global_conn, global_ids, now)
-        except apsw.Error:
-            pass  # another project is writing it: the count waits, the memory was given
-    return head + "".join(line + "\n" for line in lines) + CLOSE_TAG
+        return None, ()
+    project_ids = tuple(i for s, i in chosen if s == "project")
+    global_ids = tuple(i for s, i in chosen if s == "global")
+    writes: list[Effect] = []
+    if chosen:
+        writes.append(effects.MarkGiven(session_id, tuple(chosen), how, now))
+    if project_ids:
+        writes.append(effects.CountUse("project", project_ids, now))
+    if seen:
+        writes.append(effects.RememberSeen(tuple(seen)))
+    if global_ids:
+        writes.append(effects.CountUse("global", global_ids, now))
+    return head + "".join(line + "\n" for line in lines) + CLOSE_TAG, tuple(writes)
+
+
+def count_global_use(ids: "tuple[int, ...]", now: float) -> None:
+    """Count a use of global memories in the user's database (an effect of giving them)."""
+    global_conn = open_global()
+    if global_conn is None:
+        return
+    try:
+        with Immediate(global_conn):
+            memories.count_use(global_conn, ids, now)
+    except apsw.Error:
+        pass  # another project is writing it: the count waits, the memory was given
+    finally:
+        global_conn.close()
 
 
 def _held_note(held: int) -> str:

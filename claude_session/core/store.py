@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-    from .apply_types import Context
+    from .apply_types import Applied, Context
 
 EDIT_TOOLS = registry.EDIT_TOOLS
 AGENT_TOOLS = ("Agent", "Task")
@@ -55,7 +55,7 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     )
 
 
-def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     source = ev.text_of("source")
     conn.execute(
         "UPDATE sessions SET status = 'active', ended_at = NULL, end_reason = NULL,"
@@ -81,7 +81,7 @@ def on_session_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         conn,
         {"last_session_id": ev.session_id, "last_session_source": source},
         ctx.now,
-        f"SessionStart ({source}) of session {ev.session_id} (event {ctx.event_id})",
+        f"SessionStart ({source}) of session {ev.session_id} (event {applied.event_id})",
     )
     # The same session going on (resume): what its last SessionEnd abandoned is open again.
     ladder.reopen_abandoned(conn, ev.session_id)
@@ -189,7 +189,7 @@ def end_session(conn: apsw.Connection, session_id: str, now: float, reason: str)
     )
 
 
-def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     # Each turn names the process too: a session begun before it was recorded gets one.
     record_claude_process(conn, ev.session_id, ctx.claude_process)
     prompt = ev.text_of("prompt")
@@ -201,10 +201,10 @@ def on_user_prompt(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         )
         # the main agent's task is what the user asked last
         registry.set_main_task(conn, ev.session_id, prompt[:PROMPT_CAP])
-    ctx.count("prompts")
+    applied.count("prompts")
 
 
-def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     heartbeat(conn, ev, ctx, tool_use=True)
     if ev.text_of("tool_name") in AGENT_TOOLS and ev.text_of("tool_use_id"):
         background = ev.get("run_in_background")
@@ -225,25 +225,25 @@ def on_pre_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         )
 
 
-def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     heartbeat(conn, ev, ctx)
-    ctx.count("tool_calls")
+    applied.count("tool_calls")
     failed = response_error(ev)
     if failed:
-        ctx.count("tool_failures")
+        applied.count("tool_failures")
         record_failure(conn, ev, ctx, failed)
     else:
         ladder.resolve_on_success(conn, ev, ctx.root, ctx.now)
     tool = ev.text_of("tool_name")
     if tool in EDIT_TOOLS:
-        claim_file(conn, ev, ctx, changed=not failed)
+        claim_file(conn, ev, ctx, applied, changed=not failed)
     elif tool in AGENT_TOOLS and ev.text_of("response_agent_id"):
         link_agent_launch(conn, ev, ctx)
     elif tool == "Bash" and not failed:
-        observe_command(conn, ev, ctx)
+        observe_command(conn, ev, ctx, applied)
 
 
-def observe_command(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def observe_command(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     """A test or lint command that ran through becomes the project's test or lint command."""
     from . import facts
     from . import state as project_state
@@ -257,14 +257,16 @@ def observe_command(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
             {f"{kind}_command": " ".join(command.split())[:500]},
             ctx.now,
             f"Bash tool call {ev.text_of('tool_use_id')} by {agent} in session {ev.session_id}"
-            f" (event {ctx.event_id})",
+            f" (event {applied.event_id})",
         )
 
 
-def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_post_tool_use_failure(
+    conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied"
+) -> None:
     heartbeat(conn, ev, ctx)
-    ctx.count("tool_calls")
-    ctx.count("tool_failures")
+    applied.count("tool_calls")
+    applied.count("tool_failures")
     record_failure(conn, ev, ctx, ev.text_of("error") or "")
     if ev.text_of("tool_name") in AGENT_TOOLS:  # the Agent call itself failed
         launched = conn.execute(
@@ -283,7 +285,7 @@ def on_post_tool_use_failure(conn: apsw.Connection, ev: Event, ctx: "Context") -
             )
 
 
-def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     agent_id = ev.text_of("agent_id")
     if not agent_id:
         return
@@ -291,7 +293,7 @@ def on_subagent_start(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     if not registry.register(conn, agent_id, ev.session_id, agent_type, ctx.now, "SubagentStart"):
         # Known already (a tool event or a SubagentStop came first): it is a real agent.
         registry.confirm_started(conn, agent_id, agent_type, ctx.now)
-    ctx.count("subagents")
+    applied.count("subagents")
     linked = conn.execute("SELECT 1 FROM agent_launches WHERE agent_id = ?", (agent_id,)).fetchall()
     if not linked:  # not named by PostToolUse(Agent) yet (a foreground agent, or a race)
         _guess_link(conn, ev.session_id, agent_id, agent_type)
@@ -379,7 +381,7 @@ def _guess_link(
         registry.describe(conn, agent_id, as_opt_text(launch[0][0]))
 
 
-def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_subagent_stop(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     agent_id = ev.text_of("agent_id")
     if not agent_id:
         return
@@ -418,7 +420,9 @@ def heartbeat(conn: apsw.Connection, ev: Event, ctx: "Context", tool_use: bool =
     )
 
 
-def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context", changed: bool) -> None:
+def claim_file(
+    conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied", changed: bool
+) -> None:
     """A Write/Edit: the acting agent claims the file and, when the edit went through, has
     changed it (agent_registry.files_changed)."""
     target = ev.text_of("file_path") or ev.text_of("notebook_path")
@@ -434,14 +438,14 @@ def claim_file(conn: apsw.Connection, ev: Event, ctx: "Context", changed: bool) 
         ev.text_of("tool_name"),
         ctx.now,
         ctx.lease_seconds,
-        ctx.event_id,
+        applied.event_id,
     )
     # An edit that reaches us after its agent finished (a late hook, or one filled in from the
     # transcript afterwards: services/reconcile) leaves no live claim behind.
     registry.release_if_finished(conn, ev.session_id, agent_id, ctx.now)
     if changed:
         registry.add_changed_file(conn, agent_id or ev.session_id, path)
-    ctx.count("file_edits")
+    applied.count("file_edits")
 
 
 def record_failure(conn: apsw.Connection, ev: Event, ctx: "Context", error: str) -> None:
@@ -459,19 +463,19 @@ def response_error(ev: Event) -> str | None:
     return None
 
 
-def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_pre_compact(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     state = gather(conn, ev.session_id, ctx.now)
     state["git"] = ctx.prepared
     save_snapshot(conn, ev.session_id, "pre_compact", ev.text_of("trigger"), state, ctx.now)
 
 
-def on_post_compact(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_post_compact(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     summary = {"compact_summary": _cap(ev.text_of("compact_summary"), 20000)}
     save_snapshot(conn, ev.session_id, "post_compact", ev.text_of("trigger"), summary, ctx.now)
-    ctx.count("compactions")
+    applied.count("compactions")
 
 
-def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
+def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     conn.execute(
         "UPDATE sessions SET status = 'ended', ended_at = ?2, end_reason = ?3"
         " WHERE session_id = ?1",
@@ -487,7 +491,7 @@ def on_session_end(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         conn,
         {"last_ended_session_id": ev.session_id, "last_end_reason": ev.text_of("reason")},
         ctx.now,
-        f"SessionEnd of session {ev.session_id} (event {ctx.event_id})",
+        f"SessionEnd of session {ev.session_id} (event {applied.event_id})",
     )
     save_snapshot(conn, ev.session_id, "session_end", ev.text_of("reason"), state, ctx.now)
 

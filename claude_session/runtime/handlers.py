@@ -1,14 +1,16 @@
 """The one table from event name to what a hook does for it beyond `events.apply`.
 
-Each Handler has up to three steps around the core's `events.apply` (see the class). Events not
-in the table are stored (by `apply`) and answered with nothing.
+Each Handler has its steps around the core's `events.apply` (see the class). Events not in the
+table are stored (by `apply`) and answered with nothing. An answer step only reads: it returns
+its answer and, as data, the writes that answer calls for (`Reply`, core/effects.py), which
+runtime/effects.py carries out once the answer is out.
 """
 
 import os
 
 import apsw
 
-from ..core import executions, ladder, readings, relations, secret_files, store
+from ..core import effects, executions, ladder, readings, relations, secret_files, store
 from ..core.apply_types import Applied, Context
 from ..core.event import Event
 
@@ -17,15 +19,22 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ..core.effects import Effects
+    from ..services.judge import Call
+
     Answer = dict[str, Any]  # the JSON object a hook prints
-    AnswerFn = Callable[
-        [apsw.Connection, Event, Context, Applied | None],
-        "dict[str, Any] | ExitBlock | Reply | None",
-    ]
+    # (connection, event, its context, what `apply` found (None: spooled), what `before_answer`
+    # returned) -> the answer and its effects, or None: nothing to say, nothing to write
+    AnswerFn = Callable[[apsw.Connection, Event, Context, Applied | None, Any], "Reply | None"]
 
 
 class Handler:
-    """What a hook does for one event, step by step; every step is optional."""
+    """What a hook does for one event, step by step; every step is optional.
+
+    The answer step only reads (it may run on a read-only connection): Claude Code waits for
+    the answer, and a write there would make it wait on the database's lock, and fail the
+    answer with the write. What must be written before the answer is `before_answer`'s;
+    everything else is an effect, carried out once the answer is out."""
 
     __slots__ = ("after", "answer", "answer_first", "before_answer", "busy_timeout_ms", "prepare")
 
@@ -33,24 +42,25 @@ class Handler:
         self,
         *,
         prepare: "Callable[[str], Any] | None" = None,
-        after: "Callable[[Context], None] | None" = None,
-        before_answer: "Callable[[apsw.Connection, Event, Context], None] | None" = None,
+        after: "Callable[[Context], Effects] | None" = None,
+        before_answer: "Callable[[apsw.Connection, Event, Context], Any] | None" = None,
         answer: "AnswerFn | None" = None,
         answer_first: "Callable[[Event, Context], bool] | None" = None,
         busy_timeout_ms: int = 5000,
     ) -> None:
         self.prepare = prepare  # slow outside work, before the transaction (git)
-        self.after = after  # side effects once the answer is out (starting the daemon)
-        # What must be done before the answer, since Claude Code acts on it at once: the
-        # copies of the files a tool may change (PreToolUse). The one side effect that cannot
-        # wait; the answer step itself never writes.
+        self.after = after  # the effects of the event itself, whatever the answer (the daemon)
+        # What must be written before the answer, since the answer depends on it or Claude
+        # Code acts on it at once: the copies of the files a tool may change (PreToolUse), the
+        # judge's reservation of its budget before its paid call. What it returns is handed to
+        # the answer step.
         self.before_answer = before_answer
-        # The JSON object for stdout, read after the transaction; a `Reply` when it calls for a
-        # write, which runs once the answer is out (never inside this step).
+        # The JSON object for stdout and the writes it calls for, as a `Reply`, read after the
+        # transaction; never writing.
         self.answer = answer
         # True when the answer is empty for this event whatever the store holds (the event and
-        # the settings alone say so): it is then given before the event is stored (see
-        # `answers_nothing`).
+        # the settings alone say so; `before_answer` then does nothing either): it is then
+        # given before the event is stored (see `answers_nothing`).
         self.answer_first = answer_first
         self.busy_timeout_ms = busy_timeout_ms
 
@@ -64,9 +74,7 @@ def answers_nothing(handler: Handler, ev: Event, ctx: Context) -> bool:
     say (a successful PostToolUse, a Stop): under a steady load the wait only moved to the
     next event, which is stored after it (8 sessions in bench/hook_server.py: p99 101-123 ms
     against 91)."""
-    if handler.prepare is not None or handler.before_answer is not None:
-        return False
-    if handler.after is not None or handler.answer_first is None:
+    if handler.prepare is not None or handler.after is not None or handler.answer_first is None:
         return False
     return handler.answer_first(ev, ctx)
 
@@ -82,11 +90,11 @@ def capture_git(root: str) -> "dict[str, Any]":
 
 
 def answer_session_start(
-    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "dict[str, Any] | None":
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None, ready: None = None
+) -> "Reply | None":
     """Put the recorded state back in front of the model (compaction) or what was left open."""
     source = ev.text_of("source")
-    forked = ctx.forked_from
+    forked = applied.forked_from if applied is not None else None
     remember = _memories_possible(conn, ctx)
     quiet = forked is None and source != "compact" and not remember
     if (
@@ -112,18 +120,20 @@ def answer_session_start(
         text = context.for_compaction(conn, ev.session_id, ctx.now, held)
     else:
         text = context.for_new_session(conn, ev.session_id, source, ctx.now, held)
+    given: Effects = ()
     if remember:
         from ..core import recall
 
         budget = int(ctx.number("memory_budget_chars"))
         stale = str(ctx.config["memory_stale"])
-        recalled = recall.for_session_start(
+        recalled, given = recall.for_session_start(
             conn, ev.session_id, ctx.now, budget, root=ctx.root, stale=stale
         )
         text = "\n\n".join(part for part in (text, recalled) if part)
     if not text:
-        return None
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        return Reply(None, given) if given else None
+    output = {"hookEventName": "SessionStart", "additionalContext": text}
+    return Reply({"hookSpecificOutput": output}, given)
 
 
 def _memories_possible(conn: apsw.Connection, ctx: Context) -> bool:
@@ -143,8 +153,8 @@ def _memories_possible(conn: apsw.Connection, ctx: Context) -> bool:
 
 
 def answer_prompt(
-    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "dict[str, Any] | None":
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None, ready: None = None
+) -> "Reply | None":
     """The memories that match the prompt, not given to this session yet, within budget."""
     prompt = ev.text_of("prompt")
     if not prompt or not _memories_possible(conn, ctx):
@@ -155,12 +165,13 @@ def answer_prompt(
 
     budget = int(ctx.number("memory_budget_chars"))
     stale = str(ctx.config["memory_stale"])
-    text = recall.for_prompt(
+    text, given = recall.for_prompt(
         conn, ev.session_id, prompt, ctx.now, budget, root=ctx.root, stale=stale
     )
     if not text:
-        return None
-    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+        return Reply(None, given) if given else None
+    output = {"hookEventName": "UserPromptSubmit", "additionalContext": text}
+    return Reply({"hookSpecificOutput": output}, given)
 
 
 def _restored_before(conn: apsw.Connection, session_id: str) -> bool:
@@ -192,12 +203,12 @@ def _anything_open(conn: apsw.Connection, session_id: str, now: float) -> bool:
     )
 
 
-def start_daemon(ctx: Context) -> None:
-    """Start the project's background process if it is not running (detached, not waited for)."""
+def start_daemon(ctx: Context) -> "Effects":
+    """Start the project's background process if it is not running (detached, not waited for),
+    once the answer is out."""
     if ctx.config["daemon_autostart"] and not os.environ.get("CLAUDE_SESSION_NO_DAEMON"):
-        from ..services.background import daemon_control
-
-        daemon_control.ensure_running(ctx.root)
+        return (effects.StartDaemon(),)
+    return ()
 
 
 def keep_before_tool(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
@@ -216,8 +227,8 @@ def keep_before_tool(conn: apsw.Connection, ev: Event, ctx: Context) -> None:
 
 
 def answer_pre_tool_use(
-    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "dict[str, Any] | None":
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None, ready: None = None
+) -> "Reply | None":
     """Before a Write/Edit: name any other live agent holding the file (warn, or deny)."""
     tool = ev.text_of("tool_name")
     if tool not in store.EDIT_TOOLS:
@@ -324,13 +335,13 @@ def _untrusted(conn: apsw.Connection, ctx: Context) -> bool:
     return database_problem(db_path(ctx.root), conn) is not None
 
 
-def _pre_tool_use(output: "Answer") -> "Answer":
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **output}}
+def _pre_tool_use(output: "Answer") -> "Reply":
+    return Reply({"hookSpecificOutput": {"hookEventName": "PreToolUse", **output}})
 
 
 def answer_failure(
-    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "Answer | None":
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None, ready: None = None
+) -> "Reply | None":
     """After a failure: the ladder's guidance for the model, and from attempt 4 for the user."""
     if ev.name == "PostToolUse" and not store.response_error(ev):
         return None  # the common case: a success, nothing to say
@@ -348,20 +359,18 @@ def answer_failure(
     answer: Answer = {"hookSpecificOutput": {"hookEventName": ev.name, "additionalContext": text}}
     if attempt >= errors.USER_AT:
         answer["systemMessage"] = answers.user_message(attempt, what, gist)
-    return answer
+    return Reply(answer)
 
 
 class Reply:
-    """An answer, and the writes it calls for once it is given (run after the answer is out,
-    like every side effect of a hook: `Outcome.deferred`). An answer step never writes."""
+    """An answer (None: nothing to say), and the writes it calls for as data (core/effects.py),
+    carried out once it is given (runtime/effects.py), as every side effect of a hook."""
 
-    __slots__ = ("later", "value")
+    __slots__ = ("effects", "value")
 
-    def __init__(
-        self, value: "Answer | ExitBlock | None", later: "Callable[[], None] | None" = None
-    ) -> None:
+    def __init__(self, value: "Answer | ExitBlock | None", effects: "Effects" = ()) -> None:
         self.value = value
-        self.later = later
+        self.effects = effects
 
 
 class ExitBlock:
@@ -372,35 +381,40 @@ class ExitBlock:
         self.reason = reason
 
 
-def answer_judge(
-    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None
-) -> "Reply | None":
-    """At the configured events, a judge checks the work is done; a block makes the agent go on."""
+def reserve_judge(conn: apsw.Connection, ev: Event, ctx: Context) -> "Call | None":
+    """Before a judged event's answer: the judge's share of today's budget, reserved before its
+    paid call (services/judge.py, `reserve`); None when no judge runs for this event."""
     if _not_judged(ev, ctx):
         return None
     if _untrusted(conn, ctx):
         return None  # the judge's prompt would quote a database that came with a clone
     from ..services import judge
 
-    verdict = judge.judge(conn, ev, ctx.config, ctx.now)
+    return judge.reserve(conn, ev, ctx.config, ctx.now)
+
+
+def answer_judge(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None, ready: "Call | None"
+) -> "Reply | None":
+    """At the configured events, a judge checks the work is done; a block makes the agent go on.
+    Its verdict is recorded whatever it is, once the answer is out."""
+    if ready is None:
+        return None  # no judge for this event (`reserve_judge`)
+    from ..services import judge
+
+    verdict, record = judge.judge(conn, ev, ctx.config, ctx.now, ready)
     if verdict.decision != "block":
-        return None  # allowed, or the judge failed: fail open (recorded)
+        return Reply(None, (record,))  # allowed, or the judge failed: fail open (recorded)
     reason = f"claude-session judge: the work is not done yet. {verdict.reason}"
     exit_code = 2 if ev.name == "TaskCompleted" else 0
-    later = None
+    done: Effects = (record,)
     # This hook run's own audit row says how it really ended (not the newest row: another
-    # hook of the same session may have written one meanwhile): written once the answer is out.
+    # hook of the same session may have written one meanwhile).
     if applied is not None:  # None: the event went to the spool, its audit row comes later
-        audit_id = applied.audit_id
-
-        def later() -> None:
-            from ..core.events import set_exit_code
-
-            set_exit_code(conn, audit_id, exit_code, "blocked by the judge")
-
+        done += (effects.SetExitCode(applied.audit_id, exit_code, "blocked by the judge"),)
     if ev.name == "TaskCompleted":
-        return Reply(ExitBlock(reason), later)
-    return Reply({"decision": "block", "reason": reason}, later)
+        return Reply(ExitBlock(reason), done)
+    return Reply({"decision": "block", "reason": reason}, done)
 
 
 def _not_judged(ev: Event, ctx: Context) -> bool:
@@ -419,10 +433,12 @@ HANDLERS: dict[str, Handler] = {
     "PostToolUse": Handler(answer=answer_failure),
     "PostToolUseFailure": Handler(answer=answer_failure),
     "PreCompact": Handler(prepare=capture_git),
-    "TaskCompleted": Handler(answer=answer_judge),
-    "Stop": Handler(answer=answer_judge),
+    "TaskCompleted": Handler(before_answer=reserve_judge, answer=answer_judge),
+    "Stop": Handler(before_answer=reserve_judge, answer=answer_judge),
     "SubagentStart": Handler(answer_first=_always),
-    "SubagentStop": Handler(answer=answer_judge, answer_first=_not_judged),
+    "SubagentStop": Handler(
+        before_answer=reserve_judge, answer=answer_judge, answer_first=_not_judged
+    ),
     # SessionEnd hooks share a 1.5 s budget unless settings raise it: give up on a lock sooner.
     "SessionEnd": Handler(busy_timeout_ms=1000),
 }

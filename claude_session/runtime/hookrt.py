@@ -5,8 +5,9 @@ served the hook, see `relay`), in the project's daemon for a relayed hook
 (`claude_session/daemon.py`), or in the hook server for an mcp_tool hook (`mcp_transport`).
 It takes a `Request` (runtime/request.py), whichever transport built it. Its answer is empty
 or exactly one JSON object for stdout, exit code 0, or 3 for the one deliberate, configured
-block (the judge; the installed command makes it 2). Its side effects are data, run after the
-answer is out (`Outcome.deferred`).
+block (the judge; the installed command makes it 2). Its side effects are data (core/effects.py:
+the answer's own writes, and the hook run's), carried out once the answer is out
+(`Outcome.finish`, runtime/effects.py).
 Anything that goes wrong inside is logged beside the database; the event goes to the spool
 when the database cannot take it. Imports: the standard library and apsw only.
 """
@@ -25,26 +26,30 @@ if TYPE_CHECKING:
     import apsw
 
     from ..core.apply_types import Applied, Context, Delivery
+    from ..core.effects import Effect, Effects
     from ..core.event import Event
-    from .handlers import ExitBlock
+    from .handlers import ExitBlock, Handler
     from .request import Request
 
     Connect = Callable[[str, int], apsw.Connection]  # (root, busy timeout ms) -> connection
 
 
 class Outcome:
-    """What one hook run gives back: its exit code and texts, and the side effects left to run
-    once the answer is out, as data (`deferred`): starting the daemon or a capture, ingesting
-    the spool, trimming the WAL, the injection log's row, the judge's write of how its hook
-    run ended. Whoever runs the hook writes the answer first, then calls `finish`."""
+    """What one hook run gives back: its exit code and texts, and its effects, left to carry
+    out once the answer is out, as data (core/effects.py): the writes its answer calls for
+    (memories marked given and counted, the judge's verdict and the exit code of its audit
+    row), the injection log's row, starting a capture or the daemon, ingesting the spool,
+    trimming the WAL. Whoever runs the hook writes the answer first, then calls `finish`."""
 
-    __slots__ = ("code", "deferred", "err", "out")
+    __slots__ = ("code", "conn", "effects", "err", "out", "root")
 
     def __init__(self) -> None:
         self.code = 0
         self.out = ""
         self.err = ""
-        self.deferred: list[Callable[[], None]] = []
+        self.effects: list[Effect] = []
+        self.root: str | None = None  # the project the effects are for
+        self.conn: apsw.Connection | None = None  # a hook process's own connection
 
     def answer(self, value: "str | ExitBlock | None") -> None:
         if isinstance(value, str):
@@ -53,15 +58,19 @@ class Outcome:
             self.err = value.reason + "\n"
             self.code = BLOCK_EXIT  # the installed command turns it into 2 (see installer)
 
-    def finish(self) -> None:
-        """Run the deferred side effects; each one's failure is logged, never raised."""
-        for step in self.deferred:
-            step()
+    def finish(self, connect: "Connect | None" = None) -> None:
+        """Carry out the effects, in order (runtime/effects.py); each one's failure is logged,
+        never raised. `connect`: a long-lived caller's way to lend one of its connections (it
+        takes it back after); a hook process uses its own."""
+        if self.effects and self.root is not None:
+            from . import effects
+
+            effects.run(self.effects, self.root, self.conn, connect)
 
 
 def run_here(request: "Request") -> Outcome:
     """The hook's work in this process (no daemon served it). The caller writes the answer,
-    then runs `outcome.finish()`: the side effects come after the answer, as on every path."""
+    then runs `outcome.finish()`: the effects come after the answer, as on every path."""
     # A hook lives ~15 ms and leaves no cycles worth collecting: without the cyclic GC, the
     # imports below stop paying for collections that scan every object so far (measured).
     gc.disable()
@@ -73,9 +82,6 @@ def run_here(request: "Request") -> Outcome:
     return outcome
 
 
-TRIM_WAL_FRAMES = 256  # ~1 MB: past this, a hook on its own empties the WAL after its answer
-
-
 def process(
     outcome: Outcome,
     request: "Request",
@@ -85,9 +91,9 @@ def process(
     reply_early: "Callable[[], None] | None" = None,
 ) -> None:
     """One hook run, wherever it runs (a hook process, the daemon for a relayed hook, the hook
-    server for an mcp_tool hook): the answer goes into `outcome`, and every side effect (a file
-    written, a second transaction, a process started) into `outcome.deferred`, for the caller
-    to run once the answer is out.
+    server for an mcp_tool hook): the answer goes into `outcome`, and every side effect (a
+    second transaction, a process started) into `outcome.effects` as data, for the caller to
+    carry out once the answer is out (`Outcome.finish`).
 
     `request`: the event and how it came (runtime/request.py); `connect`: the caller's own open
     connections (the daemon's, the hook server's); `scratch`: an in-memory connection to use
@@ -98,9 +104,9 @@ def process(
     event is then stored as usual; `outcome` then holds no answer."""
     import apsw
 
-    from ..core import apply_types, config, db, event
+    from ..core import apply_types, config, db, effects, event
     from ..core.paths import db_path, intended_root, project_root, spool_dir
-    from .handlers import DEFAULT, HANDLERS, ExitBlock, Reply, answers_nothing
+    from .handlers import DEFAULT, HANDLERS, answers_nothing
     from .handlers import start_daemon as restart_daemon
 
     event_hint, raw, why_short = request.event_hint, request.raw, request.why_short
@@ -148,6 +154,7 @@ def process(
         _spool(spool.user_spool_dir(), ev, delivery, missing, None, reason)
         return
     handler = HANDLERS.get(ev.name, DEFAULT)
+    outcome.root = root
     prepared = None
     if handler.prepare is not None:
         try:
@@ -162,8 +169,8 @@ def process(
     except Exception as exc:  # a bug of ours reading it: the defaults, and the event is kept
         internal_error(root, ev.name, exc)
         settings = dict(config.DEFAULTS)
-    ctx = apply_types.Context(root, time.time(), prepared, settings)
-    ctx.claude_process = request.claude_process
+    ctx = apply_types.Context(root, time.time(), prepared, settings, request.claude_process)
+    later: list[Effect] = []  # the hook run's own effects, after those of its answer
     held = None
     if reply_early is not None and answers_nothing(handler, ev, ctx):
         held = _hold(root, ev, delivery, prepared)
@@ -175,11 +182,10 @@ def process(
         else:
             conn = db.connect(db_path(root), busy_timeout_ms=handler.busy_timeout_ms)
             # Leave the WAL as it is when this process ends, and trim it only past a size (see
-            # `_trim_wal`): closing the last connection checkpointed and deleted it every time
+            # effects.trim_wal): closing the last connection checkpointed and deleted it each time
             # (two fsyncs), and the next hook made it anew (measured: ~3 ms of each hook).
             conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-            kept = conn
-            outcome.deferred.append(lambda: _guarded(root, "WAL trim", lambda: _trim_wal(kept)))
+            outcome.conn = conn
         applied = _apply(conn, ev, delivery, ctx)
     except (db.DatabaseError, apsw.Error, OSError) as exc:  # OSError: cannot even create it
         reason = f"{type(exc).__name__}: {exc}"
@@ -193,54 +199,72 @@ def process(
     else:
         # The daemon's own watch ingests the spool; a hook on its own does it here.
         if connect is None and os.path.isdir(spool_dir(root)):
-            outcome.deferred.append(lambda: _ingest_spool(root, connect))
+            later.append(effects.IngestSpool())
         safe = True
     if held is not None and safe:  # stored or spooled: no longer needed on the side
         from ..core import spool
 
         spool.release(held)
-    if handler.after is not None:
-        after = handler.after
-        outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: after(ctx)))
-    elif request.daemon_missed and ev.name != "SessionEnd":  # no daemon answered: start it
-        outcome.deferred.append(lambda: _guarded(root, ev.name, lambda: restart_daemon(ctx)))
-    if ctx.capture_requested and conn is not None:  # a frame asked for a workspace snapshot
-        outcome.deferred.append(lambda: _guarded(root, "workspace snapshot", _capture(root)))
     try:
-        if handler.answer is None or conn is None or held is not None:
-            return  # held: the (empty) answer was given already
-        try:
-            if handler.before_answer is not None:  # the copies a tool's changes need: now
-                handler.before_answer(conn, ev, ctx)
-            answer = handler.answer(conn, ev, ctx, applied)
-        except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
-            internal_error(root, ev.name, exc)
-            return
-        if isinstance(answer, Reply):  # an answer and a write it calls for, once it is out
-            later = answer.later
-            if later is not None:
-                outcome.deferred.append(lambda: _guarded(root, ev.name, later))
-            answer = answer.value
-        if answer is None or isinstance(answer, ExitBlock):
-            outcome.answer(answer)
-        else:
-            outcome.answer(encode(scratch, answer))
-        if answer is not None and applied is not None:
-            said = answer.reason if isinstance(answer, ExitBlock) else answer
-            keep = _injection(conn, ev, ctx, applied.event_id, said)
-            if keep is not None:
-                outcome.deferred.append(lambda: _guarded(root, "injection log", keep))
+        if handler.after is not None:
+            later += handler.after(ctx)
+        elif request.daemon_missed and ev.name != "SessionEnd":  # no daemon answered: start it
+            later += restart_daemon(ctx)
+    except Exception as exc:
+        internal_error(root, ev.name, exc)
+    if applied is not None and applied.capture_requested:  # a frame asked for a snapshot
+        later.append(effects.StartCapture())
+    if outcome.conn is not None:  # last: a hook process on its own keeps its WAL short
+        later.append(effects.TrimWal())
+    try:
+        if handler.answer is not None and conn is not None and held is None:  # held: given
+            outcome.effects += _answer(outcome, handler, conn, ev, ctx, applied, scratch)
     finally:
+        outcome.effects += later
         if reader is not None:
             reader.close()
 
 
-def _injection(
-    conn: "apsw.Connection", ev: "Event", ctx: "Context", event_id: int, answer: "Any"
-) -> "Callable[[], None] | None":
+def _answer(
+    outcome: Outcome,
+    handler: "Handler",
+    conn: "apsw.Connection",
+    ev: "Event",
+    ctx: "Context",
+    applied: "Applied | None",
+    scratch: "apsw.Connection",
+) -> "Effects":
+    """Give the handler's answer (into `outcome`); the effects it calls for."""
+    from .handlers import ExitBlock
+
+    assert handler.answer is not None
+    try:
+        ready = None
+        if handler.before_answer is not None:  # what must be written before the answer
+            ready = handler.before_answer(conn, ev, ctx)
+        reply = handler.answer(conn, ev, ctx, applied, ready)
+    except Exception as exc:  # our bug: the tool call goes ahead as if we were not here
+        internal_error(ctx.root, ev.name, exc)
+        return ()
+    if reply is None:
+        return ()
+    answer = reply.value
+    if answer is None or isinstance(answer, ExitBlock):
+        outcome.answer(answer)
+    else:
+        outcome.answer(encode(scratch, answer))
+    if answer is not None and applied is not None:
+        said = answer.reason if isinstance(answer, ExitBlock) else answer
+        injection = _injection(ev, ctx, applied, said)
+        if injection is not None:
+            return (*reply.effects, injection)
+    return reply.effects
+
+
+def _injection(ev: "Event", ctx: "Context", applied: "Applied", answer: "Any") -> "Effect | None":
     """What of the answer reaches the model, to keep in the injection log once it is given
     (core/injections.py); None when it says nothing to the model."""
-    from ..core import injections
+    from ..core import effects, injections
 
     found = injections.model_text(ev.name, answer)
     if found is None:
@@ -248,23 +272,20 @@ def _injection(
     kind, text = found
     source = None
     if ev.name == "SessionStart":
-        source = "fork" if ctx.forked_from is not None else ev.text_of("source")
-
-    def keep() -> None:
-        injections.record(
-            conn,
-            ctx.now,
-            ev.session_id,
-            ev.text_of("agent_id"),
-            ev.name,
-            kind,
-            text,
-            source=source,
-            event_id=event_id,
-            tool_use_id=ev.text_of("tool_use_id"),
-        )
-
-    return keep
+        source = "fork" if applied.forked_from is not None else ev.text_of("source")
+    return effects.RecordInjection(
+        {
+            "at": ctx.now,
+            "session_id": ev.session_id,
+            "agent_id": ev.text_of("agent_id"),
+            "event": ev.name,
+            "kind": kind,
+            "text": text,
+            "source": source,
+            "event_id": applied.event_id,
+            "tool_use_id": ev.text_of("tool_use_id"),
+        }
+    )
 
 
 def valid_traceparent(value: "str | None") -> "str | None":
@@ -280,56 +301,6 @@ def valid_traceparent(value: "str | None") -> "str | None":
     if parts[1] == "0" * 32 or parts[2] == "0" * 16:
         return None
     return value
-
-
-def _capture(root: str) -> "Callable[[], None]":
-    def start() -> None:
-        from ..services.snapshots import capture_control
-
-        capture_control.ensure_running(root)
-
-    return start
-
-
-def _guarded(root: str, what: str, step: "Callable[[], None]") -> None:
-    try:
-        step()
-    except Exception as exc:
-        internal_error(root, what, exc)
-
-
-def _trim_wal(conn: "apsw.Connection") -> None:
-    """Empty the WAL once it holds more than TRIM_WAL_FRAMES frames, if no one else is using the
-    database now (never waited for). A hook that finds no other connection open reads the whole
-    WAL to rebuild its index (~3 ms per 1,000 frames, measured), so it is kept short; when
-    another process is connected (the daemon, the CLI), that one checkpoints instead."""
-    import apsw
-
-    try:
-        frames = os.path.getsize(conn.filename + "-wal") // (4096 + 24)
-    except OSError:
-        return
-    if frames <= TRIM_WAL_FRAMES:
-        return
-    conn.setbusytimeout(0)
-    try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    except apsw.BusyError:
-        pass  # in use: whoever uses it checkpoints
-
-
-def _ingest_spool(root: str, connect: "Connect | None") -> None:
-    """Events that waited in the spool go in after this one (a few per hook run)."""
-    try:
-        from ..core import db, spool
-        from ..core.paths import db_path, spool_dir
-
-        if not spool.pending(spool_dir(root)):
-            return
-        conn = connect(root, 5000) if connect is not None else db.connect(db_path(root))
-        spool.ingest(conn, root, limit=50)
-    except Exception as exc:
-        internal_error(root, "spool ingest", exc)
 
 
 def _apply(conn: "apsw.Connection", ev: "Event", delivery: "Delivery", ctx: "Context") -> "Applied":

@@ -217,8 +217,9 @@ class HookServer:
                 self.order.notify_all()
         if not replied:
             self._reply(ident, _tool_result(text, failed))
-        if outcome is not None and outcome.deferred:  # side effects once the answer is out
-            self.after.put(outcome.finish)
+        if outcome is not None and outcome.effects:  # carried out once the answer is out
+            done = outcome
+            self.after.put(lambda: self._finish(done))
 
     def hook(
         self,
@@ -302,6 +303,23 @@ class HookServer:
         )
         return done.stdout.decode("utf-8", "replace")
 
+    def _finish(self, outcome: "hookrt.Outcome") -> None:
+        """Carry out a hook's effects on the connections of its project's pool, given back
+        after (a connection is never used by two threads at once)."""
+        taken: list[tuple[apsw.Connection, tuple[int, int], Connections]] = []
+
+        def connect(root: str, busy_timeout_ms: int) -> "apsw.Connection":
+            chosen = self._pool(root)
+            conn, held = chosen.take(busy_timeout_ms)
+            taken.append((conn, held, chosen))
+            return conn
+
+        try:
+            outcome.finish(connect)
+        finally:
+            for conn, held, chosen in taken:
+                chosen.give_back(conn, held)
+
     def _in_order(self, number: int) -> None:
         """Wait until the calls that arrived before this one and were answered early are
         stored: Claude Code sent this one after such an answer, so it is stored after that
@@ -334,7 +352,7 @@ class HookServer:
             from ..core.db import BUSY_TIMEOUT_MS
             from ..core.paths import db_path
             from ..services.snapshots import before_images  # noqa: F401
-            from . import connections, handlers, hookrt, request  # noqa: F401
+            from . import connections, effects, handlers, hookrt, request  # noqa: F401
 
             if self.root is not None and os.path.isfile(db_path(self.root)):
                 pool = self._pool(self.root)

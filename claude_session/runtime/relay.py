@@ -58,7 +58,8 @@ NAMES_PROCESS = ("SessionStart", "UserPromptSubmit")
 
 def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
     """Run one hook and exit 0 whatever happens (3 only for a deliberate block). The answer is
-    written first; the side effects of a hook applied here run after it (`Outcome.deferred`)."""
+    written first; the effects of a hook applied here are carried out after it
+    (`Outcome.finish`)."""
     started_clock = time.perf_counter()
     received_at = time.time()
     code, out, err = 0, "", ""

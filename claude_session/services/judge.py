@@ -1,6 +1,10 @@
 """The judge: at TaskCompleted (and, if configured, Stop and SubagentStop) a command checks that
 the work is really done, and its verdict is recorded in llm_verdicts.
 
+Before the hook's answer, `reserve` holds the call's share of the day's budget (the one write
+that must precede a paid call); `judge` then only reads the store and runs the command, and
+returns the verdict's record as an effect (core/effects.py), written once the answer is out.
+
 The judge is any command that reads a prompt on stdin and answers JSON
 `{"decision": "allow"|"block", "reason": "..."}`; the default is the Claude Code CLI in headless
 mode, whose `--output-format json` envelope carries that answer in `result`. A judge that fails,
@@ -17,8 +21,8 @@ from typing import Any
 
 import apsw
 
-from ..core import prices, quote, verdicts
-from ..core.db import Immediate, rows
+from ..core import effects, prices, quote, verdicts
+from ..core.db import rows
 from ..core.event import Event
 from ..core.readings import failed_paths, open_errors
 from ..core.redact import redact
@@ -262,8 +266,22 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) -> Verdict:
-    """Judge this event's work and record the verdict."""
+class Call:
+    """What is settled before the answer: the task judged, a verdict given without a call
+    (overruled, or no room in today's budget), and the reservation the call holds (None:
+    none, the budget is unlimited or there is no call)."""
+
+    def __init__(self, task: str, verdict: Verdict | None, held: int | None) -> None:
+        self.task = task
+        self.verdict = verdict
+        self.held = held
+
+
+def reserve(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) -> Call:
+    """Before the answer: whether the judge is to run, and if so its share of today's budget
+    reserved. The reservation is the one write that must precede the (paid) call: judges
+    running at once see each other's and cannot overspend together (core/verdicts.py). A
+    refusal is a skip that says why; nothing is spent on it."""
     task = task_of(conn, ev)
     previous = rows(
         conn,
@@ -271,61 +289,55 @@ def judge(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) 
         " ORDER BY id DESC LIMIT ?",
         (ev.session_id, task, MAX_BLOCKS),
     )
-    held: int | None = None
     if len(previous) == MAX_BLOCKS and all(p["decision"] == "block" for p in previous):
-        verdict = Verdict("allow", f"judge overruled: blocked {MAX_BLOCKS} times in a row", "")
-    else:
-        verdict, held = within_budget(conn, ev, task, config, now)
-    with Immediate(conn):
-        verdicts.record(
-            conn,
-            session_id=ev.session_id,
-            hook_event=ev.name,
-            task=task,
-            task_id=ev.task_id(),
-            decision=verdict.decision,
-            reason=verdict.reason,
-            verdict_json=verdict.as_json(),
-            raw=verdict.raw,
-            judge=redact(str(config["judge_command"]))[:500],  # it may hold a key
-            now=time.time(),
-            cost_usd=verdict.cost_usd,
-        )
-        if held is not None:  # the cost reported replaces what was held, in one transaction
-            verdicts.release(conn, held)
-    return verdict
+        overruled = Verdict("allow", f"judge overruled: blocked {MAX_BLOCKS} times in a row", "")
+        return Call(task, overruled, None)
+    budget = float(config.get("judge_budget_usd_per_day") or 0.0)  # 0: no limit
+    if budget <= 0:
+        return Call(task, None, None)
+    amount = reservation(conn, now)
+    room = verdicts.reserve(
+        conn,
+        session_id=ev.session_id,
+        amount=amount,
+        budget=budget,
+        now=time.time(),
+        hold_seconds=float(config["judge_timeout_seconds"]) + HOLD_MARGIN_SECONDS,
+    )
+    if room.reservation is None:
+        return Call(task, Verdict("skipped", refusal(room, amount, budget), ""), None)
+    return Call(task, None, room.reservation)
 
 
-def within_budget(
-    conn: apsw.Connection, ev: Event, task: str, config: dict[str, Any], now: float
-) -> tuple[Verdict, int | None]:
-    """Run the judge if a reservation of its share of today's budget fits (a budget of 0: no
-    limit): the verdict, and the reservation the recorded verdict must replace (None: none
-    held). A refusal is a skip that says why; nothing is spent on it."""
-    budget = float(config.get("judge_budget_usd_per_day") or 0.0)
-    timeout = float(config["judge_timeout_seconds"])
-    held = None
-    if budget > 0:
-        amount = reservation(conn, now)
-        room = verdicts.reserve(
-            conn,
-            session_id=ev.session_id,
-            amount=amount,
-            budget=budget,
-            now=time.time(),
-            hold_seconds=timeout + HOLD_MARGIN_SECONDS,
-        )
-        if room.reservation is None:
-            return Verdict("skipped", refusal(room, amount, budget), ""), None
-        held = room.reservation
-    try:
-        prompt = build_prompt(conn, ev, task, now)
-        return run(str(config["judge_command"]), prompt, timeout), held
-    except BaseException:
-        if held is not None:  # never ran: give the room back at once
-            with Immediate(conn):
-                verdicts.release(conn, held)
-        raise
+def judge(
+    conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float, call: Call
+) -> tuple[Verdict, effects.RecordVerdict]:
+    """Judge this event's work, reading the store only (the command runs outside it): the
+    verdict, and its record, written once the answer is out (it replaces the reservation).
+    A prompt that cannot be built fails open, recorded like a judge that failed."""
+    verdict = call.verdict
+    if verdict is None:
+        try:
+            prompt = build_prompt(conn, ev, call.task, now)
+        except Exception as exc:
+            verdict = Verdict("error", f"judge prompt not built: {exc!r}"[:500], "")
+        else:
+            timeout = float(config["judge_timeout_seconds"])
+            verdict = run(str(config["judge_command"]), prompt, timeout)
+    record = {
+        "session_id": ev.session_id,
+        "hook_event": ev.name,
+        "task": call.task,
+        "task_id": ev.task_id(),
+        "decision": verdict.decision,
+        "reason": verdict.reason,
+        "verdict_json": verdict.as_json(),
+        "raw": verdict.raw,
+        "judge": redact(str(config["judge_command"]))[:500],  # it may hold a key
+        "now": time.time(),
+        "cost_usd": verdict.cost_usd,
+    }
+    return verdict, effects.RecordVerdict(record, call.held)
 
 
 def refusal(room: verdicts.Room, amount: float, budget: float) -> str:
