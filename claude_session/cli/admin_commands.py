@@ -189,7 +189,7 @@ def fail(
         if not approach or not reason:
             raise click.UsageError('give the approach and --reason "why it failed"')
         if session:
-            project.refresh(transcripts=False)
+            project.refresh(transcripts=False, spool=False)
             session = lookup.session(lookup.readable(project), session)
         new_id = project.record_failed_path(
             approach, reason, file_path=file_path, session_id=session

@@ -82,12 +82,14 @@ def hooks(
     unmeasured, never given a time."""
     require_database(root)
     with Project(root) as project:
-        project.refresh(transcripts=False)  # the database as this version reads it
+        project.refresh(transcripts=False, spool=False)  # the database as this version reads it
         if session:
             session = lookup.session(lookup.readable(project), session)
         elif turn is not None:
             session = project.latest_session()
-        read = project.refresh(session, recent_seconds=None if session else 3600).transcripts
+        read = project.refresh(
+            session, recent_seconds=None if session else 3600, spool=False
+        ).transcripts
         try:
             report = project.hooks(session, turn, None if every else limit)
         except ProjectError as exc:

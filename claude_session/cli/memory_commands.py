@@ -87,7 +87,8 @@ def memory_add(
     paths = memory_check_commands.project_files(root, files)
     with Project(root) as project:
         if latest:
-            project.refresh(transcripts=False)  # the session active last, as `fail` finds it
+            # the session active last, as `fail` finds it
+            project.refresh(transcripts=False, spool=False)
         added = project.add_memory(
             text, category, scope, tags=tags, files=paths, session_id=session_id
         )

@@ -50,7 +50,8 @@ def status(root: Path, as_json: bool) -> None:
     installation problems), then sessions, agents, claims, errors, failed paths, database."""
     require_database(root)
     with _project(root) as project:
-        project.refresh(latest=True)  # its cost, from only the new bytes of its transcripts
+        # the latest session's cost, from only the new bytes of its transcripts
+        project.refresh(latest=True, spool=False)
         found = dataclasses.asdict(project.status())
     if as_json:
         output.emit(found, "json")
@@ -82,10 +83,10 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
     require_database(root)
     with _project(root) as project:
         if session:
-            project.refresh(transcripts=False)  # the database as this version reads it
+            project.refresh(transcripts=False, spool=False)  # the database as this version reads it
             session = lookup.session(lookup.readable(project), session)
         # Their cost from only the new bytes of the transcripts: the session's, else the live ones'.
-        project.refresh(session, recent_seconds=None if session else 0)
+        project.refresh(session, recent_seconds=None if session else 0, spool=False)
         reveal = f"agents --session {session} --all" if session else ""
         show_listing(
             lambda: project.agents_page(limit, session=session, all=include_all),
@@ -112,7 +113,7 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     hide = () if as_json else ("end_reason", "last_activity_at")
     require_database(root)
     with _project(root) as project:
-        project.refresh(recent_seconds=0)  # the live sessions' new bytes only
+        project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.sessions_page(limit), project.each_session, include_all,
                      as_json, "sessions", "sessions", hide)  # fmt: skip
 
@@ -130,7 +131,7 @@ def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
     require_database(root)
     with _project(root) as project:
-        project.refresh(transcripts=False)
+        project.refresh(transcripts=False, spool=False)
         show_listing(lambda: project.claims_page(limit, all=include_all),
                      lambda: project.each_claim(all=include_all), include_all, as_json,
                      "claims", "claims")  # fmt: skip
@@ -158,7 +159,7 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
     reveal = "errors" if open_only else ""  # the open ones hide the fixed
     require_database(root)
     with _project(root) as project:
-        project.refresh(recent_seconds=0)  # the live sessions' new bytes only
+        project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.errors_page(limit, open_only=open_only),
                      lambda: project.each_error(open_only=open_only), every, as_json,
                      "errors", "errors", hide, reveal)  # fmt: skip
@@ -181,7 +182,7 @@ def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> No
     """Approaches tried and rejected, newest first, with the tokens and cost each one took."""
     require_database(root)
     with _project(root) as project:
-        project.refresh(recent_seconds=0)  # the live sessions' new bytes only
+        project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.failed_paths_page(limit, all=include_all),
                      lambda: project.each_failed_path(all=include_all), include_all, as_json,
                      "failed paths", "failed-paths")  # fmt: skip
@@ -201,7 +202,7 @@ def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None
     hide = () if as_json else ("raw", "verdict_json")
     require_database(root)
     with _project(root) as project:
-        project.refresh(transcripts=False)
+        project.refresh(transcripts=False, spool=False)
         show_listing(lambda: project.verdicts_page(limit), project.each_verdict, every, as_json,
                      "verdicts", "verdicts", hide)  # fmt: skip
 
@@ -235,7 +236,7 @@ def events(
     an error (with the closest valid value), not an empty list."""
     require_database(root)
     with _project(root) as project:
-        project.refresh(transcripts=False)
+        project.refresh(transcripts=False, spool=False)
         conn = lookup.readable(project)
         if session:
             session = lookup.session(conn, session)
@@ -273,7 +274,7 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
     injection log); --preview builds what it would put back after a compaction now."""
     require_database(root)
     with _project(root) as project:
-        project.refresh(transcripts=False)
+        project.refresh(transcripts=False, spool=False)
         if session:
             session = lookup.session(lookup.readable(project), session)
         else:

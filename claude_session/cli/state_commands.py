@@ -28,7 +28,7 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
     """Print KEY's value (exit 1 when it is not set)."""
     require_database(root)
     with Project(root) as project:
-        project.refresh(transcripts=False)
+        project.refresh(transcripts=False, spool=False)
         found = project.state_value(key)
         if found is None:
             known = [v.key for v in project.state()]
@@ -74,7 +74,7 @@ def state_list(root: Path, as_json: bool) -> None:
     """Every key with its value and when it was last written."""
     require_database(root)
     with Project(root) as project:
-        project.refresh(transcripts=False)
+        project.refresh(transcripts=False, spool=False)
         found = [dataclasses.asdict(v) for v in project.state()]
     for row in found:  # SQLite's UTC text, as Unix seconds like every other time we print
         row["updated_at"] = _unix(row["updated_at"])
@@ -104,7 +104,7 @@ def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> Non
     """Every change (of KEY, or of all keys), newest first: old, new, when, and the cause."""
     require_database(root)
     with Project(root) as project:
-        project.refresh(transcripts=False)
+        project.refresh(transcripts=False, spool=False)
         found = [dataclasses.asdict(c) for c in project.state_history(key, limit + 1)]
         if key and not found:  # one more: are there older?
             known = [v.key for v in project.state()]

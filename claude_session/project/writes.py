@@ -14,8 +14,10 @@ from typing import Any
 
 import apsw
 
-from ..core import db, memories, memory_files, recall, spool
+from ..core import db, memories, memory_files, recall
 from ..core import state as project_state
+from ..core.spool import backlog as spool_backlog
+from ..core.spool import ingest as ingest_spool
 from ..records import (
     Memory,
     MemoryAdded,
@@ -48,19 +50,22 @@ class ProjectWrites(ProjectBase):
         recent_seconds: float | None = None,
         transcripts: bool = True,
         latest: bool = False,
+        spool: bool = True,
     ) -> Refreshed:
         """Bring the record up to date before reading it: the database migrated to this
         version, the spool's events taken in (a database is made when some wait), and the new
         bytes of Claude Code's transcripts read for cost: of `session` (an id), else of the
         sessions active in the last `recent_seconds` (None: every session; 0: the live ones);
-        `latest`: of the session active last, once the spool is in. Without a database and
-        with nothing spooled, nothing is made."""
+        `latest`: of the session active last, once the spool is in. `spool=False` leaves the
+        spool to the hooks and the daemon (what the CLI's reads do: `status` says what waits
+        there). Without a database and with nothing spooled, nothing is made."""
         root = str(self.root)
-        if not self.exists and not spool.backlog(root):
+        waiting = spool_backlog(root) if spool else 0
+        if not self.exists and not waiting:
             return Refreshed(None, 0, {})
         before = self._version_on_disk()
         with self.writing(create=True, ingest=False) as conn:
-            ingested = spool.ingest(conn, root) if spool.backlog(root) else 0
+            ingested = ingest_spool(conn, root) if waiting else 0
             read: dict[str, Any] = {}
             if latest:
                 session = _latest_session(conn)
