@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import PYTHON, fixture, hook_env, query
 
-from claude_session.core import db, hook_fields
+from claude_session.core import db, mcp_hook_input
 from claude_session.runtime import hookrt, mcp_transport
 from claude_session.runtime import request as wire
 from claude_session.runtime.request import Refused, Request
@@ -186,7 +186,7 @@ def _call_twice(server: mcp_transport.HookServer, project: Path, given: list[Req
     for name in ("SessionStart.startup", "PostToolUse.Edit"):
         payload = fixture(name, project)
         arguments: dict[str, object] = dict(
-            hook_fields.arguments_for(payload, installer.package_folder())
+            mcp_hook_input.arguments_for(payload, installer.package_folder())
         )
         received_at, clock = time.time(), time.perf_counter()
         text, failed, outcome = server.hook(arguments, received_at, clock)
@@ -255,7 +255,7 @@ def test_the_hook_server_replies_before_the_side_effects(
     monkeypatch.setattr(hookrt, "process", process)
     server = mcp_transport.HookServer(written.append)
     try:
-        arguments = hook_fields.arguments_for(
+        arguments = mcp_hook_input.arguments_for(
             fixture("PostToolUse.Edit", project), installer.package_folder()
         )
         server.calls.put((1, 7, dict(arguments), time.time(), time.perf_counter()))
