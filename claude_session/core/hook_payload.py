@@ -226,13 +226,12 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
 # What an event must carry beyond ALWAYS_REQUIRED, for doctor's validation. The recorder itself
 # requires nothing: Claude Code adds and drops fields often, and the raw text is kept anyway.
 ALWAYS_REQUIRED = ("session_id", "hook_event_name")
-_TOOL_CALL = ("tool_name",)
 REQUIRED: dict[str, tuple[str, ...]] = {
     "SessionStart": ("source",),
     "UserPromptSubmit": ("prompt",),
-    "PreToolUse": _TOOL_CALL,
-    "PostToolUse": _TOOL_CALL,
-    "PostToolUseFailure": (*_TOOL_CALL, "error"),
+    "PreToolUse": ("tool_name",),
+    "PostToolUse": ("tool_name",),
+    "PostToolUseFailure": ("tool_name", "error"),
     "PostToolBatch": ("tool_calls",),
     "SubagentStart": ("agent_id", "agent_type"),
     "SubagentStop": ("agent_id", "agent_type"),

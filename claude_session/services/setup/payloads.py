@@ -17,14 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from ...core.hook_payload import FIELDS, FLAG, JSON, NUMBER, STRING_TOO, TEXT, required_of
 
 
-class PayloadError(ValueError):
-    """A payload that breaks the contract: `problems` lists how."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
-
-
 def problems(payload: dict[str, Any]) -> list[str]:
     """How `payload` breaks the contract: a required field missing or null, a field of the
     wrong kind (an optional one may be null). Empty when it meets it."""
@@ -38,14 +30,6 @@ def problems(payload: dict[str, Any]) -> list[str]:
         if kind and value is not None and not _of_kind(kind, value, name in STRING_TOO):
             found.append(f"{name} is {type(value).__name__}, not {kind}")
     return found
-
-
-def check(payload: dict[str, Any]) -> dict[str, Any]:
-    """`payload` itself when it meets the contract; PayloadError when not."""
-    found = problems(payload)
-    if found:
-        raise PayloadError(found)
-    return payload
 
 
 def _of_kind(kind: str, value: object, string_too: bool) -> bool:
