@@ -107,6 +107,23 @@ def test_every_field_the_cli_sends_is_carried_by_the_events_hook(code: str) -> N
     assert lost == {}
 
 
+def test_the_newest_clis_events_and_fields_are_all_described() -> None:
+    """2.1.332 added PreSkillShellCommand: the one description of a payload
+    (core/hook_payload.py) has every event and field of the newest CLI the tests use, whether
+    install hooks the event or not."""
+    code = claude_binary("2.1.332").resolve().read_bytes().decode("latin-1")
+    schemas, built, base = schema_fields(code), built_fields(code), base_fields(code)
+    assert set(schemas) <= set(hook_payload.EVENT_FIELDS), set(schemas) - set(EVENTS)
+    lost = {}
+    for event in schemas:
+        sent = (schemas[event] | built.get(event, set()) | base) - {"hook_event_name"}
+        if sent - set(hook_payload.fields_of(event)):
+            lost[event] = sorted(sent - set(hook_payload.fields_of(event)))
+    assert lost == {}
+    skill = schemas["PreSkillShellCommand"] - {"hook_event_name"}
+    assert set(hook_payload.EVENT_FIELDS["PreSkillShellCommand"]) == skill
+
+
 def test_the_written_hooks_name_those_fields_and_stay_small(code: str, tmp_path: Path) -> None:
     """What `install --transport mcp` writes: each mcp_tool hook's input names its event's
     fields (and no other), and the settings file stays small (it was 109 KB)."""
