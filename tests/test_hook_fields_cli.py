@@ -1,5 +1,5 @@
 """The mcp_tool hook carries every field the real Claude Code can send (issue 32: the per-event
-input lists of core/mcp_hook_input, which keep settings.local.json small, must lose nothing).
+field lists of core/hook_payload, which keep settings.local.json small, must lose nothing).
 
 The fields are read out of the real CLI's own code: its input schema for each event (zod
 objects, `hook_event_name:E("PreToolUse"),tool_name:...`), its base input schema, the model

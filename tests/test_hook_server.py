@@ -298,7 +298,8 @@ STREAMS = recorded_streams()
 @pytest.mark.parametrize("payload", [p for _, p in STREAMS], ids=[n for n, _ in STREAMS])
 def test_every_payload_of_the_recorded_streams_comes_back(payload: dict[str, Any]) -> None:
     """The payloads of whole recorded sessions, each event as Claude Code sent it: every field
-    is one the mcp_tool hook carries (a field not in FIELDS is silently lost on the way)."""
+    is one the mcp_tool hook carries (a field core/hook_payload.py does not list is lost on the
+    way)."""
     carried = set(hook_payload.fields_of(payload["hook_event_name"]))
     assert set(payload) - carried == set(), payload["hook_event_name"]
     assert read_back(filled(payload)) == without_empty(payload)
