@@ -38,7 +38,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from claude_session.core import hook_fields  # noqa: E402
+from claude_session.core import mcp_hook_input  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "claude-code-2.1.330"
 
@@ -128,7 +128,7 @@ def main() -> None:
     from claude_session.services.setup import installer
 
     server = mcp_transport.HookServer(lambda data: None)
-    template = hook_fields.input_template(installer.package_folder())
+    template = mcp_hook_input.input_template(installer.package_folder())
     # The SessionStart a command hook records first (not timed here: see bench/bench.py).
     start = fixture("SessionStart.startup", project, home)
     events = session(project, home, args.turns)
@@ -141,7 +141,8 @@ def main() -> None:
     seen: dict[str, int] = {}
     for payload in [start, *events]:
         name = payload["hook_event_name"]
-        arguments = hook_fields.arguments_for(payload, template[hook_fields.INSTALL_ARGUMENT])
+        install = template[mcp_hook_input.INSTALL_ARGUMENT]
+        arguments = mcp_hook_input.arguments_for(payload, install)
         arguments = {k: v for k, v in arguments.items() if k in template}
         chosen = name == args.profile and not args.after
         if chosen and profiler is not None:

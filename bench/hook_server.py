@@ -16,7 +16,7 @@ hand-over takes (send to answer) at that rate.
 Each client sends what Claude Code would: turns of UserPromptSubmit, then tool calls (Write
 and Bash, PreToolUse and PostToolUse each), then Stop; payloads from the 2.1.330 fixtures with
 a session of its own, a new tool_use_id per call, and the hook's arguments filled in as
-Claude Code fills an `mcp_tool` hook's input (core/hook_fields.py). A Write's file is written
+Claude Code fills an `mcp_tool` hook's input (core/mcp_hook_input.py). A Write's file is written
 before its PostToolUse is sent, so the workspace snapshots (on, the default) have a change to
 capture. Each session's SessionStart runs first as the command hook it stays with mcp, which
 starts the project's daemon, as in a real session.
@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))  # bench/ is a script beside the package, not part
 
 import apsw  # noqa: E402
 
-from claude_session.core import hook_fields, paths  # noqa: E402
+from claude_session.core import mcp_hook_input, paths  # noqa: E402
 from claude_session.services.background import daemon_control  # noqa: E402
 from claude_session.services.setup import installer  # noqa: E402
 from claude_session.services.snapshots import capture_control  # noqa: E402
@@ -81,9 +81,9 @@ def hook_arguments(payload: dict[str, Any], template: dict[str, str]) -> dict[st
     arguments = {
         name: as_argument(payload.get(name))
         for name in template
-        if name != hook_fields.INSTALL_ARGUMENT
+        if name != mcp_hook_input.INSTALL_ARGUMENT
     }
-    arguments[hook_fields.INSTALL_ARGUMENT] = template[hook_fields.INSTALL_ARGUMENT]
+    arguments[mcp_hook_input.INSTALL_ARGUMENT] = template[mcp_hook_input.INSTALL_ARGUMENT]
     return arguments
 
 
@@ -295,7 +295,7 @@ class Progress:
 
 
 def drive(client: Client, session: Session, count: int, progress: Progress) -> None:
-    template = hook_fields.input_template(installer.package_folder())
+    template = mcp_hook_input.input_template(installer.package_folder())
     for payload, write in session.events(count):
         if write is not None:
             path, content = write

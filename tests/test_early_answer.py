@@ -18,7 +18,7 @@ import apsw
 import pytest
 from conftest import fixture, query, read_envelope
 
-from claude_session.core import db, hook_fields, spool
+from claude_session.core import db, mcp_hook_input, spool
 from claude_session.core.paths import spool_dir
 from claude_session.runtime import mcp_transport
 from claude_session.services.setup import installer
@@ -47,7 +47,7 @@ def server(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[mcp_trans
 
 
 def arguments(payload: dict[str, Any]) -> dict[str, object]:
-    return dict(hook_fields.arguments_for(payload, installer.package_folder()))
+    return dict(mcp_hook_input.arguments_for(payload, installer.package_folder()))
 
 
 def stored(project: Path, name: str) -> int:

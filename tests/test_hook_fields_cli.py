@@ -1,5 +1,5 @@
 """The mcp_tool hook carries every field the real Claude Code can send (issue 32: the per-event
-input lists of core/hook_fields, which keep settings.local.json small, must lose nothing).
+field lists of core/hook_payload, which keep settings.local.json small, must lose nothing).
 
 The fields are read out of the real CLI's own code: its input schema for each event (zod
 objects, `hook_event_name:E("PreToolUse"),tool_name:...`), its base input schema, the model
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_e2e_claude import claude_binary
 
-from claude_session.core import hook_fields
+from claude_session.core import hook_payload, mcp_hook_input
 from claude_session.core.events import EVENTS
 from claude_session.services.setup import installer
 
@@ -101,10 +101,27 @@ def test_every_field_the_cli_sends_is_carried_by_the_events_hook(code: str) -> N
     lost = {}
     for event in EVENTS:
         sent = (schemas[event] | built.get(event, set()) | base) - {"hook_event_name"}
-        carried = set(hook_fields.fields_of(event))
+        carried = set(hook_payload.fields_of(event))
         if sent - carried:
             lost[event] = sorted(sent - carried)
     assert lost == {}
+
+
+def test_the_newest_clis_events_and_fields_are_all_described() -> None:
+    """2.1.332 added PreSkillShellCommand: the one description of a payload
+    (core/hook_payload.py) has every event and field of the newest CLI the tests use, whether
+    install hooks the event or not."""
+    code = claude_binary("2.1.332").resolve().read_bytes().decode("latin-1")
+    schemas, built, base = schema_fields(code), built_fields(code), base_fields(code)
+    assert set(schemas) <= set(hook_payload.EVENT_FIELDS), set(schemas) - set(EVENTS)
+    lost = {}
+    for event in schemas:
+        sent = (schemas[event] | built.get(event, set()) | base) - {"hook_event_name"}
+        if sent - set(hook_payload.fields_of(event)):
+            lost[event] = sorted(sent - set(hook_payload.fields_of(event)))
+    assert lost == {}
+    skill = schemas["PreSkillShellCommand"] - {"hook_event_name"}
+    assert set(hook_payload.EVENT_FIELDS["PreSkillShellCommand"]) == skill
 
 
 def test_the_written_hooks_name_those_fields_and_stay_small(code: str, tmp_path: Path) -> None:
@@ -137,7 +154,7 @@ def test_the_written_hooks_name_those_fields_and_stay_small(code: str, tmp_path:
                 if handler.get("type") != "mcp_tool":
                     continue
                 seen += 1
-                named = set(handler["input"]) - {hook_fields.INSTALL_ARGUMENT}
-                assert named == set(hook_fields.fields_of(event)), event
+                named = set(handler["input"]) - {mcp_hook_input.INSTALL_ARGUMENT}
+                assert named == set(hook_payload.fields_of(event)), event
                 assert (schemas[event] | base) - {"hook_event_name"} <= named, event
     assert seen == len(installer.MCP_EVENTS)

@@ -45,7 +45,7 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claude_session.core import hook_fields
+from claude_session.core import hook_payload, mcp_hook_input
 from claude_session.runtime import mcp_transport
 from claude_session.services.setup import installer
 from claude_session.services.snapshots import capture, capture_control, workspace
@@ -61,8 +61,8 @@ def read_back(arguments: dict[str, object]) -> dict[str, Any]:
     """The payload the server reads from a call, both ways: `payload_from` (into Python's
     objects) and `payload_bytes` (the JSON text the server applies, made without them) must
     read alike."""
-    back = hook_fields.payload_from(arguments)
-    text = hook_fields.payload_bytes(arguments, lambda t: mcp_transport._valid_json(SCRATCH, t))
+    back = mcp_hook_input.payload_from(arguments)
+    text = mcp_hook_input.payload_bytes(arguments, lambda t: mcp_transport._valid_json(SCRATCH, t))
     assert json.loads(text) == back
     return back
 
@@ -98,7 +98,7 @@ def filled(payload: dict[str, Any], install: str | None = None) -> dict[str, obj
         for name, value in template.items()
     }
     if install is not None:
-        arguments[hook_fields.INSTALL_ARGUMENT] = install
+        arguments[mcp_hook_input.INSTALL_ARGUMENT] = install
     return arguments
 
 
@@ -276,8 +276,8 @@ def test_the_handshake_lists_no_tool_and_answers_each_request_in_turn(project: P
 def test_every_recorded_payload_comes_back_from_its_filled_in_input(name: str) -> None:
     recorded = json.loads((FIXTURES / f"{name}.json").read_text())
     arguments = filled(recorded)
-    assert arguments[hook_fields.INSTALL_ARGUMENT] == PACKAGE
-    carried = set(hook_fields.fields_of(recorded["hook_event_name"]))
+    assert arguments[mcp_hook_input.INSTALL_ARGUMENT] == PACKAGE
+    carried = set(hook_payload.fields_of(recorded["hook_event_name"]))
     assert set(recorded) <= carried, "a field the mcp_tool hook cannot carry"
     assert read_back(arguments) == without_empty(recorded)
 
@@ -298,8 +298,9 @@ STREAMS = recorded_streams()
 @pytest.mark.parametrize("payload", [p for _, p in STREAMS], ids=[n for n, _ in STREAMS])
 def test_every_payload_of_the_recorded_streams_comes_back(payload: dict[str, Any]) -> None:
     """The payloads of whole recorded sessions, each event as Claude Code sent it: every field
-    is one the mcp_tool hook carries (a field not in FIELDS is silently lost on the way)."""
-    carried = set(hook_fields.fields_of(payload["hook_event_name"]))
+    is one the mcp_tool hook carries (a field core/hook_payload.py does not list is lost on the
+    way)."""
+    carried = set(hook_payload.fields_of(payload["hook_event_name"]))
     assert set(payload) - carried == set(), payload["hook_event_name"]
     assert read_back(filled(payload)) == without_empty(payload)
 
@@ -310,7 +311,7 @@ def test_null_and_empty_fields_of_the_recordings_are_the_only_loss() -> None:
     lost: dict[str, Any] = {}
     for name in NAMES:
         recorded = json.loads((FIXTURES / f"{name}.json").read_text())
-        back = hook_fields.payload_from(filled(recorded))
+        back = mcp_hook_input.payload_from(filled(recorded))
         lost |= {f"{name}.{k}": v for k, v in recorded.items() if k not in back}
     assert lost == {"PreCompact.custom_instructions": None, "SubagentStop.agent_type": ""}
 
@@ -326,15 +327,15 @@ JSON_VALUES = st.recursive(
 )
 LOOKS_LIKE_JSON = st.sampled_from(['{"a":1}', "[1, 2]", "true", "12", "null", '"q"', "{"])
 BY_KIND = {
-    hook_fields.TEXT: st.text(min_size=1) | LOOKS_LIKE_JSON,
-    hook_fields.JSON: st.dictionaries(st.text(), JSON_VALUES, max_size=4)
+    hook_payload.TEXT: st.text(min_size=1) | LOOKS_LIKE_JSON,
+    hook_payload.JSON: st.dictionaries(st.text(), JSON_VALUES, max_size=4)
     | st.lists(JSON_VALUES, max_size=4),
-    hook_fields.NUMBER: st.integers(-(2**53), 2**53)
+    hook_payload.NUMBER: st.integers(-(2**53), 2**53)
     | st.floats(allow_nan=False, allow_infinity=False),
-    hook_fields.FLAG: st.booleans(),
+    hook_payload.FLAG: st.booleans(),
 }
 PAYLOADS = st.fixed_dictionaries(
-    {}, optional={name: BY_KIND[kind] for name, kind in hook_fields.FIELDS.items()}
+    {}, optional={name: BY_KIND[kind] for name, kind in hook_payload.FIELDS.items()}
 )
 
 
@@ -374,7 +375,7 @@ def test_unknown_fields_and_other_arguments_are_not_part_of_the_payload() -> Non
     arguments = {
         "hook_event_name": "Stop",
         "not_a_field": "x",
-        hook_fields.INSTALL_ARGUMENT: PACKAGE,
+        mcp_hook_input.INSTALL_ARGUMENT: PACKAGE,
         "session_id": "",
         "duration_ms": "12",
     }

@@ -19,7 +19,7 @@ import pytest
 from conftest import PYTHON, ROOT, WheelInstall, fixture
 from test_e2e_claude import claude_binary
 
-from claude_session.core import db, hook_fields
+from claude_session.core import db, mcp_hook_input
 from claude_session.services.setup import installer
 
 BIN = Path(PYTHON).parent
@@ -95,7 +95,7 @@ def serve_and_fire(cli: str, project: Path, site_marker: str) -> None:
     handler = settings["hooks"]["PreToolUse"][0]["hooks"][0]
     assert handler["type"] == "mcp_tool" and handler["server"] == "claude-session-hooks"
     payload = fixture("PreToolUse.Bash", project) | {"tool_use_id": "toolu_served_by_mcp"}
-    arguments = hook_fields.arguments_for(payload, handler["input"]["claude_session_install"])
+    arguments = mcp_hook_input.arguments_for(payload, handler["input"]["claude_session_install"])
     calls = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "x"}},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import PYTHON, fixture, hook_env, query
 
-from claude_session.core import db, hook_fields
+from claude_session.core import db, mcp_hook_input
 from claude_session.core.effects import IngestSpool
 from claude_session.runtime import effects, hookrt, mcp_transport
 from claude_session.runtime import request as wire
@@ -187,7 +187,7 @@ def _call_twice(server: mcp_transport.HookServer, project: Path, given: list[Req
     for name in ("SessionStart.startup", "PostToolUse.Edit"):
         payload = fixture(name, project)
         arguments: dict[str, object] = dict(
-            hook_fields.arguments_for(payload, installer.package_folder())
+            mcp_hook_input.arguments_for(payload, installer.package_folder())
         )
         received_at, clock = time.time(), time.perf_counter()
         text, failed, outcome = server.hook(arguments, received_at, clock)
@@ -263,7 +263,7 @@ def test_the_hook_server_replies_before_the_side_effects(
     monkeypatch.setattr(effects, "carry_out", carry_out)
     server = mcp_transport.HookServer(written.append)
     try:
-        arguments = hook_fields.arguments_for(
+        arguments = mcp_hook_input.arguments_for(
             fixture("PostToolUse.Edit", project), installer.package_folder()
         )
         server.calls.put((1, 7, dict(arguments), time.time(), time.perf_counter()))

@@ -33,7 +33,7 @@ EVENTS = (
 
 SCRIPT = """
 import json, sys, time
-from claude_session.core import hook_fields
+from claude_session.core import mcp_hook_input
 from claude_session.runtime import mcp_transport
 
 payloads = json.loads(sys.stdin.read())
@@ -43,7 +43,7 @@ pools = {root: len(pool.idle) for root, pool in server.connections.items()}
 loaded = {name for name in sys.modules if name.startswith("claude_session")}
 answers = []
 for payload in payloads:
-    arguments = hook_fields.arguments_for(payload, server.package)
+    arguments = mcp_hook_input.arguments_for(payload, server.package)
     text, failed, _ = server.hook(dict(arguments), time.time(), time.perf_counter())
     answers.append(failed)
 late = sorted(n for n in sys.modules if n.startswith("claude_session") and n not in loaded)

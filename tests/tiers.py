@@ -116,6 +116,7 @@ MODULES: dict[str, str] = {
     "test_otel_privacy.py": "fast",
     "test_outcomes.py": "fast",
     "test_payloads.py": "fast",
+    "test_hook_payload.py": "fast",
     "test_planted_links.py": "integration",
     "test_plugin.py": "e2e",
     "test_project_files.py": "integration",

@@ -6,6 +6,8 @@ process (it pulls in `re` and `enum`), a third of the whole hook budget.
 
 import apsw
 
+from .hook_payload import READ_BY_HOOKS
+
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     from typing import Any
@@ -13,46 +15,30 @@ if TYPE_CHECKING:
 STORE_CAP = 256 * 1024  # characters of payload stored; larger payloads have long strings cut
 STRING_CAP = 8 * 1024  # a string longer than this is cut when a payload is over STORE_CAP
 
-# attribute -> JSON path. Every field is optional: Claude Code adds and drops fields often.
-FIELDS: dict[str, str] = {
-    "session_id": "$.session_id",
-    "hook_event_name": "$.hook_event_name",
-    "cwd": "$.cwd",
-    "transcript_path": "$.transcript_path",
-    "prompt_id": "$.prompt_id",
-    "agent_id": "$.agent_id",
-    "agent_type": "$.agent_type",
-    "tool_name": "$.tool_name",
-    "tool_use_id": "$.tool_use_id",
-    "source": "$.source",
-    "model": "$.model",
-    "reason": "$.reason",
-    "prompt": "$.prompt",
-    "trigger": "$.trigger",
-    "compact_summary": "$.compact_summary",
-    "last_assistant_message": "$.last_assistant_message",
-    "error": "$.error",
-    "is_interrupt": "$.is_interrupt",
-    "file_path": "$.tool_input.file_path",
-    "notebook_path": "$.tool_input.notebook_path",
-    "command": "$.tool_input.command",
-    "description": "$.tool_input.description",
-    "task_prompt": "$.tool_input.prompt",
-    "subagent_type": "$.tool_input.subagent_type",
-    "run_in_background": "$.tool_input.run_in_background",
-    "response_agent_id": "$.tool_response.agentId",
-    "response_status": "$.tool_response.status",
-    "response_error": "$.tool_response.error",
-    "response_success": "$.tool_response.success",
-    "first_batch_tool_use_id": "$.tool_calls[0].tool_use_id",
-    "task_subject": "$.task_subject",
-    "task_description": "$.task_description",
-    "stop_hook_active": "$.stop_hook_active",
-    "task_id": "$.task_id",
-    "duration_ms": "$.duration_ms",
-    "pattern": "$.tool_input.pattern",  # Grep, Glob
-    "url": "$.tool_input.url",  # WebFetch
-    "query": "$.tool_input.query",  # WebSearch
+# attribute -> a path inside one of the payload's JSON fields (hook_payload.FIELDS): what the
+# handlers read of a tool's input, its response and a batch's calls. `file_path` and `url`
+# here are the tool's: the payload's own (InstructionsLoaded's, Elicitation's) are not read.
+INSIDE: dict[str, tuple[str, str]] = {
+    "file_path": ("tool_input", ".file_path"),
+    "notebook_path": ("tool_input", ".notebook_path"),
+    "command": ("tool_input", ".command"),
+    "description": ("tool_input", ".description"),
+    "task_prompt": ("tool_input", ".prompt"),
+    "subagent_type": ("tool_input", ".subagent_type"),
+    "run_in_background": ("tool_input", ".run_in_background"),
+    "pattern": ("tool_input", ".pattern"),  # Grep, Glob
+    "url": ("tool_input", ".url"),  # WebFetch
+    "query": ("tool_input", ".query"),  # WebSearch
+    "response_agent_id": ("tool_response", ".agentId"),
+    "response_status": ("tool_response", ".status"),
+    "response_error": ("tool_response", ".error"),
+    "response_success": ("tool_response", ".success"),
+    "first_batch_tool_use_id": ("tool_calls", "[0].tool_use_id"),
+}
+# attribute -> JSON path: the top-level fields the hooks read, under their own names, then the
+# paths inside. Every field is optional: Claude Code adds and drops fields often.
+FIELDS: dict[str, str] = {name: "$." + name for name in READ_BY_HOOKS} | {
+    name: f"$.{field}{inner}" for name, (field, inner) in INSIDE.items()
 }
 SUMMARY_CAP = 200  # characters of hook_events.payload_summary
 SUMMARY_TEXT_CAP = 80  # characters of a prompt or message quoted in it

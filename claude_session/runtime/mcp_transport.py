@@ -10,7 +10,7 @@ Its name says so because Claude Code still shows it to the model: from the first
 on, the session's list of tools used holds `mcp__claude-session-hooks__<tool>`, and a
 compaction's summary lists them all (docs/limitations.md).
 
-A call is the payload's fields (core/hook_fields.py); the server puts the payload back
+A call is the payload's fields (core/mcp_hook_input.py); the server puts the payload back
 together and runs `hookrt.process` on it, the same work a hook process does, on connections
 it keeps open, and answers with what the hook would have printed. The side effects (starting
 a capture, the daemon) run after the answer, in order, on a thread of their own.
@@ -235,13 +235,13 @@ class HookServer:
         call's place in arrival order; `reply_early`: gives the empty answer before the event
         is stored, when its answer cannot depend on the store (then the text returned is
         empty and is not to be sent again)."""
-        from ..core import hook_fields
+        from ..core import mcp_hook_input
         from . import hookrt, relay
         from .request import Request
 
         if os.environ.get("CLAUDE_SESSION_DISABLED"):
             return "", False, None
-        install = arguments.get(hook_fields.INSTALL_ARGUMENT)
+        install = arguments.get(mcp_hook_input.INSTALL_ARGUMENT)
         if not isinstance(install, str) or os.path.realpath(install) != self.package:
             why = f"a hook of another install of claude-session ({install!r}) was refused"
             self._log("ERROR", why)
@@ -253,7 +253,7 @@ class HookServer:
         scratch = self._scratch()
         # The payload's text from the call's fields as they are: parsed once, by the hook's
         # own work (event.load), as a command hook's stdin is.
-        raw = hook_fields.payload_bytes(arguments, lambda text: _valid_json(scratch, text))
+        raw = mcp_hook_input.payload_bytes(arguments, lambda text: _valid_json(scratch, text))
         if relay.fingerprint() != self.fingerprint:
             return self._new_code(event_name, raw), False, None
         request = Request(
@@ -341,8 +341,8 @@ class HookServer:
                 encoded,
                 facts,
                 frames,
-                hook_fields,
                 liveness,
+                mcp_hook_input,
                 redact,
                 relations,
                 secret_files,

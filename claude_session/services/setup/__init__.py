@@ -7,7 +7,7 @@
 - `hook_record`: the hook commands we wrote for this user (sha256, per-user): `doctor` runs
   no other.
 - `hook_client`: talking to the hook server as Claude Code does (for `doctor`).
-- `doctor`: every check; `payloads`: pydantic models of hook payloads and outputs (CLI,
-  doctor and tests only: never hooks).
+- `doctor`: every check; `payloads`: a payload checked against core/hook_payload.py, and
+  pydantic models of hook outputs (CLI, doctor and tests only: never hooks).
 - `demo`: a recorded session played through the real hooks.
 """

@@ -415,11 +415,14 @@ def _output_contract(stdout: str) -> str | None:
 
 
 def sample_payload(event: str, project: Path) -> dict[str, Any]:
+    """A payload of `event` that meets the contract (core/hook_payload.py's required fields,
+    each of its kind), run on the scratch project: a Bash call for the tool events."""
+    from .payloads import sample
+
     payload: dict[str, Any] = {
         "session_id": f"doctor-{os.getpid()}",
         "transcript_path": str(project / "transcript.jsonl"),
         "cwd": str(project),
-        "hook_event_name": event,
     }
     if "Tool" in event or event in ("PermissionRequest", "PermissionDenied"):
         payload.update(
@@ -427,7 +430,7 @@ def sample_payload(event: str, project: Path) -> dict[str, Any]:
         )
     if event == "SessionStart":
         payload["source"] = "startup"
-    return payload
+    return sample(event, payload)
 
 
 def _integrity(conn: apsw.Connection, full: bool) -> str:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from ...core import hook_fields
+from ...core import mcp_hook_input
 from . import installer
 
 REPLY_SECONDS = 30.0
@@ -39,7 +39,7 @@ class HookServerClient:
         self._request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
 
     def call(self, payload: dict[str, Any]) -> tuple[str, bool, float]:
-        arguments = hook_fields.arguments_for(payload, self.install)
+        arguments = mcp_hook_input.arguments_for(payload, self.install)
         started = time.perf_counter()
         result = self._request("tools/call", {"name": installer.HOOK_TOOL, "arguments": arguments})
         seconds = time.perf_counter() - started

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...core import hook_contract, hook_fields
+from ...core import hook_contract, mcp_hook_input
 from ...core.events import EVENTS
 from ...core.paths import DB_NAME
 
@@ -76,12 +76,12 @@ def hook_server_argv(python: str | None = None) -> list[str]:
 
 def mcp_handler(event: str) -> dict[str, Any]:
     """Our mcp_tool hook for `event`: each of its payload fields by reference
-    (core/hook_fields)."""
+    (core/mcp_hook_input)."""
     return {
         "type": "mcp_tool",
         "server": HOOK_SERVER,
         "tool": HOOK_TOOL,
-        "input": hook_fields.input_template(package_folder(), event),
+        "input": mcp_hook_input.input_template(package_folder(), event),
         "timeout": TIMEOUTS.get(event, DEFAULT_TIMEOUT),
     }
 
@@ -144,7 +144,7 @@ def is_ours(handler: Any) -> bool:
         return (
             handler.get("server") == HOOK_SERVER
             and isinstance(given, dict)
-            and (hook_fields.INSTALL_ARGUMENT in given)
+            and (mcp_hook_input.INSTALL_ARGUMENT in given)
         )
     return str(handler.get("command", "")).endswith(MARKER)
 
