@@ -229,6 +229,9 @@ class Refused(click.ClickException):
         click.echo(f"claude-session: error: {self.format_message()}", err=True)
 
 
+SHARED_MEMORY_WONT_GROW = 4874  # SQLITE_IOERR_SHMSIZE: the -shm file could not be extended
+
+
 def storage_fault(exc: BaseException) -> BaseException | None:
     """The database or file system error behind `exc` (itself, or what it was raised from, as
     the library's ProjectError is), or None for anything else (a bug keeps its traceback). A
@@ -287,7 +290,11 @@ def storage_problem(exc: BaseException, root: Path | None = None) -> str:
             f"{path or 'a database'} is damaged, or is no SQLite database"
             f" ({type(cause).__name__}: {cause}): {fix}"
         )
-    elif isinstance(cause, apsw.FullError) or getattr(cause, "errno", None) in (28, 27):
+    elif (
+        isinstance(cause, apsw.FullError)
+        or getattr(cause, "errno", None) in (28, 27)
+        or getattr(cause, "extendedresult", None) == SHARED_MEMORY_WONT_GROW
+    ):
         what = "the disk is full (or the file size limit was reached)"
     elif isinstance(cause, apsw.ReadOnlyError) or getattr(cause, "errno", None) in (30, 13):
         what = "the database or its folder is read-only"

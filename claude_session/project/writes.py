@@ -345,8 +345,8 @@ class ProjectWrites(ProjectBase):
 
         root = str(self.root)
         relative = relative_to_root(root, file_path) if file_path else None
-        ttl = number(configuration.load_or_defaults(root).values, "failed_path_ttl_days")
         with self.writing(create=True) as conn:
+            ttl = number(configuration.load_or_defaults(root).values, "failed_path_ttl_days")
             session_id = session_id or _latest_session(conn)
             with db.Immediate(conn):
                 return ladder.add_failed_path(
