@@ -155,7 +155,7 @@ def test_a_users_type_checker_reads_the_installed_types(
     )  # fmt: skip
     said = done.stdout + done.stderr
     assert "py.typed" not in said and "import-untyped" not in said, said
-    assert done.returncode == 1 and 'uses_it.py:4: error: Incompatible types' in said, said
+    assert done.returncode == 1 and "uses_it.py:4: error: Incompatible types" in said, said
     assert "list[Session]" in said, said
     assert said.count("error:") == 1, said
 
