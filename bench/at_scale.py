@@ -276,18 +276,18 @@ def time_hooks(project: Path, python: str, runs: int, relayed: bool) -> dict[str
     # This process finds the project's runtime files (capture lock, daemon status) where the
     # hooks keep them: in their state folder.
     os.environ["CLAUDE_SESSION_STATE_DIR"] = env["CLAUDE_SESSION_STATE_DIR"]
-    resident = None
+    daemon = None
     if relayed:
         timed(
             installer.hook_argv("SessionStart", python), hook_cases(str(project), -2)[0][1][0], env
         )
-        resident = start_daemon_process(project, python, env)
+        daemon = start_daemon_process(project, python, env)
     try:
         return _time_hooks(project, python, runs, env)
     finally:
-        if resident is not None:
-            resident.terminate()
-            resident.wait(30)
+        if daemon is not None:
+            daemon.terminate()
+            daemon.wait(30)
 
 
 def _time_hooks(project: Path, python: str, runs: int, env: dict[str, str]) -> dict[str, Any]:

@@ -377,7 +377,7 @@ def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) ->
         payload("SessionStart.startup", project, 0),
         env,
     )
-    resident = start_daemon_process(project, python, env)
+    daemon = start_daemon_process(project, python, env)
     procs = []
     for worker in range(senders):
         batch = []
@@ -402,10 +402,10 @@ def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) ->
         found = json.loads(out)
         took += found["took"]
         missed += found["missed"]
-    fields = Path(f"/proc/{resident.pid}/stat").read_text().rpartition(")")[2].split()
-    resident_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime+stime
-    resident.terminate()
-    resident.wait(30)
+    fields = Path(f"/proc/{daemon.pid}/stat").read_text().rpartition(")")[2].split()
+    daemon_cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime+stime
+    daemon.terminate()
+    daemon.wait(30)
     daemon_control.stop(str(project))
     conn = apsw.Connection(str(project / ".claude-session.db"))
     stored, first, last = conn.execute(
@@ -420,7 +420,7 @@ def relayed(senders: int, each: int, python: str, entry: Path, scratch: Path) ->
         "stored": stored,
         "not_relayed": missed,
         "events_per_s": round(stored / (last - first)),
-        "resident_cpu_ms_per_event": round(resident_cpu * 1000 / stored, 2),
+        "daemon_cpu_ms_per_event": round(daemon_cpu * 1000 / stored, 2),
         "median_ms": round(statistics.median(ordered), 2),
         "p90_ms": round(ordered[int(len(ordered) * 0.9)], 2),
         "max_ms": round(ordered[-1], 1),
@@ -451,8 +451,8 @@ def relay_compare(runs: int, python: str, entry: Path, scratch: Path) -> dict[st
         payload("SessionStart.startup", project, 0),
         env,
     )
-    resident = start_daemon_process(project, python, env)
-    cpu_at_start = _cpu_seconds(resident.pid)
+    daemon = start_daemon_process(project, python, env)
+    cpu_at_start = _cpu_seconds(daemon.pid)
     cases = CASES  # SessionStart: the one command of the default (mcp) install relayed often
     samples: dict[str, dict[str, list[float]]] = {
         event: {"on": [], "off": []} for event, _ in cases
@@ -465,17 +465,17 @@ def relay_compare(runs: int, python: str, entry: Path, scratch: Path) -> dict[st
                 order = ("on", "off") if i % 2 else ("off", "on")
                 for mode in order:
                     data = payload(name, project, 2 * i + (mode == "on") + 10)
-                    before = _cpu_seconds(resident.pid)
+                    before = _cpu_seconds(daemon.pid)
                     elapsed = timed(cmd, data, env if mode == "on" else off_env)
                     if i >= 0:
                         samples[event][mode].append(elapsed)
                         if mode == "on":
-                            cpu[event].append((_cpu_seconds(resident.pid) - before) * 1000)
+                            cpu[event].append((_cpu_seconds(daemon.pid) - before) * 1000)
         served = json.loads(Path(daemon_control.status_path(str(project))).read_text())
-        cpu_total = _cpu_seconds(resident.pid) - cpu_at_start
+        cpu_total = _cpu_seconds(daemon.pid) - cpu_at_start
     finally:
-        resident.terminate()
-        resident.wait(30)
+        daemon.terminate()
+        daemon.wait(30)
         daemon_control.stop(str(project))
 
     def p90(values: list[float]) -> float:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """OpenTelemetry export at scale: a project database built through the real recording path
 (bench/at_scale.py's sessions: prompts, reads, edits, commands, failure ladders, a subagent, a
-compaction), then every session sent by `otel_export.export_pass`, the background process's
+compaction), then every session sent by `otel_export.export_pass`, the daemon's
 own pass, through the SDK's OTLP/HTTP exporter to a receiver on loopback that decodes each
 request and counts its spans. Figures, not pass/fail: spans per session and per 1M events,
 bytes on the wire per span, spans sent per second, and a second pass (nothing left to send).

@@ -11,8 +11,8 @@ The modes, each run in a fresh project, HOME and state folders of its own:
   none     no hooks at all: the floor.
   command  `install --transport command`, CLAUDE_SESSION_NO_RELAY=1: a process per event that
            does the work itself.
-  relay    `install --transport command`: a process per event that hands it to the resident
-           process once that runs.
+  relay    `install --transport command`: a process per event that hands it to the daemon
+           once that runs.
   mcp      `install --transport mcp`: the events of a running session go to the hook server
            Claude Code starts for the session (no process per event).
   http     no claude-session at all: `http` hooks for the events the mcp mode carries, posted

@@ -1,11 +1,11 @@
-"""The project's daemon: its sweeps (`services/background/daemon.py`) and the relay server that
+"""The project's daemon: its sweeps (`services/background/sweeps.py`) and the relay server that
 answers relayed hooks (`runtime/relay.py`) with the same `hookrt.process` a hook runs by itself.
 `claude-session daemon start|stop|status` and `doctor` call it the daemon; so does this code.
 
 Why a module of its own, above the hook runtime: serving a hook means running the hook's own
 work, and the sweeps below know nothing of hooks; the hook runtime itself must stay free of
-the sweeps' libraries (watchfiles). `daemon_control.spawn` starts this module (by its older
-name, `python -m claude_session.resident`, kept as a shim for installs that start it so).
+the sweeps' libraries (watchfiles). `daemon_control.spawn` starts this module
+(`python -m claude_session.daemon`).
 
 Each relayed hook gets a thread: it reads the request (runtime/request.py, each field by its
 name), checks that it comes from this very install (same code) under the same environment
@@ -32,7 +32,7 @@ import apsw
 from .core import db
 from .runtime import hookrt, relay, request
 from .runtime.connections import Connections
-from .services.background import daemon as sweeps
+from .services.background import sweeps
 
 MAX_REQUEST_BYTES = relay.STDIN_CAP_BYTES + 64 * 1024
 READ_SECONDS = 5.0  # a client that stops sending mid-request is dropped

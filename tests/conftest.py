@@ -303,7 +303,7 @@ def daemons_of(project: Path) -> list[int]:
             continue
         # also while still in its start delay (`sh -c "sleep ...; exec nice python -m ..."`)
         path = str(project).encode()
-        if (b"claude_session.daemon" in cmdline or b"claude_session.resident" in cmdline) and (
+        if b"claude_session.daemon" in cmdline and (
             path + b"\0" in cmdline or path + b"'" in cmdline
         ):
             found.append(int(entry.name))

@@ -48,8 +48,8 @@ def raw_controls(text: str) -> list[str]:
 
 # The commands that cannot run in-process, and why (each is run as a process elsewhere).
 NOT_RUN = {
-    "daemon run": "the background process itself: runs until stopped",
-    "daemon start": "starts the background process",
+    "daemon run": "the daemon itself: runs until stopped",
+    "daemon start": "starts the daemon",
     "demo": "plays a session through the hook processes, in a scratch project of its own",
     "replay": "starts the real Claude Code CLI",
     "serve": "a web server: runs until stopped (tests/test_serve.py)",
@@ -59,8 +59,8 @@ NOT_RUN = {
 # what they do on any other (they still never print a traceback).
 NO_DATABASE = {
     "config": "the configuration file, not the database",
-    "daemon status": "the background process's status file",
-    "daemon stop": "asks the background process to stop",
+    "daemon status": "the daemon's status file",
+    "daemon stop": "asks the daemon to stop",
     "install": "Claude Code's settings",
     "uninstall": "Claude Code's settings",
     "trust": "records the file's identity (device and inode), reads nothing in it",

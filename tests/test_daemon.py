@@ -1,4 +1,4 @@
-"""The background process: its sweep on controllable clocks, and its life as a real process
+"""The daemon: its sweep on controllable clocks, and its life as a real process
 (single instance by flock, kill -9 and restart, stop, idle exit, lazy start by SessionStart)."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from test_transcripts import AGENT, PROMPT, assistant, start, user, write
 from test_transcripts import SESSION as SESSION_T
 
 from claude_session.core import db
-from claude_session.services.background import daemon, daemon_control
+from claude_session.services.background import daemon_control, sweeps
 
 CLI = str(Path(PYTHON).parent / "claude-session")
 MIN = 60.0
@@ -52,8 +52,8 @@ class Clocks:
             self.mono += seconds
 
 
-def new_daemon(project: Path, clocks: Clocks) -> daemon.Daemon:
-    worker = daemon.Daemon(str(project), clock=lambda: clocks.wall, mono=lambda: clocks.mono)
+def new_daemon(project: Path, clocks: Clocks) -> sweeps.Daemon:
+    worker = sweeps.Daemon(str(project), clock=lambda: clocks.wall, mono=lambda: clocks.mono)
     worker.reload_config()
     return worker
 
@@ -244,7 +244,7 @@ def test_checkpoint_keeps_the_wal_bounded_once_a_long_reader_closes(project: Pat
             )
     wal = Path(path + "-wal")
     assert wal.stat().st_size > db.JOURNAL_SIZE_LIMIT  # grew past the limit under the reader
-    worker = daemon.Daemon(str(project))
+    worker = sweeps.Daemon(str(project))
     worker.checkpoint()  # a reader is open: nothing may be lost, nothing blocks
     reader.execute("COMMIT")
     reader.close()
@@ -260,7 +260,7 @@ def test_daemon_moves_a_corrupt_database_aside_and_replays_the_spool(project: Pa
     path.write_bytes(garbage)
     run_hook("UserPromptSubmit", fixture("UserPromptSubmit", project), project)  # -> spool
     assert len(spooled(project)) == 1
-    worker = daemon.Daemon(str(project))
+    worker = sweeps.Daemon(str(project))
     worker.pass_once()
     moved = list(project.glob(".claude-session.db.corrupt-*"))
     assert len(moved) == 1 and moved[0].read_bytes() == garbage  # kept, never deleted
@@ -281,7 +281,7 @@ def test_daemon_never_moves_a_busy_database(project: Path) -> None:
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
     holder = hold_write_lock(project, 3)
     try:
-        worker = daemon.Daemon(str(project))
+        worker = sweeps.Daemon(str(project))
         assert worker.quarantine() is False
     finally:
         holder.kill()
@@ -415,7 +415,7 @@ def test_an_appended_transcript_line_is_read_without_waiting_for_the_sweep(
             time.sleep(2)
 
     stop = threading.Event()
-    worker = threading.Thread(target=daemon.run, args=(str(project), stop))
+    worker = threading.Thread(target=sweeps.run, args=(str(project), stop))
     worker.start()
     try:
         assert wait_for(lambda: read(1))  # the first pass
@@ -451,9 +451,9 @@ def test_a_transcript_folder_that_cannot_be_watched_leaves_it_to_the_sweep(
     once more, then the daemon watches the project's own files alone for a while."""
     run_hook("SessionStart", fixture("SessionStart.startup", project), project)
     gone = str(project.parent / "gone")
-    monkeypatch.setattr(daemon.Daemon, "transcript_folders", lambda self: (gone,))
+    monkeypatch.setattr(sweeps.Daemon, "transcript_folders", lambda self: (gone,))
     stop = threading.Event()
-    worker = threading.Thread(target=daemon.run, args=(str(project), stop))
+    worker = threading.Thread(target=sweeps.run, args=(str(project), stop))
     worker.start()
     try:
         logged = log_file(project)

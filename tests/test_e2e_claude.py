@@ -164,7 +164,7 @@ def test_real_claude_code_session_is_recorded_and_restored_after_compact(
         with FakeAnthropic(model) as api:
             first = run_claude(binary, project, home, api, "TASK-E2E: create hello.py and check it")
             session = first["session_id"]
-            # The SessionStart hook started the project's background process, detached.
+            # The SessionStart hook started the project's daemon, detached.
             assert wait_for(lambda: daemon_control.is_running(str(project)))
             model.phase = "compact"
             run_claude(binary, project, home, api, "/compact", "--resume", session)

@@ -201,7 +201,7 @@ def test_a_transcript_forged_by_the_agent_bricks_nothing(
         assert a["result"] == "Appended the lines.", a
         assert (b["result"], b2["result"]) == ("Wrote b.txt.", "Nothing else."), (b, b2)
         assert (project / "b.txt").read_text() == "b\n"
-        # The background process (started by the hooks) reads B, whatever A holds.
+        # The daemon (started by the hooks) reads B, whatever A holds.
         read_b = (
             "SELECT 1 FROM transcript_files JOIN sessions ON path = transcript_path"
             " WHERE sessions.session_id = ?"

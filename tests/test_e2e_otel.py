@@ -1,6 +1,6 @@
 """OpenTelemetry export end to end: the real Claude Code CLI 2.1.330 runs sessions with a
 subagent and a failing command through our hooks (installed as a user installs them), the
-background process those hooks start sends each session to a real backend, Arize Phoenix,
+daemon those hooks start sends each session to a real backend, Arize Phoenix,
 started by the test (tests/otel_backend.py), and the traces are read back through Phoenix's
 own API: one trace a session, the span tree, the attributes, tokens and cost as our database
 has them. The backend is stopped between two sessions and started again: the second one
@@ -37,7 +37,7 @@ def send_to(project: Path, home: Path, backend: OtelBackend) -> None:
 
 
 def built(project: Path, session: str) -> list[otel_spans.Span]:
-    """The spans our rows make for the session now, as the background process builds them."""
+    """The spans our rows make for the session now, as the daemon builds them."""
     conn = db.connect(db_path(str(project)), create=False)
     try:
         return otel_spans.session_spans(conn, session, content=False)

@@ -265,7 +265,7 @@ def test_an_early_answer_that_cannot_be_written_does_not_stop_the_store(
 def test_a_dead_servers_held_event_is_counted_and_stored_without_a_new_server(
     project: Path,
 ) -> None:
-    """No session starts in the project again: the spool's ingest (the background process's,
+    """No session starts in the project again: the spool's ingest (the daemon's,
     `claude-session ingest`) stores a dead server's held event, and until then it is counted
     as waiting (status says so)."""
     root = os.path.realpath(project)

@@ -1,8 +1,8 @@
 """Every `python -m` path users' settings or running processes name still runs: hooks start
 the capture process (services/snapshots/capture.py; an earlier version started it as
 `claude_session.services.capture`, whose shim stays), `install --mcp` registers
-`claude_session.services.mcp_server` in users' MCP configurations, and the resident process is
-`claude_session.resident`."""
+`claude_session.services.mcp_server` in users' MCP configurations, and the daemon is
+`claude_session.daemon`."""
 
 from __future__ import annotations
 
@@ -37,10 +37,10 @@ def test_hooks_start_the_capture_process_by_its_new_path() -> None:
     assert '"claude_session.services.snapshots.capture"' in inspect.getsource(capture_control.spawn)
 
 
-def test_the_mcp_server_and_the_resident_process_run_from_the_paths_users_have() -> None:
+def test_the_mcp_server_and_the_daemon_run_from_the_paths_users_have() -> None:
     assert mcp_install.server_argv("python")[-2:] == ["-m", "claude_session.services.mcp_server"]
     cwd = Path(__file__).resolve().parent  # not the repository: -P, the installed package
     done = run_module("claude_session.services.mcp_server", cwd=cwd)  # stdin at its end: it stops
     assert done.returncode == 0, done.stderr
-    done = run_module("claude_session.resident", "--help", cwd=cwd)
+    done = run_module("claude_session.daemon", "--help", cwd=cwd)
     assert done.returncode == 0 and "--project" in done.stdout

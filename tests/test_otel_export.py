@@ -3,7 +3,7 @@ services/telemetry/otel_export.py): the span tree a session makes, what content 
 typed or run, unless asked, and then redacted), and the export itself through the SDK's real
 OTLP/HTTP exporter to a receiver on loopback (tests/otlp_receiver.py) that decodes the wire format:
 every span once, nothing lost while the backend is down, nothing sent twice after it returns, the
-lag and the last error told, a cloned configuration never obeyed, and the background process
+lag and the last error told, a cloned configuration never obeyed, and the daemon
 sending on its own. The same against a real backend (Arize Phoenix): tests/test_otel_backend.py.
 
 The session is tests/test_cost_surfaces.py's (a Write, an Agent call whose subagent writes,
@@ -308,7 +308,7 @@ def test_the_standard_variables_configure_it_and_can_turn_it_off() -> None:
 def test_the_background_process_sends_a_recorded_session_and_status_shows_it(
     project: Path,
 ) -> None:
-    """As a user runs it: `config --set otel_endpoint`, the background process running, real
+    """As a user runs it: `config --set otel_endpoint`, the daemon running, real
     hook processes record a session, which it sends on its own; `status --json` tells. A
     session that ended before the export was on is left for `export-otel --since`."""
     from conftest import fixture, query, run_hook
@@ -474,7 +474,7 @@ def test_spans_over_grpc_reach_a_real_backend(recorded: Recorder, tmp_path: Path
 def test_a_background_process_killed_and_started_again_sends_the_rest_once(
     project: Path,
 ) -> None:
-    """Exactly once across a crash: what the first background process sent is in the
+    """Exactly once across a crash: what the first daemon sent is in the
     database; killed (SIGKILL, no clean-up), the next one sends only the session that
     came after, and nothing of the first again."""
     from conftest import fixture, query, run_hook
@@ -503,7 +503,7 @@ def test_a_background_process_killed_and_started_again_sends_the_rest_once(
             assert run_cli(project, "config", "--set", pair).returncode == 0
         first = background()
         turned_on = "SELECT count(*) FROM otel_export WHERE enabled_at IS NOT NULL"
-        database = project / ".claude-session.db"  # made by the background process
+        database = project / ".claude-session.db"  # made by the daemon
 
         def export_on() -> bool:
             try:  # the file appears before its schema: a table not made yet is "not yet"

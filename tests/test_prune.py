@@ -97,7 +97,7 @@ def test_on_a_terminal_it_asks_and_no_keeps_everything(project: Path) -> None:
 def test_status_counts_events_from_the_daemons_tally_and_prune_resets_it(project: Path) -> None:
     """`status` adds the rows past the daemon's tally to it instead of counting a million rows;
     a prune drops the tally, so the count stays exact through deletions."""
-    from claude_session.services.background import daemon
+    from claude_session.services.background import sweeps
 
     history(project, sessions=2)
 
@@ -108,7 +108,7 @@ def test_status_counts_events_from_the_daemons_tally_and_prune_resets_it(project
 
     total = count(project, "events")
     assert shown() == total  # no tally yet: every row counted
-    worker = daemon.Daemon(str(project))
+    worker = sweeps.Daemon(str(project))
     worker.pass_once()
     tally = apsw.Connection(str(project / ".claude-session.db"))
     assert tally.execute("SELECT n FROM tallies WHERE name = 'events'").fetchall() == [(total,)]

@@ -1,5 +1,5 @@
 """Read commands never write (issue 32): no database made where there is none (in the project
-or the home folder), the spool left to the hooks and the background process, and a read on a
+or the home folder), the spool left to the hooks and the daemon, and a read on a
 folder with no database says so. Run as users run them: the installed CLI, no --project."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_reads_leave_the_spool_and_the_tables_as_they_were(project: Path) -> Non
     events = count(project, "events")
     for args in READS:
         run(project, project.parent, *args)
-    assert len(spooled(project)) == 1  # still waiting for the hooks or the background process
+    assert len(spooled(project)) == 1  # still waiting for the hooks or the daemon
     assert count(project, "events") == events
     waiting = run(project, project.parent, "status")
     assert "1 event waits in the spool" in waiting.stdout

@@ -217,9 +217,8 @@ def test_hooks_through_the_link_are_served_by_the_daemon(project: Path, link: Pa
     does) serves hooks given the link and hooks given the real path: one project."""
     from test_relay import status
 
-    # By the daemon's older module name, which installs of earlier versions start: still it.
-    resident = subprocess.Popen(
-        [PYTHON, "-P", "-m", "claude_session.resident", "--project", str(link)],
+    daemon = subprocess.Popen(
+        [PYTHON, "-P", "-m", "claude_session.daemon", "--project", str(link)],
         env=hook_env(link),  # the hooks' environment, or it declines them
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -236,4 +235,4 @@ def test_hooks_through_the_link_are_served_by_the_daemon(project: Path, link: Pa
         assert spooled(project) == []
     finally:
         daemon_control.stop(str(project), timeout=5)
-        resident.wait(timeout=10)
+        daemon.wait(timeout=10)

@@ -96,7 +96,7 @@ def test_tier_markers_sit_on_tests_or_modules_and_agree_with_MODULES() -> None:
     [
         hook_argv("PreToolUse"),
         [str(Path(sys.executable).parent / "claude-session"), "status"],
-        [sys.executable, "-P", "-m", "claude_session.resident", "--project", "/p"],
+        [sys.executable, "-P", "-m", "claude_session.daemon", "--project", "/p"],
         "/root/.cache/claude-session-tests/claude-code-2.1.330/node_modules/.bin/claude -p hi",
         ["/usr/bin/chromium", "--headless"],
         ["tmux", "new-session", "-d"],
@@ -130,7 +130,7 @@ def test_a_fast_test_that_starts_a_process_of_ours_is_caught(
     guard = request.node.stash[GUARD]
     with pytest.raises(FileNotFoundError):
         subprocess.run(["/nonexistent/bin/claude-session", "status"])
-    argv = ["/nonexistent/python", "-P", "-m", "claude_session.resident", "--project", "/p"]
+    argv = ["/nonexistent/python", "-P", "-m", "claude_session.daemon", "--project", "/p"]
     with pytest.raises(FileNotFoundError):
         os.posix_spawn(argv[0], argv, {})
     with pytest.raises(FileNotFoundError):

@@ -80,7 +80,7 @@ def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> N
 
 @cli.group()
 def daemon() -> None:
-    """The project's background process: marks silent agents stale, ingests the spool."""
+    """The project's daemon: marks silent agents stale, ingests the spool."""
 
 
 @daemon.command(name="start")

@@ -36,7 +36,7 @@ def require_database(root: Path) -> str:
         waiting = spool.backlog(str(root))
         hint = (
             f" ({plural(waiting, 'event')} {'waits' if waiting == 1 else 'wait'} in its spool:"
-            " the background process takes them in, or `claude-session ingest`)"
+            " the daemon takes them in, or `claude-session ingest`)"
             if waiting
             else ": install the hooks with `claude-session install` and start Claude Code,"
             " or try `claude-session demo`"
@@ -50,7 +50,7 @@ def opened(root: Path, create: bool = False, ingest: bool = False) -> Iterator[a
     """The project database, migrated; a clear error when there is none.
 
     Reads open it as it is: no database is made (`create` is for commands that record), and
-    the spool is left to the hooks and the background process. A command that acts on what
+    the spool is left to the hooks and the daemon. A command that acts on what
     was recorded (revert, fork, prune, ...) asks for the spool's events first (`ingest`)."""
     path = db_path(str(root))
     if not create and not (ingest and spool.backlog(str(root))):
@@ -282,7 +282,7 @@ def storage_problem(exc: BaseException, root: Path | None = None) -> str:
         path = damaged_file(root)
         fix = "move it aside to start afresh"
         if path is not None and root is not None and path == db_path(str(root)):
-            fix = (  # the background process's quarantine (services/background/daemon.py)
+            fix = (  # the daemon's quarantine (services/background/sweeps.py)
                 f"`claude-session daemon start` moves it aside (kept as {DB_NAME}.corrupt-<time>)"
                 " and starts a fresh one"
             )

@@ -1,5 +1,5 @@
 """`claude-session export-otel`: sessions sent as OpenTelemetry traces on demand (the
-background process sends them as they finish, when export is configured)."""
+daemon sends them as they finish, when export is configured)."""
 
 from __future__ import annotations
 

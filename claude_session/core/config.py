@@ -26,11 +26,11 @@ DEFAULTS: dict[str, object] = {
     "stale_after_minutes": 10.0,
     # A session with no event for this long is over: its running agents are closed out.
     "session_idle_minutes": 60.0,
-    # The SessionStart hook starts the background process if it is not running.
+    # The SessionStart hook starts the daemon if it is not running.
     "daemon_autostart": True,
-    # The background process exits after this long with no live session.
+    # The daemon exits after this long with no live session.
     "daemon_idle_exit_minutes": 30.0,
-    # How often the background process sweeps for stale agents, at the latest.
+    # How often the daemon sweeps for stale agents, at the latest.
     "sweep_interval_seconds": 30.0,
     # From the 5th failure of the same thing, refuse further edits to the file at fault.
     "escalation_deny_edits": False,
@@ -85,7 +85,7 @@ DEFAULTS: dict[str, object] = {
     # The snapshot repository is kept under this size: past it, the snapshots of the oldest
     # ended sessions go first (their frames and states stay).
     "snapshot_store_max_mb": 2048.0,
-    # OpenTelemetry traces of every session, sent by the background process (off when empty;
+    # OpenTelemetry traces of every session, sent by the daemon (off when empty;
     # else the standard OTEL_EXPORTER_OTLP_* variables of the process decide): the collector
     # or backend, as OTEL_EXPORTER_OTLP_ENDPOINT takes it (http://host:4318; gRPC: :4317).
     "otel_endpoint": "",
@@ -97,7 +97,7 @@ DEFAULTS: dict[str, object] = {
     "otel_log_content": False,
     # A span goes out this long after it ended: the transcripts' tokens and cost are in by then.
     "otel_export_delay_seconds": 30.0,
-    # One export run (a pass of the background process; each batch of `export-otel`) ends by
+    # One export run (a pass of the daemon; each batch of `export-otel`) ends by
     # this long, however slowly the backend answers; what did not go out is tried again later.
     "otel_export_timeout_seconds": 30.0,
 }

@@ -81,7 +81,7 @@ def record_failure(
 
 
 def enabled_at(conn: apsw.Connection, now: float) -> float:
-    """When the background process first found the export on (`now`, the first time)."""
+    """When the daemon first found the export on (`now`, the first time)."""
     rows = conn.execute("SELECT enabled_at FROM otel_export WHERE id = 1").fetchall()
     if rows and isinstance(rows[0][0], int | float):
         return float(rows[0][0])

@@ -204,7 +204,7 @@ def _anything_open(conn: apsw.Connection, session_id: str, now: float) -> bool:
 
 
 def start_daemon(ctx: Context) -> "Effects":
-    """Start the project's background process if it is not running (detached, not waited for),
+    """Start the project's daemon if it is not running (detached, not waited for),
     once the answer is out."""
     if ctx.config["daemon_autostart"] and not os.environ.get("CLAUDE_SESSION_NO_DAEMON"):
         return (effects.StartDaemon(),)

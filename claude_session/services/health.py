@@ -44,7 +44,7 @@ def spool_checks(root: str) -> list[Check]:
             backlog == 0,
             f"{plural(backlog, 'event')} waiting",
             f"{plural(backlog, 'event')} {'waits' if backlog == 1 else 'wait'} in the spool"
-            " (the hooks and the background process take them in; now: `claude-session ingest`)"
+            " (the hooks and the daemon take them in; now: `claude-session ingest`)"
             if backlog
             else None,
         ),

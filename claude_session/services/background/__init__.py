@@ -1,6 +1,6 @@
-"""The one background process per project, its service side (no imports here; hooks import
-`daemon_control`).
+"""The project's daemon (one per project), its service side (no imports here; hooks import
+`daemon_control`). The process itself is claude_session/daemon.py.
 
-- `daemon`: its sweeps (transcripts, export, upkeep).
+- `sweeps`: its sweeps (transcripts, export, upkeep).
 - `daemon_control`: starting it, finding it and its status (stdlib only: hooks).
 """

@@ -1,4 +1,4 @@
-"""Finding, starting and stopping the project's background process (stdlib only: the
+"""Finding, starting and stopping the project's daemon (stdlib only: the
 SessionStart hook calls `ensure_running`, so this costs ~0.3 ms when the daemon runs).
 
 One daemon per project, decided by an OS lock (flock) on its lock file, never by a pid

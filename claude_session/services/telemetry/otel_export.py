@@ -3,7 +3,7 @@ team already runs, over OTLP (HTTP/protobuf or gRPC), with the OpenTelemetry SDK
 
 Off unless configured: `otel_endpoint` in the project's configuration (trusted only: a cloned
 configuration never sends anything anywhere), else the standard OTEL_EXPORTER_OTLP_*
-variables of the process. Never on a hook's path: the background process sends from a thread
+variables of the process. Never on a hook's path: the daemon sends from a thread
 of its own, every EXPORT_EVERY_SECONDS, and `claude-session export-otel` on demand.
 
 Never lost, never twice: what went out is recorded in the database after the backend took it
@@ -44,10 +44,10 @@ TRANSCRIPT_WAIT_SECONDS = 600.0  # a session's transcripts not read by then: sen
 def target(values: Mapping[str, object], environ: Mapping[str, str] | None = None) -> Target | None:
     """The configured target, or None when export is off. The configuration's keys first;
     then CLAUDE_SESSION_OTEL_ENDPOINT (_PROTOCOL, _HEADERS, _LOG_CONTENT): Claude Code gives
-    its hooks, and so the background process they start, none of the OTEL_* variables, so
+    its hooks, and so the daemon they start, none of the OTEL_* variables, so
     this is the one a team sets in `.claude/settings.json` `env`; then the standard
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT (_PROTOCOL, _HEADERS),
-    seen by `export-otel` and a background process started from a shell.
+    seen by `export-otel` and a daemon started from a shell.
     OTEL_SDK_DISABLED=true turns it off."""
     env = os.environ if environ is None else environ
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
@@ -230,13 +230,13 @@ def export_pass(
         and not failures
         and state[0][2:] == (where.shown, done.oldest_waiting)
     ):
-        return done  # nothing changed: no write (the background process watches the database)
+        return done  # nothing changed: no write (the daemon watches the database)
     otel_state.record_pass(conn, where.shown, now, done.sent > 0, done.oldest_waiting)
     return done
 
 
 def transcripts_read(conn: apsw.Connection, session_id: str) -> bool:
-    """Whether every transcript of the session was read to its end (the background process
+    """Whether every transcript of the session was read to its end (the daemon
     reads them as they grow): a span goes out once, so its tokens and cost must be in. One
     that is gone, or that could not be read, counts as read: it will not get any further."""
     rows = conn.execute(
@@ -331,7 +331,7 @@ def export_since(conn: apsw.Connection, where: Target, send: Send, since: float)
 
 
 class Exporter:
-    """The background process's exporting thread: a pass every EXPORT_EVERY_SECONDS while
+    """The daemon's exporting thread: a pass every EXPORT_EVERY_SECONDS while
     export is configured (the configuration is read again each time), on a connection of its
     own; nothing else waits for it."""
 
@@ -382,7 +382,7 @@ class Exporter:
 
 
 def enabled_at(conn: apsw.Connection, now: float) -> float:
-    """When the background process first found export on (recorded now, the first time):
+    """When the daemon first found export on (recorded now, the first time):
     it sends the sessions active since (less `session_idle_minutes`); older ones go with
     `export-otel --since`, on demand, so turning the export on does not send a project's
     whole history by surprise."""

@@ -83,7 +83,7 @@ class AnswerTooLarge(OSError):
 def bounded_session(limit: int = MAX_ANSWER_BYTES, sockets: Sockets | None = None) -> Any:
     """A requests session whose answers are read up to `limit` bytes, then given up: the SDK
     exporter reads the whole answer into memory otherwise (a backend answering a gigabyte
-    took the background process to a gigabyte). Streamed, so no more than a chunk over the
+    took the daemon to a gigabyte). Streamed, so no more than a chunk over the
     limit is ever held; decompressed size counts, so a small compressed bomb does not help.
     Its connections' sockets go into `sockets` (see `Sockets`)."""
     import requests

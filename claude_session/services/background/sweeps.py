@@ -1,6 +1,6 @@
-"""The per-project background process: ingests the spool, marks silent agents aborted_stale,
-closes out sessions that are over, releases expired claims, reads what is new in the live
-sessions' transcripts (usage and cost) and keeps the WAL bounded.
+"""The daemon's sweeps (one daemon per project): they ingest the spool, mark silent agents
+aborted_stale, close out sessions that are over, release expired claims, read what is new in
+the live sessions' transcripts (usage and cost) and keep the WAL bounded.
 
 A session whose Claude Code process is recorded (core/processes.py) is over as soon as that
 process is gone: it is looked at every PROCESS_CHECK_SECONDS, not only on the sweep's timer.
