@@ -17,7 +17,7 @@ _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _OPTION = _ALNUM | frozenset("_-")
 _NAME = _OPTION | frozenset(".")
-# What ends an unquoted value (core/redact.py's _VALUE_END) and what separates two commands.
+# What ends an unquoted value (core/token_shapes.py's VALUE_END) and what separates two commands.
 _VALUE_END = frozenset(" \t\r\n\"'\\,;&(){}[]<>`|")
 _COMMAND_END = frozenset("\n;|&(`")
 _QUOTES = "\"'"

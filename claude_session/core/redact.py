@@ -8,46 +8,33 @@ The scanner is plain string search, no regular expressions: importing `re` costs
 process ~7 ms, half its budget, and hand-written scans cannot backtrack catastrophically on
 hostile input. Replacements never contain a quote or a backslash, and no span we replace does
 either, so redacting JSON text keeps it valid.
+
+Here: the entry points, the cheap tests that let most texts skip the scan, the secrets named
+by what stands before them (assignments: `NAME=value`, `"name": "value"`, secret JSON member
+names) and the replacing. Elsewhere: the token shapes, found by their shape alone
+(core/token_spans.py, the families as data in core/token_shapes.py), options' values on a
+command line (core/cmdline_secrets.py) and secrets behind an encoding (core/encoded.py).
 """
 
 from .token_shapes import (
     ALNUM,
-    AWS_PREFIXES,
     B64,
-    DASHED,
-    DIGITS,
     GENERIC,
-    HEX,
+    MARK,
     MARKERS,
     NAME,
     NOT_SECRET_VALUES,
-    PREFIXED,
     QUERY_NAMES,
     SECRET_MEMBER_WORDS,
     SECRET_NAME_PARTS,
-    SLACK_HOOKS,
-    TWILIO_PREFIXES,
-    UPPER_DIGITS,
-    URL_END,
-    VALUE_END,
     WORD,
 )
+from .token_spans import has_digit, high_entropy, lower, run, skip, twilio_spans, value_end
+from .token_spans import spans as token_spans
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
     import apsw
-
-MARK = "[REDACTED:"
-_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")  # keeps length
-
-
-def _lower(text: str) -> str:
-    """`text` in lower case with every character where it was, so a position found in it holds
-    in `text`. `str.lower` is many times faster than a translation table on a long text; only
-    U+0130 grows when lowered (then the table, ASCII letters only), and only the Kelvin sign
-    becomes an ASCII letter (`k`): at worst one more place looked at."""
-    low = text.lower()
-    return low if len(low) == len(text) else text.translate(_LOWER)
 
 
 def might_contain_secret(text: str) -> bool:
@@ -89,7 +76,7 @@ def _encodings(text: str) -> bool:
 
 
 def _might_hold_token(text: str) -> bool:
-    low = _lower(text)
+    low = lower(text)
     for marker in MARKERS:  # a plain loop: twice as fast as any() over a generator here
         if marker in low:
             return True
@@ -97,7 +84,7 @@ def _might_hold_token(text: str) -> bool:
         for name in QUERY_NAMES:
             if f"{name}=" in low:
                 return True
-    return ("SK" in text or "AC" in text) and bool(_twilio_spans(text))
+    return ("SK" in text or "AC" in text) and bool(twilio_spans(text))
 
 
 def redact(text: str) -> str:
@@ -170,249 +157,20 @@ def redact_json(conn: "apsw.Connection", text: str, depth: int = 0) -> str:
 
 
 def _find(text: str, assignments: bool, decode: bool = True) -> "list[tuple[int, int, str]]":
-    """Spans (start, end, kind) of secrets in `text`, possibly overlapping; with `decode`, also
-    the runs whose decoding (percent, `\\u`, base64) holds one."""
+    """Spans (start, end, kind) of secrets in `text`, possibly overlapping: the token shapes
+    (core/token_spans.py) and, with `assignments`, the values named secret (below) and
+    command-line options' values (core/cmdline_secrets.py); with
+    `decode`, also the runs whose decoding (percent, `\\u`, base64) holds one."""
     spans: list[tuple[int, int, str]] = []
     if decode and _encodings(text):
         from . import encoded
 
         spans += encoded.spans(text, lambda plain: _find(plain, assignments, decode=False))
-    spans += _private_blocks(text)
-    spans += _prefixed(text)
-    spans += _aws_keys(text)
-    spans += _twilio_spans(text)
-    spans += _jwts(text)
-    spans += _slack_webhooks(text)
-    spans += _authorization(text)
-    spans += _url_credentials(text)
-    spans += _curl_user(text)
-    spans += _query_params(text)
+    spans += token_spans(text)
     if assignments:
         spans += _assignments(text)
         if _might_hold_option(text):
             spans += _option_values(text)
-    return spans
-
-
-def _boundary(text: str, i: int) -> bool:
-    """No word character right before position i; an escape such as `\\n` counts as none."""
-    return i == 0 or text[i - 1] not in WORD or (i >= 2 and text[i - 2] == "\\")
-
-
-def _word_ends(text: str, i: int) -> bool:
-    """No word character at position i."""
-    return i == len(text) or text[i] not in WORD
-
-
-def _run(text: str, i: int, allowed: "frozenset[str]") -> int:
-    """The end of the run of `allowed` characters starting at i."""
-    n = len(text)
-    while i < n and text[i] in allowed:
-        i += 1
-    return i
-
-
-def _occurrences(haystack: str, needle: str) -> "list[int]":
-    found = []
-    i = haystack.find(needle)
-    while i >= 0:
-        found.append(i)
-        i = haystack.find(needle, i + 1)
-    return found
-
-
-# Prefixes no word ends with: a token glued to a word (`token_ghp_...`, `%3Dghp_...`,
-# `key_sk-ant-...`) is still the token. `sk-` alone and `SG.` end words (`task-`, `MSG.`).
-_ANYWHERE = ("sk-ant-", "sk-proj-", "sk-svcacct-")
-
-
-def _prefixed(text: str) -> "list[tuple[int, int, str]]":
-    spans = []
-    for prefix, kind, body, shortest in PREFIXED:
-        if prefix not in text:
-            continue  # most are absent: a search without a call, for each of 40-odd
-        for i in _occurrences(text, prefix):
-            if prefix in ("sk-", "SG."):
-                glued = prefix == "sk-" and text.startswith(_ANYWHERE, i)
-                if not glued and not _boundary(text, i):
-                    continue
-            end = _run(text, i + len(prefix), body)
-            if end - i - len(prefix) >= shortest:
-                spans.append((i, end, kind))
-    return spans
-
-
-def _fixed_length(
-    text: str, prefixes: "tuple[str, ...]", body: "frozenset[str]", length: int, kind: str
-) -> "list[tuple[int, int, str]]":
-    """Tokens of exactly `length` characters: a prefix, then `body` characters, whole words."""
-    spans = []
-    for prefix in prefixes:
-        for i in _occurrences(text, prefix):
-            end = _run(text, i + len(prefix), body)
-            # glued to a word before it (`key_AKIA...`) when the prefix is distinctive
-            start_ok = _boundary(text, i) or kind == "aws_key"
-            if start_ok and end - i == length and _word_ends(text, end):
-                spans.append((i, end, kind))
-    return spans
-
-
-def _aws_keys(text: str) -> "list[tuple[int, int, str]]":
-    return _fixed_length(text, AWS_PREFIXES, UPPER_DIGITS, 20, "aws_key")
-
-
-def _twilio_spans(text: str) -> "list[tuple[int, int, str]]":
-    return _fixed_length(text, TWILIO_PREFIXES, HEX, 34, "twilio_key")
-
-
-def _jwts(text: str) -> "list[tuple[int, int, str]]":
-    spans = []
-    for i in _occurrences(text, "eyJ"):
-        head = _run(text, i, DASHED)
-        if head - i < 10 or head >= len(text) or text[head] != ".":
-            continue
-        body = _run(text, head + 1, DASHED)
-        if body - head - 1 < 10:
-            continue
-        end = body
-        if body < len(text) and text[body] == ".":
-            end = _run(text, body + 1, DASHED)
-        spans.append((i, end, "jwt"))
-    return spans
-
-
-def _private_blocks(text: str) -> "list[tuple[int, int, str]]":
-    spans = []
-    for i in _occurrences(text, "-----BEGIN"):
-        header_end = text.find("-----", i + 10)
-        if header_end < 0 or "PRIVATE KEY" not in text[i:header_end]:
-            continue
-        close = text.find("-----END", header_end)
-        if close < 0:
-            end = len(text)  # cut off: hide the rest
-        else:
-            tail = text.find("-----", close + 8)
-            end = len(text) if tail < 0 else tail + 5
-        spans.append((i, _no_quote_end(text, i, end), "private_key"))
-    low = _lower(text)
-    for i in _occurrences(low, "<private>"):
-        close = low.find("</private>", i)
-        end = len(text) if close < 0 else close + len("</private>")
-        spans.append((i, _no_quote_end(text, i, end), "private"))
-    return spans
-
-
-def _no_quote_end(text: str, start: int, end: int) -> int:
-    """Inside JSON text a span must stop before a quote: it would end the string."""
-    quote = text.find('"', start, end)
-    return end if quote < 0 else quote
-
-
-def _slack_webhooks(text: str) -> "list[tuple[int, int, str]]":
-    spans = []
-    for marker in SLACK_HOOKS:
-        for i in _occurrences(text, marker):
-            start = i + len(marker)
-            end = _run(text, start, DASHED | frozenset("/"))
-            if end - start >= 8:
-                spans.append((start, end, "slack_webhook"))
-    return spans
-
-
-def _authorization(text: str) -> "list[tuple[int, int, str]]":
-    """`Authorization: <scheme> <credential>` and `Bearer <token>` anywhere."""
-    spans = []
-    low = _lower(text)
-    for i in _occurrences(low, "authorization"):
-        j = i + len("authorization")
-        j = _skip(text, j, " \t\"'\\")
-        if j >= len(text) or text[j] not in ":=":
-            continue
-        j = _skip(text, j + 1, " \t\"'\\")
-        word_end = _run(text, j, ALNUM)
-        scheme = low[j:word_end]
-        if scheme in ("bearer", "basic", "token", "digest", "negotiate", "apikey", "bot"):
-            j = _skip(text, word_end, " \t")
-        end = _value_end(text, j)
-        if end - j >= 4:
-            spans.append((j, end, "authorization"))
-    for i in _occurrences(low, "bearer"):
-        j = _skip(text, i + 6, " \t")
-        if j == i + 6:
-            continue
-        end = _run(text, j, B64)
-        if end - j >= 8:
-            spans.append((j, end, "bearer"))
-    return spans
-
-
-def _skip(text: str, i: int, chars: str) -> int:
-    n = len(text)
-    while i < n and text[i] in chars:
-        i += 1
-    return i
-
-
-def _value_end(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and text[i] not in VALUE_END:
-        i += 1
-    return i
-
-
-def _url_credentials(text: str) -> "list[tuple[int, int, str]]":
-    """scheme://user:password@host (and a bare token as the user part)."""
-    spans = []
-    for i in _occurrences(text, "://"):
-        start = i + 3
-        end = start
-        n = len(text)
-        while end < n and text[end] not in URL_END and text[end] not in "/@?#":
-            end += 1
-        if end >= n or text[end] != "@":
-            continue
-        userinfo = text[start:end]
-        colon = userinfo.find(":")
-        if colon >= 0 and end - (start + colon + 1) >= 1:
-            spans.append((start + colon + 1, end, "url_password"))
-        elif colon < 0 and _high_entropy(userinfo):
-            spans.append((start, end, "url_token"))
-    return spans
-
-
-def _curl_user(text: str) -> "list[tuple[int, int, str]]":
-    """`curl -u user:pass`, `--user user:pass`, `--user=user:pass`."""
-    spans = []
-    for flag in (" -u", "--user"):
-        for i in _occurrences(text, flag):
-            j = i + len(flag)
-            if j < len(text) and text[j] == "=":
-                j += 1
-            elif j >= len(text) or text[j] not in " \t":
-                continue
-            j = _skip(text, j, " \t\"'\\")
-            end = _value_end(text, j)
-            colon = text.find(":", j, end)
-            if colon >= 0 and end - colon > 1:
-                spans.append((colon + 1, end, "basic_auth"))
-    return spans
-
-
-def _query_params(text: str) -> "list[tuple[int, int, str]]":
-    """?key=..., &token=..., &sig=... in URLs."""
-    spans = []
-    for sep in "?&;":
-        for i in _occurrences(text, sep):
-            name_end = _run(text, i + 1, NAME)
-            if name_end >= len(text) or text[name_end] != "=":
-                continue
-            if text[i + 1 : name_end].lower() not in QUERY_NAMES:
-                continue
-            end = name_end + 1
-            while end < len(text) and text[end] not in URL_END and text[end] not in "&#;":
-                end += 1
-            if end - name_end - 1 >= 4:
-                spans.append((name_end + 1, end, "query_param"))
     return spans
 
 
@@ -462,14 +220,14 @@ class _RunEnds:
     def value_end(self, k: int) -> int:
         start, end = self.value
         if not start <= k <= end:
-            end = _value_end(self.text, k)
+            end = value_end(self.text, k)
             self.value = (k, end)
         return end
 
     def b64_end(self, k: int) -> int:
         start, end = self.b64
         if not start <= k <= end:
-            end = _run(self.text, k, B64)
+            end = run(self.text, k, B64)
             self.b64 = (k, end)
         return end
 
@@ -501,7 +259,7 @@ def _assignment_at(
     if sep == ":" and i + 1 < n and text[i + 1] in "/:":
         return None  # a URL or a C++ scope
     # The value: optionally spaced, optionally quoted (\" inside JSON text).
-    k = _skip(text, i + 1, " \t")
+    k = skip(text, i + 1, " \t")
     quote = ""
     if k < n and text[k] == "\\" and k + 1 < n and text[k + 1] in "\"'":
         quote = text[k + 1]
@@ -514,7 +272,7 @@ def _assignment_at(
         while end < n and text[end] not in (quote, "\\", "\n"):
             end += 1
     else:
-        end = ends.value_end(k) if ends is not None else _value_end(text, k)
+        end = ends.value_end(k) if ends is not None else value_end(text, k)
         called = end < n and text[end] in "(["
         if called and _looks_like_code(text[k : ends.judged(k, end) if ends else end]):
             return None  # a call or an index: code, not a value
@@ -525,11 +283,11 @@ def _assignment_at(
     if any(part in upper for part in SECRET_NAME_PARTS):
         code = not quote and (sep == ":" or _looks_like_code(value))
         # `key: str`, `token = self.token`: unquoted code, unless it looks like a secret
-        if code and not (_has_digit(value) and len(value) >= 8) and not _high_entropy(value):
+        if code and not (has_digit(value) and len(value) >= 8) and not high_entropy(value):
             return None
         return (k, end, "assignment")
-    token_end = ends.b64_end(k) if ends is not None else _run(text, k, B64)
-    if _high_entropy(text[k : ends.judged(k, token_end) if ends else token_end]):
+    token_end = ends.b64_end(k) if ends is not None else run(text, k, B64)
+    if high_entropy(text[k : ends.judged(k, token_end) if ends else token_end]):
         return (k, token_end, "high_entropy")
     return None
 
@@ -555,42 +313,10 @@ def _looks_like_code(value: str) -> bool:
     """An identifier or dotted name (`self.token`, `get_key`), not a literal."""
     if not all(c in WORD or c == "." for c in value):
         return False
-    return "." in value or not _has_digit(value)
+    return "." in value or not has_digit(value)
 
 
-def _has_digit(value: str) -> bool:
-    return any(c in DIGITS for c in value)
-
-
-def _high_entropy(value: str) -> bool:
-    """A long random-looking token: base64/hex alphabet, letters and digits, high entropy."""
-    if len(value) < 20 or not all(c in B64 for c in value):
-        return False
-    if not _has_digit(value) or not any(c.isalpha() for c in value):
-        return False
-    if value[0] in "/~." or value.count("/") >= 2 or _longest_lower_run(value) >= 8:
-        return False  # a path or words, not a random token
-    if all(c in HEX for c in value.lower()):
-        return len(value) >= 32 and _entropy(value.lower()) >= 3.0
-    return _entropy(value) >= 4.0
-
-
-def _longest_lower_run(value: str) -> int:
-    longest = run = 0
-    for c in value:
-        run = run + 1 if "a" <= c <= "z" else 0
-        longest = max(longest, run)
-    return longest
-
-
-def _entropy(value: str) -> float:
-    from math import log2
-
-    counts: dict[str, int] = {}
-    for c in value:
-        counts[c] = counts.get(c, 0) + 1
-    total = len(value)
-    return -sum(n / total * log2(n / total) for n in counts.values())
+# --- JSON member names -----------------------------------------------------------------------
 
 
 _MEMBERS_SEEN: dict[str, bool] = {}  # payloads repeat their member names: decide each once

@@ -5,6 +5,10 @@ family is a line here; every family is then in the corpus tests (tests/test_secr
 tests/test_secret_wrappings.py FAMILIES) for every field, encoding and cut.
 """
 
+# What a redaction leaves: `[REDACTED:kind#fingerprint]` (core/redact.py); a value that is one
+# such marker is redacted already.
+MARK = "[REDACTED:"
+
 DIGITS = frozenset("0123456789")
 HEX = frozenset("0123456789abcdef")
 HEX_ANY = HEX | frozenset("ABCDEF")
