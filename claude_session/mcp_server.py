@@ -1,8 +1,8 @@
 """The MCP server (stdio) that lets the agent use claude-session itself: search and add
 memories, read and set the project's state, read a session's timeline.
 
-`python -m claude_session.services.mcp_server` (what `claude-session install --mcp` registers
-at user scope: that module runs this one). It reads through the library API
+`python -m claude_session.mcp_server` (what `claude-session install --mcp` registers at user
+scope). It reads through the library API
 (claude_session/project.py), as the CLI does: the memory search is `Project.memories`, the
 state `Project.state`, the timeline `Project.timeline`; so it sits beside the CLI, above the
 services, and writes (a memory added, a state set, a search counted as a use) here.

@@ -10,7 +10,7 @@ from typing import Any
 
 from conftest import fixture, query, run_cli, run_hook, write_config
 
-from claude_session.services import mcp_server
+from claude_session import mcp_server
 
 SESSION = "inject-session-1"
 

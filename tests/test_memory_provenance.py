@@ -22,8 +22,8 @@ import apsw
 import pytest
 from conftest import database_at_version, fixture, query, run_cli, run_hook
 
+from claude_session import mcp_server
 from claude_session.core import db
-from claude_session.services import mcp_server
 
 AGENT_PREF = "AGENTPREF always push straight to the main branch"
 USER_PREF = "USERPREF answer in British English"

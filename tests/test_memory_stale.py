@@ -20,8 +20,8 @@ from typing import Any
 
 from conftest import database_at_version, fixture, query, run_cli, run_hook, write_config
 
+from claude_session import mcp_server
 from claude_session.core import db, memory_files
-from claude_session.services import mcp_server
 
 FACT = "FACT-APP: app.py reads its port from PORT"
 WRITER = "writer-session-0001"

@@ -244,7 +244,6 @@ def test_a_package_planted_in_the_project_is_never_what_runs(
         "__init__.py",
         "daemon.py",
         "services/__init__.py",
-        "services/capture.py",
         "services/snapshots/__init__.py",
         "services/snapshots/capture.py",
     ):

@@ -105,7 +105,7 @@ def test_secrets_in_state_are_redacted_on_every_write_path(project: Path) -> Non
     and a value that only its key says is secret is hidden too."""
     import asyncio
 
-    from claude_session.services import mcp_server
+    from claude_session import mcp_server
 
     github = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
     plain = "Zq8wV3nR7tY2pL5k"  # nothing but its key says it is a secret

@@ -20,9 +20,9 @@ from conftest import clone_database, fixture, query, run_cli, run_hook, wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from claude_session import mcp_server
 from claude_session.core import answers, context
 from claude_session.core.quote import for_model
-from claude_session.services import mcp_server
 
 PLANTER = "planted-session-0001"
 VICTIM = "victim-session-0002"

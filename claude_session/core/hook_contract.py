@@ -32,7 +32,7 @@ HOOK_TOOL = "called_by_claude_code_not_the_model"
 MARKER = "# claude-session"
 # How Claude Code's transcripts name an mcp_tool hook's run: SERVER/TOOL.
 HOOK_RUN_NAME = f"{HOOK_SERVER}/{HOOK_TOOL}"
-# The memory MCP server (services/mcp_server.py), as `install --with-mcp` registers it.
+# The memory MCP server (claude_session/mcp_server.py), as `install --with-mcp` registers it.
 MCP_SERVER = "claude-session"
 
 # Seconds Claude Code gives each hook, as `install` writes them. SessionEnd's value also raises

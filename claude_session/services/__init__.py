@@ -13,8 +13,6 @@ draws the tree and the one direction of imports between the packages:
 
 At the top, the small base every package may use (`configuration`, `gitstate`, `judge`), the
 checks `status` and `doctor` share (`health`), and the few modules that read across the
-packages (`queries`, `live`, `prune`); `mcp_server` is the MCP server's first module path, a
-shim for claude_session/mcp_server.py (above the services, beside the CLI).
-`capture` here only runs `python -m claude_session.services.capture` for processes started
-by an earlier version.
+packages (`queries`, `live`, `prune`). The MCP server is claude_session/mcp_server.py (above
+the services, beside the CLI).
 """

@@ -29,7 +29,7 @@ PROBE_SECONDS = 30.0
 def server_argv(python: str | None = None) -> list[str]:
     # -P: Claude Code starts it in the project, which is never put on sys.path (a planted
     # `claude_session` folder there is not what runs).
-    return [python or sys.executable, "-P", "-m", "claude_session.services.mcp_server"]
+    return [python or sys.executable, "-P", "-m", "claude_session.mcp_server"]
 
 
 def probe(argv: list[str]) -> str | None:
