@@ -165,12 +165,13 @@ class Group(click.Group):
                 raise
             raise shown from exc
         except Exception as exc:
-            found = storage_fault(exc)
-            if found is None:
-                from ..project.opening import ProjectError
+            from ..project.opening import ProjectError
 
-                if isinstance(exc, ProjectError):  # what the library refused, in its words
-                    raise escaped_error(click.ClickException(str(exc))) from exc
+            found = storage_fault(exc)
+            if isinstance(exc, ProjectError) and (found is None or not named(found)):
+                # what the library refused (a database it cannot open), in its own words
+                raise escaped_error(click.ClickException(str(exc))) from exc
+            if found is None:
                 raise
             root = ctx.obj if isinstance(ctx.obj, Path) else None
             raise Refused(storage_problem(found, root)) from exc
@@ -274,6 +275,26 @@ def damaged_file(root: Path | None) -> str | None:
     return None
 
 
+def full(cause: BaseException) -> bool:
+    return (
+        isinstance(cause, apsw.FullError)
+        or getattr(cause, "errno", None) in (28, 27)
+        or getattr(cause, "extendedresult", None) == SHARED_MEMORY_WONT_GROW
+    )
+
+
+def read_only(cause: BaseException) -> bool:
+    return isinstance(cause, apsw.ReadOnlyError) or getattr(cause, "errno", None) in (30, 13)
+
+
+def named(exc: BaseException) -> bool:
+    """Whether `storage_problem` has words of its own for this fault (damaged, full,
+    read-only, locked); else the error's own message says more."""
+    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
+    busy = isinstance(cause, apsw.BusyError | apsw.LockedError)
+    return damaged(cause) or full(cause) or read_only(cause) or busy
+
+
 def storage_problem(exc: BaseException, root: Path | None = None) -> str:
     """What went wrong with the database or the disk, in words (`root`: the project, whose
     database is named when it is the damaged one)."""
@@ -290,13 +311,9 @@ def storage_problem(exc: BaseException, root: Path | None = None) -> str:
             f"{path or 'a database'} is damaged, or is no SQLite database"
             f" ({type(cause).__name__}: {cause}): {fix}"
         )
-    elif (
-        isinstance(cause, apsw.FullError)
-        or getattr(cause, "errno", None) in (28, 27)
-        or getattr(cause, "extendedresult", None) == SHARED_MEMORY_WONT_GROW
-    ):
+    elif full(cause):
         what = "the disk is full (or the file size limit was reached)"
-    elif isinstance(cause, apsw.ReadOnlyError) or getattr(cause, "errno", None) in (30, 13):
+    elif read_only(cause):
         what = "the database or its folder is read-only"
     elif isinstance(cause, apsw.BusyError | apsw.LockedError):
         what = "the database is locked by another process past every deadline; try again"
