@@ -247,9 +247,14 @@ def storage_fault(exc: BaseException) -> BaseException | None:
     return None
 
 
+def underlying(exc: BaseException) -> BaseException:
+    """SQLite's own error behind one `db.connect` wrapped, else `exc` itself."""
+    return exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
+
+
 def damaged(exc: BaseException) -> bool:
     """Whether SQLite found the file damaged or no database at all."""
-    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
+    cause = underlying(exc)
     return isinstance(cause, apsw.CorruptError | apsw.NotADBError)
 
 
@@ -290,7 +295,7 @@ def read_only(cause: BaseException) -> bool:
 def named(exc: BaseException) -> bool:
     """Whether `storage_problem` has words of its own for this fault (damaged, full,
     read-only, locked); else the error's own message says more."""
-    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
+    cause = underlying(exc)
     busy = isinstance(cause, apsw.BusyError | apsw.LockedError)
     return damaged(cause) or full(cause) or read_only(cause) or busy
 
@@ -298,7 +303,7 @@ def named(exc: BaseException) -> bool:
 def storage_problem(exc: BaseException, root: Path | None = None) -> str:
     """What went wrong with the database or the disk, in words (`root`: the project, whose
     database is named when it is the damaged one)."""
-    cause = exc.__cause__ if isinstance(exc, db.DatabaseError) and exc.__cause__ else exc
+    cause = underlying(exc)
     if damaged(cause):
         path = damaged_file(root)
         fix = "move it aside to start afresh"

@@ -13,12 +13,11 @@ from typing import Any
 
 import click
 
+from ..core.readings import PAGE
 from ..project import Listing
 from . import cells, output
 
 __all__ = ["PAGE", "emit_page", "limit_option", "show_listing", "stream_rows", "tell_hidden"]
-
-PAGE = 50  # rows a listing shows by default: the newest
 
 
 def limit_option(command: Callable[..., Any]) -> Callable[..., Any]:

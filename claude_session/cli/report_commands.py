@@ -10,21 +10,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..project import Listing
+from ..project import Listing, Project
 from . import cells, lookup, output, status_view
 from .group import cli, json_option, require_database
 from .listing import emit_page, limit_option, show_listing, stream_rows
 
 if TYPE_CHECKING:
-    from ..project import Project, RecordedEvent
-
-
-def _project(root: Path) -> Project:
-    """The library API, loaded by the listings that use it: its import (records, memories,
-    recall: a fifth of `status`'s instructions, measured) is not `status`'s."""
-    from ..project import Project
-
-    return Project(root)
+    from ..project import RecordedEvent
 
 
 def _without_payload(event: RecordedEvent) -> dict[str, object]:
@@ -49,7 +41,7 @@ def status(root: Path, as_json: bool) -> None:
     """What is happening now (live agents, contested files, open errors, the last compaction,
     installation problems), then sessions, agents, claims, errors, failed paths, database."""
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         # the latest session's cost, from only the new bytes of its transcripts
         project.refresh(latest=True, spool=False)
         found = dataclasses.asdict(project.status())
@@ -81,7 +73,7 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
     (its own model responses, as read from Claude Code's transcripts), reason."""
     hide = () if as_json else ("session_id", "tool_uses", "is_internal")  # what a person scans
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         if session:
             project.refresh(transcripts=False, spool=False)  # the database as this version reads it
             session = lookup.session(lookup.readable(project), session)
@@ -112,7 +104,7 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     prompts, tool calls, cost, compactions, forks made from it."""
     hide = () if as_json else ("end_reason", "last_activity_at")
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.sessions_page(limit), project.each_session, include_all,
                      as_json, "sessions", "sessions", hide)  # fmt: skip
@@ -130,7 +122,7 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
 def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """File claims (leases) by agent; files held by two live agents are marked contested."""
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         project.refresh(transcripts=False, spool=False)
         show_listing(lambda: project.claims_page(limit, all=include_all),
                      lambda: project.each_claim(all=include_all), include_all, as_json,
@@ -158,7 +150,7 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
     hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
     reveal = "errors" if open_only else ""  # the open ones hide the fixed
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.errors_page(limit, open_only=open_only),
                      lambda: project.each_error(open_only=open_only), every, as_json,
@@ -181,7 +173,7 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
 def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
     """Approaches tried and rejected, newest first, with the tokens and cost each one took."""
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.failed_paths_page(limit, all=include_all),
                      lambda: project.each_failed_path(all=include_all), include_all, as_json,
@@ -201,7 +193,7 @@ def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None
     """The judge's verdicts on finished work."""
     hide = () if as_json else ("raw", "verdict_json")
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         project.refresh(transcripts=False, spool=False)
         show_listing(lambda: project.verdicts_page(limit), project.each_verdict, every, as_json,
                      "verdicts", "verdicts", hide)  # fmt: skip
@@ -235,7 +227,7 @@ def events(
     """List recorded events, oldest first, filtered; a filter that names nothing recorded is
     an error (with the closest valid value), not an empty list."""
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         project.refresh(transcripts=False, spool=False)
         conn = lookup.readable(project)
         if session:
@@ -273,7 +265,7 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
     """Print what SessionStart put back into the model's context, verbatim, and when (from the
     injection log); --preview builds what it would put back after a compaction now."""
     require_database(root)
-    with _project(root) as project:
+    with Project(root) as project:
         project.refresh(transcripts=False, spool=False)
         if session:
             session = lookup.session(lookup.readable(project), session)

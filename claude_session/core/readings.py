@@ -24,6 +24,7 @@ CLAUDE_EXITED = "Claude Code exited without SessionEnd"
 NEVER_ENDED = f"(end_reason LIKE 'session gone:%' OR end_reason = '{CLAUDE_EXITED}')"
 
 OPEN_ERRORS_SHOWN = 30  # ladders `status` lists; `errors --open` has them all
+PAGE = 50  # what a listing shows by default: the newest rows, with a line saying how many more
 
 
 def gather(conn: apsw.Connection, session_id: str, now: float) -> "dict[str, Any]":

@@ -36,6 +36,14 @@ class Untrusted(ProjectError):
     (core/trust.py); `claude-session trust` adopts it."""
 
 
+def no_database(path: str) -> str:
+    """What a view says of a project with no database yet, and how to get one."""
+    return (
+        f"no claude-session database at {path}: install the hooks with"
+        " `claude-session install` and start Claude Code, or try `claude-session demo`"
+    )
+
+
 def make(cls: type[T], row: dict[str, Any], **changed: Any) -> T:
     """A dataclass from a row: its fields by name (a field the row lacks: None)."""
     values = {f.name: row.get(f.name) for f in fields(cls)}  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ import apsw
 from ..core import db, injections, memories, trust
 from ..core import state as project_state
 from ..core.paths import Reading, global_db_path
+from ..core.readings import PAGE
 from ..records import (
     Agent,
     Claim,
@@ -108,7 +109,7 @@ class ProjectReads(ProjectBase):
     # Each listing as a page (the newest `limit` rows, with what more there is and what the
     # default filter hides: what the CLI's listings print) and as every row, streamed.
 
-    def sessions_page(self, limit: int = 50) -> Listing[SessionRow]:
+    def sessions_page(self, limit: int = PAGE) -> Listing[SessionRow]:
         """The sessions, the latest active first (`claude-session sessions`)."""
         return self._page(SessionRow, "sessions", limit, {})
 
@@ -116,7 +117,7 @@ class ProjectReads(ProjectBase):
         return self._each(SessionRow, "sessions", {})
 
     def agents_page(
-        self, limit: int = 50, *, session: str | None = None, all: bool = False
+        self, limit: int = PAGE, *, session: str | None = None, all: bool = False
     ) -> Listing[Agent]:
         """The agent registry (`agents`, `Project.agents` says which)."""
         return self._page(Agent, "agents", limit, {"session": session, "all": all})
@@ -124,32 +125,32 @@ class ProjectReads(ProjectBase):
     def each_agent(self, *, session: str | None = None, all: bool = False) -> Iterator[Agent]:
         return self._each(Agent, "agents", {"session": session, "all": all})
 
-    def claims_page(self, limit: int = 50, *, all: bool = False) -> Listing[Claim]:
+    def claims_page(self, limit: int = PAGE, *, all: bool = False) -> Listing[Claim]:
         return self._page(Claim, "claims", limit, {"all": all})
 
     def each_claim(self, *, all: bool = False) -> Iterator[Claim]:
         return self._each(Claim, "claims", {"all": all})
 
-    def errors_page(self, limit: int = 50, *, open_only: bool = False) -> Listing[Error]:
+    def errors_page(self, limit: int = PAGE, *, open_only: bool = False) -> Listing[Error]:
         return self._page(Error, "errors", limit, {"open_only": open_only})
 
     def each_error(self, *, open_only: bool = False) -> Iterator[Error]:
         return self._each(Error, "errors", {"open_only": open_only})
 
-    def failed_paths_page(self, limit: int = 50, *, all: bool = False) -> Listing[FailedPath]:
+    def failed_paths_page(self, limit: int = PAGE, *, all: bool = False) -> Listing[FailedPath]:
         return self._page(FailedPath, "failed_paths", limit, {"all": all})
 
     def each_failed_path(self, *, all: bool = False) -> Iterator[FailedPath]:
         return self._each(FailedPath, "failed_paths", {"all": all})
 
-    def verdicts_page(self, limit: int = 50) -> Listing[Verdict]:
+    def verdicts_page(self, limit: int = PAGE) -> Listing[Verdict]:
         """The judge's verdicts, newest first."""
         return self._page(Verdict, "verdicts", limit, {})
 
     def each_verdict(self) -> Iterator[Verdict]:
         return self._each(Verdict, "verdicts", {})
 
-    def events_page(self, limit: int = 50, **filters: Any) -> Listing[RecordedEvent]:
+    def events_page(self, limit: int = PAGE, **filters: Any) -> Listing[RecordedEvent]:
         """The newest recorded hook events matching `filters` (session: an id or prefix;
         event, tool, agent: exact; payload: True to include the stored payload), newest
         first."""

@@ -7,21 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import apsw
+
 from ..core import db
 from ..records import SessionView
-from .opening import NotFound, ProjectBase
+from .opening import NotFound, ProjectBase, no_database
 
 
 class ProjectViews(ProjectBase):
     """The whole-page reads of `Project`."""
 
-    def _readable(self) -> Any:
+    def _readable(self) -> apsw.Connection:
         conn = self.connection()
         if conn is None:
-            raise NotFound(
-                f"no claude-session database at {self.path}: install the hooks with"
-                " `claude-session install` and start Claude Code, or try `claude-session demo`"
-            )
+            raise NotFound(no_database(self.path))
         return conn
 
     def sessions_with_cost(self, limit: int = 200) -> list[dict[str, Any]]:
@@ -68,7 +67,7 @@ class ProjectViews(ProjectBase):
             internal,
         )
 
-    def _session_named(self, conn: Any, address: str) -> str:
+    def _session_named(self, conn: apsw.Connection, address: str) -> str:
         """The session an address names: one with frames, else one recorded before frames."""
         from ..services.timetravel import timetravel
 
@@ -84,7 +83,7 @@ class ProjectViews(ProjectBase):
                 return str(found[0][0])
             raise NotFound(str(exc)) from exc
 
-    def _spent(self, conn: Any, session_id: str) -> dict[str, Any]:
+    def _spent(self, conn: apsw.Connection, session_id: str) -> dict[str, Any]:
         """What the session cost, as read from Claude Code's transcripts (by the daemon,
         `cost`, `status`...: a read reads no transcript): the whole, per agent, turn and
         frame, the running total over time, and the hooks' time per turn."""

@@ -68,7 +68,9 @@ class ProjectWrites(ProjectBase):
             ingested = ingest_spool(conn, root) if waiting else 0
             read: dict[str, Any] = {}
             if latest:
-                session = _latest_session(conn)
+                from ..services.queries import latest_session
+
+                session = latest_session(conn)
             if transcripts and (session or not latest):
                 from ..services.cost import transcripts as reader
 
@@ -146,7 +148,9 @@ class ProjectWrites(ProjectBase):
         try:
             with self._memories_of(scope, create=True) as conn:
                 if scope == "session" and not session_id:
-                    session_id = _latest_session(conn)
+                    from ..services.queries import latest_session
+
+                    session_id = latest_session(conn)
                     if session_id is None:
                         raise NotFound(
                             "no session recorded yet to attach a session memory to: give"
@@ -342,12 +346,13 @@ class ProjectWrites(ProjectBase):
         from ..core.paths import relative_to_root
         from ..core.redact import redact
         from ..services import configuration
+        from ..services.queries import latest_session
 
         root = str(self.root)
         relative = relative_to_root(root, file_path) if file_path else None
+        ttl = number(configuration.load_or_defaults(root).values, "failed_path_ttl_days")
         with self.writing(create=True) as conn:
-            ttl = number(configuration.load_or_defaults(root).values, "failed_path_ttl_days")
-            session_id = session_id or _latest_session(conn)
+            session_id = session_id or latest_session(conn)
             with db.Immediate(conn):
                 return ladder.add_failed_path(
                     conn,
@@ -389,8 +394,3 @@ class ProjectWrites(ProjectBase):
         gone = configuration.revoke(root)
         self._let_go()
         return TrustChanged((), None, gone, configuration.trust_state(root))
-
-
-def _latest_session(conn: apsw.Connection) -> str | None:
-    found = db.rows(conn, "SELECT session_id FROM sessions ORDER BY last_activity_at DESC LIMIT 1")
-    return str(found[0]["session_id"]) if found else None

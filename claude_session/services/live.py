@@ -1,55 +1,15 @@
-"""What the live views show (`watch`, `serve`): one read of agents, claims and open errors.
-
-Both views poll: `changed` asks SQLite whether anything committed since the last look
-(`PRAGMA data_version`, no table read), so an idle project costs nothing but a pragma.
-The connection is read-only (`core.db.connect(readonly=True)`): a view never migrates,
-creates or writes the database.
-"""
+"""What the live views show (`watch`, `serve`): one read of agents, claims and open errors,
+on the library's read-only connection (`Project.live`; `Project.changed` is their poll)."""
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 import apsw
 
-from ..core import db
 from ..core.errors import USER_AT
-from ..core.paths import db_path
 from . import queries
-
-
-class NoDatabase(Exception):
-    """No database to show (or one that cannot be read): one clear line for the user."""
-
-
-def open_readonly(root: str) -> apsw.Connection:
-    """The project's database, read-only; `NoDatabase` with the reason otherwise."""
-    path = db_path(root)
-    if not os.path.lexists(path):
-        raise NoDatabase(
-            f"no claude-session database at {path}: install the hooks with"
-            " `claude-session install` and start Claude Code, or try `claude-session demo`"
-        )
-    try:
-        return db.connect(path, readonly=True, create=False)
-    except db.DatabaseError as exc:
-        raise NoDatabase(f"cannot read {path}: {exc}") from exc
-
-
-class Changes:
-    """Tells whether another connection committed since the last call (cheap: one pragma)."""
-
-    def __init__(self, conn: apsw.Connection) -> None:
-        self.conn = conn
-        self.seen: int | None = None
-
-    def __call__(self) -> bool:
-        value = self.conn.execute("PRAGMA data_version").fetchall()[0][0]
-        changed = value != self.seen
-        self.seen = value  # type: ignore[assignment]
-        return changed
 
 
 def ladder_step(attempts: int) -> str:

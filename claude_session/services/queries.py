@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 
 from ..core import db, liveness, readings, relations
-from ..core.readings import OPEN_ERRORS_SHOWN
+from ..core.readings import OPEN_ERRORS_SHOWN, PAGE
 from .cost import costs
 
 # The counters `sessions` shows, summed over the event types that count them.
@@ -72,9 +72,6 @@ def sessions(
         " ORDER BY s.last_activity_at DESC",
         (limit, only),
     )
-
-
-PAGE = 50  # what a listing shows by default: the newest rows, with a line saying how many more
 
 
 class Page:

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from ..core import paths
 from ..project import NotFound as ProjectNotFound
 from ..project import Project, ProjectError
+from ..project.opening import no_database
 from . import memory_page, web_pages, web_text
 
 HOST = "127.0.0.1"
@@ -43,10 +44,7 @@ def render(root: str, base: str, path: str, query: dict[str, list[str]]) -> str:
     library API, opened for this request alone."""
     with Project(root) as project:
         if not project.exists:
-            raise Unavailable(
-                f"no claude-session database at {project.path}: install the hooks with"
-                " `claude-session install` and start Claude Code, or try `claude-session demo`"
-            )
+            raise Unavailable(no_database(project.path))
         try:
             return _page(project, base, path, query)
         except ProjectNotFound as exc:
