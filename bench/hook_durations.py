@@ -10,7 +10,7 @@ ratio of ours to the do-nothing hooks' medians with a 95% bootstrap interval.
         [--claude PATH] [--keep] [--json] [--no-snapshots]
 
 The modes, each in a fresh project, HOME and state folders of its own:
-  ours-mcp      `install --transport mcp`: mcp_tool hooks to our hook server (command hooks on
+  ours-mcp      `install --transport mcp`: mcp_tool hooks to our MCP hook server (command hooks on
                 the events it does not carry: SessionStart, SessionEnd, ...).
   null-mcp      the same shape with nothing behind it: mcp_tool hooks to a stdio MCP server
                 (bench/null_mcp_server.py) whose tool answers at once, `cat >/dev/null`

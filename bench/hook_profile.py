@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Where the hook server's answer path spends its time, per event: one session with subagents
-sent to an in-process `HookServer.hook` (what runs between a call's arrival and its reply),
+"""Where the MCP hook server's answer path spends its time, per event: one session with subagents
+sent to an in-process `McpHookServer.hook` (what runs between a call's arrival and its reply),
 timed per event to its answer (an early one, for an event whose answer cannot depend on the
 store) and to the end of its transaction, with the side effects run after each, as the
 server's own thread does.
@@ -127,7 +127,7 @@ def main() -> None:
     from claude_session.runtime import mcp_transport
     from claude_session.services.setup import installer
 
-    server = mcp_transport.HookServer(lambda data: None)
+    server = mcp_transport.McpHookServer(lambda data: None)
     template = mcp_hook_input.input_template(installer.package_folder())
     # The SessionStart a command hook records first (not timed here: see bench/bench.py).
     start = fixture("SessionStart.startup", project, home)

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""The hook server under load: 8 sessions' hook servers, started as Claude Code starts them,
+"""The MCP hook server under load: 8 sessions' MCP hook servers, started as Claude Code starts them,
 each sent its session's events as fast as it answers; events stored per second, each
 hand-over's latency, and the servers' memory as the events add up. Figures, not pass/fail.
 
     .venv/bin/python bench/hook_server.py [--servers 8] [--events 100000] [--projects 1]
         [--quick] [--no-snapshots] [--catch-up 60] [--keep] [--json]
 
-Why this shape: with the mcp transport, Claude Code starts one hook server per session
-(`<venv python> -I -S claude_session/hookserver.py`, stdio pipes, in the project) and calls
+Why this shape: with the mcp transport, Claude Code starts one MCP hook server per session
+(`<venv python> -I -S claude_session/mcp_hook_server.py`, stdio pipes, in the project) and calls
 its tool once per event, waiting for the answer before it goes on; so the figure that
 counts is how many events per second the receiving processes store while several sessions
 work on one project at once (one database, so they share its write lock), and how long one
@@ -163,7 +163,7 @@ class Session:
 
 @dataclass
 class Client:
-    """One hook server and what its client saw."""
+    """One MCP hook server and what its client saw."""
 
     number: int
     project: Path
@@ -186,7 +186,7 @@ class Client:
         while True:
             answer = self.process.stdout.readline()
             if not answer:
-                raise SystemExit(f"hook server {self.number} closed its output")
+                raise SystemExit(f"MCP hook server {self.number} closed its output")
             reply: dict[str, Any] = json.loads(answer)
             if reply.get("id") == self.next_id:
                 return reply
@@ -213,12 +213,12 @@ def hook_env(project: Path, scratch: Path, snapshots: bool) -> dict[str, str]:
 
 
 def start_server(number: int, project: Path, scratch: Path, snapshots: bool) -> Client:
-    """A hook server as Claude Code starts it: the registered command, stdio pipes, the
+    """An MCP hook server as Claude Code starts it: the registered command, stdio pipes, the
     project as working folder, CLAUDE_PROJECT_DIR set; then the MCP handshake."""
     env = hook_env(project, scratch, snapshots)
     stderr = (scratch / f"server-{number}.stderr").open("wb")
     process = subprocess.Popen(
-        installer.hook_server_argv(PYTHON),
+        installer.mcp_hook_server_argv(PYTHON),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
@@ -235,7 +235,7 @@ def start_server(number: int, project: Path, scratch: Path, snapshots: bool) -> 
         },
     )
     if "result" not in answer:
-        raise SystemExit(f"hook server {number} refused initialize: {answer}")
+        raise SystemExit(f"MCP hook server {number} refused initialize: {answer}")
     client.notify("notifications/initialized")
     return client
 
@@ -336,7 +336,7 @@ def pending_snapshots(projects: list[Path]) -> int:
 
 
 def store_counts(projects: list[Path]) -> dict[str, Any]:
-    """What the load left in the store. Its own rows are the hook server's (transport mcp):
+    """What the load left in the store. Its own rows are the MCP hook server's (transport mcp):
     each session's SessionStart ran before it, by a hook process."""
     counts: dict[str, Any] = {"hook_events": 0, "events": 0, "tool_calls": 0}
     grouped: dict[str, dict[str, int]] = {"by_outcome": {}, "by_transport": {}, "snapshots": {}}
@@ -514,7 +514,7 @@ def run(
 
 def print_report(r: dict[str, Any]) -> None:
     print(
-        f"{r['servers']} hook servers on {r['projects']} project(s), {os.cpu_count()} cores,"
+        f"{r['servers']} MCP hook servers on {r['projects']} project(s), {os.cpu_count()} cores,"
         f" workspace snapshots {'on (the default)' if r['snapshots_on'] else 'off'}"
     )
     print(

@@ -36,7 +36,7 @@ for line in sys.stdin:
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": ident, "result": {"tools": []}})
     elif method in ("tools/call", "ping"):
-        # nothing to say, as our hook server says it: an empty text (JSON would be a run
+        # nothing to say, as our MCP hook server says it: an empty text (JSON would be a run
         # Claude Code does not time)
         text = {"content": [{"type": "text", "text": ""}]} if method == "tools/call" else {}
         send({"jsonrpc": "2.0", "id": ident, "result": text})

@@ -13,7 +13,7 @@ The modes, each run in a fresh project, HOME and state folders of its own:
            does the work itself.
   relay    `install --transport command`: a process per event that hands it to the daemon
            once that runs.
-  mcp      `install --transport mcp`: the events of a running session go to the hook server
+  mcp      `install --transport mcp`: the events of a running session go to the MCP hook server
            Claude Code starts for the session (no process per event).
   http     no claude-session at all: `http` hooks for the events the mcp mode carries, posted
            to a receiver in this process that answers `{}`; the raw cost of Claude Code's own
@@ -313,7 +313,7 @@ def install(mode: str, project: Path, env: dict[str, str], claude: Path, url: st
 
 
 def project_processes(project: Path) -> list[int]:
-    """Processes other than this one that still work in the project: hooks, the hook server,
+    """Processes other than this one that still work in the project: hooks, the MCP hook server,
     the capture and daemones (their command line or working folder names it)."""
     found = []
     mark = str(project)

@@ -327,7 +327,7 @@ def reap_daemons(project: Path):  # type: ignore[no-untyped-def]
 
 # --- no process of ours outlives the run --------------------------------------------------------
 # The hooks start detached processes (the daemon, the capture process; a test may start
-# a hook server or the demo): each test's are stopped when it ends, and the run fails, naming
+# an MCP hook server or the demo): each test's are stopped when it ends, and the run fails, naming
 # them, if any under this run's temporary folders is still there at its end. Only processes
 # whose command line or working folder is under THIS run's basetemp are ever looked at: other
 # runs on the machine (other checkouts, other developers) are never touched.
@@ -411,7 +411,7 @@ def run_tmp() -> Path:
 @pytest.fixture(autouse=True)
 def _stop_the_tests_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     """What a test started under its own tmp_path (a daemon started by a SessionStart hook, a
-    capture process still lingering, a hook server) is stopped when the test ends, so that
+    capture process still lingering, an MCP hook server) is stopped when the test ends, so that
     none outlives it or the run."""
     # Asked for before the test (torn down after this fixture), and only when the test uses it.
     wanted = "tmp_path" in request.fixturenames

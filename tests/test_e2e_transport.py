@@ -4,9 +4,9 @@ server and writes the mcp_tool hooks; Claude Code starts the server for the sess
 delivers the events of the running session to it.
 
 1. A session writes, edits, fails a command and runs a subagent: every tool call is recorded
-   through the hook server, and its answers (the failure guidance) reach the model, while the
+   through the MCP hook server, and its answers (the failure guidance) reach the model, while the
    model is never offered the server's tool.
-2. The hook server is killed mid-session: Claude Code starts it again at the next mcp_tool
+2. The MCP hook server is killed mid-session: Claude Code starts it again at the next mcp_tool
    hook, and nothing is lost.
 3. Killed for good (each restart killed at once): Claude Code gives up on the server and goes
    on (fail open); the CLI's catch-up from Claude Code's transcript fills in every tool call
@@ -40,14 +40,14 @@ pytestmark = pytest.mark.e2e
 
 SUBTASK = "SUBTASK-MCP: run a command and read hello.py"
 FAILING = "cat missing_config.yaml"
-SERVER = installer.HOOK_SERVER
+SERVER = installer.MCP_HOOK_SERVER
 # What Claude Code's debug log says when an mcp_tool hook was not delivered (2.1.330).
 UNDELIVERED = ("mcp_tool hook skipped", "mcp_tool hook error", "mcp_tool hook refused")
 
 
 def install_mcp(project: Path, home: Path, binary: Path) -> str:
     """`claude-session install --transport mcp --claude <binary>`, the venv's console script,
-    with the HOME the session runs under (the hook server goes into its ~/.claude.json)."""
+    with the HOME the session runs under (the MCP hook server goes into its ~/.claude.json)."""
     env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"} | {"HOME": str(home)}
     done = subprocess.run(
         [CLI, "--project", str(project), "install", "--transport", "mcp", "--claude", str(binary)],
@@ -69,11 +69,11 @@ def new_home(project: Path) -> Path:
 
 
 def check_installed(project: Path, home: Path, said: str) -> None:
-    """The hook server registered for this project (local scope), the hooks written for it."""
-    assert f"registered the hook server {SERVER} (local scope)" in said, said
+    """The MCP hook server registered for this project (local scope), the hooks written for it."""
+    assert f"registered the MCP hook server {SERVER} (local scope)" in said, said
     registered = json.loads((home / ".claude.json").read_text())["projects"][str(project)]
     server = registered["mcpServers"][SERVER]
-    assert server["args"][-1].endswith("/claude_session/hookserver.py"), server
+    assert server["args"][-1].endswith("/claude_session/mcp_hook_server.py"), server
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     kinds = {event: groups[0]["hooks"][0]["type"] for event, groups in settings["hooks"].items()}
     assert {e for e, kind in kinds.items() if kind == "mcp_tool"} == (
@@ -117,7 +117,7 @@ def run_session(
 
 
 def hook_servers(project: Path) -> list[int]:
-    """Pids of our hook server processes serving `project` (from /proc)."""
+    """Pids of our MCP hook server processes serving `project` (from /proc)."""
     found = []
     wanted = f"CLAUDE_PROJECT_DIR={project}".encode()
     for entry in Path("/proc").iterdir():
@@ -125,7 +125,7 @@ def hook_servers(project: Path) -> list[int]:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
-            if b"hookserver.py" not in cmdline:
+            if b"mcp_hook_server.py" not in cmdline:
                 continue
             if wanted not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
@@ -167,7 +167,7 @@ class Calls:
         return [block]
 
 
-# --- 1. a whole session over the hook server ----------------------------------------------
+# --- 1. a whole session over the MCP hook server ----------------------------------------------
 
 
 class Session(Calls):
@@ -205,7 +205,7 @@ class Session(Calls):
         ]
         if used < len(plan):
             return self.add(plan[used](), "main")
-        return [text("Done over the hook server.")]
+        return [text("Done over the MCP hook server.")]
 
     def fails(self, block: dict[str, Any]) -> dict[str, Any]:
         self.failing = block["id"]
@@ -215,7 +215,7 @@ class Session(Calls):
 @pytest.mark.usefixtures("reap_daemons")
 def test_real_claude_code_session_over_the_hook_server(project: Path) -> None:
     """As a user has it, the daemon too: SessionStart starts it (the commands it
-    carries may go through it); the running session's events go to the hook server."""
+    carries may go through it); the running session's events go to the MCP hook server."""
     binary = claude_binary()
     home = new_home(project)
     check_installed(project, home, install_mcp(project, home, binary))
@@ -226,7 +226,7 @@ def test_real_claude_code_session_over_the_hook_server(project: Path) -> None:
         requests = api.message_requests()
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads(done.stdout)
-    assert result["result"] == "Done over the hook server."
+    assert result["result"] == "Done over the MCP hook server."
     session = result["session_id"]
     assert (project / "hello.py").read_text() == "print('hello')\n"
 
@@ -256,7 +256,7 @@ def test_real_claude_code_session_over_the_hook_server(project: Path) -> None:
     found = query(project, "SELECT tool_use_id, tool_name, agent_id, status FROM tool_calls")
     assert {r[0]: tuple(r[1:]) for r in found} == expected
 
-    # 2. The running session's events came over the hook server; SessionStart was a command.
+    # 2. The running session's events came over the MCP hook server; SessionStart was a command.
     transports = query(
         project,
         "SELECT event_type, group_concat(DISTINCT coalesce(transport, '-')),"
@@ -279,7 +279,7 @@ def test_real_claude_code_session_over_the_hook_server(project: Path) -> None:
     assert (counts["SubagentStart"], counts["SubagentStop"], counts["Stop"]) == (1, 1, 1)
     assert query(project, "SELECT count(*) FROM hook_events WHERE exit_code != 0") == [(0,)]
 
-    # 3. The hook server's answer to PostToolUseFailure reached the model.
+    # 3. The MCP hook server's answer to PostToolUseFailure reached the model.
     after = [
         json.dumps(b, ensure_ascii=False)
         for b in model.main_requests
@@ -289,7 +289,7 @@ def test_real_claude_code_session_over_the_hook_server(project: Path) -> None:
     guidance = f"claude-session: `{FAILING}` failed (attempt 1)"
     assert guidance in after[0] and "Fix the cause and retry." in after[0], after[0][-3000:]
 
-    # 4. The model was never offered the hook server's tool.
+    # 4. The model was never offered the MCP hook server's tool.
     offered = {t.get("name", "") for b in requests for t in b.get("tools") or []}
     assert "Bash" in offered
     assert not [n for n in offered if SERVER in n or n.endswith("__hook")], offered
@@ -305,7 +305,7 @@ def test_real_claude_code_session_over_the_hook_server(project: Path) -> None:
     assert not debug_lines(project, "not connected")
 
 
-# --- 2. the hook server killed mid-session ----------------------------------------------------
+# --- 2. the MCP hook server killed mid-session ----------------------------------------------------
 
 WRITES = 8
 KILL_AT = 4  # the server is killed before the model asks for the 4th Write
@@ -315,7 +315,7 @@ STARTING = f'MCP server "{SERVER}": Starting connection'
 
 
 class Killer:
-    """Kills our hook server of `project` when told to: once (`keep_down` False), or each one
+    """Kills our MCP hook server of `project` when told to: once (`keep_down` False), or each one
     Claude Code starts from then on, as soon as it shows up in /proc (before it can answer
     `initialize`: the interpreter alone takes tens of milliseconds to start)."""
 
@@ -360,7 +360,7 @@ class Killer:
 
 class Writes(Calls):
     """Main: WRITES Writes, then DONE; before answering with the KILL_AT-th, `killer.kill()`.
-    The script also notes which of our hook servers were alive at each request."""
+    The script also notes which of our MCP hook servers were alive at each request."""
 
     def __init__(self, project: Path, killer: Killer) -> None:
         super().__init__()
@@ -380,7 +380,7 @@ class Writes(Calls):
 
 
 def run_killed(project: Path, keep_down: bool) -> tuple[Path, Writes, str]:
-    """The scripted session with its hook server killed before the KILL_AT-th Write; the
+    """The scripted session with its MCP hook server killed before the KILL_AT-th Write; the
     session ran to its end as if nothing happened (fail open). No daemon: nothing
     but the CLI reads the transcripts. (home, script, session id)"""
     binary = claude_binary()
@@ -392,7 +392,7 @@ def run_killed(project: Path, keep_down: bool) -> tuple[Path, Writes, str]:
         done = run_session(
             binary, project, home, api, "TASK-KILL: write 8 files", CLAUDE_SESSION_NO_DAEMON="1"
         )
-    assert killer.killed, "no hook server was killed"
+    assert killer.killed, "no MCP hook server was killed"
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = json.loads(done.stdout)
     assert (result["is_error"], result["result"]) == (False, DONE)
@@ -415,7 +415,7 @@ def tool_events(project: Path) -> list[tuple[str, str, str, str | None, str]]:
 
 def test_hook_server_stopped_mid_session_loses_nothing(project: Path) -> None:
     """Killed once, the server is started again by Claude Code (2.1.330) at the next
-    mcp_tool hook: every event goes on reaching the record through a hook server."""
+    mcp_tool hook: every event goes on reaching the record through an MCP hook server."""
     home, model, session = run_killed(project, keep_down=False)
     ids = [ident for ident, _, _ in model.made]
     # one server until the kill (before the KILL_AT-th Write), another one from the next hook
@@ -449,7 +449,7 @@ def test_hook_server_that_cannot_come_back_is_filled_from_the_transcript(project
     failed = debug_lines(project, f'mcp_tool hook error: MCP server "{SERVER}" is not connected')
     assert len(failed) >= 2 * len(after), failed
 
-    # The hooks gave the calls before the kill, through the hook server; the session ended.
+    # The hooks gave the calls before the kill, through the MCP hook server; the session ended.
     assert {r[0] for r in query(project, "SELECT tool_use_id FROM tool_calls")} == set(before)
     assert query(project, "SELECT count(*) FROM sessions WHERE ended_at IS NOT NULL") == [(1,)]
 
@@ -467,14 +467,14 @@ def test_hook_server_that_cannot_come_back_is_filled_from_the_transcript(project
     assert len(tool_events(project)) == 2 * WRITES
 
 
-# --- 4. a compaction: the hook server's tool is never named to the model as its own -----------
+# --- 4. a compaction: the MCP hook server's tool is never named to the model as its own -----------
 
 COMPACT_TASK = "TASK-MCP-COMPACT: make hello.py"
 AFTER_TASK = "TASK-MCP-AFTER: check hello.py"
 SUMMARY_ASKED = "CRITICAL: Respond with TEXT ONLY"
 # Claude Code (2.1.330) records every mcp_tool hook's tool in the session's list of tools used
 # and a compaction's summary message lists them all (docs/limitations.md): the one place the
-# hook server's tool may appear, under a name that says it is not the model's.
+# MCP hook server's tool may appear, under a name that says it is not the model's.
 HOOK_TOOL_NAME = f"mcp__{SERVER}__{installer.HOOK_TOOL}"
 TOOLS_USED = re.compile(r"<tools-used-before-summary>([^<]*)</tools-used-before-summary>")
 
@@ -538,10 +538,10 @@ class Compacted(Calls):
 
 @pytest.mark.usefixtures("reap_daemons")
 def test_compaction_never_names_the_hook_tool_as_the_models(project: Path) -> None:
-    """A session over the hook server, `/compact`, then more work: no request the model gets
-    (the summary request included) offers or names the hook server's tool as a tool of its
+    """A session over the MCP hook server, `/compact`, then more work: no request the model gets
+    (the summary request included) offers or names the MCP hook server's tool as a tool of its
     own, but for Claude Code's list of the tools used before the summary, where the name says
-    whose it is; every event is recorded, through the hook server."""
+    whose it is; every event is recorded, through the MCP hook server."""
     binary = claude_binary()
     home = new_home(project)
     check_installed(project, home, install_mcp(project, home, binary))
@@ -586,7 +586,7 @@ def test_compaction_never_names_the_hook_tool_as_the_models(project: Path) -> No
     assert HOOK_TOOL_NAME.endswith("__called_by_claude_code_not_the_model")
 
     # 5. Every event Claude Code sent is recorded once; those of the running session came
-    # through the hook server, the compaction's included.
+    # through the MCP hook server, the compaction's included.
     sent = [json.loads(p.read_text()) for p in tap.iterdir()]
     stored = query(project, "SELECT hook_event_name, tool_use_id FROM events")
     assert sorted((r[0], r[1] or "") for r in stored) == sorted(

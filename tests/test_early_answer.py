@@ -1,7 +1,7 @@
-"""The hook server's early answer: an event whose answer cannot depend on the store and that
+"""The MCP hook server's early answer: an event whose answer cannot depend on the store and that
 Claude Code sends beside another (a SubagentStart, a SubagentStop with no judge) is answered
 once it is held on disk and stored right after; nothing is lost if the server dies in
-between, and an event sent after such an answer is stored after it. The real HookServer, in
+between, and an event sent after such an answer is stored after it. The real McpHookServer, in
 this process."""
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ AGENT = "a026341fa5086f41e"  # the recorded SubagentStart's agent
 
 
 @pytest.fixture
-def server(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[mcp_transport.HookServer]:
+def server(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[mcp_transport.McpHookServer]:
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     monkeypatch.setenv("CLAUDE_SESSION_NO_SNAPSHOTS", "1")  # no capture process from here
     monkeypatch.setenv("CLAUDE_SESSION_NO_DAEMON", "1")
     replies: list[dict[str, Any]] = []
-    started = mcp_transport.HookServer(lambda data: replies.append(json.loads(data)))
+    started = mcp_transport.McpHookServer(lambda data: replies.append(json.loads(data)))
     started.replies = replies  # type: ignore[attr-defined]
     try:
         yield started
@@ -59,7 +59,7 @@ def stored(project: Path, name: str) -> int:
 
 
 def answered_early(project: Path, delivery_id: str) -> dict[str, Any]:
-    """The envelope the hook server holds for a SubagentStart it answered early."""
+    """The envelope the MCP hook server holds for a SubagentStart it answered early."""
     return {
         "v": 1,
         "delivery_id": delivery_id,
@@ -77,7 +77,7 @@ def held(project: Path) -> list[str]:
 
 
 def test_a_subagent_start_is_answered_before_it_is_stored_and_is_stored_after(
-    server: mcp_transport.HookServer, project: Path
+    server: mcp_transport.McpHookServer, project: Path
 ) -> None:
     seen: list[tuple[int, list[str]]] = []
 
@@ -102,7 +102,7 @@ def test_a_subagent_start_is_answered_before_it_is_stored_and_is_stored_after(
 
 
 def test_the_other_events_are_answered_after_they_are_stored(
-    server: mcp_transport.HookServer, project: Path
+    server: mcp_transport.McpHookServer, project: Path
 ) -> None:
     """A failure's guidance and a PreToolUse's check read the store; a successful PostToolUse
     and a Stop come in sequence with the next event: never answered early."""
@@ -120,7 +120,7 @@ def test_the_other_events_are_answered_after_they_are_stored(
 
 
 def test_an_early_answer_goes_out_once_through_the_protocol(
-    server: mcp_transport.HookServer, project: Path
+    server: mcp_transport.McpHookServer, project: Path
 ) -> None:
     for ident, name in ((7, "SubagentStart"), (8, "SubagentStop")):
         call = {"name": installer.HOOK_TOOL, "arguments": arguments(fixture(name, project))}
@@ -140,7 +140,7 @@ def test_an_early_answer_goes_out_once_through_the_protocol(
 
 
 def test_an_event_sent_after_an_early_answer_is_stored_after_it(
-    server: mcp_transport.HookServer, project: Path
+    server: mcp_transport.McpHookServer, project: Path
 ) -> None:
     """The SubagentStart is answered, then cannot store (another process holds the write lock);
     the subagent's PreToolUse, sent after that answer, is stored after it all the same."""
@@ -180,7 +180,7 @@ def test_an_event_sent_after_an_early_answer_is_stored_after_it(
 
 
 def test_an_event_answered_by_a_server_that_died_reaches_the_store(
-    server: mcp_transport.HookServer, project: Path
+    server: mcp_transport.McpHookServer, project: Path
 ) -> None:
     """The answer went out and the process died before storing: the held file names a process
     that is gone; the next server of the project moves it into the spool, which stores it."""
@@ -218,7 +218,7 @@ def test_an_event_answered_by_a_server_that_died_reaches_the_store(
 def test_a_new_server_of_the_project_moves_a_dead_servers_held_events_to_the_spool(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What `recover_held` does, at the start of the next hook server of the project."""
+    """What `recover_held` does, at the start of the next MCP hook server of the project."""
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     root = os.path.realpath(project)
     gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has this id
@@ -227,7 +227,7 @@ def test_a_new_server_of_the_project_moves_a_dead_servers_held_events_to_the_spo
     os.rename(held_file, os.path.join(folder, f"{gone}-{'d' * 24}.json"))
     half = os.path.join(folder, f".{gone}-{'e' * 24}.json")  # cut short: never answered
     Path(half).write_text("{")
-    started = mcp_transport.HookServer(lambda data: None)
+    started = mcp_transport.McpHookServer(lambda data: None)
     try:
         assert held(project) == []
         (waiting,) = spool.pending(spool_dir(root))
@@ -249,7 +249,7 @@ def test_an_early_answer_that_cannot_be_written_does_not_stop_the_store(
     def gone(data: bytes) -> None:
         raise BrokenPipeError(32, "Broken pipe")
 
-    started = mcp_transport.HookServer(gone)
+    started = mcp_transport.McpHookServer(gone)
     try:
         start = fixture("SubagentStart", project)
         started._one(1, 1, arguments(start), time.time(), time.perf_counter())

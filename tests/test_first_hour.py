@@ -145,7 +145,7 @@ def test_install_dry_run_and_help_name_the_file_written(project: Path, home: Pat
     local = project / ".claude" / "settings.local.json"
     done = ok(project, home, "install", "--dry-run")
     said = words(done.stdout)
-    # no `claude` on this PATH to register the hook server with: commands, and why
+    # no `claude` on this PATH to register the MCP hook server with: commands, and why
     assert said.startswith("hooks as commands (a process per event): no `claude` command on PATH")
     assert f"would write claude-session's hooks for 32 events into {local};" in said
     assert f"would create {project / '.gitignore'}" in said

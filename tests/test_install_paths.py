@@ -71,7 +71,7 @@ def install_and_fire(cli: str, project: Path, site_marker: str) -> None:
 
 def serve_and_fire(cli: str, project: Path, site_marker: str) -> None:
     """The same install with the mcp_tool transport, registered with the real claude: the
-    hook server it registered, started as Claude Code starts it (the command from
+    MCP hook server it registered, started as Claude Code starts it (the command from
     ~/.claude.json, a minimal environment), records a payload sent as an mcp_tool hook."""
     home = project.parent / f"home-{project.name}"
     home.mkdir(exist_ok=True)
@@ -85,12 +85,12 @@ def serve_and_fire(cli: str, project: Path, site_marker: str) -> None:
         env=env,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "registered the hook server claude-session-hooks (local scope)" in done.stdout
+    assert "registered the MCP hook server claude-session-hooks (local scope)" in done.stdout
     config = json.loads((home / ".claude.json").read_text())
     entry = config["projects"][str(project)]["mcpServers"]["claude-session-hooks"]
     argv = [entry["command"], *entry["args"]]
     assert os.path.isabs(argv[0]) and argv[1:3] == ["-I", "-S"]
-    assert site_marker in argv[3] and argv[3].endswith("claude_session/hookserver.py")
+    assert site_marker in argv[3] and argv[3].endswith("claude_session/mcp_hook_server.py")
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     handler = settings["hooks"]["PreToolUse"][0]["hooks"][0]
     assert handler["type"] == "mcp_tool" and handler["server"] == "claude-session-hooks"

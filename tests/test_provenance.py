@@ -217,7 +217,7 @@ def test_a_database_replaced_under_its_wal_is_not_mixed_with_it(
     the file. The next open sets the WAL aside instead of replaying it onto the new file."""
     a_project_with_open_work(project)
     path = project / ".claude-session.db"
-    holder = db.connect(str(path))  # a long-lived process: the daemon, the hook server
+    holder = db.connect(str(path))  # a long-lived process: the daemon, the MCP hook server
     holder.execute("PRAGMA wal_autocheckpoint = 0")
     with db.Immediate(holder):
         holder.execute("INSERT INTO project_state (key, value, updated_at) VALUES ('ours', 'x', 1)")
@@ -244,7 +244,7 @@ def test_a_database_replaced_under_its_wal_is_not_mixed_with_it(
 def test_a_long_lived_process_letting_go_of_a_replaced_file_keeps_the_new_ones_wal(
     project: Path, tmp_path: Path
 ) -> None:
-    """The daemon's or hook server's connection to the file a checkout replaced is closed at
+    """The daemon's or MCP hook server's connection to the file a checkout replaced is closed at
     its next event; SQLite's last close would delete the -wal by name: the new file's."""
     from claude_session.runtime.connections import Connections
 

@@ -167,13 +167,13 @@ def test_the_command_path_stores_every_field(project: Path) -> None:
 def test_the_mcp_path_hands_process_a_request_of_the_call(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The hook server's path: the call's fields become the Request's payload (one JSON text,
+    """The MCP hook server's path: the call's fields become the Request's payload (one JSON text,
     which reads as the payload), with the server's project, process and transport."""
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     monkeypatch.setattr(db, "serialize_writers", lambda lock: None)  # this process is pytest's
     given: list[Request] = []
     monkeypatch.setattr(hookrt, "process", lambda outcome, request, **_: given.append(request))
-    server = mcp_transport.HookServer(lambda data: None)
+    server = mcp_transport.McpHookServer(lambda data: None)
     server.claude_process = (4242, 99, "pid:[7]")
     try:
         _call_twice(server, project, given)
@@ -183,7 +183,7 @@ def test_the_mcp_path_hands_process_a_request_of_the_call(
         server.after.put(None)
 
 
-def _call_twice(server: mcp_transport.HookServer, project: Path, given: list[Request]) -> None:
+def _call_twice(server: mcp_transport.McpHookServer, project: Path, given: list[Request]) -> None:
     for name in ("SessionStart.startup", "PostToolUse.Edit"):
         payload = fixture(name, project)
         arguments: dict[str, object] = dict(
@@ -261,7 +261,7 @@ def test_the_hook_server_replies_before_the_side_effects(
 
     monkeypatch.setattr(hookrt, "process", process)
     monkeypatch.setattr(effects, "carry_out", carry_out)
-    server = mcp_transport.HookServer(written.append)
+    server = mcp_transport.McpHookServer(written.append)
     try:
         arguments = mcp_hook_input.arguments_for(
             fixture("PostToolUse.Edit", project), installer.package_folder()

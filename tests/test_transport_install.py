@@ -1,4 +1,4 @@
-"""`install --transport`: the mcp_tool hooks and their hook server registered with the real
+"""`install --transport`: the mcp_tool hooks and their MCP hook server registered with the real
 Claude Code CLI (2.1.330, offline: `claude mcp add/remove/get` only write `$HOME/.claude.json`),
 the fall back to command hooks said out loud when no `claude` can register it, nothing
 written when `--transport mcp` cannot be had, the organization's policies read, and
@@ -19,8 +19,8 @@ from test_e2e_claude import claude_binary
 from claude_session.runtime import mcp_transport
 from claude_session.services.setup import installer, mcp_install
 
-SERVER = installer.HOOK_SERVER
-NO_CLAUDE = "no `claude` command on PATH (or --claude) to register the hook server with"
+SERVER = installer.MCP_HOOK_SERVER
+NO_CLAUDE = "no `claude` command on PATH (or --claude) to register the MCP hook server with"
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def handlers(project: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def registered(home: Path, project: Path) -> dict[str, Any] | None:
-    """The hook server's local-scope registration for `project` in $HOME/.claude.json."""
+    """The MCP hook server's local-scope registration for `project` in $HOME/.claude.json."""
     path = home / ".claude.json"
     if not path.exists():
         return None
@@ -110,11 +110,11 @@ def test_install_with_the_mcp_transport_writes_mcp_tool_hooks_and_registers_the_
     done = cli(repo, home, "install", "--transport", "mcp", "--claude", str(claude))
     assert done.returncode == 0, done.stdout + done.stderr
     said = words(done.stdout)
-    argv = installer.hook_server_argv(PYTHON)
-    assert f"registered the hook server {SERVER} (local scope): {' '.join(argv)}" in said
+    argv = installer.mcp_hook_server_argv(PYTHON)
+    assert f"registered the MCP hook server {SERVER} (local scope): {' '.join(argv)}" in said
     assert "checked: it answered initialize" in said
     carried = len(installer.MCP_EVENTS & set(installer.installed_events()))
-    assert f"({carried} through the hook server)" in said
+    assert f"({carried} through the MCP hook server)" in said
 
     # the settings: mcp_tool hooks exactly for MCP_EVENTS, command hooks for the rest
     found = handlers(repo)
@@ -142,7 +142,7 @@ def test_install_with_the_mcp_transport_writes_mcp_tool_hooks_and_registers_the_
     got = claude_mcp(claude, repo, home, "get", SERVER)
     assert got.returncode == 0, got.stdout + got.stderr
     assert SERVER in got.stdout and "Local config" in got.stdout
-    assert "hookserver.py" in got.stdout
+    assert "mcp_hook_server.py" in got.stdout
     assert "Connected" in got.stdout, got.stdout
     # only in this project: another folder does not have it
     elsewhere = repo.parent / "elsewhere"
@@ -159,7 +159,7 @@ def test_auto_without_claude_on_path_falls_back_to_commands_and_says_why(
     done = cli(repo, home, "install", "--transport", "auto")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"hooks as commands (a process per event): {NO_CLAUDE}" in words(done.stdout)
-    assert "registered the hook server" not in done.stdout
+    assert "registered the MCP hook server" not in done.stdout
     assert_all_commands(repo)
     assert not (home / ".claude.json").exists()
 
@@ -233,7 +233,7 @@ def test_policy_problem_reads_each_rule_of_the_managed_settings(tmp_path: Path) 
     found = problem({"allowedMcpServers": [other]})
     assert found and f"allowedMcpServers list that does not admit {SERVER}" in found
     # an allow list with commands admits a stdio server by its command only
-    argv = installer.hook_server_argv()
+    argv = installer.mcp_hook_server_argv()
     assert problem({"allowedMcpServers": [ours, {"serverCommand": ["npx", "x"]}]}) is not None
     assert problem({"allowedMcpServers": [{"serverCommand": argv}]}) is None
     # a deny list naming our command; MCP kept to plugins; a managed-mcp.json beside it
@@ -292,7 +292,7 @@ def test_uninstall_after_an_mcp_install_removes_hooks_and_registration_only(
 
     done = cli(repo, home, "uninstall", "--claude", str(claude))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"removed the hook server {SERVER} (local scope)" in words(done.stdout)
+    assert f"removed the MCP hook server {SERVER} (local scope)" in words(done.stdout)
     assert json.loads(settings_file(repo).read_text()) == {
         "hooks": {"Stop": [{"hooks": [foreign_hook]}]},
         "model": "opus",
@@ -305,7 +305,7 @@ def test_uninstall_after_an_mcp_install_removes_hooks_and_registration_only(
     # a second uninstall: nothing left to do, no registration touched
     again = cli(repo, home, "uninstall", "--claude", str(claude))
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "removed the hook server" not in again.stdout
+    assert "removed the MCP hook server" not in again.stdout
     assert claude_mcp(claude, repo, home, "get", "mine").returncode == 0
 
 
@@ -317,7 +317,7 @@ def test_install_with_the_command_transport_registers_nothing(
 ) -> None:
     done = cli(repo, home, "install", "--transport", "command", "--claude", str(claude))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "hook server" not in done.stdout
+    assert "MCP hook server" not in done.stdout
     assert_all_commands(repo)
     assert installer.transport_of(json.loads(settings_file(repo).read_text())) == "command"
     assert registered(home, repo) is None
@@ -327,12 +327,12 @@ def test_install_with_the_command_transport_registers_nothing(
 def test_a_command_install_after_an_mcp_install_takes_the_registration_away(
     repo: Path, home: Path, claude: Path
 ) -> None:
-    """Nothing would call the hook server any more: it is not left registered."""
+    """Nothing would call the MCP hook server any more: it is not left registered."""
     done = cli(repo, home, "install", "--transport", "mcp", "--claude", str(claude))
     assert done.returncode == 0 and registered(home, repo) is not None, done.stdout
     done = cli(repo, home, "install", "--transport", "command", "--claude", str(claude))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "removed the hook server" in done.stdout
+    assert "removed the MCP hook server" in done.stdout
     assert_all_commands(repo)
     assert registered(home, repo) is None
 
@@ -345,6 +345,6 @@ def test_uninstall_without_a_claude_says_the_registration_stays(
     done = cli(repo, home, "uninstall")  # no claude on this PATH, no --claude
     assert done.returncode == 0, done.stdout + done.stderr
     said = " ".join(done.stdout.split())
-    assert f"the hook server {SERVER} is still registered (local scope)" in said
+    assert f"the MCP hook server {SERVER} is still registered (local scope)" in said
     assert f"claude mcp remove -s local {SERVER}" in said
     assert registered(home, repo) is not None

@@ -1,5 +1,5 @@
-"""The hook server loads and opens what the session's first hooks need while Claude Code starts
-the session (`HookServer._warm`), so the first UserPromptSubmit does not pay for it on its
+"""The MCP hook server loads and opens what the session's first hooks need while Claude Code starts
+the session (`McpHookServer._warm`), so the first UserPromptSubmit does not pay for it on its
 answer path (~5 ms of it in a real session's first hook, by the server's own clock).
 
 Run in a fresh interpreter: this test process has loaded every module long ago."""
@@ -37,7 +37,7 @@ from claude_session.core import mcp_hook_input
 from claude_session.runtime import mcp_transport
 
 payloads = json.loads(sys.stdin.read())
-server = mcp_transport.HookServer(lambda data: None)
+server = mcp_transport.McpHookServer(lambda data: None)
 assert server.warmed.wait(30), "never warmed"
 pools = {root: len(pool.idle) for root, pool in server.connections.items()}
 loaded = {name for name in sys.modules if name.startswith("claude_session")}
@@ -92,7 +92,7 @@ def test_no_database_is_made_by_the_warm_up(project: Path) -> None:
     """Before the first hook the project may have no database: the warm-up leaves it so."""
     script = (
         "from claude_session.runtime import mcp_transport\n"
-        "server = mcp_transport.HookServer(lambda data: None)\n"
+        "server = mcp_transport.McpHookServer(lambda data: None)\n"
         "assert server.warmed.wait(30)\n"
     )
     done = subprocess.run(

@@ -1,7 +1,7 @@
 """What `install` writes names what the runtime has: every command hook runs this install's
 interpreter with the flags and the hook entry of the package, for an event the runtime knows,
 behind the guard that turns the runtime's block status into Claude Code's; every mcp_tool hook
-calls the tool the hook server answers to, on the server `install` registers; every timeout
+calls the tool the MCP hook server answers to, on the server `install` registers; every timeout
 written leaves the runtime's own deadline room; the modules named after `-m` import. The
 constants both sides use are defined once, in core/hook_contract.py."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import PYTHON, fixture, run_cli
-from test_hook_server import Server, filled, start_session
+from test_mcp_hook_server import Server, filled, start_session
 
 import claude_session
 from claude_session.core import hook_contract
@@ -108,9 +108,9 @@ def test_an_mcp_install_calls_the_tool_the_hook_server_answers(
     tools = {h["tool"] for ours in found.values() for h in ours if h["type"] == "mcp_tool"}
     servers = {h["server"] for ours in found.values() for h in ours if h["type"] == "mcp_tool"}
     assert tools == {mcp_transport.HOOK_TOOL} and servers == {mcp_transport.NAME}
-    argv = installer.hook_server_argv(PYTHON)
+    argv = installer.mcp_hook_server_argv(PYTHON)
     assert argv[1:3] == list(hook_contract.INTERPRETER_FLAGS)
-    assert Path(argv[3]) == PACKAGE / hook_contract.HOOK_SERVER_ENTRY and Path(argv[3]).is_file()
+    assert Path(argv[3]) == PACKAGE / hook_contract.MCP_HOOK_ENTRY and Path(argv[3]).is_file()
     for event, ours in found.items():
         handler = ours[0]
         if handler["type"] == "command":

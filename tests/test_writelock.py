@@ -145,7 +145,7 @@ def test_a_planted_link_is_not_followed(tmp_path: Path) -> None:
 
 @pytest.fixture
 def serialized(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This process writes as the hook server and the daemon do."""
+    """This process writes as the MCP hook server and the daemon do."""
     monkeypatch.setattr(db, "_writers", threading.RLock())
 
 

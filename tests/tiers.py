@@ -6,7 +6,7 @@
   servers), no real Claude Code CLI, browser, terminal, OpenTelemetry backend, pip/pipx/uv install
   or wheel build. git and other plain programs are allowed.
 - `integration`: our own processes as they really run: hook processes, the background daemon
-  and capture processes, the hook server and web server, the installed CLI as a subprocess.
+  and capture processes, the MCP hook server and web server, the installed CLI as a subprocess.
 - `e2e`: what lies outside this checkout: the real Claude Code CLI (installed from npm), Arize
   Phoenix, chromium, tmux, pipx/uv installs, wheels built and installed into fresh venvs.
 
@@ -86,7 +86,7 @@ MODULES: dict[str, str] = {
     "test_fuzz.py": "integration",
     "test_helper_usage.py": "fast",
     "test_hook_record.py": "fast",
-    "test_hook_server.py": "integration",
+    "test_mcp_hook_server.py": "integration",
     "test_hooks.py": "integration",
     "test_hostile_input.py": "integration",
     "test_hot_path.py": "integration",
@@ -219,7 +219,7 @@ TESTS: dict[str, dict[str, tuple[str, ...]]] = {
     "test_helper_usage.py": {
         "integration": ("test_an_internal_helpers_transcript_that_never_existed_is_no_warning",),
     },
-    "test_hook_server.py": {
+    "test_mcp_hook_server.py": {
         "fast": (
             "test_every_payload_of_the_recorded_streams_comes_back",
             "test_every_recorded_payload_comes_back_from_its_filled_in_input",

@@ -1,7 +1,7 @@
-"""`install --transport`: which way our hooks reach us, and registering the hook server.
+"""`install --transport`: which way our hooks reach us, and registering the MCP hook server.
 
 'auto' (the default) takes the mcp_tool transport where it can be had: a `claude` command to
-register the hook server with, no organization policy against our MCP server, and a server
+register the MCP hook server with, no organization policy against our MCP server, and a server
 that answers. Otherwise the hooks are commands, and the user is told why. 'mcp' insists (an
 error instead of the fallback); 'command' never registers anything.
 """
@@ -17,9 +17,9 @@ from ..services.setup import installer, mcp_install, plugin
 
 CHOICES = ("auto", *installer.TRANSPORTS)
 HELP = (
-    "How hook events reach claude-session: mcp (the events of a running session go to a hook"
-    " server Claude Code starts for the session, no process per event), command (a process"
-    " per event), or auto: mcp where a `claude` command can register the hook server and no"
+    "How hook events reach claude-session: mcp (the events of a running session go to an MCP"
+    " hook server Claude Code starts for the session, no process per event), command (a process"
+    " per event), or auto: mcp where a `claude` command can register the MCP hook server and no"
     " policy forbids it, else command."
 )
 
@@ -42,24 +42,26 @@ def choose(
     wanted: str,
     say: Callable[[str], None],
 ) -> str:
-    """The transport to write, with the hook server registered for it (unless a dry run)."""
+    """The transport to write, with the MCP hook server registered for it (unless a dry run)."""
     claude = plugin.find_claude(claude_path)
     if wanted == "command":
         # an earlier mcp install's registration goes: nothing of ours would call it any more
         if not dry_run and claude and mcp_install.unregister_hooks(claude, root, scope):
-            say(f"removed the hook server {installer.HOOK_SERVER}: the hooks are commands now")
+            name = installer.MCP_HOOK_SERVER
+            say(f"removed the MCP hook server {name}: the hooks are commands now")
         return "command"
     why = (
-        "no `claude` command on PATH (or --claude) to register the hook server with"
+        "no `claude` command on PATH (or --claude) to register the MCP hook server with"
         if claude is None
         else mcp_install.policy_problem()
     )
     if why is None and claude is not None:
         if dry_run:
-            scope_name = mcp_install.hook_server_scope(scope)
+            scope_name = mcp_install.mcp_hook_server_scope(scope)
             say(
-                f"would register the hook server {installer.HOOK_SERVER} ({scope_name} scope):"
-                f" {' '.join(installer.hook_server_argv())}"
+                f"would register the MCP hook server {installer.MCP_HOOK_SERVER}"
+                f" ({scope_name} scope):"
+                f" {' '.join(installer.mcp_hook_server_argv())}"
             )
             return "mcp"
         try:
@@ -67,9 +69,9 @@ def choose(
         except plugin.ClaudeError as exc:
             why = str(exc)
         else:
-            scope_name = mcp_install.hook_server_scope(scope)
+            scope_name = mcp_install.mcp_hook_server_scope(scope)
             say(
-                f"registered the hook server {installer.HOOK_SERVER} ({scope_name} scope):"
+                f"registered the MCP hook server {installer.MCP_HOOK_SERVER} ({scope_name} scope):"
                 f" {' '.join(argv)}; checked: it answered initialize"
             )
             return "mcp"
@@ -82,16 +84,17 @@ def choose(
 def release(
     root: Path, scope: str, claude_path: str | None, had: str | None, say: Callable[[str], None]
 ) -> None:
-    """After our mcp_tool hooks are gone from a settings file: unregister the hook server."""
+    """After our mcp_tool hooks are gone from a settings file: unregister the MCP hook server."""
     if had != "mcp":
         return
     claude = plugin.find_claude(claude_path)
-    scope_name = mcp_install.hook_server_scope(scope)
+    scope_name = mcp_install.mcp_hook_server_scope(scope)
     if claude is None:
         say(
-            f"the hook server {installer.HOOK_SERVER} is still registered ({scope_name} scope):"
+            f"the MCP hook server {installer.MCP_HOOK_SERVER} is still registered"
+            f" ({scope_name} scope):"
             " no `claude` command on PATH (or --claude) to remove it with; run `claude mcp"
-            f" remove -s {scope_name} {installer.HOOK_SERVER}`"
+            f" remove -s {scope_name} {installer.MCP_HOOK_SERVER}`"
         )
     elif mcp_install.unregister_hooks(claude, root, scope):
-        say(f"removed the hook server {installer.HOOK_SERVER} ({scope_name} scope)")
+        say(f"removed the MCP hook server {installer.MCP_HOOK_SERVER} ({scope_name} scope)")

@@ -353,7 +353,7 @@ def install_settings(
         return
     backup = installer.write_ours(path, current, transport=chosen)
     carried = len(installer.MCP_EVENTS & set(installer.installed_events()))
-    how = f" ({carried} through the hook server)" if chosen == "mcp" else ""
+    how = f" ({carried} through the MCP hook server)" if chosen == "mcp" else ""
     say(f"installed {events} hooks into {path}{how}")
     if backup:
         say(f"previous settings saved as {backup}")

@@ -39,12 +39,12 @@ class Immediate:
     apsw's own `with conn:` is a deferred savepoint: a read followed by a write in it fails
     with SQLITE_BUSY_SNAPSHOT at once under concurrency, whatever the busy timeout.
 
-    In a process whose threads write at once (the daemon, the hook server), they first queue
+    In a process whose threads write at once (the daemon, the MCP hook server), they first queue
     on the process's writer lock (`serialize_writers`), then on the database's lock across
     such processes (core/writelock.py): a waiter at either wakes the moment the writer before
     it commits, where SQLite's busy handler sleeps between tries and hands the lock to
     whoever polls at the right moment (measured: 8 relayed writers had a p90 of 70 ms and a
-    worst case past a second; 8 hook servers a p99 of 71-95 ms, 19-36 ms with the lock).
+    worst case past a second; 8 MCP hook servers a p99 of 71-95 ms, 19-36 ms with the lock).
     """
 
     def __init__(self, conn: apsw.Connection) -> None:

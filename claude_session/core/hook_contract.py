@@ -1,6 +1,6 @@
 """What `install` writes into Claude Code's settings and the runtime answers to, defined once:
 the installer (services/setup) builds its commands and mcp_tool hooks from these, the hook
-runtime, the hook server and the relay check against the same names (tests/test_wiring.py
+runtime, the MCP hook server and the relay check against the same names (tests/test_wiring.py
 installs into a scratch HOME and checks every entry written against the runtime).
 
 Imports nothing: the hook runtime loads it on every event.
@@ -18,20 +18,20 @@ BLOCK_EXIT = 3
 INTERPRETER_FLAGS = ("-I", "-S")
 # The entries inside the package that the installed commands name.
 HOOK_ENTRY = "hook.py"
-HOOK_SERVER_ENTRY = "hookserver.py"
+MCP_HOOK_ENTRY = "mcp_hook_server.py"
 STATUSLINE_ENTRY = "statusline.py"
 
-# The hook server (runtime/mcp_transport.py): its name as `install` registers it, and the one
+# The MCP hook server (runtime/mcp_transport.py): its name as `install` registers it, and the one
 # tool every mcp_tool hook calls. The tool is never offered to the model, but Claude Code
 # lists every mcp_tool hook's tool among the tools used in a compaction's summary, so its name
 # says it is not the model's.
-HOOK_SERVER = "claude-session-hooks"
+MCP_HOOK_SERVER = "claude-session-hooks"
 HOOK_TOOL = "called_by_claude_code_not_the_model"
 # The end of every command hook `install` writes: how ours are told from other hooks (in
 # settings, and in the commands Claude Code's transcripts name).
 MARKER = "# claude-session"
 # How Claude Code's transcripts name an mcp_tool hook's run: SERVER/TOOL.
-HOOK_RUN_NAME = f"{HOOK_SERVER}/{HOOK_TOOL}"
+HOOK_RUN_NAME = f"{MCP_HOOK_SERVER}/{HOOK_TOOL}"
 # The memory MCP server (claude_session/mcp_server.py), as `install --with-mcp` registers it.
 MCP_SERVER = "claude-session"
 

@@ -1,5 +1,5 @@
 """The payload of an `mcp_tool` hook, field by field: what `install` writes as the hook's input
-and how the hook server puts the payload back together.
+and how the MCP hook server puts the payload back together.
 
 Why this is needed: Claude Code 2.1.330 gives an `mcp_tool` hook no whole payload. It fills
 each `${name}` of the hook's `input` from the payload's top-level field `name`: a string as it

@@ -4,7 +4,7 @@ A repository controls every path and inode in the project (a committed database,
 fork record; a `git checkout` that hands a freed inode to its own file), so neither proves who
 wrote a file. What it cannot forge is a tag under a secret only this user's install holds: a
 random key in the user's private state folder (0600, never inside a project, never exported).
-The database's identity, the spool's and the hook server's envelopes and the fork records are
+The database's identity, the spool's and the MCP hook server's envelopes and the fork records are
 tagged with it; anything whose tag does not verify belongs to someone else and is never
 ingested, injected, run, exported or acted on.
 

@@ -97,12 +97,12 @@ _HELD: dict[str, str] = {}  # root -> its held folder, made and checked by this 
 
 
 def held_dir(root: str) -> str:
-    """Where the hook server keeps the events it answered before storing them."""
+    """Where the MCP hook server keeps the events it answered before storing them."""
     return project_file(root, HELD_SUFFIX)
 
 
 def hold(root: str, envelope: dict[str, Any]) -> str:
-    """Keep an event on disk while it is stored after its answer was given (the hook server's
+    """Keep an event on disk while it is stored after its answer was given (the MCP hook server's
     early answer): if this process dies in between, `recover_held` moves it into the spool.
     Returns the file, for `release` once the event is stored or spooled.
 
@@ -126,7 +126,7 @@ def release(path: str) -> None:
 
 
 def recover_held(root: str) -> int:
-    """Events a hook server answered but did not live to store (its process is gone) go into
+    """Events an MCP hook server answered but did not live to store (its process is gone) go into
     the project's spool, where they are stored like any spooled event; returns how many.
     A half-written file (its temporary name) was never answered early: it goes."""
     folder = held_dir(root)
@@ -141,7 +141,7 @@ def recover_held(root: str) -> int:
         except (OSError, ValueError) as exc:
             _reject(path, exc, root)
             continue
-        envelope["reason"] = "answered, then its hook server stopped before storing it"
+        envelope["reason"] = "answered, then its MCP hook server stopped before storing it"
         write(spool_dir(root), envelope)
         release(path)
         moved += 1
@@ -171,13 +171,13 @@ def pending(folder: str) -> list[str]:
 
 def backlog(root: str) -> int:
     """Events waiting: the project's spool, the per-user spool entries for this project, and
-    the events a hook server that is gone answered but did not store (`recover_held`)."""
+    the events an MCP hook server that is gone answered but did not store (`recover_held`)."""
     orphans = sum(map(_complete, _held_by_the_dead(held_dir(root))))
     return len(pending(spool_dir(root))) + len(_user_entries(root)) + orphans
 
 
 def _held_by_the_dead(folder: str) -> list[str]:
-    """The files in the held folder of a hook server that is gone (by the process id their
+    """The files in the held folder of an MCP hook server that is gone (by the process id their
     name starts with), half-written ones included."""
     try:
         names = os.listdir(folder)
@@ -201,7 +201,7 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
     A database error stops the replay (the rest waits); a bad file only sets that file aside."""
     done = 0
     settings = config.for_hooks(root, conn)
-    recover_held(root)  # a hook server that answered and died: its events are stored here too
+    recover_held(root)  # an MCP hook server that answered and died: its events are stored here too
     own = pending(spool_dir(root))
     for path in (own + _user_entries(root))[:limit]:
         try:

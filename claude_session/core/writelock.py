@@ -1,4 +1,4 @@
-"""The write lock our long-lived processes of one database take turns on (the hook servers of
+"""The write lock our long-lived processes of one database take turns on (the MCP hook servers of
 each session, the daemon), beside SQLite's own.
 
 SQLite gives its write lock to whoever polls at the right moment: a process that finds it taken

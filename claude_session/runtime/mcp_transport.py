@@ -1,4 +1,4 @@
-"""The hook server: Claude Code's `mcp_tool` hooks delivered to a process that is already
+"""The MCP hook server: Claude Code's `mcp_tool` hooks delivered to a process that is already
 running, instead of a Python process started per event.
 
 Claude Code starts this server itself, as a stdio MCP server of the session (`install`
@@ -39,7 +39,13 @@ import sys
 import threading
 import time
 
-from ..core.hook_contract import BLOCK_EXIT, HOOK_ENTRY, HOOK_SERVER, HOOK_TOOL, INTERPRETER_FLAGS
+from ..core.hook_contract import (
+    BLOCK_EXIT,
+    HOOK_ENTRY,
+    HOOK_TOOL,
+    INTERPRETER_FLAGS,
+    MCP_HOOK_SERVER,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +56,7 @@ if TYPE_CHECKING:
     from . import hookrt
     from .connections import Connections
 
-NAME = HOOK_SERVER  # as `install` registers it
+NAME = MCP_HOOK_SERVER  # as `install` registers it
 LEGACY_TOOLS = ("hook",)  # what the hooks of an earlier install call, until install runs again
 PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a payload past the hook's own cap (32 MB) is no event
@@ -59,7 +65,7 @@ DRAIN_SECONDS = 5.0  # at the end of the session, how long the side effects may 
 STOP_GRACE_SECONDS = 0.3  # stopped by a signal: Claude Code kills us 0.5 s after the first
 
 
-class HookServer:
+class McpHookServer:
     """One session's server: reads JSON-RPC lines, answers them, applies hook calls."""
 
     def __init__(self, stdout: "Callable[[bytes], None]") -> None:
@@ -202,14 +208,14 @@ class HookServer:
             try:
                 self._reply(ident, _tool_result("", False))
             except Exception as exc:  # Claude Code gone, say: the event is stored all the same
-                self.internal_error("hook server reply", exc)
+                self.internal_error("MCP hook server reply", exc)
 
         try:
             text, failed, outcome = self.hook(
                 arguments, received_at, clock, number=number, reply_early=reply_early
             )
         except BaseException as exc:  # fail open: Claude Code goes on without an answer
-            self.internal_error("hook server", exc)
+            self.internal_error("MCP hook server", exc)
             text, failed = "", False
         finally:
             with self.order:
@@ -358,7 +364,7 @@ class HookServer:
                 pool = self._pool(self.root)
                 pool.give_back(*pool.take(BUSY_TIMEOUT_MS))
         except Exception as exc:  # the first hook loads and opens them itself
-            self.internal_error("hook server warm-up", exc)
+            self.internal_error("MCP hook server warm-up", exc)
         finally:
             self.warmed.set()
 
@@ -371,7 +377,7 @@ class HookServer:
 
             spool.recover_held(self.root)
         except Exception as exc:
-            self.internal_error("hook server start", exc)
+            self.internal_error("MCP hook server start", exc)
 
     def _pool(self, root: str) -> "Connections":
         from .connections import Connections
@@ -398,12 +404,12 @@ class HookServer:
             try:
                 step()
             except BaseException as exc:
-                self.internal_error("hook server side effect", exc)
+                self.internal_error("MCP hook server side effect", exc)
 
     def _log(self, level: str, message: str) -> None:
         from . import hookrt
 
-        hookrt.write_log(level, self.root, "hook server", message)
+        hookrt.write_log(level, self.root, "MCP hook server", message)
 
     def internal_error(self, where: str, exc: BaseException) -> None:
         from . import hookrt
@@ -463,7 +469,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped like SIGINT
     stdin = sys.stdin.buffer
-    server = HookServer(write)
+    server = McpHookServer(write)
     try:
         server.serve(lambda: stdin.readline(MAX_LINE_BYTES + 1))
     except KeyboardInterrupt:  # a second signal while finishing: nothing more to do

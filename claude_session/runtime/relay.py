@@ -110,7 +110,7 @@ def main(event_hint: str, import_apsw: "Callable[[], None]") -> None:
         code = 0
     if outcome is not None:
         try:
-            outcome.finish()  # after the answer, as the daemon and the hook server do
+            outcome.finish()  # after the answer, as the daemon and the MCP hook server do
         except BaseException as exc:  # each step logs its own failure; this is a last guard
             try:
                 from .hookrt import internal_error

@@ -2,7 +2,7 @@
 wire format (the relay's: `runtime/relay.py` sends it, `claude_session/daemon.py` reads it).
 
 Every transport builds a Request: the hook process (command transport) from its stdin and
-environment, the daemon from the relay's bytes, the hook server (mcp transport) from an
+environment, the daemon from the relay's bytes, the MCP hook server (mcp transport) from an
 `mcp_tool` call. `hookrt.process` takes one. Fields are named, on the wire too: a field is
 read by its name, never by its place, and a field the reader does not know is ignored.
 

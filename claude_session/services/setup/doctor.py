@@ -225,7 +225,7 @@ def _registered(root: Path, results: list[dict[str, Any]]) -> list[tuple[str, st
             if missing:
                 detail += f"; missing: {', '.join(sorted(missing))}"
             results.append(_row(f"settings {scope}", not missing, detail))
-    results += _hook_server_registered(root, found)
+    results += _mcp_hook_server_registered(root, found)
     if not found:
         sources = hook_sources.Found(root)
         if sources.plugin is not None or sources.replay:
@@ -267,7 +267,7 @@ def _not_ours(scope: str, path: Path, event: str, handler: dict[str, Any]) -> di
     )
 
 
-def _hook_server_registered(
+def _mcp_hook_server_registered(
     root: Path, found: list[tuple[str, str, dict[str, Any]]]
 ) -> list[dict[str, Any]]:
     """mcp_tool hooks need their server registered with Claude Code, as this install would
@@ -277,15 +277,15 @@ def _hook_server_registered(
     rows = []
     for scope in sorted({s for s, _, h in found if h.get("type") == "mcp_tool"}):
         entry = registration(root, "user" if scope == "user" else "local")
-        wanted = installer.hook_server_argv()
+        wanted = installer.mcp_hook_server_argv()
         if entry is None:
             detail = f"not registered for these {scope} hooks: run `claude-session install`"
-            rows.append(_row("hook server", False, detail))
+            rows.append(_row("MCP hook server", False, detail))
         elif [entry.get("command"), *entry.get("args", [])] != wanted:
             detail = f"registered as {entry.get('command')} {entry.get('args')}, not this install"
-            rows.append(_row("hook server", False, detail))
+            rows.append(_row("MCP hook server", False, detail))
         else:
-            rows.append(_row("hook server", True, f"registered: {' '.join(wanted)}"))
+            rows.append(_row("MCP hook server", True, f"registered: {' '.join(wanted)}"))
     return rows
 
 
@@ -366,24 +366,24 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
 def _run_served(
     events: list[str], project: Path, times: list[tuple[float, str]]
 ) -> list[dict[str, Any]]:
-    """The mcp_tool hooks: one hook server started as Claude Code starts it, each event sent
+    """The mcp_tool hooks: one MCP hook server started as Claude Code starts it, each event sent
     to it with a sample payload, timed from the call to the answer (what Claude Code waits)."""
     if not events:
         return []
-    from .hook_client import HookServerClient, HookServerError
+    from .hook_client import McpHookClient, McpHookError
 
     results = []
     try:
-        server = HookServerClient(project, installer.probe_env(project))
-    except (OSError, HookServerError) as exc:
-        return [_row("hook server", False, f"did not start: {exc}")]
+        server = McpHookClient(project, installer.probe_env(project))
+    except (OSError, McpHookError) as exc:
+        return [_row("MCP hook server", False, f"did not start: {exc}")]
     try:
         for event in events:
             payload = sample_payload(event, project)
             try:
                 text, failed, seconds = server.call(payload)
-            except HookServerError as exc:
-                results.append(_row(f"hook {event} (hook server)", False, str(exc)))
+            except McpHookError as exc:
+                results.append(_row(f"hook {event} (MCP hook server)", False, str(exc)))
                 break
             times.append((seconds * 1000, event))
             problems = ["answered with an error: " + text[:160]] if failed else []
@@ -393,7 +393,7 @@ def _run_served(
             if not _stored(project, payload["session_id"], event):
                 problems.append("event not recorded")
             detail = f"{seconds * 1000:.1f} ms" + (": " + "; ".join(problems) if problems else "")
-            results.append(_row(f"hook {event} (hook server)", not problems, detail))
+            results.append(_row(f"hook {event} (MCP hook server)", not problems, detail))
     finally:
         server.close()
     return results

@@ -1,4 +1,4 @@
-"""Talking to the hook server (runtime/mcp_transport.py) as Claude Code does, and finding its
+"""Talking to the MCP hook server (runtime/mcp_transport.py) as Claude Code does, and finding its
 registration: for `doctor`, which times every installed hook, whatever its transport."""
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from . import installer
 REPLY_SECONDS = 30.0
 
 
-class HookServerError(Exception):
+class McpHookError(Exception):
     """The server did not start, answer, or answered something else."""
 
 
-class HookServerClient:
-    """One hook server started over pipes for `project`, as a session's Claude Code starts
+class McpHookClient:
+    """One MCP hook server started over pipes for `project`, as a session's Claude Code starts
     it. `call` sends one hook payload and gives back (answer text, failed, seconds)."""
 
     def __init__(self, project: Path, extra_env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            installer.hook_server_argv(),
+            installer.mcp_hook_server_argv(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -68,13 +68,13 @@ class HookServerClient:
             stdin.write(line.encode() + b"\n")
             stdin.flush()
         except OSError as exc:
-            raise HookServerError(f"the hook server is gone: {exc}") from exc
+            raise McpHookError(f"the MCP hook server is gone: {exc}") from exc
         answer = _read_line(stdout)
         if not answer:
-            raise HookServerError(f"the hook server ended (exit {self.process.poll()})")
+            raise McpHookError(f"the MCP hook server ended (exit {self.process.poll()})")
         message = json.loads(answer)
         if "result" not in message:
-            raise HookServerError(f"the hook server refused {method}: {message.get('error')}")
+            raise McpHookError(f"the MCP hook server refused {method}: {message.get('error')}")
         result: dict[str, Any] = message["result"]
         return result
 
@@ -86,7 +86,7 @@ def _read_line(stream: IO[bytes]) -> bytes:
 
 
 def registration(root: Path, install_scope: str) -> dict[str, Any] | None:
-    """The hook server's entry in `~/.claude.json` as `install` registers it (the project's
+    """The MCP hook server's entry in `~/.claude.json` as `install` registers it (the project's
     entry for a local-scope registration, the top level for a user one), or None."""
     home = Path(os.environ.get("HOME") or Path.home())
     try:
@@ -100,5 +100,5 @@ def registration(root: Path, install_scope: str) -> dict[str, Any] | None:
     else:
         project = config.get("projects", {}).get(str(root))
         servers = project.get("mcpServers") if isinstance(project, dict) else None
-    found = servers.get(installer.HOOK_SERVER) if isinstance(servers, dict) else None
+    found = servers.get(installer.MCP_HOOK_SERVER) if isinstance(servers, dict) else None
     return found if isinstance(found, dict) else None

@@ -44,13 +44,13 @@ TIMEOUTS = hook_contract.HOOK_TIMEOUTS
 DEFAULT_TIMEOUT = hook_contract.DEFAULT_HOOK_TIMEOUT
 
 # The transports (docs/design.md, "Hooks without a process"): 'mcp' delivers the events of a
-# running session to the session's own hook server (runtime/mcp_transport.py) as mcp_tool
+# running session to the session's own MCP hook server (runtime/mcp_transport.py) as mcp_tool
 # hooks, no process started; 'command' starts a hook process per event (which hands the
 # event to the project's daemon when one runs).
 TRANSPORTS = ("mcp", "command")
-HOOK_SERVER = hook_contract.HOOK_SERVER  # the MCP server's name, as `install` registers it
-HOOK_TOOL = hook_contract.HOOK_TOOL  # the hook server's tool, which every mcp_tool hook calls
-# The events the hook server carries: those of a running session. The rest stay commands:
+MCP_HOOK_SERVER = hook_contract.MCP_HOOK_SERVER  # the MCP server's name, as `install` registers it
+HOOK_TOOL = hook_contract.HOOK_TOOL  # the MCP hook server's tool, which every mcp_tool hook calls
+# The events the MCP hook server carries: those of a running session. The rest stay commands:
 # SessionStart and Setup (Claude Code gives an mcp_tool hook there no MCP client, checked in
 # 2.1.330), SessionEnd (the server is gone by then), InstructionsLoaded and DirectoryAdded
 # (they fire while the server may still be connecting, and such events are not waited for),
@@ -62,15 +62,15 @@ MCP_EVENTS = frozenset(e for e in EVENTS if e not in COMMAND_ONLY and e not in S
 
 
 def package_folder() -> str:
-    """This install's package folder: named in every mcp_tool hook, so that the hook server
+    """This install's package folder: named in every mcp_tool hook, so that the MCP hook server
     of another install refuses it (runtime/mcp_transport.py)."""
     return str(Path(__file__).resolve().parents[2])
 
 
-def hook_server_argv(python: str | None = None) -> list[str]:
-    """The hook server as Claude Code starts it: this install's interpreter and entry."""
+def mcp_hook_server_argv(python: str | None = None) -> list[str]:
+    """The MCP hook server as Claude Code starts it: this install's interpreter and entry."""
     interpreter = os.path.abspath(python or sys.executable)
-    entry = Path(package_folder()) / hook_contract.HOOK_SERVER_ENTRY
+    entry = Path(package_folder()) / hook_contract.MCP_HOOK_ENTRY
     return [interpreter, *hook_contract.INTERPRETER_FLAGS, str(entry)]
 
 
@@ -79,7 +79,7 @@ def mcp_handler(event: str) -> dict[str, Any]:
     (core/mcp_hook_input)."""
     return {
         "type": "mcp_tool",
-        "server": HOOK_SERVER,
+        "server": MCP_HOOK_SERVER,
         "tool": HOOK_TOOL,
         "input": mcp_hook_input.input_template(package_folder(), event),
         "timeout": TIMEOUTS.get(event, DEFAULT_TIMEOUT),
@@ -142,7 +142,7 @@ def is_ours(handler: Any) -> bool:
     if handler.get("type") == "mcp_tool":
         given = handler.get("input")
         return (
-            handler.get("server") == HOOK_SERVER
+            handler.get("server") == MCP_HOOK_SERVER
             and isinstance(given, dict)
             and (mcp_hook_input.INSTALL_ARGUMENT in given)
         )
@@ -381,7 +381,7 @@ class HookRun:
 
 
 def hook_environment(project_dir: Path, extra_env: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment Claude Code gives a hook (or the hook server it starts) in
+    """The environment Claude Code gives a hook (or the MCP hook server it starts) in
     `project_dir`, with a minimal PATH, so a hook that needs the user's shell setup shows up."""
     env = {
         "PATH": "/usr/bin:/bin",

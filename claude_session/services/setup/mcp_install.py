@@ -1,5 +1,5 @@
 """Registering our MCP servers with Claude Code: the memory server at user scope (`claude mcp
-add -s user`), and the hook server of the mcp_tool transport (runtime/mcp_transport.py) at
+add -s user`), and the MCP hook server of the mcp_tool transport (runtime/mcp_transport.py) at
 local scope for a project install (the project's entry in ~/.claude.json: private to this
 user, no approval asked, nothing written into the project), user scope for a user install.
 
@@ -91,11 +91,11 @@ MANAGED_SETTINGS = (
 
 
 def policy_problem(paths: tuple[Path, ...] = MANAGED_SETTINGS) -> str | None:
-    """Why the organization's managed settings would not let the hook server connect, or None:
+    """Why the organization's managed settings would not let the MCP hook server connect, or None:
     only managed servers allowed (or a managed-mcp.json beside them, whose servers alone
     load), MCP kept to plugins, an allow list that admits it neither by name nor (when it
     lists commands) by command, or a deny list naming it or its command."""
-    argv = installer.hook_server_argv()
+    argv = installer.mcp_hook_server_argv()
     for path in paths:
         if (path.parent / "managed-mcp.json").exists():
             return f"{path.parent / 'managed-mcp.json'} makes its MCP servers the only ones"
@@ -114,12 +114,11 @@ def policy_problem(paths: tuple[Path, ...] = MANAGED_SETTINGS) -> str | None:
             return f"{path} allows MCP servers from plugins only"
         allowed = managed.get("allowedMcpServers")
         if isinstance(allowed, list) and not _admits(allowed, argv):
-            return (
-                f"{path} has an allowedMcpServers list that does not admit {installer.HOOK_SERVER}"
-            )
+            name = installer.MCP_HOOK_SERVER
+            return f"{path} has an allowedMcpServers list that does not admit {name}"
         denied = managed.get("deniedMcpServers")
         if isinstance(denied, list) and _names(denied, argv):
-            return f"{path} denies the MCP server {installer.HOOK_SERVER}"
+            return f"{path} denies the MCP server {installer.MCP_HOOK_SERVER}"
     return None
 
 
@@ -127,7 +126,7 @@ def _names(entries: list[Any], argv: list[str]) -> bool:
     """An entry names our server: by its name, or by its exact command."""
     return any(
         isinstance(e, dict)
-        and (e.get("serverName") == installer.HOOK_SERVER or e.get("serverCommand") == argv)
+        and (e.get("serverName") == installer.MCP_HOOK_SERVER or e.get("serverCommand") == argv)
         for e in entries
     )
 
@@ -139,21 +138,21 @@ def _admits(entries: list[Any], argv: list[str]) -> bool:
     return _names(entries, argv)
 
 
-def hook_server_scope(install_scope: str) -> str:
+def mcp_hook_server_scope(install_scope: str) -> str:
     return "user" if install_scope == "user" else "local"
 
 
 def register_hooks(claude: str, root: Path, install_scope: str) -> list[str]:
-    """Register the hook server for the project (local scope) or every project (user scope),
+    """Register the MCP hook server for the project (local scope) or every project (user scope),
     after checking it answers `initialize`; returns the command."""
-    argv = installer.hook_server_argv()
+    argv = installer.mcp_hook_server_argv()
     problem = probe(argv)
     if problem:
-        raise ClaudeError(f"hook server not registered: {problem}")
-    scope = hook_server_scope(install_scope)
-    run_claude(claude, "mcp", "remove", "-s", scope, installer.HOOK_SERVER, cwd=root)
+        raise ClaudeError(f"MCP hook server not registered: {problem}")
+    scope = mcp_hook_server_scope(install_scope)
+    run_claude(claude, "mcp", "remove", "-s", scope, installer.MCP_HOOK_SERVER, cwd=root)
     done = run_claude(
-        claude, "mcp", "add", "-s", scope, installer.HOOK_SERVER, "--", *argv, cwd=root
+        claude, "mcp", "add", "-s", scope, installer.MCP_HOOK_SERVER, "--", *argv, cwd=root
     )
     if done.returncode != 0:
         raise ClaudeError(f"claude mcp add failed: {output_tail(done)}")
@@ -161,6 +160,6 @@ def register_hooks(claude: str, root: Path, install_scope: str) -> list[str]:
 
 
 def unregister_hooks(claude: str, root: Path, install_scope: str) -> bool:
-    scope = hook_server_scope(install_scope)
-    done = run_claude(claude, "mcp", "remove", "-s", scope, installer.HOOK_SERVER, cwd=root)
+    scope = mcp_hook_server_scope(install_scope)
+    done = run_claude(claude, "mcp", "remove", "-s", scope, installer.MCP_HOOK_SERVER, cwd=root)
     return done.returncode == 0

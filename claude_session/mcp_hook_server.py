@@ -1,5 +1,5 @@
-"""What Claude Code starts as the `claude-session-hooks` MCP server of a session:
-`<python> -I -S <this file>`, the receiving end of the `mcp_tool` hook transport
+"""The MCP hook server's entry: what Claude Code starts as the `claude-session-hooks` MCP server
+of a session, `<python> -I -S <this file>`, the receiving end of the `mcp_tool` hook transport
 (runtime/mcp_transport.py).
 
 `-I -S` as for hook.py: no `site`, and this file puts the folder holding the `claude_session`

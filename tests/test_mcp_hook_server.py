@@ -1,5 +1,5 @@
-"""The hook server (runtime/mcp_transport.py): the receiving end of the mcp_tool transport,
-started as Claude Code starts it (`<python> -I -S <pkg>/hookserver.py`, pipes, the hooks'
+"""The MCP hook server (runtime/mcp_transport.py): the receiving end of the mcp_tool transport,
+started as Claude Code starts it (`<python> -I -S <pkg>/mcp_hook_server.py`, pipes, the hooks'
 environment with CLAUDE_PROJECT_DIR, in the project), spoken to in newline-delimited
 JSON-RPC, its calls filled in the way Claude Code fills an mcp_tool hook's `input`.
 
@@ -112,7 +112,7 @@ def without_empty(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 class Server:
-    """One hook server process: JSON-RPC lines in, answers read on a thread of their own."""
+    """One MCP hook server process: JSON-RPC lines in, answers read on a thread of their own."""
 
     def __init__(
         self, project: Path, argv: list[str] | None = None, install: str = PACKAGE, **env: str
@@ -120,7 +120,7 @@ class Server:
         self.install = install
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed on exit)
         self.process = subprocess.Popen(
-            argv or installer.hook_server_argv(PYTHON),
+            argv or installer.mcp_hook_server_argv(PYTHON),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
@@ -240,7 +240,7 @@ def audit(project: Path) -> list[tuple[Any, ...]]:
 def test_the_handshake_lists_no_tool_and_answers_each_request_in_turn(project: Path) -> None:
     with Server(project) as server:
         result = server.initialize()
-        assert result["serverInfo"]["name"] == installer.HOOK_SERVER == "claude-session-hooks"
+        assert result["serverInfo"]["name"] == installer.MCP_HOOK_SERVER == "claude-session-hooks"
         assert result["protocolVersion"] == "2025-06-18"  # the client's, which it supports
         assert result["capabilities"] == {"tools": {}}
         # a version it does not know: one it does
@@ -397,7 +397,7 @@ def failure_answer(text: str) -> str:
 def test_events_through_the_server_are_recorded_and_answered_as_by_the_command_hooks(
     tmp_path: Path,
 ) -> None:
-    """The same session into two projects: through the hook server in one, through the
+    """The same session into two projects: through the MCP hook server in one, through the
     command hooks in the other. The same rows, the same answers; the audit rows say how."""
     by_server, by_command = tmp_path / "mcp", tmp_path / "command"
     steps = ["PreToolUse.Write", "PostToolUse.Write", "PostToolUseFailure.Bash"]
@@ -529,7 +529,7 @@ def test_a_call_written_by_another_install_is_refused_and_logged(project: Path) 
     assert query(project, "SELECT hook_event_name FROM events") == [("SessionStart",)]
     assert count(project, "hook_events") == 1
     logged = log_file(project).read_text()
-    assert "hook server" in logged and elsewhere in logged and "another install" in logged
+    assert "MCP hook server" in logged and elsewhere in logged and "another install" in logged
 
 
 def test_disabled_answers_nothing_and_records_nothing(project: Path) -> None:
@@ -616,7 +616,7 @@ def test_a_line_nested_too_deep_does_not_stop_the_server(project: Path) -> None:
 
 def capped_server_argv(tmp_path: Path, cap: int) -> list[str]:
     """The server with a smaller line cap (MAX_LINE_BYTES is read when each line is): a
-    script that sets it, then serves as hookserver.py does."""
+    script that sets it, then serves as mcp_hook_server.py does."""
     script = tmp_path / "capped_hookserver.py"
     script.write_text(
         "import sys\n"
@@ -838,7 +838,7 @@ def test_after_an_upgrade_in_place_events_go_to_a_hook_process_of_the_new_code(
         return done.stdout.strip()
 
     start_session(project)
-    argv = [PYTHON, "-I", "-S", str(install / "hookserver.py")]
+    argv = [PYTHON, "-I", "-S", str(install / "mcp_hook_server.py")]
     with Server(project, argv=argv, install=str(install)) as server:
         server.initialize()
         assert text_of(server.hook(fixture("PreToolUse.Write", project))) == ""
