@@ -218,8 +218,8 @@ class RelayServer:
         try:
             hookrt.process(outcome, found, connect=connect, scratch=scratch)
         finally:
-            for conn, held in taken:
-                self.connections.give_back(conn, held)
+            for conn, identity in taken:
+                self.connections.give_back(conn, identity)
             with self.pool_lock:
                 self.scratch.append(scratch)
         return outcome

@@ -84,7 +84,7 @@ def build(root: str) -> MCPServer:
     @server.tool(
         description=(
             "Remember something for later sessions. category: fact, learning, preference, "
-            "context or skill; scope: project (default) or global (all projects: held for the "
+            "context or skill; scope: project (default) or global (all projects: awaiting the "
             "user's review, and given to no session until the user accepts it). files: the "
             "project files it is about (paths relative to the project); when they change, the "
             "memory is marked possibly stale. Without files, those you read or changed in this "

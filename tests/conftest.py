@@ -268,7 +268,7 @@ def spool_a_stop(project: Path) -> None:
 
 
 def read_envelope(path: Path) -> dict[str, Any]:
-    """A spool or held file as our install writes it: a line with its MAC, then the JSON."""
+    """A spool or answered file as our install writes it: a line with its MAC, then the JSON."""
     mac, body = path.read_bytes().split(b"\n", 1)
     assert len(mac) == 64, mac[:80]
     found = json.loads(body)

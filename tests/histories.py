@@ -165,8 +165,8 @@ class Histories(RuleBasedStateMachine):
             try:
                 hookrt.process(outcome, request, connect=connect, scratch=self.scratch)
             finally:
-                for conn, held in taken:
-                    self.connections.give_back(conn, held)
+                for conn, identity in taken:
+                    self.connections.give_back(conn, identity)
         else:  # as a hook process on its own
             hookrt.process(outcome, request)
         outcome.finish()

@@ -47,7 +47,7 @@ class Model:
         frozenset(PARTS) - {"settings"},
         # no database: the user's first hook makes their own, trusted one; the committed
         # spool and held files must not be taken into it
-        frozenset({"spool", "held", "snapshot_store", "config"}),
+        frozenset({"spool", "answered", "snapshot_store", "config"}),
     ],
     ids=["with-a-database", "spool-into-the-users-own-database"],
 )

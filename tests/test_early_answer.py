@@ -72,7 +72,7 @@ def answered_early(project: Path, delivery_id: str) -> dict[str, Any]:
 
 
 def held(project: Path) -> list[str]:
-    folder = spool.held_dir(os.path.realpath(project))
+    folder = spool.answered_dir(os.path.realpath(project))
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 
@@ -196,12 +196,12 @@ def test_an_event_answered_by_a_server_that_died_reaches_the_store(
         server.hook(arguments(start), time.time(), 0.0, reply_early=answered_then_died)
     assert stored(project, "SubagentStart") == 0
     (name,) = held(project)
-    folder = spool.held_dir(os.path.realpath(project))
+    folder = spool.answered_dir(os.path.realpath(project))
     gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has this id
     os.rename(os.path.join(folder, name), os.path.join(folder, f"{gone}-{name.split('-', 1)[1]}"))
 
     root = os.path.realpath(project)
-    assert spool.recover_held(root) == 1
+    assert spool.recover_answered(root) == 1
     assert held(project) == []
     conn = db.connect(str(project / ".claude-session.db"))
     try:
@@ -218,13 +218,13 @@ def test_an_event_answered_by_a_server_that_died_reaches_the_store(
 def test_a_new_server_of_the_project_moves_a_dead_servers_held_events_to_the_spool(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What `recover_held` does, at the start of the next MCP hook server of the project."""
+    """What `recover_answered` does, at the start of the next MCP hook server of the project."""
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     root = os.path.realpath(project)
     gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has this id
-    held_file = spool.hold(root, answered_early(project, "d" * 24))
-    folder = os.path.dirname(held_file)
-    os.rename(held_file, os.path.join(folder, f"{gone}-{'d' * 24}.json"))
+    answered_file = spool.hold(root, answered_early(project, "d" * 24))
+    folder = os.path.dirname(answered_file)
+    os.rename(answered_file, os.path.join(folder, f"{gone}-{'d' * 24}.json"))
     half = os.path.join(folder, f".{gone}-{'e' * 24}.json")  # cut short: never answered
     Path(half).write_text("{")
     started = mcp_transport.McpHookServer(lambda data: None)
@@ -272,8 +272,10 @@ def test_a_dead_servers_held_event_is_counted_and_stored_without_a_new_server(
     conn = db.connect(str(project / ".claude-session.db"))
     gone = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process has this id
     envelope = answered_early(project, "f" * 24)
-    held_file = spool.hold(root, envelope)
-    os.rename(held_file, os.path.join(os.path.dirname(held_file), f"{gone}-{'f' * 24}.json"))
+    answered_file = spool.hold(root, envelope)
+    os.rename(
+        answered_file, os.path.join(os.path.dirname(answered_file), f"{gone}-{'f' * 24}.json")
+    )
     mine = spool.hold(root, envelope | {"delivery_id": "g" * 24})  # this process: alive
     try:
         assert spool.backlog(root) == 1

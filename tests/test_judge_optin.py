@@ -154,7 +154,7 @@ def test_judges_started_at_once_never_spend_past_the_budget(project: Path, tmp_p
         assert reason.startswith("judge skipped: today's judge spend $")
         assert f"leave no room for this call's ${share:.2f} (reserved before it runs)" in reason
         assert f"within judge_budget_usd_per_day (${budget:.2f})" in reason
-    assert any("held by 3 running judge(s)" in reason for reason in refused)
+    assert any("reserved by 3 running judge(s)" in reason for reason in refused)
     assert query(project, "SELECT count(*) FROM judge_reservations") == [(0,)]
 
 
@@ -176,7 +176,7 @@ def test_a_dead_judges_reservation_lapses(project: Path, tmp_path: Path) -> None
     verdicts.reserve(conn, session_id="dead", amount=share, budget=1.0, now=now, hold_seconds=65)
     assert task_completed(project, 1).returncode == 0
     last = query(project, "SELECT decision, reason FROM llm_verdicts ORDER BY id DESC")[0]
-    assert last[0] == "skipped" and "held by 1 running judge(s)" in last[1]
+    assert last[0] == "skipped" and "reserved by 1 running judge(s)" in last[1]
     conn.execute("UPDATE judge_reservations SET expires_at = ?", (now - 1,))  # its time is up
     conn.close()
     assert task_completed(project, 2).returncode == 0

@@ -84,7 +84,7 @@ def test_the_examples_of_the_docs_page_run(
     said = capsys.readouterr().out
     assert "has a database: True" in said
     assert "TASK-A: write hello.py and run it" in said  # an agent's task
-    assert "hello.py held by main" in said  # a claim
+    assert "hello.py claimed by main" in said  # a claim
     assert "import nonexistent_mod" in said  # the failed command
     assert "session_start" in said  # a frame
     assert "run pytest with -q here" in said  # the memory found

@@ -85,7 +85,7 @@ def test_status_reads_no_whole_audit_and_no_more_claims_than_it_shows(project: P
 
 
 def add_claims(path: str, count: int, now: float) -> None:
-    """`count` live claims of one running agent, and one file held live by two agents."""
+    """`count` live claims of one running agent, and one file claimed live by two agents."""
     conn = db.connect(path)
     with db.Immediate(conn):
         for agent in ("a1", "a2"):

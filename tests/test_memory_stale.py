@@ -104,7 +104,7 @@ def test_a_memory_about_a_file_an_agent_then_edits_is_given_marked_stale(project
     write_config(project, {"memory_stale": "hold"})
     held = start(project, "session-three")
     assert FACT not in held
-    assert "1 possibly stale memory was held back" in held and "memory list --stale" in held
+    assert "1 possibly stale memory was withheld" in held and "memory list --stale" in held
 
     # A person checks it against today's file: no longer stale, given as fact again.
     verified = as_json(project, "memory", "verify", "1")

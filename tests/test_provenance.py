@@ -251,8 +251,8 @@ def test_a_long_lived_process_letting_go_of_a_replaced_file_keeps_the_new_ones_w
     a_project_with_open_work(project)
     path = project / ".claude-session.db"
     pool = Connections(os.path.realpath(project))
-    held, identity = pool.take(5000)
-    pool.give_back(held, identity)
+    conn, identity = pool.take(5000)
+    pool.give_back(conn, identity)
     theirs = attackers_database(tmp_path / "attacker")
     replacement = project / ".replacement"
     shutil.copy(theirs, replacement)

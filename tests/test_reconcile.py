@@ -443,8 +443,8 @@ def test_a_rebuilt_edit_of_a_held_file_notes_the_warning_it_missed(recorder: Rec
     )
     missed = notes["toolu_main_shared PreToolUse"]
     assert missed.startswith(reconcile.NOTE)
-    assert f"{reconcile.MISSED}a conflict warning: shared.txt was held by {holder}" in missed
-    assert "missed answer: a conflict warning: shared.txt was held by" in missed
+    assert f"{reconcile.MISSED}a conflict warning: shared.txt was claimed by {holder}" in missed
+    assert "missed answer: a conflict warning: shared.txt was claimed by" in missed
     assert notes["toolu_main_other PreToolUse"] == reconcile.NOTE
     assert notes["toolu_main_shared PostToolUse"] == reconcile.NOTE
     assert notes["toolu_main_other PostToolUse"] == reconcile.NOTE

@@ -318,7 +318,7 @@ def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json
         elif not as_json:
             for plan in plans:
                 output.echo_wrapped(
-                    f"{plan['path']}: held by {plan['snapshots_holding']} workspace snapshots;"
+                    f"{plan['path']}: kept in {plan['snapshots_holding']} workspace snapshots;"
                     " its content would be taken out of them"
                 )
         if dry_run or not _go_ahead(yes, "purge", "purge it?"):

@@ -111,7 +111,7 @@ def memory_add(
 @click.option(
     "--pending",
     is_flag=True,
-    help="Only the memories held for your review (global ones an agent added), with where"
+    help="Only the memories awaiting your review (global ones an agent added), with where"
     " each came from: `memory accept ID` puts one in use, `memory forget ID` drops it.",
 )
 @click.option(
@@ -143,14 +143,14 @@ def memory_list(
 ) -> None:
     """Memories, most used and strongest first.
 
-    Those held for your review (global ones an agent added) are left out, and counted on
+    Those awaiting your review (global ones an agent added) are left out, and counted on
     stderr; `--pending` lists them alone; `--stale` those whose files changed since."""
     if stale:
         memory_check_commands.list_stale(root, scope, as_json)
         return
     found: list[dict[str, Any]] = []
     total = 0
-    waiting = 0  # held for review, when they are not what is listed
+    waiting = 0  # awaiting review, when they are not what is listed
     cap = 2**62 if every else limit
     if scope != "global" and has_project_database(root):
         with opened(root) as conn:
@@ -338,10 +338,10 @@ def memory_forget(root: Path, memory_id: str, as_json: bool) -> None:
 @json_option("an object: id, accepted")
 @click.pass_obj
 def memory_accept(root: Path, memory_id: str, as_json: bool) -> None:
-    """Accept a memory held for your review: it is in use from now on.
+    """Accept a memory awaiting your review: it is in use from now on.
 
     Sessions are given it and searches find it: in every project, for a global one (g12).
-    `memory list --pending` lists those held; `memory forget` drops one instead."""
+    `memory list --pending` lists those awaiting it; `memory forget` drops one instead."""
     from ..project import Project
 
     parse_id(memory_id)

@@ -120,7 +120,7 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
 @output.wide_option
 @click.pass_obj
 def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
-    """File claims (leases) by agent; files held by two live agents are marked contested."""
+    """File claims (leases) by agent; files claimed by two live agents are marked contested."""
     require_database(root)
     with Project(root) as project:
         project.refresh(transcripts=False, spool=False)

@@ -62,7 +62,7 @@ def headline(found: dict[str, Any], width: int = 80) -> list[str]:
     lines.append(f"contested files: {len(contested) or 'none'}")
     for item in contested:
         holders = " and ".join(str(a)[:10] for a in item["agents"])
-        lines.append(f"  held by {holders}: {item['file_path']}")
+        lines.append(f"  claimed by {holders}: {item['file_path']}")
     errors = now["open_errors"]
     more = " or more" if len(errors) >= OPEN_ERRORS_SHOWN else ""
     lines.append(f"open errors: {len(errors) or 'none'}{more}")

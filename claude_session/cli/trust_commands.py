@@ -69,10 +69,10 @@ def _show_adoption(pending: dict[str, Any]) -> None:
     if database:
         output.echo_wrapped(f"not trusted now: {output.escape_controls(database['path'])}")
         output.echo_wrapped(f"  why: {output.escape_controls(database['why'])}")
-        held = ", ".join(
+        contents = ", ".join(
             f"{'?' if n is None else n} {name}" for name, n in database["holds"].items()
         )
-        output.echo_wrapped(f"  it holds what would reach the model: {held}")
+        output.echo_wrapped(f"  it holds what would reach the model: {contents}")
     configuration = pending.get("configuration")
     if configuration:
         output.echo_wrapped(f"not trusted now: {output.escape_controls(configuration['path'])}")

@@ -49,7 +49,7 @@ class Immediate:
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
-        self.held: Any = None
+        self.within: Any = None
         self.across: Any = None
         self.across_fd = -1
 
@@ -58,7 +58,7 @@ class Immediate:
         if lock is not None:
             if not lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
                 raise apsw.BusyError("another thread of this process holds the write lock")
-            self.held = lock
+            self.within = lock
             self._take_across()
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -97,9 +97,9 @@ class Immediate:
         if self.across is not None:
             self.across.release(self.across_fd)
             self.across, self.across_fd = None, -1
-        if self.held is not None:
-            self.held.release()
-            self.held = None
+        if self.within is not None:
+            self.within.release()
+            self.within = None
 
 
 # The process's writer lock, when its threads write at once; hooks (one thread) have none and

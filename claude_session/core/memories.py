@@ -9,7 +9,7 @@ a second one (a fingerprint of the normalised text). Search is SQLite FTS5, rank
 Every memory says where it came from: its source (the user's CLI, an agent through the MCP
 server, learned by the hooks, imported), the session, agent, tool call and project, and whether
 the writer was trusted. A global memory reaches every project's sessions, so one the user did
-not add is held for the user's review (`review = 'pending'`): no session is given it and no
+not add awaits the user's review (`review = 'pending'`): no session is given it and no
 search finds it until `memory accept`.
 """
 
@@ -34,7 +34,7 @@ COLUMNS = (
     " imported_at, turn_no, files_inferred, outcome, outcome_at, verified_at, error_id"
 )
 OUTCOMES = ("verified", "disproved", "hypothesis")  # what became of it; disproved: a dead end
-PENDING = "pending"  # review: held from every session and search until the user accepts it
+PENDING = "pending"  # review: kept from every session and search until the user accepts it
 ACCEPTED = "accepted"
 REVIEWS = (PENDING, ACCEPTED)
 GLOBAL_PREFIX = "g"  # a memory's label: 12 for this project's memory 12, g12 for a global one
@@ -189,7 +189,7 @@ def _trusted_database(conn: apsw.Connection) -> bool:
 
 
 def accept(conn: apsw.Connection, memory_id: int) -> bool:
-    """The user accepts a memory held for review: from now on it is given and found."""
+    """The user accepts a memory awaiting review: from now on it is given and found."""
     conn.execute(
         "UPDATE memories SET review = 'accepted'"
         " WHERE id = ? AND review = 'pending' AND forgotten_at IS NULL",
@@ -312,7 +312,7 @@ def listed(
     limit: int = 200,
     pending: bool = False,
 ) -> "list[dict[str, Any]]":
-    """Memories, most used and strongest first: those in use, or (`pending`) only those held
+    """Memories, most used and strongest first: those in use, or (`pending`) only those awaiting
     for the user's review."""
     where, params = listing_where(category, scope, session_id, pending)
     return rows(

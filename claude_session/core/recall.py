@@ -4,12 +4,12 @@ At SessionStart: the project's and the user's (global) preferences, facts and sk
 matter most (most used and strongest first). At UserPromptSubmit: the memories that match the
 prompt (FTS5, bm25). Each is marked as recorded data, escaped like the restored context, and
 recorded as given to the session (`memory_uses`) and counted as used where it lives. A memory
-held for the user's review (a global one an agent added) is given to no session until the user
+awaiting the user's review (a global one an agent added) is given to no session until the user
 accepts it: `memories.listed` and `memories.search` leave it out.
 
 Nothing false is given as fact. A memory about files that changed since it was recorded
 (core/memory_files.py) is given marked possibly stale, naming each file, what happened to it
-and when (and the agent claude-session saw edit it), or held back (`memory_stale = hold`), the
+and when (and the agent claude-session saw edit it), or withheld (`memory_stale = hold`), the
 text saying how many were. A disproved memory is given only as a dead end; a hypothesis as one.
 Stdlib + apsw: the hooks call this.
 """
@@ -168,7 +168,7 @@ def _give(
 ) -> "Given":
     """Render the ones not given yet within the budget, and the effects that record them as
     given and used. Each is checked against its files first: a possibly stale one is marked,
-    or held back."""
+    or withheld."""
     already = memories.given(conn, session_id)
     fresh = [
         (scope, row)
@@ -180,16 +180,16 @@ def _give(
     lines: list[str] = []
     size = len(head) + len(CLOSE_TAG)
     if stale == "hold" and changed:
-        size += len(_held_note(len(changed)))  # the note is said within the budget too
+        size += len(_withheld_note(len(changed)))  # the note is said within the budget too
     chosen: list[tuple[str, int]] = []
-    held = 0
+    withheld = 0
     for scope, row in fresh:
         key = ("global" if scope == "global" else "project", int(row["id"]))
         if key in chosen:
             continue
         changes = changed.get(key)
         if changes and stale == "hold":
-            held += 1
+            withheld += 1
             continue
         text = _rendered(conn if key[0] == "project" else global_conn, scope, row, changes, budget)
         if size + len(text) + 1 > budget:
@@ -199,9 +199,9 @@ def _give(
         chosen.append(key)
         if len(chosen) >= limit:
             break
-    if held:
-        head += _held_note(held)
-    if not chosen and not held:
+    if withheld:
+        head += _withheld_note(withheld)
+    if not chosen and not withheld:
         return None, ()
     project_ids = tuple(i for s, i in chosen if s == "project")
     global_ids = tuple(i for s, i in chosen if s == "global")
@@ -231,9 +231,9 @@ def count_global_use(ids: "tuple[int, ...]", now: float) -> None:
         global_conn.close()
 
 
-def _held_note(held: int) -> str:
+def _withheld_note(withheld: int) -> str:
     return (
-        f"{held} possibly stale {'memory was' if held == 1 else 'memories were'} held back"
+        f"{withheld} possibly stale {'memory was' if withheld == 1 else 'memories were'} withheld"
         " (files they are about changed since they were recorded; `claude-session memory"
         " list --stale`).\n"
     )

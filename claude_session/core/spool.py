@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 REJECTED = "rejected"
 ENVELOPE = "envelope"  # the MAC's purpose (core/provenance.py)
-HELD_SUFFIX = ".held"  # per project, in the user's state: events answered, not yet stored
+ANSWERED_SUFFIX = ".answered"  # per project, in the user's state: events answered, not yet stored
 ENVELOPE_CAP_BYTES = 8 * 1024 * 1024  # we write at most ~1 MiB (a payload capped at 256 KiB)
 
 
@@ -93,45 +93,45 @@ def _write_whole(
     return final
 
 
-_HELD: dict[str, str] = {}  # root -> its held folder, made and checked by this process
+_ANSWERED: dict[str, str] = {}  # root -> its answered folder, made and checked by this process
 
 
-def held_dir(root: str) -> str:
+def answered_dir(root: str) -> str:
     """Where the MCP hook server keeps the events it answered before storing them."""
-    return project_file(root, HELD_SUFFIX)
+    return project_file(root, ANSWERED_SUFFIX)
 
 
 def hold(root: str, envelope: dict[str, Any]) -> str:
     """Keep an event on disk while it is stored after its answer was given (the MCP hook server's
-    early answer): if this process dies in between, `recover_held` moves it into the spool.
+    early answer): if this process dies in between, `recover_answered` moves it into the spool.
     Returns the file, for `release` once the event is stored or spooled.
 
     Not fsync'ed: it guards against this process dying, as the database's own commits do
     (synchronous = NORMAL); written under a temporary name and renamed, never seen half."""
-    folder = _HELD.get(root)
+    folder = _ANSWERED.get(root)
     if folder is None:
-        folder = held_dir(root)
+        folder = answered_dir(root)
         private_dir(folder)
-        _HELD[root] = folder
+        _ANSWERED[root] = folder
     name = f"{os.getpid()}-{envelope['delivery_id']}.json"
     return _write_whole(folder, name, f".{name}", envelope, durable=False)
 
 
 def release(path: str) -> None:
-    """The held event is stored (or spooled): its file goes."""
+    """The answered event is stored (or spooled): its file goes."""
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
 
 
-def recover_held(root: str) -> int:
+def recover_answered(root: str) -> int:
     """Events an MCP hook server answered but did not live to store (its process is gone) go into
     the project's spool, where they are stored like any spooled event; returns how many.
     A half-written file (its temporary name) was never answered early: it goes."""
-    folder = held_dir(root)
+    folder = answered_dir(root)
     moved = 0
-    for name in _held_by_the_dead(folder):
+    for name in _answered_by_the_dead(folder):
         path = os.path.join(folder, name)
         if not _complete(name):
             release(path)
@@ -171,13 +171,13 @@ def pending(folder: str) -> list[str]:
 
 def backlog(root: str) -> int:
     """Events waiting: the project's spool, the per-user spool entries for this project, and
-    the events an MCP hook server that is gone answered but did not store (`recover_held`)."""
-    orphans = sum(map(_complete, _held_by_the_dead(held_dir(root))))
+    the events an MCP hook server that is gone answered but did not store (`recover_answered`)."""
+    orphans = sum(map(_complete, _answered_by_the_dead(answered_dir(root))))
     return len(pending(spool_dir(root))) + len(_user_entries(root)) + orphans
 
 
-def _held_by_the_dead(folder: str) -> list[str]:
-    """The files in the held folder of an MCP hook server that is gone (by the process id their
+def _answered_by_the_dead(folder: str) -> list[str]:
+    """The files in the answered folder of an MCP hook server that is gone (by the process id their
     name starts with), half-written ones included."""
     try:
         names = os.listdir(folder)
@@ -192,7 +192,7 @@ def _held_by_the_dead(folder: str) -> list[str]:
 
 
 def _complete(name: str) -> bool:
-    """A held event written whole (a half-written one keeps its temporary name)."""
+    """An answered event written whole (a half-written one keeps its temporary name)."""
     return name.endswith(".json") and not name.startswith(".")
 
 
@@ -201,7 +201,9 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
     A database error stops the replay (the rest waits); a bad file only sets that file aside."""
     done = 0
     settings = config.for_hooks(root, conn)
-    recover_held(root)  # an MCP hook server that answered and died: its events are stored here too
+    recover_answered(
+        root
+    )  # an MCP hook server that answered and died: its events are stored here too
     own = pending(spool_dir(root))
     for path in (own + _user_entries(root))[:limit]:
         try:

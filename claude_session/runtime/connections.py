@@ -26,10 +26,10 @@ class Connections:
         identity = _identity(self.path)
         with self.lock:
             while self.idle:
-                conn, held = self.idle.pop()
-                if held == identity:
+                conn, opened = self.idle.pop()
+                if opened == identity:
                     db.poll_when_busy(conn, busy_timeout_ms)
-                    return conn, held
+                    return conn, opened
                 _close_replaced(conn)
         # SQLite's own auto-checkpoint stays on: under 8 writers at once a checkpoint run after
         # each answer instead let the WAL grow past 100 MB (tests/test_relay.py).
@@ -37,12 +37,12 @@ class Connections:
         db.poll_when_busy(conn, busy_timeout_ms)
         return conn, _identity(self.path)
 
-    def give_back(self, conn: apsw.Connection, held: tuple[int, int]) -> None:
+    def give_back(self, conn: apsw.Connection, identity: tuple[int, int]) -> None:
         if conn.in_transaction:  # never: every write is one `with Immediate` block
             conn.close()
             return
         with self.lock:
-            self.idle.append((conn, held))
+            self.idle.append((conn, identity))
 
     def close(self) -> None:
         with self.lock:

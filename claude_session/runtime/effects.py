@@ -93,7 +93,7 @@ def carry_out(effect: "Effect", root: str, conn: "apsw.Connection | None") -> No
 
         with Immediate(conn):
             verdicts.record(conn, **effect.verdict)
-            if effect.release is not None:  # the cost reported replaces what was held
+            if effect.release is not None:  # the cost reported replaces what was reserved
                 verdicts.release(conn, effect.release)
     elif isinstance(effect, effects.SetExitCode):
         from ..core.events import set_exit_code

@@ -15,14 +15,14 @@ together and runs `hookrt.process` on it, the same work a hook process does, on 
 it keeps open, and answers with what the hook would have printed. The side effects (starting
 a capture, the daemon) run after the answer, in order, on a thread of their own.
 
-A SubagentStart, and a SubagentStop no judge looks at, are answered as soon as they are held
+A SubagentStart, and a SubagentStop no judge looks at, are answered as soon as they are kept
 on disk, and stored right after (`handlers.answers_nothing`, `hookrt.process`, `reply_early`):
 their answer is empty whatever the store holds, so their transaction is kept off Claude
 Code's clock.
 An event that arrives after such an answer is stored after that event (`_in_order`), as it
 would have been had the answer waited; one the server stops before storing goes into the
 spool when the next server of the project starts, or the spool is next ingested (core/spool.py,
-`recover_held`).
+`recover_answered`).
 
 Refused, like the relay declines: a call written by another install (its package folder is in
 the call), and everything while CLAUDE_SESSION_DISABLED is set. When this install's code
@@ -278,8 +278,8 @@ class McpHookServer:
         def connect(root: str, busy_timeout_ms: int) -> "apsw.Connection":
             self._in_order(number)
             chosen = self._pool(root)
-            conn, held = chosen.take(busy_timeout_ms)
-            taken.append((conn, held, chosen))
+            conn, identity = chosen.take(busy_timeout_ms)
+            taken.append((conn, identity, chosen))
             return conn
 
         try:
@@ -287,8 +287,8 @@ class McpHookServer:
                 outcome, request, connect=connect, scratch=scratch, reply_early=reply_early
             )
         finally:
-            for conn, held, chosen in taken:
-                chosen.give_back(conn, held)
+            for conn, identity, chosen in taken:
+                chosen.give_back(conn, identity)
         if outcome.code == BLOCK_EXIT:  # never for the events this transport carries
             block = {"decision": "block", "reason": outcome.err.strip()}
             return json.dumps(block), False, outcome
@@ -316,15 +316,15 @@ class McpHookServer:
 
         def connect(root: str, busy_timeout_ms: int) -> "apsw.Connection":
             chosen = self._pool(root)
-            conn, held = chosen.take(busy_timeout_ms)
-            taken.append((conn, held, chosen))
+            conn, identity = chosen.take(busy_timeout_ms)
+            taken.append((conn, identity, chosen))
             return conn
 
         try:
             outcome.finish(connect)
         finally:
-            for conn, held, chosen in taken:
-                chosen.give_back(conn, held)
+            for conn, identity, chosen in taken:
+                chosen.give_back(conn, identity)
 
     def _in_order(self, number: int) -> None:
         """Wait until the calls that arrived before this one and were answered early are
@@ -375,7 +375,7 @@ class McpHookServer:
         try:
             from ..core import spool
 
-            spool.recover_held(self.root)
+            spool.recover_answered(self.root)
         except Exception as exc:
             self.internal_error("MCP hook server start", exc)
 

@@ -271,10 +271,10 @@ class Call:
     (overruled, or no room in today's budget), and the reservation the call holds (None:
     none, the budget is unlimited or there is no call)."""
 
-    def __init__(self, task: str, verdict: Verdict | None, held: int | None) -> None:
+    def __init__(self, task: str, verdict: Verdict | None, reserved: int | None) -> None:
         self.task = task
         self.verdict = verdict
-        self.held = held
+        self.reserved = reserved
 
 
 def reserve(conn: apsw.Connection, ev: Event, config: dict[str, Any], now: float) -> Call:
@@ -337,14 +337,14 @@ def judge(
         "now": time.time(),
         "cost_usd": verdict.cost_usd,
     }
-    return verdict, effects.RecordVerdict(record, call.held)
+    return verdict, effects.RecordVerdict(record, call.reserved)
 
 
 def refusal(room: verdicts.Room, amount: float, budget: float) -> str:
-    """Why a judge did not run: the day's budget, what was spent and what is held."""
+    """Why a judge did not run: the day's budget, what was spent and what is reserved."""
     text = f"judge skipped: today's judge spend ${room.spent:.2f}"
     if room.running:
-        text += f" and ${room.reserved:.2f} held by {room.running} running judge(s)"
+        text += f" and ${room.reserved:.2f} reserved by {room.running} running judge(s)"
     return (
         f"{text} leave no room for this call's ${amount:.2f} (reserved before it runs)"
         f" within judge_budget_usd_per_day (${budget:.2f})"

@@ -65,10 +65,10 @@ def stopped_since(root: str, requested_at: float) -> bool:
 
 def is_running(root: str) -> bool:
     """True while some process holds the project's daemon lock."""
-    return lock_held(lock_path(root))
+    return locked(lock_path(root))
 
 
-def lock_held(path: str) -> bool:
+def locked(path: str) -> bool:
     """True while some process holds the flock on `path` (probed without waiting). The probe
     creates nothing: no lock file, no daemon holding it."""
     try:

@@ -97,7 +97,7 @@ MISSED = "missed answer: "  # in the audit row's note: what the hook would have 
 
 def missed_answer(conn: apsw.Connection, root: str, ev: event.Event, when: float) -> str | None:
     """What a hook that never came would have told the agent, now that it cannot: a conflict
-    warning before an edit of a file another live agent held then. Said in the audit row,
+    warning before an edit of a file another live agent claimed then. Said in the audit row,
     never given late or made up (the agent has moved on)."""
     if ev.name != "PreToolUse" or ev.text_of("tool_name") not in store.EDIT_TOOLS:
         return None
@@ -109,7 +109,7 @@ def missed_answer(conn: apsw.Connection, root: str, ev: event.Event, when: float
     if not holders:
         return None
     agents = ", ".join(sorted({f"{h['agent']} ({h['relation']})" for h in holders}))
-    return f"{MISSED}a conflict warning: {path} was held by {agents}"
+    return f"{MISSED}a conflict warning: {path} was claimed by {agents}"
 
 
 class _Reader:

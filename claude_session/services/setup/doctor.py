@@ -149,7 +149,9 @@ def _snapshot_rules(root: Path) -> list[dict[str, Any]]:
         return [_row("snapshot rules", True, said + "; no snapshot store yet")]
     try:
         here = sorted(workspace.left_out_on_disk(str(root)))
-        kept = sorted(snapshot_rules.left_out(str(root), workspace.held_paths(str(root)), patterns))
+        kept = sorted(
+            snapshot_rules.left_out(str(root), workspace.snapshot_paths(str(root)), patterns)
+        )
     except (workspace.WorkspaceError, OSError) as exc:
         return [_row("snapshot rules", False, f"{said}; not checked: {exc}")]
     named = ", ".join(here[:5]) + (", ..." if len(here) > 5 else "")

@@ -82,8 +82,8 @@ def known_commands() -> set[str]:
     into a settings file)."""
     from . import hook_record, plugin
 
-    held = installer.this_install_commands() | plugin.package_commands()
-    return hook_record.recorded() | {hook_record.digest(c) for c in held}
+    commands = installer.this_install_commands() | plugin.package_commands()
+    return hook_record.recorded() | {hook_record.digest(c) for c in commands}
 
 
 def written_by_us(handler: object, known: set[str]) -> bool:

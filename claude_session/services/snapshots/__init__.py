@@ -2,7 +2,7 @@
 repository (no imports here: hooks import `capture_control` and `before_images`).
 
 - `workspace`: the store itself and taking a snapshot (`capture`, `refs`, `prune`,
-  `prune_workspace`, `held_paths`, `WorkspaceError`), and its one git runner (`git`, `Lock`,
+  `prune_workspace`, `snapshot_paths`, `WorkspaceError`), and its one git runner (`git`, `Lock`,
   `ensure_repo` and the other public helpers the modules below share).
 - `snapshot_store`: upkeep: what killed processes left (`heal`), each capture's writes staged
   (`Quarantine`); `store_check`: `doctor`'s rows for the store.

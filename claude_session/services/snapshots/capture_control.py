@@ -88,11 +88,11 @@ def take_lock(root: str, timeout: float) -> int | None:
     fd = os.open(wanted_path(root), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     os.close(fd)
     try:
-        while (held := try_lock(root)) is None:
+        while (lock := try_lock(root)) is None:
             if time.monotonic() >= deadline:
                 return None
             time.sleep(POLL_SECONDS)
-        return held
+        return lock
     finally:
         try:
             os.unlink(wanted_path(root))

@@ -157,8 +157,8 @@ def rewrite_without(root: str, path: str) -> dict[str, str]:
     with workspace.Lock(git_dir):
         snapshot_store.heal(git_dir, root)
         commits = sorted(set(workspace.refs(root).values()))
-        held = _holds(root, git_dir, commits, path)
-        holding = [c for c, h in zip(commits, held, strict=True) if h]
+        holds = _holds(root, git_dir, commits, path)
+        holding = [c for c, h in zip(commits, holds, strict=True) if h]
         messages = _messages(root, git_dir, holding)
         renamed: dict[str, str] = {}
         with snapshot_store.Quarantine(git_dir) as q:

@@ -574,7 +574,7 @@ def prune_workspace(conn: apsw.Connection, root: str, max_bytes: int) -> dict[st
     return result | {"sessions_let_go": dropped_sessions}
 
 
-def held_paths(root: str) -> set[str]:
+def snapshot_paths(root: str) -> set[str]:
     """Every path (file or folder) some snapshot of the store holds, from one walk of all of
     them (`rev-list --objects`: each tree and file once, however many snapshots share it)."""
     git_dir = ensure_repo(root)

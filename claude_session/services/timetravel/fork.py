@@ -335,8 +335,8 @@ def would_be_lost(root: str, path: str, since: float, commit: str | None = None)
                 lost.append(f"changed since the fork was made: {rel}")
     if os.path.exists(os.path.join(path, ".git")):
         wait = GIT_TIMEOUT_SECONDS
-        code, held, _ = usergit.run(path, ["for-each-ref", "--contains", "HEAD"], timeout=wait)
-        if code == 0 and not held.strip():
+        code, refs, _ = usergit.run(path, ["for-each-ref", "--contains", "HEAD"], timeout=wait)
+        if code == 0 and not refs.strip():
             _, log, _ = usergit.run(
                 path, ["log", "--oneline", "-n", "5", "HEAD", "--not", "--all"], timeout=wait
             )
