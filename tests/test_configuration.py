@@ -101,15 +101,15 @@ def test_config_set_refuses_numbers_that_are_not_finite_or_out_of_range(project:
         assert (project / ".claude-session.json").read_bytes() == before
     # Every numeric setting has an upper bound, and says it.
     from claude_session.core.config import DEFAULTS, RANGES
-    from claude_session.services import configuration
+    from claude_session.services import config_file
 
     numeric = sorted(k for k, v in DEFAULTS.items() if isinstance(v, float))
     assert sorted(RANGES) == numeric
     for key in numeric:
         for given in ("1e308", "Infinity", "NaN"):
             try:
-                configuration.set_values(str(project), [f"{key}={given}"])
-            except configuration.ConfigError as exc:
+                config_file.set_values(str(project), [f"{key}={given}"])
+            except config_file.ConfigError as exc:
                 assert str(exc).startswith(f"not changed: {key}: must be "), exc
                 assert f"{RANGES[key][1]:g}" in str(exc), exc
             else:

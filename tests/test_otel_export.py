@@ -260,14 +260,14 @@ def test_a_cloned_configuration_never_sends_anything(project: Path) -> None:
     """An otel_endpoint in a `.claude-session.json` that came with the repository is data:
     the configuration is not trusted, so export stays off (it would send the user's work to
     whoever wrote it)."""
-    from claude_session.services import configuration
+    from claude_session.services import config_file
 
     receiver = Receiver()
     try:
         (project / ".claude-session.json").write_text(
             json.dumps({"otel_endpoint": receiver.endpoint})
         )
-        loaded = configuration.load_or_defaults(str(project))
+        loaded = config_file.load_or_defaults(str(project))
         assert any(p.startswith("untrusted") for p in loaded.problems)
         assert otel_export.target(loaded.values, environ={}) is None
         done = run_cli(project, "config", "--set", "otel_endpoint=http://127.0.0.1:9")

@@ -26,7 +26,7 @@ from otlp_receiver import Receiver
 from test_otel_export import NOW, recorded, session  # noqa: F401 (the fixtures)
 
 from claude_session.core import db
-from claude_session.services import configuration
+from claude_session.services import config_file
 from claude_session.services.telemetry import otel_export, otel_spans, otel_wire
 
 # A remote's own parts are drawn from lowercase ASCII, digits and `.-/_`; what authenticates
@@ -66,7 +66,7 @@ def remotes(draw: st.DrawFn) -> tuple[str, str, str]:
 @given(remotes())
 def test_no_credential_of_a_remote_url_survives(remote: tuple[str, str, str]) -> None:
     url, host, path = remote
-    kept = configuration.safe_url(url)
+    kept = config_file.safe_url(url)
     assert not set(kept) & NOT_PLAIN, (url, kept)
     assert host in kept and path in kept, (url, kept)  # what says where is kept
 
@@ -74,7 +74,7 @@ def test_no_credential_of_a_remote_url_survives(remote: tuple[str, str, str]) ->
 def test_a_password_holding_a_query_mark_is_not_kept_either() -> None:
     """`?` or `#` in a password cannot be told from a query holding `@`: nothing is kept."""
     for url in ("https://u:pa?ss@h.example/p.git", "https://u:p#w@h.example/p?t=x@y"):
-        kept = configuration.safe_url(url)
+        kept = config_file.safe_url(url)
         assert kept == "https://", (url, kept)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from claude_session.core import db
-from claude_session.services import configuration, status_report
+from claude_session.services import config_file, status_report
 
 VARIABLES = status_report.OTEL_ENDPOINT_VARIABLES
 
@@ -34,7 +34,7 @@ def test_an_endpoint_in_the_environment_is_shown(
 
 
 def test_an_endpoint_in_the_configuration_is_shown(project: Path, conn: db.apsw.Connection) -> None:
-    configuration.set_values(str(project), ["otel_endpoint=https://collector.example/v1/traces"])
+    config_file.set_values(str(project), ["otel_endpoint=https://collector.example/v1/traces"])
     shown = status_report.otel_status(conn, str(project), 0.0)
     assert shown is not None and shown["endpoint"] == "https://collector.example/v1/traces"
 

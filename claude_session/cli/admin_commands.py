@@ -49,19 +49,19 @@ def doctor_command(root: Path, full: bool, fsck: bool, as_json: bool) -> None:
 @click.pass_obj
 def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:
     """Show the project configuration (.claude-session.json, with defaults), or change it."""
-    from ..services import configuration
+    from ..services import config_file
 
     try:
         if assignments:
-            loaded = configuration.set_values(str(root), list(assignments))
+            loaded = config_file.set_values(str(root), list(assignments))
         else:
-            loaded = configuration.load(str(root))
-    except configuration.ConfigError as exc:
+            loaded = config_file.load(str(root))
+    except config_file.ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     rows = [
         {
             "key": key,
-            "value": configuration.shown_setting(key, value),
+            "value": config_file.shown_setting(key, value),
             "source": "file" if key in loaded.written else "default",
         }
         for key, value in loaded.values.items()
@@ -334,9 +334,9 @@ def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json
             f" {item['bytes_before'] / 1e6:.1f} MB -> {item['bytes_after'] / 1e6:.1f} MB"
         )
         if item["left_out_by_rule"] is None:
-            from ..services import configuration
+            from ..services import config_file
 
-            now = str(configuration.load_or_defaults(str(root)).values["snapshot_exclude"])
+            now = str(config_file.load_or_defaults(str(root)).values["snapshot_exclude"])
             wanted = ",".join([*filter(None, [now.strip()]), "/" + item["path"]])
             output.echo_wrapped(
                 f"{item['path']} will be captured again while it is in the project; to keep it"

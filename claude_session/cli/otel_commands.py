@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..core.figures import plural
-from ..services import configuration
+from ..services import config_file
 from ..services.cost import costs
 from ..services.telemetry import otel_export
 from . import output
@@ -33,7 +33,7 @@ def export_otel(root: Path, since: str, as_json: bool) -> None:
         start = costs.since_time(since)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--since") from None
-    where = otel_export.target(configuration.load_or_defaults(str(root)).values)
+    where = otel_export.target(config_file.load_or_defaults(str(root)).values)
     if where is None:
         raise click.ClickException(
             "OpenTelemetry export is not configured: `claude-session config --set"

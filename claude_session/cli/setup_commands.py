@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from ..services import configuration, judge
+from ..services import config_file, judge
 from ..services.setup import hook_record, installer, mcp_install, plugin, statusline_setup
 from . import hook_transport, output
 from .group import cli, json_option
@@ -255,8 +255,8 @@ def offer_judge(root: Path, scope: str) -> None:
     """The judge calls a paid model, so it is off until asked for: on a terminal, ask (no by
     default) and say what a call costs; elsewhere, one line on how to turn it on."""
     try:
-        loaded = configuration.load(str(root))
-    except configuration.ConfigError:
+        loaded = config_file.load(str(root))
+    except config_file.ConfigError:
         return  # `config` and doctor report an unreadable file
     if "judge_events" in loaded.written:
         return  # chosen already, either way
@@ -278,8 +278,8 @@ def offer_judge(root: Path, scope: str) -> None:
         say(f"the judge stays off; to turn it on later: `{JUDGE_ON}`")
         return
     try:
-        configuration.set_values(str(root), ["judge_events=TaskCompleted"])
-    except configuration.ConfigError as exc:
+        config_file.set_values(str(root), ["judge_events=TaskCompleted"])
+    except config_file.ConfigError as exc:
         say(f"the judge was not turned on: {exc}")
         return
     say(

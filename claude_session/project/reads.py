@@ -476,10 +476,10 @@ class ProjectReads(ProjectBase):
     def pending_trust(self) -> dict[str, Any]:
         """What `trust` would adopt: the database and configuration not trusted now, why, and
         what of them would reach the model (empty: everything is trusted already)."""
-        from ..services import configuration
+        from ..services import config_file
 
         with Reading():  # its counts read the file as it is: no -wal or -shm made
-            return configuration.adoption(str(self.root))
+            return config_file.adoption(str(self.root))
 
     # -- health ---------------------------------------------------------------------------
 

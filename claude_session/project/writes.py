@@ -345,12 +345,12 @@ class ProjectWrites(ProjectBase):
         from ..core.config import number
         from ..core.paths import relative_to_root
         from ..core.redact import redact
-        from ..services import configuration
+        from ..services import config_file
         from ..services.queries import latest_session
 
         root = str(self.root)
         relative = relative_to_root(root, file_path) if file_path else None
-        ttl = number(configuration.load_or_defaults(root).values, "failed_path_ttl_days")
+        ttl = number(config_file.load_or_defaults(root).values, "failed_path_ttl_days")
         with self.writing(create=True) as conn:
             session_id = session_id or latest_session(conn)
             with db.Immediate(conn):
@@ -378,19 +378,19 @@ class ProjectWrites(ProjectBase):
     def trust(self) -> TrustChanged:
         """Adopt this project's database and `.claude-session.json` as the user's own, as
         they are now (a clone's are never injected nor run until then)."""
-        from ..services import configuration
+        from ..services import config_file
 
         root = str(self.root)
-        pending = configuration.adoption(root)
-        trusted = tuple(configuration.trust_project(root))
+        pending = config_file.adoption(root)
+        trusted = tuple(config_file.trust_project(root))
         self._let_go()  # a read sees the database as trusted from now on
-        return TrustChanged(trusted, pending, None, configuration.trust_state(root))
+        return TrustChanged(trusted, pending, None, config_file.trust_state(root))
 
     def revoke_trust(self) -> TrustChanged:
         """Stop trusting them: the records of this user's trust are removed."""
-        from ..services import configuration
+        from ..services import config_file
 
         root = str(self.root)
-        gone = configuration.revoke(root)
+        gone = config_file.revoke(root)
         self._let_go()
-        return TrustChanged((), None, gone, configuration.trust_state(root))
+        return TrustChanged((), None, gone, config_file.trust_state(root))

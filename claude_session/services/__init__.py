@@ -11,7 +11,7 @@ draws the tree and the one direction of imports between the packages:
 - `setup`: install/uninstall (hooks, MCP, plugin, status line), doctor, demo, payload models.
 - `background`: the daemon's sweeps, and starting and finding it.
 
-At the top, the small base every package may use (`configuration`, `gitstate`, `judge`), the
+At the top, the small base every package may use (`config_file`, `gitstate`, `judge`), the
 checks `status` and `doctor` share (`health`), and the few modules that read across the
 packages (`queries`, `live`, `prune`). The MCP server is claude_session/mcp_server.py (above
 the services, beside the CLI).

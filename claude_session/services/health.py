@@ -87,11 +87,11 @@ def configuration_check(root: str) -> Check:
     """`.claude-session.json` through the one validation the hooks use: each invalid value is
     named, and falls back to its default there while the file's other values apply; a file
     that is not a JSON object at all means the defaults."""
-    from . import configuration
+    from . import config_file
 
     try:
-        loaded = configuration.load(root)
-    except configuration.ConfigError as exc:
+        loaded = config_file.load(root)
+    except config_file.ConfigError as exc:
         return Check(
             "configuration",
             False,
@@ -114,7 +114,7 @@ def configuration_check(root: str) -> Check:
 
 def trust_checks(root: str) -> list[Check]:
     """The database and the configuration: trusted, or why not."""
-    from . import configuration
+    from . import config_file
 
     return [
         Check(
@@ -123,5 +123,5 @@ def trust_checks(root: str) -> list[Check]:
             why or "trusted",
             None if why is None else f"the {kind} is not trusted: {why}",
         )
-        for kind, why in configuration.trust_state(root).items()
+        for kind, why in config_file.trust_state(root).items()
     ]

@@ -86,13 +86,13 @@ def run(conn: apsw.Connection, root: str, days: float, vacuum: bool) -> dict[str
     from ..core import frames, memories, recall
     from ..core import state as project_state
     from ..core.config import megabytes
-    from . import configuration
+    from . import config_file
     from .snapshots import workspace
 
     size_before = database_bytes(root)
     before = time.time() - days * 86400
     counts = event_log.prune(conn, before)
-    values = configuration.load_or_defaults(root).values
+    values = config_file.load_or_defaults(root).values
     snapshots = workspace.prune_workspace(conn, root, megabytes(values, "snapshot_store_max_mb"))
     cap = _memory_cap(root)
     with db.Immediate(conn):
@@ -147,9 +147,9 @@ def _rolled_back(conn: apsw.Connection, delete: Any) -> int:
 
 
 def _memory_cap(root: str) -> int:
-    from . import configuration
+    from . import config_file
 
-    return int(float(configuration.load_or_defaults(root).values["memory_max_count"]))  # type: ignore[arg-type]
+    return int(float(config_file.load_or_defaults(root).values["memory_max_count"]))  # type: ignore[arg-type]
 
 
 class PurgeError(ValueError):

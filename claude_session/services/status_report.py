@@ -100,9 +100,9 @@ def otel_status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] 
     """The export's state (`otel_export.status`), None when it is off. Its module (logging,
     dataclasses: a third of the imports of `status`, measured) loads only when an endpoint is
     set somewhere; with none, export is off whatever else is set."""
-    from . import configuration
+    from . import config_file
 
-    if not configuration.load_or_defaults(root).values.get("otel_endpoint") and not any(
+    if not config_file.load_or_defaults(root).values.get("otel_endpoint") and not any(
         os.environ.get(name, "").strip() for name in OTEL_ENDPOINT_VARIABLES
     ):
         return None
@@ -114,9 +114,9 @@ def otel_status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] 
 def judge_state(conn: apsw.Connection, root: str, now: float) -> dict[str, Any]:
     """The judge: at which events it runs ("" off), what it cost today (UTC) by its command's
     own figures, the day's budget, and how often today it skipped for want of budget."""
-    from . import configuration, judge
+    from . import config_file, judge
 
-    values = configuration.load_or_defaults(root).values
+    values = config_file.load_or_defaults(root).values
     return {
         "events": str(values.get("judge_events") or ""),
         "spent_today_usd": round(judge.spent_today(conn, now), 6),
@@ -214,7 +214,7 @@ def problems(
     if database["wal_unsafe_filesystem"]:
         found.append(f"the database is on {database['filesystem']}, where WAL is not safe")
     from ..core.config import number
-    from .configuration import load_or_defaults
+    from .config_file import load_or_defaults
 
     if conn is None:  # no database yet: no session is live
         return found
@@ -302,7 +302,7 @@ def daemon_state(root: str) -> dict[str, Any]:
 
 def trust_report(root: str) -> dict[str, str]:
     """Trusted, or why not, for the database and the configuration."""
-    from . import configuration
+    from . import config_file
 
-    state = configuration.trust_state(root)
+    state = config_file.trust_state(root)
     return {kind: problem or "trusted" for kind, problem in state.items()}

@@ -34,7 +34,7 @@ import watchfiles
 from ...core import db, events, log, processes, registry, spool, staleness, store
 from ...core.config import number
 from ...core.paths import DB_NAME, SPOOL_SUFFIX, db_path, spool_dir
-from .. import configuration
+from .. import config_file
 from ..cost import transcripts
 from ..telemetry import otel_export, otel_wire
 from .daemon_control import lock_path, status_path, stopped_since
@@ -96,7 +96,7 @@ class Daemon:
         }
         self.pid_space = processes.pid_space()  # the recorded processes this daemon can judge
         self.gone_since: dict[tuple[str, int, int], float] = {}  # (session, pid, start): mono
-        self.config: dict[str, object] = configuration.load_or_defaults(root).values
+        self.config: dict[str, object] = config_file.load_or_defaults(root).values
         self.status_lock = threading.Lock()  # a companion's threads count and publish too
         self.publishing = False  # a write of the status file is due (see `count`)
         self.last_sweep = self.last_live = self.last_check = mono()
@@ -134,8 +134,8 @@ class Daemon:
 
     def reload_config(self) -> None:
         try:
-            loaded = configuration.load(self.root)
-        except configuration.ConfigError as exc:
+            loaded = config_file.load(self.root)
+        except config_file.ConfigError as exc:
             self.stats["config_error"] = str(exc)  # keep the last good configuration
             return
         self.config = loaded.values  # invalid values keep their defaults, as in hooks

@@ -44,9 +44,9 @@ OURS_UNTIMED = "claude-session (runs Claude Code did not time)"
 
 def budget_ms(root: str) -> float:
     """`hook_budget_ms`, as the project's configuration sets it (its default without one)."""
-    from .. import configuration
+    from .. import config_file
 
-    return float(configuration.load_or_defaults(root).values["hook_budget_ms"])  # type: ignore[arg-type]
+    return float(config_file.load_or_defaults(root).values["hook_budget_ms"])  # type: ignore[arg-type]
 
 
 def median(values: Sequence[float]) -> float | None:

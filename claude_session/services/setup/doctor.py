@@ -91,10 +91,10 @@ def hook_budget(root: Path) -> list[dict[str, Any]]:
 def _otel(root: Path) -> list[dict[str, Any]]:
     """OpenTelemetry export, when configured: where to, what went out, the lag, the last
     error; and whether the exporter for its protocol is installed."""
-    from .. import configuration
+    from .. import config_file
     from ..telemetry import otel_export, otel_wire
 
-    where = otel_export.target(configuration.load_or_defaults(str(root)).values)
+    where = otel_export.target(config_file.load_or_defaults(str(root)).values)
     if where is None:
         return [
             _row("opentelemetry export", True, "off (no otel_endpoint, no OTEL_EXPORTER_OTLP_*)")

@@ -26,7 +26,7 @@ from ...core.config import megabytes
 from ...core.figures import plural
 from ...core.paths import db_path
 from ...core.redact import redact  # a frame's note: redacted whole, then cut
-from .. import configuration
+from .. import config_file
 from . import before_images, capture_control, snapshot_over, vcs, workspace
 
 # A capture at most this often while frames keep coming: each walks the work tree however few
@@ -377,7 +377,7 @@ def keep_facts(root: str) -> None:
 
 def _keep_bounded(root: str) -> None:
     """Past the configured size, the oldest ended sessions' snapshots go (see prune)."""
-    limit = megabytes(configuration.load_or_defaults(root).values, "snapshot_store_max_mb")
+    limit = megabytes(config_file.load_or_defaults(root).values, "snapshot_store_max_mb")
     if workspace.size_bytes(root) <= limit:
         return
     conn = _connect(root)
@@ -397,7 +397,7 @@ def _connect(root: str) -> apsw.Connection:
 
 
 def _max_bytes(root: str) -> int:
-    return megabytes(configuration.load_or_defaults(root).values, "snapshot_max_file_mb")
+    return megabytes(config_file.load_or_defaults(root).values, "snapshot_max_file_mb")
 
 
 def main(argv: list[str] | None = None) -> int:

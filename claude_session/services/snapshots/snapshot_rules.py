@@ -19,7 +19,7 @@ from collections.abc import Iterable
 import pathspec
 
 from ...core import secret_files
-from .. import configuration
+from .. import config_file
 
 RULES_FILE = "claude-session-exclude"  # in the store's info/: the rules alone, for ls-files
 SECRET = (
@@ -29,7 +29,7 @@ SECRET = (
 
 def rules(root: str) -> list[str]:
     """The rules for this project: the defaults, then `snapshot_exclude` (trusted only)."""
-    values = configuration.load_or_defaults(root).values
+    values = config_file.load_or_defaults(root).values
     return secret_files.rules(values.get("snapshot_exclude"))
 
 

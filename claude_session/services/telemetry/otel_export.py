@@ -29,8 +29,8 @@ import apsw
 from ...core import db, log, otel_state, trust
 from ...core.paths import db_path
 from ...core.redact import redact
-from .. import configuration
-from ..configuration import safe_url
+from .. import config_file
+from ..config_file import safe_url
 from . import otel_spans
 from .otel_wire import Send, Sender, Target
 
@@ -397,7 +397,7 @@ def untrusted(conn: apsw.Connection) -> str | None:
 def status(conn: apsw.Connection, root: str, now: float) -> dict[str, Any] | None:
     """What `status` and `doctor` show: where to, spans sent, the lag, the last error; None
     when export is off."""
-    values = configuration.load_or_defaults(root).values
+    values = config_file.load_or_defaults(root).values
     where = target(values)
     if where is None:
         return None

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..configuration import safe_url
+from ..config_file import safe_url
 from . import otel_spans
 
 if TYPE_CHECKING:

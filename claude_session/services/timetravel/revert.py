@@ -31,7 +31,7 @@ import apsw
 
 from ...core import db, frames, trust
 from ...core.config import megabytes
-from .. import configuration
+from .. import config_file
 from ..snapshots import (
     capture,
     capture_control,
@@ -97,7 +97,7 @@ class RevertError(Exception):
 
 
 def _max_bytes(root: str) -> int:
-    return megabytes(configuration.load_or_defaults(root).values, "snapshot_max_file_mb")
+    return megabytes(config_file.load_or_defaults(root).values, "snapshot_max_file_mb")
 
 
 def settle(conn: apsw.Connection, root: str) -> None:

@@ -1,5 +1,6 @@
-"""Reading and changing `.claude-session.json` for the CLI, the daemon and doctor, through the
-core's one validation (`core.config.validate`), so they agree with the hooks on every value."""
+"""The configuration file, `.claude-session.json`: loading, setting, writing and trusting it,
+for the CLI, the daemon and doctor. Its keys, defaults and one validation are core/config.py
+(`core.config.validate`, which the hooks use too), so every reader agrees on every value."""
 
 from __future__ import annotations
 
