@@ -552,7 +552,7 @@ def wait_until(condition: object, seconds: float = 15.0) -> None:
 def sweep_cost(scratch: Path, agents: int, events: int) -> dict[str, object]:
     """One daemon sweep over a large database: steady state, and marking agents stale."""
     from claude_session.core import db
-    from claude_session.services.background import daemon
+    from claude_session.services.background import sweeps
 
     project = scratch / "sweep"
     project.mkdir()
@@ -607,7 +607,7 @@ def sweep_cost(scratch: Path, agents: int, events: int) -> dict[str, object]:
     build = time.perf_counter() - started
     clock = [now]
     mono = [1000.0]
-    worker = daemon.Daemon(str(project), clock=lambda: clock[0], mono=lambda: mono[0])
+    worker = sweeps.Daemon(str(project), clock=lambda: clock[0], mono=lambda: mono[0])
     worker.sweep()  # first sight of every agent
     samples = []
     for _ in range(10):

@@ -617,7 +617,7 @@ def test_a_line_nested_too_deep_does_not_stop_the_server(project: Path) -> None:
 def capped_server_argv(tmp_path: Path, cap: int) -> list[str]:
     """The server with a smaller line cap (MAX_LINE_BYTES is read when each line is): a
     script that sets it, then serves as mcp_hook_server.py does."""
-    script = tmp_path / "capped_hookserver.py"
+    script = tmp_path / "capped_mcp_hook_server.py"
     script.write_text(
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
