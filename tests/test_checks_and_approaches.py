@@ -9,7 +9,6 @@ from itertools import count as counter
 from pathlib import Path
 from typing import Any
 
-import apsw
 from conftest import fixture, query, run_hook
 
 MAIN = "560819af-56fc-4528-be0a-32a24d1aa819"
@@ -163,30 +162,3 @@ def test_real_approaches_still_become_failed_paths_and_checks_do_not(project: Pa
     assert "Edit calc.py" in dead_ends and "python3 src/app.py data.txt" in dead_ends
     assert "tsc" not in dead_ends
     assert "npx tsc --noEmit" in section(text, "Open errors (not yet fixed)")
-
-
-def test_a_check_recorded_as_a_failed_path_by_an_earlier_version_is_not_shown(
-    project: Path,
-) -> None:
-    start(project, MAIN)
-    fail(project, MAIN, "python3 src/app.py", "Exit code 1\nValueError: bad input")
-    conn = apsw.Connection(str(project / ".claude-session.db"))
-    try:  # the row an earlier version wrote at the check's third failure
-        conn.execute(
-            "INSERT INTO failed_paths (session_id, approach, reason_failed, file_path, context,"
-            " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                MAIN,
-                CHECK,
-                "Exit code 1: 1 failed in 0.01s",
-                "test_calc.py",
-                "failed 3 times; ladder test|file:test_calc.py; Exit code 1: 1 failed",
-                1.0,
-                None,
-            ),
-        )
-    finally:
-        conn.close()
-    text = start(project, NEXT)
-    assert text is not None and "python3 src/app.py" in text
-    assert CHECK not in text and "Failed approaches" not in text

@@ -118,28 +118,6 @@ def test_a_branch_that_tracks_the_database_is_not_trusted_after_checkout(
         assert said is None or MARK not in said
 
 
-def test_an_earlier_record_by_inode_is_taken_once_then_the_inode_proves_nothing(
-    project: Path, isolated_state: Path, tmp_path: Path
-) -> None:
-    """An upgrade keeps the user's database trusted; a swap after it is not."""
-    a_project_with_open_work(project)
-    ours = project / ".claude-session.db"
-    folded(ours)
-    real = os.path.realpath(ours)
-    info = ours.stat()
-    record = isolated_state / trust.RECORD_NAME
-    record.write_text(f"db\t{real}\t{info.st_dev}:{info.st_ino}\n")  # as version 27 wrote it
-    assert trust.database_problem(str(ours)) is None
-    lines = record.read_text().splitlines()
-    assert any(line.startswith(f"{trust.DATABASE}\t{real}\t") for line in lines)
-    theirs = attackers_database(tmp_path / "attacker")
-    with open(ours, "r+b") as f:
-        f.write(theirs.read_bytes())
-        f.truncate()
-    assert ours.stat().st_ino == info.st_ino
-    assert trust.database_problem(str(ours))  # the old line names this inode, and counts no more
-
-
 def test_a_committed_spool_is_never_ingested_and_status_says_so(project: Path) -> None:
     a_project_with_open_work(project)
     folder = project / ".claude-session.db.spool"

@@ -117,16 +117,6 @@ FAILED_LAST_ANYWHERE = (
 )
 
 
-# A failed path an earlier version recorded at a check's third failure (its context names the
-# ladder: "failed 3 times; ladder test|..."): a check is to be re-run, never avoided.
-LEGACY_CHECK_PATH = (
-    "(coalesce(f.context, '') GLOB 'failed * times; ladder test|*'"
-    " OR coalesce(f.context, '') GLOB 'failed * times; ladder lint|*'"
-    " OR coalesce(f.context, '') GLOB 'failed * times; ladder type|*'"
-    " OR coalesce(f.context, '') GLOB 'failed * times; ladder build|*')"
-)
-
-
 def failed_paths(
     conn: apsw.Connection, now: float, session_id: str | None = None
 ) -> "list[dict[str, Any]]":
@@ -155,7 +145,6 @@ def failed_paths(
         "  EXISTS (SELECT 1 FROM file_claims c WHERE c.session_id = ?2"
         "   AND c.file_path = f.file_path) AS touched FROM failed_paths f"
         "  WHERE still_relevant = 1 AND (expires_at IS NULL OR expires_at > ?1)"
-        f"  AND NOT {LEGACY_CHECK_PATH}"
         "  ORDER BY mine DESC, touched DESC, created_at DESC, id DESC LIMIT 20) f"
         " ORDER BY f.mine DESC, f.touched DESC, f.created_at DESC, f.id DESC",
         (now, session_id),

@@ -121,8 +121,7 @@ def database_problem(path: str, conn: "apsw.Connection | None" = None) -> "str |
 
     Trusted when the per-user record holds the MAC, under this user's key, of its real path and
     the identity it holds (read through `conn` when given). Neither the path nor the inode
-    counts: a repository controls both. A record of the earlier kind (path and inode) is taken
-    once, for a database that record names, and replaced by a MAC'd one."""
+    counts: a repository controls both."""
     try:
         info = os.stat(path, follow_symlinks=False)
     except OSError:
@@ -137,12 +136,6 @@ def database_problem(path: str, conn: "apsw.Connection | None" = None) -> "str |
             mac = _database_tag(real, identity)
             if mac is not None and [DATABASE, real, mac] in lines:
                 return None
-        if _legacy_trusted(lines, real, f"{info.st_dev}:{info.st_ino}"):
-            from .paths import reading
-
-            if identity and not reading():  # a read (paths.Reading) writes no record
-                record_database(path, conn)
-            return None
     except OSError:
         pass
     return (
@@ -162,14 +155,6 @@ def require_ours(path: str, conn: "apsw.Connection | None", action: str) -> None
     why = database_problem(path, conn)
     if why is not None:
         raise NotOurs(f"not {action}: the database is not trusted ({why})")
-
-
-def _legacy_trusted(lines: "list[list[str]]", real: str, inode: str) -> bool:
-    """A record by path and inode (written before identities), for a path that has no MAC'd
-    record yet: once one exists, the inode proves nothing any more."""
-    if any(line[:2] == [DATABASE, real] for line in lines):
-        return False
-    return ["db", real, inode] in lines
 
 
 def content_hash(text: str) -> str:

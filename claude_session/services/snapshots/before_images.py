@@ -35,7 +35,6 @@ from ...core.paths import canonical, project_state_dir
 from ...core.secret_files import named_secret
 
 MAGIC = b"claude-session-before 2"  # 2: the header ends with the tool call's id
-MAGIC_1 = b"claude-session-before 1"  # written by an older version: no id
 FILE, LINK, ABSENT, LARGE, UNKNOWN = "file", "link", "absent", "large", "unknown"
 BLUR, COVER = "blur", "cover"  # markers of a tool that names no file (see above)
 KINDS = (FILE, LINK, ABSENT, LARGE, UNKNOWN, BLUR, COVER)
@@ -216,10 +215,10 @@ def _load(where: str, name: str) -> "Entry | None":
         header, _, rest = data.partition(b"\n")
         fields = header.split(b" ")
         magic = b" ".join(fields[:2])
-        if (magic, len(fields)) not in ((MAGIC, 7), (MAGIC_1, 6)):
+        if magic != MAGIC or len(fields) != 7:
             return None
         kind, mode, length, tool = fields[2:6]
-        use = fields[6].decode() if len(fields) == 7 and fields[6] != b"-" else None
+        use = fields[6].decode() if fields[6] != b"-" else None
         if kind.decode() not in KINDS:
             return None
         size = int(length)
