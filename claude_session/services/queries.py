@@ -352,9 +352,7 @@ def errors_query(*, open_only: bool = False) -> Query:
         "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
         " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
         " file_path, exit_code, task_id, error_message, occurred_at,"
-        # escalated (by an earlier version, a time was written): not resolved
-        " CASE WHEN resolution IN ('auto_fixed', 'abandoned') THEN resolved_at END"
-        " AS resolved_at,"
+        " resolved_at,"
         f" {spent} FROM (SELECT e.*, {readings.climb_columns('e')} FROM error_log e"
         f" WHERE {where}) w ORDER BY id DESC",
         (),
