@@ -191,7 +191,7 @@ CREATE TABLE hook_events (
     payload_summary TEXT,            -- one redacted line, at most 200 characters: "Bash: npm test", "Edit src/a.py", "prompt: ..."
     timestamp       TEXT,  -- UTC
     source          TEXT NOT NULL DEFAULT 'hook' CHECK (source IN ('hook', 'transcript')),  -- 'hook': Claude Code sent it; 'transcript': no hook delivered it, it was rebuilt from Claude Code's transcript (version 17)
-    transport       TEXT CHECK (transport IN ('process', 'relay', 'mcp'))  -- how it reached the store: a hook process, the daemon it handed over to (the relay), or the hook server of an mcp_tool hook; NULL before version 18, and for rebuilt or spooled events
+    transport       TEXT CHECK (transport IN ('process', 'relay', 'mcp'))  -- how it reached the store: a hook process, the daemon it handed over to (the relay), or the MCP hook server of an mcp_tool hook; NULL before version 18, and for rebuilt or spooled events
 );
 CREATE INDEX hook_events_started ON hook_events (started_at);
 
@@ -835,7 +835,7 @@ CREATE TABLE otel_export (
     next_attempt_at REAL,            -- backoff: no attempt before this
     spans_sent      INTEGER NOT NULL DEFAULT 0,  -- in all
     oldest_waiting  REAL,            -- end of the oldest span due and not sent at the last look (the lag)
-    enabled_at      REAL             -- when the background process first found export on: sessions idle since before it go only with `export-otel --since`
+    enabled_at      REAL             -- when the daemon first found export on: sessions idle since before it go only with `export-otel --since`
 );
 
 -- Every text claude-session put in front of the model, verbatim (redacted like everything
