@@ -63,7 +63,7 @@ def state_bytes() -> bytes:
     return b"\n".join(out)
 
 
-def held(project: Path) -> set[str]:
+def snapshotted(project: Path) -> set[str]:
     """The paths any snapshot of the store holds."""
     git_dir = workspace.snapshot_dir(str(project))
     paths: set[str] = set()
@@ -139,8 +139,8 @@ def test_the_installed_hooks_never_put_a_secret_file_into_the_store(project: Pat
     for path, marker in MARKERS.items():
         assert marker not in everything, path
     assert TOKEN.encode() not in everything
-    assert not set(SECRETS) & held(project)
-    assert "app.py" in held(project)
+    assert not set(SECRETS) & snapshotted(project)
+    assert "app.py" in snapshotted(project)
 
 
 def test_a_store_that_holds_a_secret_gives_it_up_with_prune_purge(
@@ -156,7 +156,7 @@ def test_a_store_that_holds_a_secret_gives_it_up_with_prune_purge(
         bench.write(".env", SECRETS[".env"].encode())
         bench.write("app.py", b"VALUE = 2\n")
         early = bench.last_frame()
-    assert ".env" in held(root)
+    assert ".env" in snapshotted(root)
     bench.write("app.py", b"VALUE = 3\n")
     assert MARKERS[".env"] in store_bytes(root)
     bench.revert(f"{bench.session}:{early}")  # an earlier revert, to undo after the purge
@@ -179,7 +179,7 @@ def test_a_store_that_holds_a_secret_gives_it_up_with_prune_purge(
     assert purged["snapshots_still_holding"] == 0
     assert purged["left_out_by_rule"] == ".env*"
     assert MARKERS[".env"] not in store_bytes(root) + state_bytes()
-    assert ".env" not in held(root)
+    assert ".env" not in snapshotted(root)
     doctor = run_cli(root, "doctor", "--json")
     assert {r["check"]: r for r in json.loads(doctor.stdout)}["secret files in snapshots"]["ok"]
 
@@ -233,7 +233,7 @@ def test_a_revert_leaves_every_secret_file_and_says_so(bench: Workbench) -> None
         assert (root / path).read_text() == text
     bench.undo()
     assert tree(root) == before
-    assert not set(SECRETS) & held(root)
+    assert not set(SECRETS) & snapshotted(root)
 
 
 def test_snapshot_exclude_adds_rules_and_takes_some_back(bench: Workbench) -> None:
@@ -245,7 +245,7 @@ def test_snapshot_exclude_adds_rules_and_takes_some_back(bench: Workbench) -> No
     bench.write("private/notes.txt", b"mine")
     bench.write(".env.example", b"GITHUB_TOKEN=\n")
     bench.write(".env", SECRETS[".env"].encode())
-    paths = held(root)
+    paths = snapshotted(root)
     assert ".env.example" in paths
     assert not {"data.sqlite", "private/notes.txt", ".env"} & paths
     shown = run_cli(root, "config", "--json")

@@ -10,7 +10,7 @@ A spool file is input like any other: one that cannot be read or is not an envel
 with its reason in a `.reason` file, never deleted, and ingestion goes on with the others.
 
 Where a file is proves nothing (a repository can commit a spool folder), so every envelope we
-write, spooled or held, starts with a line holding its MAC under this user's key
+write, spooled or answered early, starts with a line holding its MAC under this user's key
 (core/provenance.py), over the exact bytes that follow: one without a valid MAC was not
 written by this user's claude-session and is set aside unread, never ingested.
 """

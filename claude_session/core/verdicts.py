@@ -18,7 +18,7 @@ SPENT_TODAY = (
 
 class Room:
     """What a reservation found: its id (None: refused, no room), today's spend and what the
-    other running judges held when it was decided."""
+    other running judges had reserved when it was decided."""
 
     def __init__(self, reservation: int | None, spent: float, reserved: float, running: int):
         self.reservation = reservation
@@ -42,10 +42,10 @@ def reserve(
     with Immediate(conn):
         conn.execute("DELETE FROM judge_reservations WHERE expires_at <= ?", (now,))
         spent = float(conn.execute(SPENT_TODAY, (now,)).fetchall()[0][0] or 0.0)
-        held, running = conn.execute(
+        total, running = conn.execute(
             "SELECT COALESCE(SUM(amount_usd), 0.0), COUNT(*) FROM judge_reservations"
         ).fetchall()[0]
-        reserved, count = float(held or 0.0), int(running or 0)
+        reserved, count = float(total or 0.0), int(running or 0)
         if spent + reserved + amount > budget + 1e-9:
             return Room(None, spent, reserved, count)
         conn.execute(
