@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import fixture, query, run_cli, run_hook
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from inproc import Recorder
 from otlp_receiver import Receiver
@@ -64,6 +64,7 @@ def remotes(draw: st.DrawFn) -> tuple[str, str, str]:
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(remotes())
+@example(("A:A://@0.example:0.git", "0.example", "0"))  # scp-like, a password holding `://`
 def test_no_credential_of_a_remote_url_survives(remote: tuple[str, str, str]) -> None:
     url, host, path = remote
     kept = config_file.safe_url(url)

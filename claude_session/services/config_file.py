@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 import apsw
@@ -85,6 +86,9 @@ def parse_assignment(assignment: str) -> tuple[str, object]:
     return key, value
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")  # RFC 3986's scheme: no `:`, no `@`
+
+
 def safe_url(url: str) -> str:
     """`url` with nothing in it that authenticates, to send, store or print: the userinfo
     (`user:token@`) dropped whatever it holds, the query and the fragment dropped (tokens
@@ -96,8 +100,8 @@ def safe_url(url: str) -> str:
     from urllib.parse import urlsplit
 
     scheme, sep, rest = url.strip().partition("://")
-    if not sep:  # scp-like, or a local path
-        return scheme.rpartition("@")[2]
+    if not sep or not _SCHEME.fullmatch(scheme):  # scp-like (its password may hold `://`)
+        return url.strip().rpartition("@")[2]
     cut = min((rest.find(mark) for mark in "?#" if mark in rest), default=len(rest))
     rest, tail = rest[:cut], rest[cut:]
     if "@" in rest:
