@@ -2,10 +2,10 @@
 memories, read and set the project's state, read a session's timeline.
 
 `python -m claude_session.mcp_server` (what `claude-session install --mcp` registers at user
-scope). It reads through the library API
-(claude_session/project.py), as the CLI does: the memory search is `Project.memories`, the
-state `Project.state`, the timeline `Project.timeline`; so it sits beside the CLI, above the
-services, and writes (a memory added, a state set, a search counted as a use) here.
+scope). It reads and writes through the library API (claude_session/project/), as the CLI
+does: the memory search is `Project.memories`, a memory added `Project.add_memory`, the state
+`Project.state` and `Project.set_state`, the timeline `Project.timeline`; so it sits above
+`Project`, below the CLI.
 
 The project is `$CLAUDE_PROJECT_DIR` (Claude Code sets it in the server's
 environment; `${CLAUDE_PROJECT_DIR}` is not expanded in `.mcp.json` outside plugins), else the

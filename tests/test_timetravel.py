@@ -401,6 +401,9 @@ def test_prune_lets_go_of_old_sessions_snapshots_and_keeps_the_store_bounded(
 def test_the_snapshot_store_is_bounded(repo: Path) -> None:
     play_session(repo)
     send(repo, "SessionEnd")
+    # Every snapshot taken first: a capture still running (a loaded machine) leaves the
+    # session no snapshot yet to let go of.
+    assert wait_for(lambda: settled(repo), 30)
     (repo / ".claude-session.json").write_text('{"snapshot_store_max_mb": 0.001}')
     cli(repo, "trust", "--yes")
     done = json.loads(cli(repo, "prune", "--older-than", "365", "--yes", "--json").stdout)

@@ -100,6 +100,7 @@ MODULES: dict[str, str] = {
     "test_layers.py": "lint",
     "test_library.py": "integration",
     "test_library_writes.py": "fast",
+    "test_output_switch.py": "fast",
     "test_lint.py": "lint",
     "test_listings.py": "fast",
     "test_memory.py": "integration",

@@ -1,4 +1,6 @@
-"""The `claude-session` command: thin click commands over queries, installer and output.
+"""The `claude-session` command: thin click commands over `Project` (the library API), the
+services that act on the workspace (time travel, setup, cost's prices, telemetry), and
+`output`, the one place that decides how an outcome is shown (JSON or text).
 
 The group, and what the commands share, are in `group`; the commands live beside it, by what
 they are for: `report_commands` (what was recorded), `admin_commands` (doctor, config, daemon,

@@ -24,14 +24,14 @@ from .group import cli, json_option, opened
 @json_option("a list of checks: check, ok, detail")
 @output.wide_option
 @click.pass_obj
-def doctor_command(root: Path, full: bool, fsck: bool, as_json: bool) -> None:
+def doctor_command(root: Path, full: bool, fsck: bool) -> None:
     """Run every hook claude-session installed for you as Claude Code would (a command with
     its marker that it did not write is reported, never run), check the database and the
     snapshot store (stale locks of killed captures are removed)."""
     from ..services.setup import doctor
 
     results = doctor.check(root, full, fsck)
-    output.emit(results, "json" if as_json else "table", title="doctor")
+    output.emit(results, title="doctor")
     if not all(r["ok"] for r in results):
         sys.exit(1)
 
@@ -47,7 +47,7 @@ def doctor_command(root: Path, full: bool, fsck: bool, as_json: bool) -> None:
 @json_option("an object: path, settings (key, value, source), problems")
 @output.wide_option
 @click.pass_obj
-def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> None:
+def config_command(root: Path, assignments: tuple[str, ...]) -> None:
     """Show the project configuration (.claude-session.json, with defaults), or change it."""
     from ..services import config_file
 
@@ -68,12 +68,13 @@ def config_command(root: Path, assignments: tuple[str, ...], as_json: bool) -> N
     ]
     for warning in loaded.warnings:
         click.echo(f"warning: {output.escape_controls(warning)}", err=True)
-    if as_json:
-        output.emit({"path": loaded.path, "settings": rows, "problems": loaded.problems}, "json")
-    else:
-        output.emit(rows, "table", title=f"configuration ({loaded.path})")
+
+    def say() -> None:
+        output.emit(rows, title=f"configuration ({loaded.path})")
         for problem in loaded.problems:
             click.echo(f"invalid, default used: {output.escape_controls(problem)}", err=True)
+
+    output.emit({"path": loaded.path, "settings": rows, "problems": loaded.problems}, text=say)
     if loaded.problems:
         sys.exit(1)
 
@@ -86,7 +87,7 @@ def daemon() -> None:
 @daemon.command(name="start")
 @json_option("an object: started, pid")
 @click.pass_obj
-def daemon_start(root: Path, as_json: bool) -> None:
+def daemon_start(root: Path) -> None:
     """Start it in the background (no-op when it runs)."""
     from ..services.background import daemon_control
 
@@ -100,40 +101,37 @@ def daemon_start(root: Path, as_json: bool) -> None:
     output.reply(
         {"started": started, "pid": pid},
         f"daemon {'started' if started else 'already running'} (pid {pid})",
-        as_json,
     )
 
 
 @daemon.command(name="stop")
 @json_option("an object: stopped (false: it was not running)")
 @click.pass_obj
-def daemon_stop(root: Path, as_json: bool) -> None:
+def daemon_stop(root: Path) -> None:
     """Stop it (SIGTERM, then SIGKILL after 10 s)."""
     from ..services.background import daemon_control
 
     stopped = daemon_control.stop(str(root))
-    output.reply(
-        {"stopped": stopped}, "daemon stopped" if stopped else "daemon not running", as_json
-    )
+    output.reply({"stopped": stopped}, "daemon stopped" if stopped else "daemon not running")
 
 
 @daemon.command(name="status")
 @json_option("an object: running, pid, and what the running daemon reports")
 @output.wide_option
 @click.pass_obj
-def daemon_status(root: Path, as_json: bool) -> None:
+def daemon_status(root: Path) -> None:
     """Is it running, and what has it done."""
     from ..project import Project
 
     with Project(root) as project:
         state = project.daemon()
-    output.emit(state, "json" if as_json else "table", title="daemon")
+    output.emit(state, title="daemon")
 
 
 @daemon.command(name="run")
 @json_option("an object, when it exits: exit_code")
 @click.pass_obj
-def daemon_run(root: Path, as_json: bool) -> None:
+def daemon_run(root: Path) -> None:
     """Run it in the foreground (until Ctrl+C, `daemon stop`, or idle exit)."""
     import signal
     import subprocess
@@ -149,8 +147,7 @@ def daemon_run(root: Path, as_json: bool) -> None:
             code = child.wait()
         except KeyboardInterrupt:  # Ctrl+C reached it too: it stops by itself
             code = child.wait()
-    if as_json:
-        output.emit({"exit_code": code}, "json")
+    output.emit({"exit_code": code}, text=lambda: None)  # people saw the daemon itself
     sys.exit(code)
 
 
@@ -169,7 +166,6 @@ def fail(
     file_path: str | None,
     session: str | None,
     resolve: int | None,
-    as_json: bool,
 ) -> None:
     """Record an approach that failed, so no agent tries it again (agents may run this too)."""
     from ..project import NotFound, Project
@@ -183,7 +179,6 @@ def fail(
             output.reply(
                 {"id": resolve, "resolved": True},
                 f"failed path {resolve} is no longer shown",
-                as_json,
             )
             return
         if not approach or not reason:
@@ -194,7 +189,7 @@ def fail(
         new_id = project.record_failed_path(
             approach, reason, file_path=file_path, session_id=session
         )
-    output.reply({"id": new_id, "recorded": True}, f"failed path {new_id} recorded", as_json)
+    output.reply({"id": new_id, "recorded": True}, f"failed path {new_id} recorded")
 
 
 @cli.command()
@@ -233,7 +228,6 @@ def prune(
     purge_paths: tuple[str, ...],
     dry_run: bool,
     yes: bool,
-    as_json: bool,
 ) -> None:
     """Drop old sessions' raw events, audit rows and workspace snapshots; what was learned
     from them (agents, errors, failed paths, frames and their states) stays. Shows what would
@@ -241,23 +235,24 @@ def prune(
     from ..services import prune as pruning
 
     if purge_paths:
-        _purge(root, purge_paths, dry_run, yes, as_json)
+        _purge(root, purge_paths, dry_run, yes)
         return
     with opened(root, ingest=True) as conn:
         plan = pruning.plan(conn, str(root), days)
-        if as_json and (dry_run or not yes):
-            output.emit({"would_remove": plan}, "json")
-        elif not as_json:
-            output.echo_wrapped(
-                f"would remove, from {plural(plan['sessions'], 'session')} that ended more than"
-                f" {days:g} days ago: "
-                + ", ".join(f"{n} {table} rows" for table, n in plan["rows"].items())
-                + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
-                f" database: {plan['database_bytes'] / 1e6:.1f} MB"
-            )
+        said = (
+            f"would remove, from {plural(plan['sessions'], 'session')} that ended more than"
+            f" {days:g} days ago: "
+            + ", ".join(f"{n} {table} rows" for table, n in plan["rows"].items())
+            + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
+            f" database: {plan['database_bytes'] / 1e6:.1f} MB"
+        )
+        if dry_run or not yes:  # a script sees the plan when nothing is done without asking
+            output.emit({"would_remove": plan}, text=lambda: output.echo_wrapped(said))
+        else:
+            output.tell(lambda: output.echo_wrapped(said))
         if not (yes or vacuum or dry_run) and not any(plan["rows"].values()):
-            if not as_json:  # nothing to ask about, nothing to refuse: a success
-                output.echo_wrapped(f"nothing to prune: no rows older than {days:g} days")
+            # nothing to ask about, nothing to refuse: a success
+            output.tell(f"nothing to prune: no rows older than {days:g} days")
             return
         if dry_run or not _go_ahead(yes, "delete", "delete them?"):
             return
@@ -268,9 +263,10 @@ def prune(
         except NotOurs as exc:
             click.echo(f"claude-session: {output.escape_controls(str(exc))}", err=True)
             sys.exit(1)
-    if as_json:
-        output.emit(done, "json")
-        return
+    output.emit(done, text=lambda: _say_pruned(done, vacuum))
+
+
+def _say_pruned(done: dict[str, Any], vacuum: bool) -> None:
     counts, snapshots = done["rows_removed"], done["workspace_snapshots"]
     output.echo_wrapped(", ".join(f"{n} {table} rows" for table, n in counts.items()) + " removed")
     freed = done["database_bytes_before"] - done["database_bytes_after"]
@@ -304,7 +300,7 @@ def _go_ahead(yes: bool, verb: str, question: str) -> bool:
     return True
 
 
-def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json: bool) -> None:
+def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool) -> None:
     from ..services import prune as pruning
 
     try:
@@ -313,20 +309,25 @@ def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json
         raise click.ClickException(str(exc)) from exc
     with opened(root, ingest=True) as conn:
         plans = [pruning.purge_plan(str(root), p) for p in paths]
-        if as_json and (dry_run or not yes):
-            output.emit({"would_purge": plans}, "json")
-        elif not as_json:
+
+        def say() -> None:
             for plan in plans:
                 output.echo_wrapped(
                     f"{plan['path']}: kept in {plan['snapshots_holding']} workspace snapshots;"
                     " its content would be taken out of them"
                 )
+
+        if dry_run or not yes:
+            output.emit({"would_purge": plans}, text=say)
+        else:
+            output.tell(say)
         if dry_run or not _go_ahead(yes, "purge", "purge it?"):
             return
         done = [pruning.purge(conn, str(root), p) for p in paths]
-    if as_json:
-        output.emit({"purged": done}, "json")
-        return
+    output.emit({"purged": done}, text=lambda: _say_purged(root, done))
+
+
+def _say_purged(root: Path, done: list[dict[str, Any]]) -> None:
     for item in done:
         output.echo_wrapped(
             f"{item['path']}: taken out of {item['snapshots_rewritten']} snapshots"
@@ -347,7 +348,7 @@ def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool, as_json
 @cli.command()
 @json_option("an object: ingested, waiting (events still in the spool)")
 @click.pass_obj
-def ingest(root: Path, as_json: bool) -> None:
+def ingest(root: Path) -> None:
     """Replay events waiting in the spool into the database."""
     before = spool.backlog(str(root))
     with opened(root, ingest=True):  # opening ingests
@@ -355,7 +356,6 @@ def ingest(root: Path, as_json: bool) -> None:
     output.reply(
         {"ingested": max(0, before - waiting), "waiting": waiting},
         f"{plural(waiting, 'event')} still waiting in the spool",
-        as_json,
     )
 
 
@@ -365,7 +365,7 @@ def ingest(root: Path, as_json: bool) -> None:
     "an object: project, played, hook_failures, status (as `status --json`), session_id,"
     " context, kept, deleted"
 )
-def demo(keep: bool, as_json: bool) -> None:
+def demo(keep: bool) -> None:
     """Play a recorded real Claude Code session through the hooks (installed in a scratch
     project, as `install` writes them), then show the result."""
     import tempfile  # here: it imports random and hashlib (~30 ms for every other command)
@@ -386,19 +386,18 @@ def demo(keep: bool, as_json: bool) -> None:
         session = given.session_id if given else ""
         restored = given.text if given else ""
     gone = keep or player.remove(scratch, project)
-    if as_json:
-        result: dict[str, Any] = {
-            "project": str(project),
-            "played": len(played),
-            "hook_failures": failed,
-            "status": found,
-            "session_id": session,
-            "context": restored,
-            "kept": keep,
-            "deleted": not keep and gone,
-        }
-        output.emit(result, "json")
-    else:
+    result: dict[str, Any] = {
+        "project": str(project),
+        "played": len(played),
+        "hook_failures": failed,
+        "status": found,
+        "session_id": session,
+        "context": restored,
+        "kept": keep,
+        "deleted": not keep and gone,
+    }
+
+    def say() -> None:
         output.echo_wrapped(
             f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks"
             f" installed in {project / '.claude' / 'settings.local.json'}"
@@ -420,5 +419,7 @@ def demo(keep: bool, as_json: bool) -> None:
             click.echo(f"\nscratch project deleted: {scratch} (keep it with --keep)")
         else:
             click.echo(f"\nscratch project could not be deleted entirely: {scratch}")
+
+    output.emit(result, text=say)
     if failed:
         sys.exit(1)

@@ -15,7 +15,7 @@ from ..project import Project
 from ..services.cost import costs, transcripts
 from . import lookup, output
 from .group import cli, json_option, opened
-from .listing import limit_option, stream_rows
+from .listing import limit_option
 
 SOURCES = {
     "claude_code": "Claude Code",
@@ -90,7 +90,6 @@ def cost(
     since: str | None,
     limit: int,
     every: bool,
-    as_json: bool,
 ) -> None:
     """What each session, turn, agent, tool, model or day cost and the tokens it used, from
     Claude Code's transcripts: its own cost figures, shared among the model's responses by
@@ -116,14 +115,16 @@ def cost(
     if read.get("untrusted"):  # nothing was read: the stored figures, said so
         found["untrusted"] = read["untrusted"]
     found["claude_session_judge"] = judged
-    if as_json:
-        output.emit(found, "json")
-    elif every and found["rows"]:
-        rows = [shown(by, r) for r in found["rows"]]
-        stream_rows([*rows, shown(by, {_first(by): "total"} | found["total"])], False)
-        notes(found)
-    else:
-        show(found)
+
+    def say() -> None:
+        if every and found["rows"]:
+            rows = [shown(by, r) for r in found["rows"]]
+            output.emit_stream([*rows, shown(by, {_first(by): "total"} | found["total"])])
+            notes(found)
+        else:
+            show(found)
+
+    output.emit(found, text=say)
     hidden = found["groups"] - len(
         [r for r in found["rows"] if costs.UNATTRIBUTED not in r.values()]
     )
@@ -251,7 +252,7 @@ def shown(by: str, row: dict[str, Any]) -> dict[str, Any]:
 @cli.group(name="prices", invoke_without_command=True)
 @json_option("an object: default, sources, user_file, user_file_problem, models, aliases")
 @click.pass_context
-def prices_command(ctx: click.Context, as_json: bool) -> None:
+def prices_command(ctx: click.Context) -> None:
     """The price table used where Claude Code wrote no cost figure (USD per million tokens;
     cache writes by their time to live). `prices update` refreshes it from LiteLLM's data."""
     if ctx.invoked_subcommand is not None:
@@ -259,9 +260,10 @@ def prices_command(ctx: click.Context, as_json: bool) -> None:
     from ..services.cost import price_update
 
     found = price_update.listing()
-    if as_json:
-        output.emit(found, "json")
-        return
+    output.emit(found, text=lambda: _say_prices(found))
+
+
+def _say_prices(found: dict[str, Any]) -> None:
     out = output.console()
     rows = [
         {
@@ -294,7 +296,7 @@ def prices_command(ctx: click.Context, as_json: bool) -> None:
 )
 @click.option("--remove", is_flag=True, help="Go back to the table shipped with this release.")
 @json_option("an object: path, models (those priced), or removed")
-def prices_update_command(source: str | None, remove: bool, as_json: bool) -> None:
+def prices_update_command(source: str | None, remove: bool) -> None:
     """Refresh the prices from LiteLLM's pricing data (the source ccusage uses), into your own
     table in the per-user data folder: no release needed. Nothing is fetched otherwise."""
     from ..core import prices
@@ -307,12 +309,8 @@ def prices_update_command(source: str | None, remove: bool, as_json: bool) -> No
             result = price_update.update(source or price_update.LITELLM_URL)
         except (OSError, prices.Bad) as exc:
             raise click.ClickException(f"prices not updated: {exc}") from None
-    if as_json:
-        output.emit(result, "json")
-    elif remove:
-        output.echo_wrapped("your price table removed" if result["removed"] else "none to remove")
+    if remove:
+        said = "your price table removed" if result["removed"] else "none to remove"
     else:
-        output.echo_wrapped(
-            f"{len(result['models'])} models priced, written to"
-            f" {output.escape_controls(result['path'])}"
-        )
+        said = f"{len(result['models'])} models priced, written to {result['path']}"
+    output.reply(result, lambda: output.echo_wrapped(said))

@@ -55,7 +55,6 @@ def fork_command(
     remove: str | None,
     yes: bool,
     force: bool,
-    as_json: bool,
 ) -> None:
     """A new working directory with the files as at FRAME; its first session gets its state.
     `--list` shows the forks made here, `--remove FOLDER --yes` removes one."""
@@ -67,55 +66,57 @@ def fork_command(
     if (yes or force) and not remove:
         raise click.UsageError("--yes and --force only apply to --remove")
     if listing:
-        _list(root, as_json)
+        _list(root)
     elif remove:
-        _remove(root, remove, yes, force, as_json)
+        _remove(root, remove, yes, force)
     else:
-        _fork(root, str(frame), label, path, as_json)
+        _fork(root, str(frame), label, path)
 
 
-def _fork(root: Path, frame: str, label: str | None, path: str | None, as_json: bool) -> None:
+def _fork(root: Path, frame: str, label: str | None, path: str | None) -> None:
     with opened(root, ingest=True) as conn:
         try:
             made = forking.fork(conn, str(root), frame, label=label, path=path)
         except (timetravel.FrameError, forking.ForkError, workspace.WorkspaceError) as exc:
             raise _fail(exc) from exc
     made["remove_with"] = forking.remove_hint(made["path"])
-    if as_json:
-        output.emit(made, "json")
-        return
-    output.echo_wrapped(f"forked {made['from']} into {made['path']} ({made['made_with']})")
-    output.echo_wrapped(f"hooks there: {made['hooks']}")
-    output.echo_wrapped(f"next: {made['next']}")
-    output.echo_wrapped(f"when done with it: {made['remove_with']}")
+
+    def say() -> None:
+        output.echo_wrapped(f"forked {made['from']} into {made['path']} ({made['made_with']})")
+        output.echo_wrapped(f"hooks there: {made['hooks']}")
+        output.echo_wrapped(f"next: {made['next']}")
+        output.echo_wrapped(f"when done with it: {made['remove_with']}")
+
+    output.emit(made, text=say)
 
 
-def _list(root: Path, as_json: bool) -> None:
+def _list(root: Path) -> None:
     with opened(root) as conn:
         found = forking.forks(conn, str(root))
-    if as_json:
-        output.emit(found, "json")
-        return
-    if not found:
-        output.echo_wrapped("no forks made from this project")
-        return
-    for row in found:
-        where = "worktree" if row["worktree"] else "folder" if row["exists"] else "gone"
-        if not row["ours"]:
-            where += "; not written by this user's claude-session: never removed"
-            if row["untagged"]:
-                where += " (no MAC: an earlier version's fork, or planted)"
-        name = f" [{output.escape_controls(str(row['label']))}]" if row["label"] else ""
-        output.echo_wrapped(
-            f"{row['kind']} {row['branch']}{name} of"
-            f" {output.escape_controls(str(row['parent_session_id']))}:"
-            f"{row['parent_frame_no']}: {output.escape_controls(row['path'])} ({where})"
-        )
-        if row["remove_with"]:
-            output.echo_wrapped(f"  remove: {row['remove_with']}")
+
+    def say() -> None:
+        if not found:
+            output.echo_wrapped("no forks made from this project")
+            return
+        for row in found:
+            where = "worktree" if row["worktree"] else "folder" if row["exists"] else "gone"
+            if not row["ours"]:
+                where += "; not written by this user's claude-session: never removed"
+                if row["untagged"]:
+                    where += " (no MAC: an earlier version's fork, or planted)"
+            name = f" [{output.escape_controls(str(row['label']))}]" if row["label"] else ""
+            output.echo_wrapped(
+                f"{row['kind']} {row['branch']}{name} of"
+                f" {output.escape_controls(str(row['parent_session_id']))}:"
+                f"{row['parent_frame_no']}: {output.escape_controls(row['path'])} ({where})"
+            )
+            if row["remove_with"]:
+                output.echo_wrapped(f"  remove: {row['remove_with']}")
+
+    output.emit(found, text=say)
 
 
-def _remove(root: Path, folder: str, yes: bool, force: bool, as_json: bool) -> None:
+def _remove(root: Path, folder: str, yes: bool, force: bool) -> None:
     if not yes:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             click.echo("not on a terminal: nothing removed; pass --yes to remove", err=True)
@@ -128,10 +129,11 @@ def _remove(root: Path, folder: str, yes: bool, force: bool, as_json: bool) -> N
             done = forking.remove(conn, str(root), folder, force=force)
         except forking.ForkError as exc:
             raise _fail(exc) from exc
-    if as_json:
-        output.emit(done, "json")
-        return
-    registration = " and its worktree registration" if done["was_worktree"] else ""
-    output.echo_wrapped(f"removed {done['path']}{registration}")
-    if done["lost"]:
-        output.echo_wrapped(f"let go (--force): {len(done['lost'])} change(s)")
+
+    def say() -> None:
+        registration = " and its worktree registration" if done["was_worktree"] else ""
+        output.echo_wrapped(f"removed {done['path']}{registration}")
+        if done["lost"]:
+            output.echo_wrapped(f"let go (--force): {len(done['lost'])} change(s)")
+
+    output.emit(done, text=say)

@@ -72,13 +72,9 @@ def opened(root: Path, create: bool = False, ingest: bool = False) -> Iterator[a
 
 
 def json_option(shape: str) -> Callable[[F], F]:
-    """--json, with the shape of what it prints (the generated command reference shows it)."""
-    text = "Print JSON instead of text" + (f": {shape}." if shape else ".")
-
-    def decorate(command: F) -> F:
-        return click.option("--json", "as_json", is_flag=True, help=text)(command)
-
-    return decorate
+    """--json, with the shape of what it prints (the generated command reference shows it);
+    `output.emit` reads it, the command does not."""
+    return output.json_flag("Print JSON instead of text" + (f": {shape}." if shape else "."))
 
 
 def format_option(command: F) -> F:
@@ -204,6 +200,7 @@ class Group(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, project: str | None) -> None:
     """Session, agent and failure memory for Claude Code, from its hook events."""
+    output.reset()  # before the command's own options set them
     ctx.obj = find_root(project)
 
 

@@ -14,7 +14,7 @@ from ..project import Project, ProjectError
 from ..services.cost import hooks_report
 from . import lookup, output
 from .group import cli, json_option, require_database
-from .listing import limit_option, stream_rows
+from .listing import limit_option
 
 LAYOUT = output.Layout(
     {
@@ -73,9 +73,7 @@ def shown(row: dict[str, Any]) -> dict[str, Any]:
 )
 @output.wide_option
 @click.pass_obj
-def hooks(
-    root: Path, session: str | None, turn: int | None, limit: int, every: bool, as_json: bool
-) -> None:
+def hooks(root: Path, session: str | None, turn: int | None, limit: int, every: bool) -> None:
     """Every hook that ran (ours, marked, and every other: command, http, mcp_tool), as
     Claude Code timed it: runs, total, median, p90 and max per command and event, and its share
     of the sessions' wall time. Runs of ours that Claude Code did not time are counted as
@@ -95,14 +93,15 @@ def hooks(
         except ProjectError as exc:
             raise click.UsageError(str(exc)) from None
     found = dataclasses.asdict(report) | {"rows": list(report.rows), "transcripts": read}
-    if as_json:
-        output.emit(found, "json")
-        return
-    if every and found["rows"]:
-        stream_rows([shown(r) for r in found["rows"]], False)
-    else:
-        show(found)
-    notes(found)
+
+    def say() -> None:
+        if every and found["rows"]:
+            output.emit_stream([shown(r) for r in found["rows"]])
+        else:
+            show(found)
+        notes(found)
+
+    output.emit(found, text=say)
     if not every and found["groups"] > len(found["rows"]):
         output.note(
             f"{found['groups'] - len(found['rows']):,} more not shown (of {found['groups']:,};"

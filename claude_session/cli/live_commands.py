@@ -180,27 +180,27 @@ def opened_to_watch(root: Path) -> Project:
     help="Seconds between checks for new events.",
 )
 @click.option("--once", is_flag=True, help="Draw one frame and exit.")
-@click.option("--json", "as_json", is_flag=True, help="With --once: the same data as JSON.")
+@output.json_flag("With --once: the same data as JSON.")
 @output.wide_option
 @click.pass_obj
-def watch(root: Path, session: str | None, interval: float, once: bool, as_json: bool) -> None:
+def watch(root: Path, session: str | None, interval: float, once: bool) -> None:
     """A live view of the agents, file claims and open errors, redrawn as events arrive."""
-    if as_json and not once:
+    if output.json_wanted() and not once:
         raise click.UsageError("--json needs --once")
     project = opened_to_watch(root)
     try:
         if once:
             data = _seen(project, session)
-            if as_json:
-                output.emit(data, "json")
-            else:
-                console = output.console()  # a terminal's width; off one, lines whole
-                frame = render(data, console.width, once=True, whole=output.whole())
-                console.print(frame)  # nothing to quit
+            output.emit(data, text=lambda: _print_once(data))
             return
         _run(project, session, interval)
     finally:
         project.close()
+
+
+def _print_once(data: dict[str, Any]) -> None:
+    console = output.console()  # a terminal's width; off one, lines whole
+    console.print(render(data, console.width, once=True, whole=output.whole()))  # nothing to quit
 
 
 def _seen(project: Project, session: str | None) -> dict[str, Any]:
@@ -283,14 +283,11 @@ class _Keys:
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Default: a free one.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Say where it listens as one JSON line (keys: url, host, port, project), then serve.",
+@output.json_flag(
+    "Say where it listens as one JSON line (keys: url, host, port, project), then serve."
 )
 @click.pass_obj
-def serve(root: Path, host: str, port: int, open_browser: bool, as_json: bool) -> None:
+def serve(root: Path, host: str, port: int, open_browser: bool) -> None:
     """A local, read-only web page: sessions, agent trees, timelines and diffs of frames.
 
     It listens on 127.0.0.1 only and answers only URLs holding the random token it prints."""
@@ -303,14 +300,9 @@ def serve(root: Path, host: str, port: int, open_browser: bool, as_json: bool) -
         server, thread = web_server.start(str(root), port)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
-    if as_json:
-        import json
-
-        bound = server.server_address
-        where = {"url": server.url, "host": bound[0], "port": bound[1], "project": str(root)}
-        click.echo(json.dumps(where))
-    else:
-        click.echo(f"claude-session serve: {server.url}  (Ctrl+C to stop)")
+    bound = server.server_address
+    where = {"url": server.url, "host": bound[0], "port": bound[1], "project": str(root)}
+    output.emit(where, text=f"claude-session serve: {server.url}  (Ctrl+C to stop)", line=True)
     sys.stdout.flush()
     import signal
 

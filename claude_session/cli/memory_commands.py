@@ -9,7 +9,6 @@ an agent added waits for `memory accept` (`memory list --pending` shows where it
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -22,16 +21,15 @@ import click
 
 from ..core import db, memories, memory_exchange, trust
 from ..core.paths import db_path
-from ..project import Listing
+from ..project.memory_reads import labelled
 from . import cells, memory_check_commands, output
 from .group import json_option, opened
-from .listing import emit_page, limit_option, stream_rows
+from .listing import emit_page, limit_option
 from .memory_group import (
     found_row,
     global_db,
     has_project_database,
     holding,
-    labelled,
     memory,
     parse_id,
     trusted_text,
@@ -74,7 +72,6 @@ def memory_add(
     session_id: str | None,
     tags: tuple[str, ...],
     files: tuple[str, ...],
-    as_json: bool,
 ) -> None:
     """Remember TEXT (redacted like everything recorded).
 
@@ -102,7 +99,7 @@ def memory_add(
         said += f" for session {added.session_id}" + (
             " (the most recently active)" if latest else ""
         )
-    output.reply(answer, said, as_json)
+    output.reply(answer, said)
 
 
 @memory.command(name="list")
@@ -139,47 +136,30 @@ def memory_list(
     stale: bool,
     every: bool,
     limit: int,
-    as_json: bool,
 ) -> None:
     """Memories, most used and strongest first.
 
     Those awaiting your review (global ones an agent added) are left out, and counted on
     stderr; `--pending` lists them alone; `--stale` those whose files changed since."""
     if stale:
-        memory_check_commands.list_stale(root, scope, as_json)
+        memory_check_commands.list_stale(root, scope)
         return
-    found: list[dict[str, Any]] = []
-    total = 0
-    waiting = 0  # awaiting review, when they are not what is listed
-    cap = 2**62 if every else limit
-    if scope != "global" and has_project_database(root):
-        with opened(root) as conn:
-            found += labelled(
-                "project",
-                memories.listed(conn, category=category, scope=scope, limit=cap, pending=pending),
-            )
-            total += memories.count_listed(conn, category=category, scope=scope, pending=pending)
-            if not pending:
-                waiting += memories.count_listed(conn, scope=scope, pending=True)
-    if scope in (None, "global"):
-        with global_db(create=False) as conn:
-            if conn is not None:
-                found += labelled(
-                    "global",
-                    memories.listed(conn, category=category, limit=cap, pending=pending),
-                )
-                total += memories.count_listed(
-                    conn, category=category, scope="global", pending=pending
-                )
-                if not pending:
-                    waiting += memories.count_listed(conn, scope="global", pending=True)
-    shown = _origin_row if pending else _table_row
+    from ..project import Project
+
+    here = scope != "global" and has_project_database(root)  # none: says so on stderr
+    with Project(root) as project:
+        if here:
+            project.refresh(transcripts=False, spool=False)  # the database as this version reads it
+        found = project.memory_listing(
+            None if every else limit, category=category, scope=scope, pending=pending
+        )
+    layout = output.Layout(shown=_origin_row if pending else _table_row)
     if every:
-        stream_rows(found if as_json else (shown(r) for r in found), as_json)
+        output.emit_stream(found.rows, layout)
     else:
-        rows = found if as_json else [shown(r) for r in found]
-        emit_page(Listing(rows, total), as_json, "memories", "memory list")
-    if waiting and not as_json:
+        emit_page(found, "memories", "memory list", layout)
+    waiting = found.hidden
+    if waiting and not output.json_wanted():
         output.note(
             f"{waiting} {'memory awaits' if waiting == 1 else 'memories await'} your review"
             " (given to no session until accepted): `claude-session memory list --pending`"
@@ -192,21 +172,14 @@ def memory_list(
 @json_option("a list of memories, as `memory list` gives them, with their rank")
 @output.wide_option
 @click.pass_obj
-def memory_search(root: Path, query: str, limit: int, as_json: bool) -> None:
+def memory_search(root: Path, query: str, limit: int) -> None:
     """Full-text search (best first), in this project and the global memories."""
     from ..project import Project
 
     has_project_database(root)
     with Project(root) as project:  # the one search, the MCP server's too
         found = project.memories(query, limit)
-    _emit([dataclasses.asdict(m) for m in found], as_json)
-
-
-def _emit(found: list[dict[str, Any]], as_json: bool) -> None:
-    if as_json:
-        output.emit(found, "json")
-        return
-    output.emit([_table_row(r) for r in found], "table", title="memories")
+    output.emit(found, title="memories", layout=output.Layout(shown=_table_row))
 
 
 def _table_row(r: dict[str, Any]) -> dict[str, Any]:
@@ -243,22 +216,25 @@ def _origin_row(r: dict[str, Any]) -> dict[str, Any]:
     " error it was about: signature, resolution, resolved_at; null: none)"
 )
 @click.pass_obj
-def memory_show(root: Path, memory_id: str, as_json: bool) -> None:
+def memory_show(root: Path, memory_id: str) -> None:
     """One memory with where it came from (who added it, session, turn, tool call), the files
     it is about and whether they changed since, what became of it, and how it was used."""
-    scope, number = parse_id(memory_id)
-    with holding(root, scope) as conn:
-        row = memory_check_commands.details(
-            conn, root, scope, found_row(conn, scope, number, memory_id)
-        )
-    _show(row, as_json)
+    from ..project import Project
+
+    scope, _ = parse_id(memory_id)
+    with Project(root) as project:
+        if scope != "global":
+            project.refresh(transcripts=False, spool=False)  # the database as this version reads it
+        row = project.memory_record(memory_id)
+    _show(row)
 
 
-def _show(row: dict[str, Any], as_json: bool) -> None:
+def _show(row: dict[str, Any]) -> None:
     """One memory: JSON, or its fields one per line (the tags joined)."""
-    if as_json:
-        output.emit(row, "json")
-        return
+    output.emit(row, text=lambda: _say_memory(row))
+
+
+def _say_memory(row: dict[str, Any]) -> None:
     shown = row | {"tags": ", ".join(row["tags"])}
     if "trusted" in row:
         shown["trusted"] = trusted_text(row["trusted"])
@@ -297,7 +273,6 @@ def memory_edit(
     text: str | None,
     category: str | None,
     tags: tuple[str, ...],
-    as_json: bool,
 ) -> None:
     """Change a memory's text, category or tags."""
     from ..project import Project
@@ -316,28 +291,28 @@ def memory_edit(
             memory_id, text=text, category=category, tags=list(tags) if tags else None
         )
     scope, _ = parse_id(memory_id)
-    _show(labelled(scope, [changed.memory or {}])[0], as_json)
+    _show(labelled(scope, [changed.memory or {}])[0])
 
 
 @memory.command(name="forget")
 @click.argument("memory_id")
 @json_option("an object: id, forgotten")
 @click.pass_obj
-def memory_forget(root: Path, memory_id: str, as_json: bool) -> None:
+def memory_forget(root: Path, memory_id: str) -> None:
     """Forget a memory: it is never shown or given again."""
     from ..project import Project
 
     parse_id(memory_id)
     with Project(root) as project:
         project.forget_memory(memory_id)
-    output.reply({"id": memory_id, "forgotten": True}, f"memory {memory_id} forgotten", as_json)
+    output.reply({"id": memory_id, "forgotten": True}, f"memory {memory_id} forgotten")
 
 
 @memory.command(name="accept")
 @click.argument("memory_id")
 @json_option("an object: id, accepted")
 @click.pass_obj
-def memory_accept(root: Path, memory_id: str, as_json: bool) -> None:
+def memory_accept(root: Path, memory_id: str) -> None:
     """Accept a memory awaiting your review: it is in use from now on.
 
     Sessions are given it and searches find it: in every project, for a global one (g12).
@@ -347,7 +322,7 @@ def memory_accept(root: Path, memory_id: str, as_json: bool) -> None:
     parse_id(memory_id)
     with Project(root) as project:
         project.accept_memory(memory_id)
-    output.reply({"id": memory_id, "accepted": True}, f"memory {memory_id} accepted", as_json)
+    output.reply({"id": memory_id, "accepted": True}, f"memory {memory_id} accepted")
 
 
 @memory.command(name="export")
@@ -441,7 +416,7 @@ class Unreadable(ValueError):
     " each invalid record, skipped)"
 )
 @click.pass_obj
-def memory_import(root: Path, source: Any, as_json: bool) -> None:
+def memory_import(root: Path, source: Any) -> None:
     """Read memories exported as JSON lines or Markdown (`-` for stdin).
 
     Each comes back as it was: session, tags, strength, use count, times and provenance (source,
@@ -494,16 +469,17 @@ def memory_import(root: Path, source: Any, as_json: bool) -> None:
             if found is not None and found[0] == where and target is not None:
                 with db.Immediate(target):
                     memories.link_supersedes(target, memory_id, found[1])
-    if not as_json:
+
+    def say() -> None:
         for problem in report["problems"]:
             reason = output.escape_controls(problem["reason"])
             click.echo(f"line {problem['line']} skipped: {reason}", err=True)
-    output.reply(
-        report,
-        f"{report['imported']} imported, {report['already_present']} already present,"
-        f" {report['invalid']} invalid (skipped)",
-        as_json,
-    )
+        output.echo_wrapped(
+            f"{report['imported']} imported, {report['already_present']} already present,"
+            f" {report['invalid']} invalid (skipped)"
+        )
+
+    output.reply(report, say)
 
 
 def _parse_line(raw: bytes, number: int) -> dict[str, Any] | None:

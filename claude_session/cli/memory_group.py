@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ import click
 
 from ..core import memories, recall
 from ..core.paths import db_path
+from ..project.memory_reads import labelled
 from .group import cli, opened
 
 
@@ -26,17 +26,6 @@ def global_db(create: bool) -> Iterator[apsw.Connection | None]:
     finally:
         if conn is not None:
             conn.close()
-
-
-def labelled(scope: str, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for row in found:
-        item = {"id": memories.label(scope, row["id"])} | {
-            k: v for k, v in row.items() if k != "id"
-        }
-        item["tags"] = json.loads(str(item.get("tags") or "[]"))
-        out.append(item)
-    return out
 
 
 def parse_id(text: str) -> tuple[str, int]:

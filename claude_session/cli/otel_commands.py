@@ -24,7 +24,7 @@ from .group import cli, json_option, opened
 )
 @json_option("an object: endpoint, sessions, spans")
 @click.pass_obj
-def export_otel(root: Path, since: str, as_json: bool) -> None:
+def export_otel(root: Path, since: str) -> None:
     """Send the sessions active since WHEN to the configured OpenTelemetry backend, every
     span, whether it was sent before or not: the ids are derived from the rows, so the
     backend keeps one of each. Configured by `otel_endpoint` (`claude-session config`) or
@@ -46,7 +46,5 @@ def export_otel(root: Path, since: str, as_json: bool) -> None:
         except RuntimeError as exc:
             raise click.ClickException(f"not sent: {exc}") from None
     found = {"endpoint": where.shown, "sessions": sessions, "spans": spans}
-    if as_json:
-        output.emit(found, "json")
-        return
-    click.echo(f"sent {plural(spans, 'span')} of {plural(sessions, 'session')} to {where.shown}")
+    said = f"sent {plural(spans, 'span')} of {plural(sessions, 'session')} to {where.shown}"
+    output.reply(found, said)

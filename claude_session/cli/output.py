@@ -1,15 +1,20 @@
-"""The one place that turns query results into terminal output: JSON or rich tables.
+"""The one place that decides how a command's outcome is shown: JSON or text for people.
 
-Rows are plain dicts. One format for each kind of value, in cli/cells and nowhere else:
+A command hands its outcome to `emit` (or `reply`) as data: rows, dataclasses (the library's
+records and answers), a dict of sections. Under --json (`json_flag`: commands never see it)
+that data is printed as JSON; otherwise the command's own text (`text=`: a line, or what
+prints it), else tables and key/value lists laid out by cli/tables. `tell` is for what only
+people read (a plan before a question); `emit_stream` for rows read one by one (`--all`).
+
+One format for each kind of value, in cli/cells and nowhere else:
 - booleans: `yes`/`no` in tables, true/false in JSON (SQLite's 0/1 included, by column name);
 - durations (`*_seconds`): `45s`, `1m05s`, `2h03m`, `3d04h` (`duration`);
 - times (`*_at`, Unix seconds): JSON keeps the number; key/value sections show the local time
   with its zone (`2026-11-23 17:20:05 UTC+01:00`), tables the local time (the zone is in the
   table's title) or, where recency matters, an age (`3m ago`, `in 12m`).
 
-On a terminal, tables fit its width: every column has a priority; the least important go
-first (a line under the table names them, and the options that show them), then the widest
-are narrowed, their cells folded onto more lines, never cut. Headers are never cut. Off a
+On a terminal, tables fit its width (cli/tables: the least important columns go first, a line
+under the table names them and the options that show them; cells fold, never cut). Off a
 terminal (a pipe, a file), every line is whole whatever `COLUMNS` says: no wrapping, no
 cutting, so a path can be copied as it is; tables print every column, each cell whole, as
 `--wide` (`wide_option`) does on a terminal. Hints and problems wrap only on a terminal.
@@ -21,6 +26,7 @@ carriage return, bidirectional overrides) is shown escaped, never sent raw to th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import textwrap
@@ -28,140 +34,72 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ..core.terminal import escape_controls, escape_json
-from . import cells
+from . import cells, tables
+from .tables import WIDE_WIDTH, Layout
 
-FORMATS = ("table", "json")
 __all__ = [
-    "FORMATS",
+    "Layout",
     "console",
     "echo_text",
     "emit",
     "emit_pairs",
+    "emit_stream",
     "escape_controls",
+    "json_chosen",
+    "json_flag",
     "json_line",
+    "json_wanted",
     "note",
+    "plain",
     "print_table",
+    "reply",
+    "reset",
     "say",
+    "tell",
     "to_json",
     "whole_rows",
     "wide_option",
     "wrap",
 ]
 
-# name: (priority, narrowest width). Priority 1 is kept longest; unknown columns are 5.
-COLUMNS: dict[str, tuple[int, int]] = {
-    "what": (1, 16),
-    "task": (3, 14),
-    "text": (1, 20),
-    "detail": (1, 20),
-    "check": (1, 10),
-    "ok": (1, 3),
-    "file_path": (1, 14),
-    "approach": (1, 16),
-    "reason_failed": (2, 14),
-    "reason": (6, 10),
-    "decision": (1, 6),
-    "event": (1, 18),
-    "key": (1, 8),
-    "value": (1, 10),
-    "state": (1, 7),
-    "status": (1, 7),
-    "lease": (2, 8),
-    "contested": (1, 3),
-    "agent": (2, 8),
-    "type": (2, 8),
-    "session_id": (2, 9),
-    "id": (1, 3),
-    "frame": (1, 5),
-    "kind": (2, 12),
-    "resolution": (2, 8),
-    "attempt_number": (2, 4),
-    "attempts": (2, 4),
-    "tool_name": (3, 5),
-    "error_category": (4, 8),
-    "category": (2, 8),
-    "source": (3, 6),
-    "last_activity_at": (2, 10),
-    "last_seen_at": (3, 10),
-    "last_at": (3, 10),
-    "silent_seconds": (3, 6),
-    "age_seconds": (4, 6),
-    "received_at": (2, 19),
-    "occurred_at": (3, 19),
-    "created_at": (4, 19),
-    "started_at": (5, 19),
-    "files": (4, 8),
-    "events": (3, 6),
-    "prompts": (4, 7),
-    "tool_calls": (4, 5),
-    "tool_failures": (4, 5),
-    "file_edits": (5, 5),
-    "subagents": (6, 5),
-    "compactions": (6, 5),
-    "end_reason": (7, 6),
-    "operation": (5, 5),
-    "edits": (5, 5),
-    "last_touched_at": (4, 10),
-    "expires_at": (6, 10),
-    "agent_id": (5, 8),
-    "tool_use_id": (8, 8),
-    "payload_bytes": (7, 5),
-    "via": (8, 4),
-    "payload": (1, 30),
-    "exit_code": (6, 4),
-    "resolved_at": (7, 19),
-    "still_relevant": (7, 3),
-    "context": (9, 10),
-    "hook_event": (5, 8),
-    "task_id": (7, 6),
-    "judge": (8, 6),
-    "scope": (4, 7),
-    "tags": (5, 6),
-    "used": (6, 4),
-    "turn": (5, 4),
-    "errors": (4, 6),
-    "snapshot": (6, 8),
-    "step": (2, 12),
-    "cause": (3, 10),
-    "old_value": (3, 8),
-    "new_value": (2, 8),
-    "cost_usd": (4, 7),
-    "tokens": (6, 6),
-}
-# Columns that are the point of their table (doctor's detail, config's and state's keys and
-# values, an event's payload; a table may name more): wrapped rather than cut (up to
-# WRAPPED_CAP characters).
-WRAPPED = frozenset({"detail", "value", "key", "payload"})
-HEADERS = {
-    "attempt_number": "step",
-    "age_seconds": "age",
-    "silent_seconds": "silent",
-    "last_activity_at": "active",
-    "tool_name": "tool",
-    "error_category": "category",
-    "payload_bytes": "bytes",
-    "last_touched_at": "touched",
-    "tool_failures": "fails",
-    "tool_calls": "tools",
-    "file_edits": "edits",
-    "compactions": "compacts",
-    "subagents": "subs",
-    "still_relevant": "shown",
-    "reason_failed": "why it failed",
-    "cost_usd": "cost",
-}
-WRAPPED_CAP = 2000
-
-
 F = TypeVar("F", bound=Callable[..., Any])
-WIDE_WIDTH = 1_000_000  # the console's width under --wide: nothing is cut, nothing wraps
-SETTINGS = {"wide": False}  # set by --wide (`wide_option`) for the one command a process runs
+# The one command a process runs sets these: --wide (`wide_option`), --json (`json_flag`).
+# `cli` resets them first, for click's runner that runs many commands in one process.
+SETTINGS = {"wide": False, "json": False}
+
+
+def reset() -> None:
+    SETTINGS.update(wide=False, json=False)
+
+
+def json_flag(text: str) -> Callable[[F], F]:
+    """--json (its help: `text`): the command's outcome as JSON. Commands never see it: they
+    hand their outcome to `emit` or `reply`, which read it; `json_wanted` says it to a command
+    whose conversation changes with it (a question is never asked of a script)."""
+
+    def decorate(command: F) -> F:
+        return click.option(
+            "--json", is_flag=True, expose_value=False, callback=json_chosen, help=text
+        )(command)
+
+    return decorate
+
+
+def json_chosen(ctx: click.Context, param: click.Parameter, value: object) -> object:
+    """An option's callback that asks for JSON when it is given (--json, `--format json`);
+    never turns it off, whatever order click reads the options in (`reset` does)."""
+    if value is True or value == "json":
+        SETTINGS["json"] = True
+    return value
+
+
+def json_wanted() -> bool:
+    """Whether the running command prints JSON (--json)."""
+    return SETTINGS["json"]
 
 
 def wide_option(command: F) -> F:
@@ -202,26 +140,30 @@ def whole_rows() -> bool:
     return whole()
 
 
-class Layout:
-    """What one table says of its columns beyond COLUMNS and WRAPPED: other priorities and
-    narrowest widths (`columns`, by name), and more columns to wrap rather than cut."""
-
-    def __init__(
-        self, columns: dict[str, tuple[int, int]] | None = None, wrap: Iterable[str] = ()
-    ) -> None:
-        self.columns = columns or {}
-        self.wrap = WRAPPED | frozenset(wrap)
-
-    def spec(self, name: str) -> tuple[int, int]:
-        return self.columns.get(name) or spec(name)
+Said = str | Callable[[], None] | None
 
 
 def emit(
-    data: Any, fmt: str = "table", title: str | None = None, layout: Layout | None = None
+    data: Any,
+    title: str | None = None,
+    layout: Layout | None = None,
+    *,
+    text: Said = None,
+    line: bool = False,
 ) -> None:
-    """Print `data` (rows, or a dict of sections holding rows, dicts or scalars)."""
-    if fmt == "json":
-        print(to_json(data))
+    """The one switch between JSON and what people read: `data` (rows, dataclasses, or a dict
+    of sections holding them, dicts or scalars) as JSON under --json (`line`: on one line, for
+    a script reading a stream as it comes); else `text` (a line, or what prints the people's
+    view), else `data` as tables and key/value lists."""
+    data = plain(data)
+    if SETTINGS["json"]:
+        print(json_line(data) if line else to_json(data), flush=line)
+        return
+    if isinstance(text, str):
+        click.echo(escape_controls(text))
+        return
+    if text is not None:
+        text()
         return
     out = console()
     if isinstance(data, dict) and any(isinstance(v, dict | list) for v in data.values()):
@@ -231,13 +173,28 @@ def emit(
         _section(out, title or "", data, layout)
 
 
-def reply(data: Any, text: str, as_json: bool) -> None:
-    """A command's outcome: `data` as JSON with --json, else one line of text for people
-    (escaped: it may quote what was recorded or typed)."""
-    if as_json:
-        emit(data, "json")
-    else:
-        click.echo(escape_controls(text))
+def reply(data: Any, text: Said) -> None:
+    """A command's outcome: `data` as JSON with --json, else `text` for people: one line
+    (escaped: it may quote what was recorded or typed), or what prints it."""
+    emit(data, text=text)
+
+
+def tell(text: Said) -> None:
+    """What people read and a script does not (a plan before a question, a word of progress):
+    nothing under --json, where the outcome `emit` prints says it all."""
+    if not SETTINGS["json"]:
+        emit(None, text=text)
+
+
+def plain(data: Any) -> Any:
+    """Dataclasses (the library's records and answers) as the dicts JSON and tables show."""
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        return {f.name: plain(getattr(data, f.name)) for f in dataclasses.fields(data)}
+    if isinstance(data, dict):
+        return {k: plain(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [plain(v) for v in data]
+    return data
 
 
 def _section(out: Console, name: str, section: Any, layout: Layout | None = None) -> None:
@@ -256,21 +213,8 @@ def _section(out: Console, name: str, section: Any, layout: Layout | None = None
 
 
 def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
-    """A titled key/value list: keys dim, values wrapped (never cut), times in full."""
-    grid = Table(
-        title=Text(escape_controls(label)) if label else None,
-        title_justify="left",
-        title_style="bold",
-        show_header=False,
-        box=box.SIMPLE,
-        show_edge=False,
-        pad_edge=False,
-    )
-    grid.add_column("key", style="dim", no_wrap=True)
-    grid.add_column("value", overflow="fold")
-    for key, value in values.items():
-        grid.add_row(Text(escape_controls(key.replace("_", " "))), cells.cell(key, value, True))
-    out.print(grid)
+    """A titled key/value list (tables.pairs) printed."""
+    out.print(tables.pairs(label, values))
 
 
 def print_table(
@@ -282,7 +226,7 @@ def print_table(
 ) -> None:
     """A table fit to the console, then a line naming the columns it had no room for and
     what shows them: a column is never dropped without a word. `keep`: as `table`'s."""
-    grid, dropped = table(rows, label, out.width, layout, keep)
+    grid, dropped = tables.table(rows, label, out.width, layout, keep)
     out.print(grid)
     if dropped:
         say(
@@ -295,121 +239,67 @@ def print_table(
 def reveal() -> str:
     """The options of the running command that print every column: --wide, --json."""
     ctx = click.get_current_context(silent=True)
-    params = {p.name for p in ctx.command.params} if ctx else set()
-    found = [flag for flag, name in (("--wide", "wide"), ("--json", "as_json")) if name in params]
+    options = {o for p in ctx.command.params for o in p.opts} if ctx else set()
+    found = [flag for flag in ("--wide", "--json") if flag in options]
     return " or ".join(found) or "a wider terminal"
 
 
-def table(
-    rows: list[dict[str, Any]],
-    label: str,
-    width: int,
-    layout: Layout | None = None,
-    keep: bool = False,
-) -> tuple[Table, list[str]]:
-    """Rows as a table no wider than `width`, and the headers of the columns left out: the
-    least important dropped first, then the widest narrowed (their cells folded, never
-    cut), never below their narrowest readable width nor their header's. Under --wide,
-    every column and every cell whole; `keep`: every column, narrowed and folded to fit
-    (`--all` on a terminal)."""
-    whole = width >= WIDE_WIDTH
+BATCH = 200  # rows laid out as one table by `--all` on a terminal
+
+
+def emit_stream(rows: Iterable[Any], layout: Layout | None = None) -> None:
+    """Every row as it is read: a JSON array written element by element; off a terminal (or
+    with --wide), tab-separated lines under a header, each cell whole, where a script reads
+    them; on a terminal, aligned tables of up to BATCH rows each, every column kept and every
+    cell folded within its width, never cut (at most BATCH rows are held at a time)."""
+    out = sys.stdout
+    first = True
     layout = layout or Layout()
-    rows = [cells.marked(row) for row in rows]
-    names = list(rows[0])
-    wrapped = {i for i, n in enumerate(names) if n in layout.wrap and not whole}
-    texts = [
-        [
-            escape_controls(
-                cells.cell_value(
-                    n, row.get(n), cap=_cap(i in wrapped, whole or keep), whole=whole or keep
-                )
-            )
-            for i, n in enumerate(names)
-        ]
-        for row in rows
-    ]
-    headers = [header(n) for n in names]
-    natural = [max([len(headers[i])] + [len(c[i]) for c in texts]) for i in range(len(names))]
-    if whole:
-        kept, widths = list(range(len(names))), dict(enumerate(natural))
-    else:
-        natural = [min(width, n) for n in natural]
-        specs = [layout.spec(n) for n in names]
-        least = [len(h) if keep else max(specs[i][1], len(h)) for i, h in enumerate(headers)]
-        floors = [min(natural[i], least[i]) for i in range(len(names))]
-        kept = fit([p for p, _ in specs], floors, width)
-        widths = shrink({i: natural[i] for i in kept}, floors, width)
-    times = any(n.endswith("_at") and n not in cells.RECENT for n in (names[i] for i in kept))
-    suffix = f" (times in {cells.zone()})" if times else ""
-    grid = Table(
-        title=Text(escape_controls(label) + suffix) if label else None,
-        title_justify="left",
-        title_style="bold",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-    )
-    for i in kept:
-        grid.add_column(
-            Text(headers[i]),
-            width=widths[i],
-            no_wrap=False,
-            overflow="fold",  # folded onto more lines, never cut
-            min_width=1,
-        )
-    for shown in texts:
-        grid.add_row(*(Text(shown[i]) for i in kept))  # escaped: measured as shown
-    return grid, [headers[i] for i in range(len(names)) if i not in kept]
+    if SETTINGS["json"]:
+        out.write("[")
+        for row in map(plain, rows):
+            out.write(("\n  " if first else ",\n  ") + to_json(row).replace("\n", " "))
+            first = False
+        out.write("\n]\n" if not first else "]\n")
+        out.flush()
+        return
+    if not whole_rows():
+        _stream_tables(rows, layout)
+        return
+    columns: list[str] = []
+    for row in rows:
+        row = cells.marked(layout.row(plain(row)))
+        if first:
+            columns = list(row)
+            out.write("\t".join(c.replace("_", " ") for c in columns) + "\n")
+            first = False
+        texts = (cells.cell_text(c, row.get(c), True) for c in columns)
+        out.write("\t".join(text.replace("\t", " ") for text in texts) + "\n")
+    if first:
+        out.write("none\n")
+    out.flush()
 
 
-def _cap(wrapped: bool, whole: bool) -> int | None:
-    if whole:
-        return None
-    return WRAPPED_CAP if wrapped else cells.TEXT_CAP
+def _stream_tables(rows: Iterable[Any], layout: Layout) -> None:
+    """`--all` on a terminal: the rows as tables of BATCH rows, each printed as it fills."""
+    out = console()
+    batch: list[dict[str, Any]] = []
+    shown = False
 
+    def flush() -> None:
+        print_table(out, batch, "", layout, keep=True)
+        batch.clear()
 
-def header(name: str) -> str:
-    if name in HEADERS:
-        return HEADERS[name]
-    for suffix in ("_at", "_seconds", "_id", "_name"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            name = name.removesuffix(suffix)
-            break
-    return name.replace("_", " ")
-
-
-def spec(name: str) -> tuple[int, int]:
-    """A column's priority (1 is kept longest) and narrowest readable width."""
-    if name in COLUMNS:
-        return COLUMNS[name]
-    if name.endswith("_at"):
-        return (5, 10 if name in cells.RECENT else 19)
-    return (5, 8)
-
-
-def fit(priorities: list[int], floors: list[int], width: int) -> list[int]:
-    """Indexes of the columns to show, in order: drop the least important (the last of equal
-    priority) until the narrowest widths of the rest, with the gaps between them, fit."""
-    kept = list(range(len(priorities)))
-    while len(kept) > 1 and sum(floors[i] for i in kept) + 3 * (len(kept) - 1) > width:
-        kept.remove(max(kept, key=lambda i: (priorities[i], i)))
-    return kept
-
-
-def shrink(widths: dict[int, int], floors: list[int], width: int) -> dict[int, int]:
-    """Narrow the widest columns, one character at a time, until the table fits `width`."""
-    room = width - 3 * (len(widths) - 1)
-    while sum(widths.values()) > room:
-        wide = [i for i in widths if widths[i] > floors[i]]
-        if not wide:
-            widest = max(widths, key=lambda i: widths[i])
-            if widths[widest] <= 1:
-                break
-            widths[widest] -= 1  # one column alone wider than the console
-            continue
-        widest = max(wide, key=lambda i: widths[i] - floors[i])
-        widths[widest] -= 1
-    return widths
+    for row in rows:
+        batch.append(plain(row))
+        if len(batch) >= BATCH:
+            flush()
+            shown = True
+    if batch:
+        flush()
+        shown = True
+    if not shown:
+        out.print("none")
 
 
 def to_json(data: Any) -> str:

@@ -13,10 +13,10 @@ import click
 from ..project import Listing, Project
 from . import cells, lookup, output, status_view
 from .group import cli, json_option, require_database
-from .listing import emit_page, limit_option, show_listing, stream_rows
+from .listing import emit_page, limit_option, show_listing
 
 if TYPE_CHECKING:
-    from ..project import RecordedEvent
+    from ..project import Injection, RecordedEvent
 
 
 def _without_payload(event: RecordedEvent) -> dict[str, object]:
@@ -37,7 +37,7 @@ def _with_payload(event: RecordedEvent) -> dict[str, object]:
 )
 @output.wide_option
 @click.pass_obj
-def status(root: Path, as_json: bool) -> None:
+def status(root: Path) -> None:
     """What is happening now (live agents, contested files, open errors, the last compaction,
     installation problems), then sessions, agents, claims, errors, failed paths, database."""
     require_database(root)
@@ -45,10 +45,7 @@ def status(root: Path, as_json: bool) -> None:
         # the latest session's cost, from only the new bytes of its transcripts
         project.refresh(latest=True, spool=False)
         found = dataclasses.asdict(project.status())
-    if as_json:
-        output.emit(found, "json")
-    else:
-        status_view.show(found)
+    output.emit(found, text=lambda: status_view.show(found))
 
 
 @cli.command()
@@ -68,10 +65,10 @@ def status(root: Path, as_json: bool) -> None:
 )
 @output.wide_option
 @click.pass_obj
-def agents(root: Path, include_all: bool, session: str | None, limit: int, as_json: bool) -> None:
+def agents(root: Path, include_all: bool, session: str | None, limit: int) -> None:
     """The agent registry: agent, type, task, state, age, last seen, files, tokens and cost
     (its own model responses, as read from Claude Code's transcripts), reason."""
-    hide = () if as_json else ("session_id", "tool_uses", "is_internal")  # what a person scans
+    hide = ("session_id", "tool_uses", "is_internal")  # what a person scans
     require_database(root)
     with Project(root) as project:
         if session:
@@ -83,7 +80,7 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
         show_listing(
             lambda: project.agents_page(limit, session=session, all=include_all),
             lambda: project.each_agent(session=session, all=include_all),
-            include_all, as_json, "agents", "agents", hide, reveal,
+            include_all, "agents", "agents", hide, reveal,
         )  # fmt: skip
 
 
@@ -99,15 +96,15 @@ def agents(root: Path, include_all: bool, session: str | None, limit: int, as_js
 )
 @output.wide_option
 @click.pass_obj
-def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
+def sessions(root: Path, include_all: bool, limit: int) -> None:
     """The sessions recorded, the latest active first: id, started, ended or interrupted,
     prompts, tool calls, cost, compactions, forks made from it."""
-    hide = () if as_json else ("end_reason", "last_activity_at")
+    hide = ("end_reason", "last_activity_at")
     require_database(root)
     with Project(root) as project:
         project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.sessions_page(limit), project.each_session, include_all,
-                     as_json, "sessions", "sessions", hide)  # fmt: skip
+                     "sessions", "sessions", hide)  # fmt: skip
 
 
 @cli.command()
@@ -119,13 +116,13 @@ def sessions(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
 )
 @output.wide_option
 @click.pass_obj
-def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
+def claims(root: Path, include_all: bool, limit: int) -> None:
     """File claims (leases) by agent; files claimed by two live agents are marked contested."""
     require_database(root)
     with Project(root) as project:
         project.refresh(transcripts=False, spool=False)
         show_listing(lambda: project.claims_page(limit, all=include_all),
-                     lambda: project.each_claim(all=include_all), include_all, as_json,
+                     lambda: project.each_claim(all=include_all), include_all,
                      "claims", "claims")  # fmt: skip
 
 
@@ -144,16 +141,16 @@ def claims(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
 )
 @output.wide_option
 @click.pass_obj
-def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json: bool) -> None:
+def errors_command(root: Path, open_only: bool, every: bool, limit: int) -> None:
     """Failures with their escalation step (attempt), resolution, and the tokens and cost of
     the ladder's climb they are on (from its first failure to its last)."""
-    hide = () if as_json else ("error_message", "command", "file_path", "task_id", "interrupted")
+    hide = ("error_message", "command", "file_path", "task_id", "interrupted")
     reveal = "errors" if open_only else ""  # the open ones hide the fixed
     require_database(root)
     with Project(root) as project:
         project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.errors_page(limit, open_only=open_only),
-                     lambda: project.each_error(open_only=open_only), every, as_json,
+                     lambda: project.each_error(open_only=open_only), every,
                      "errors", "errors", hide, reveal)  # fmt: skip
 
 
@@ -170,13 +167,13 @@ def errors_command(root: Path, open_only: bool, every: bool, limit: int, as_json
 )
 @output.wide_option
 @click.pass_obj
-def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> None:
+def failed_paths(root: Path, include_all: bool, limit: int) -> None:
     """Approaches tried and rejected, newest first, with the tokens and cost each one took."""
     require_database(root)
     with Project(root) as project:
         project.refresh(recent_seconds=0, spool=False)  # the live sessions' new bytes only
         show_listing(lambda: project.failed_paths_page(limit, all=include_all),
-                     lambda: project.each_failed_path(all=include_all), include_all, as_json,
+                     lambda: project.each_failed_path(all=include_all), include_all,
                      "failed paths", "failed-paths")  # fmt: skip
 
 
@@ -189,13 +186,13 @@ def failed_paths(root: Path, include_all: bool, limit: int, as_json: bool) -> No
 )
 @output.wide_option
 @click.pass_obj
-def verdicts_command(root: Path, every: bool, limit: int, as_json: bool) -> None:
+def verdicts_command(root: Path, every: bool, limit: int) -> None:
     """The judge's verdicts on finished work."""
-    hide = () if as_json else ("raw", "verdict_json")
+    hide = ("raw", "verdict_json")
     require_database(root)
     with Project(root) as project:
         project.refresh(transcripts=False, spool=False)
-        show_listing(lambda: project.verdicts_page(limit), project.each_verdict, every, as_json,
+        show_listing(lambda: project.verdicts_page(limit), project.each_verdict, every,
                      "verdicts", "verdicts", hide)  # fmt: skip
 
 
@@ -222,7 +219,6 @@ def events(
     payload: bool,
     every: bool,
     limit: int,
-    as_json: bool,
 ) -> None:
     """List recorded events, oldest first, filtered; a filter that names nothing recorded is
     an error (with the closest valid value), not an empty list."""
@@ -240,13 +236,13 @@ def events(
         wanted |= {"agent": agent, "payload": payload}
         asked = _with_payload if payload else _without_payload
         if every:
-            stream_rows((asked(e) for e in project.each_event(**wanted)), as_json)
+            output.emit_stream(asked(e) for e in project.each_event(**wanted))
             return
         found = project.events_page(limit, **wanted)
         if tool and not found.rows:
             lookup.tool(conn, tool)
     rows = [asked(e) for e in reversed(found.rows)]  # the newest page, oldest first
-    emit_page(Listing(rows, found.total), as_json, "events", "events")
+    emit_page(Listing(rows, found.total), "events", "events")
 
 
 @cli.command()
@@ -261,7 +257,7 @@ def events(
     " at, event, kind, source, agent_id, tool_use_id, text"
 )
 @click.pass_obj
-def restore(root: Path, session: str | None, preview: bool, every: bool, as_json: bool) -> None:
+def restore(root: Path, session: str | None, preview: bool, every: bool) -> None:
     """Print what SessionStart put back into the model's context, verbatim, and when (from the
     injection log); --preview builds what it would put back after a compaction now."""
     require_database(root)
@@ -278,19 +274,20 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
             shown = [
                 {k: getattr(given, k) for k in fields} for given in project.injections(session)
             ]
-            if as_json:
-                output.emit({"session_id": session, "injections": shown}, "json")
-                return
-            if not shown:
-                output.echo_wrapped(f"nothing was put before the model of session {session}")
-            for row in shown:  # every field from the log, escaped as the text is
-                what = f"{row['event']} {row['kind']}" + (
-                    f" ({row['source']})" if row["source"] else ""
-                )
-                to = f", to subagent {row['agent_id']}" if row["agent_id"] else ""
-                click.echo()
-                output.echo_wrapped(f"--- {cells.local_time(row['at'])}: {what}{to}")
-                output.echo_text(row["text"])
+
+            def say() -> None:
+                if not shown:
+                    output.echo_wrapped(f"nothing was put before the model of session {session}")
+                for row in shown:  # every field from the log, escaped as the text is
+                    what = f"{row['event']} {row['kind']}" + (
+                        f" ({row['source']})" if row["source"] else ""
+                    )
+                    to = f", to subagent {row['agent_id']}" if row["agent_id"] else ""
+                    click.echo()
+                    output.echo_wrapped(f"--- {cells.local_time(row['at'])}: {what}{to}")
+                    output.echo_text(row["text"])
+
+            output.emit({"session_id": session, "injections": shown}, text=say)
             return
         if preview:
             text = project.restore_preview(session)
@@ -298,21 +295,22 @@ def restore(root: Path, session: str | None, preview: bool, every: bool, as_json
         else:
             found = project.restored(session)
             text = found.text if found else None
-    if as_json:
-        output.emit(
-            {
-                "session_id": session,
-                "injected_at": found.at if found else None,
-                "event": found.event if found else None,
-                "kind": found.kind if found else None,
-                "source": found.source if found else None,
-                "context": text,
-                "preview": preview,
-            },
-            "json",
-        )
-        return
-    if found is not None:  # on stderr: `restore > context.txt` holds exactly what was given
+    answer = {
+        "session_id": session,
+        "injected_at": found.at if found else None,
+        "event": found.event if found else None,
+        "kind": found.kind if found else None,
+        "source": found.source if found else None,
+        "context": text,
+        "preview": preview,
+    }
+    output.emit(answer, text=lambda: _say_restored(session, found, text, preview))
+
+
+def _say_restored(session: str, found: Injection | None, text: str | None, preview: bool) -> None:
+    """What `restore` says to people: when and how the context was put back (on stderr, so
+    that `restore > context.txt` holds exactly what was given), then the text."""
+    if found is not None:
         output.echo_wrapped(
             f"put back into session {session} at {cells.local_time(found.at)}"
             f" ({found.event}, {found.source or 'no source'}), as the model got it:",

@@ -44,15 +44,15 @@ def say_settings(settings: dict[str, Any], path: Path, what: str) -> None:
 
 
 @contextmanager
-def reporting(as_json: bool) -> Iterator[None]:
+def reporting() -> Iterator[None]:
     """With --json: collect what `say` says, then print it as one JSON object."""
-    if not as_json:
+    if not output.json_wanted():
         yield
         return
     report: dict[str, Any] = {"messages": []}
     click.get_current_context().meta[REPORT] = report
     yield
-    output.emit(report, "json")
+    output.emit(report)
 
 
 REPORT = "claude_session.report"
@@ -202,14 +202,13 @@ def install(
     statusline: bool,
     force: bool,
     transport: str,
-    as_json: bool,
 ) -> None:
     """Write claude-session's hooks into Claude Code's settings: the project's personal
     .claude/settings.local.json (project and local scope), or ~/.claude/settings.json (--scope
     user); or install the plugin, or the status line. With --mcp, register its MCP server too.
 
     The home folder is no project: there, use --scope user."""
-    with reporting(as_json):
+    with reporting():
         install_any(
             root, scope, dry_run, as_plugin, claude_path, with_mcp, statusline, force, transport
         )
@@ -495,12 +494,11 @@ def uninstall(
     claude_path: str | None,
     with_mcp: bool,
     statusline: bool,
-    as_json: bool,
 ) -> None:
     """Remove exactly claude-session's hooks and status line from the scope's settings file
     (or the plugin; with --statusline, the status line alone; with --mcp, the MCP server
     too); anyone else's stay."""
-    with reporting(as_json):
+    with reporting():
         uninstall_any(root, scope, dry_run, as_plugin, claude_path, with_mcp, statusline)
 
 

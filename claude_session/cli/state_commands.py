@@ -24,7 +24,7 @@ def state() -> None:
 @click.argument("key")
 @json_option("an object: key, value")
 @click.pass_obj
-def state_get(root: Path, key: str, as_json: bool) -> None:
+def state_get(root: Path, key: str) -> None:
     """Print KEY's value (exit 1 when it is not set)."""
     require_database(root)
     with Project(root) as project:
@@ -35,7 +35,7 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise click.ClickException(f"no state key {key!r}{hint}")
-    output.reply({"key": key, "value": found.value}, found.value or "", as_json)
+    output.reply({"key": key, "value": found.value}, found.value or "")
 
 
 @state.command(name="set")
@@ -43,7 +43,7 @@ def state_get(root: Path, key: str, as_json: bool) -> None:
 @click.argument("value")
 @json_option("an object: key, value, changed")
 @click.pass_obj
-def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
+def state_set(root: Path, key: str, value: str) -> None:
     """Set KEY to VALUE (recorded in the history as your command)."""
     with Project(root) as project:
         done = project.set_state(key, value)
@@ -51,7 +51,6 @@ def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
     output.reply(
         {"key": key, "value": value, "changed": changed},
         f"{key} {'set' if changed else 'unchanged'}",
-        as_json,
     )
 
 
@@ -59,18 +58,18 @@ def state_set(root: Path, key: str, value: str, as_json: bool) -> None:
 @click.argument("key")
 @json_option("an object: key, removed")
 @click.pass_obj
-def state_unset(root: Path, key: str, as_json: bool) -> None:
+def state_unset(root: Path, key: str) -> None:
     """Remove KEY (recorded in the history)."""
     with Project(root) as project:
         project.unset_state(key)
-    output.reply({"key": key, "removed": True}, f"{key} removed", as_json)
+    output.reply({"key": key, "removed": True}, f"{key} removed")
 
 
 @state.command(name="list")
 @json_option("a list of keys: key, value, updated_at (Unix seconds)")
 @output.wide_option
 @click.pass_obj
-def state_list(root: Path, as_json: bool) -> None:
+def state_list(root: Path) -> None:
     """Every key with its value and when it was last written."""
     require_database(root)
     with Project(root) as project:
@@ -78,7 +77,7 @@ def state_list(root: Path, as_json: bool) -> None:
         found = [dataclasses.asdict(v) for v in project.state()]
     for row in found:  # SQLite's UTC text, as Unix seconds like every other time we print
         row["updated_at"] = _unix(row["updated_at"])
-    output.emit(found, "json" if as_json else "table", title="state")
+    output.emit(found, title="state")
 
 
 def _unix(text: object) -> object:
@@ -100,7 +99,7 @@ HISTORY = output.Layout({"key": (1, 24), "old_value": (5, 9), "cause": (3, 10)})
 @json_option("a list of changes: id, key, old_value, new_value, changed_at, cause")
 @output.wide_option
 @click.pass_obj
-def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> None:
+def state_history(root: Path, key: str | None, limit: int) -> None:
     """Every change (of KEY, or of all keys), newest first: old, new, when, and the cause."""
     require_database(root)
     with Project(root) as project:
@@ -111,6 +110,6 @@ def state_history(root: Path, key: str | None, limit: int, as_json: bool) -> Non
             if key not in known:
                 raise lookup.unknown("state key", key, known)
     older = len(found) > limit
-    output.emit(found[:limit], "json" if as_json else "table", "state history", HISTORY)
+    output.emit(found[:limit], "state history", HISTORY)
     if older:
         output.note(f"older changes not shown: `--limit {min(limit * 10, 100_000)}` shows more")

@@ -59,7 +59,7 @@ def _fail(exc: Exception) -> click.ClickException:
 )
 @output.wide_option
 @click.pass_obj
-def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
+def timeline(root: Path, session: str, tree: bool) -> None:
     """The frames of a session: time, event, agent, tool, files changed, open errors, and
     what the model responses since the frame before cost (from Claude Code's transcripts).
 
@@ -77,32 +77,33 @@ def timeline(root: Path, session: str, tree: bool, as_json: bool) -> None:
     with Project(root) as project:  # the frames as the library reads them
         frames = [_frame_row(f) for f in project.timeline(session_id)]
     found = {"session_id": session_id, "frames": frames} | found
-    if as_json:
-        output.emit(found, "json")
-        return
-    rows = [
-        {
-            "frame": f["frame"],
-            "created_at": f["created_at"],
-            "turn": f["turn"],
-            "kind": f["kind"],
-            "agent": f["agent"] if f["agent"] in ("main", "user") else str(f["agent"])[:10],
-            "what": f["summary"],
-            "files": ", ".join(f["files"]),
-            "errors": f["open_errors"] or 0,
-            "cost_usd": f["cost_usd"],
-            "snapshot": ((f["snapshot_commit"] or "")[:8] or (f["snapshot"] or "-"))
-            + ("~" if _inexact(f) else ""),
-        }
-        for f in frames
-    ]
-    if not tree:
-        marked = any(_inexact(f) for f in frames)
-        legend = " (~: the snapshot may hold changes of a tool that started before it)"
-        title = f"timeline of {session_id}{legend if marked else ''}"
-        output.emit(rows, "table", title, TIMELINE)
-        return
-    _print_tree(session_id, rows, found["subagents"], found["branches"])
+
+    def say() -> None:
+        rows = [
+            {
+                "frame": f["frame"],
+                "created_at": f["created_at"],
+                "turn": f["turn"],
+                "kind": f["kind"],
+                "agent": f["agent"] if f["agent"] in ("main", "user") else str(f["agent"])[:10],
+                "what": f["summary"],
+                "files": ", ".join(f["files"]),
+                "errors": f["open_errors"] or 0,
+                "cost_usd": f["cost_usd"],
+                "snapshot": ((f["snapshot_commit"] or "")[:8] or (f["snapshot"] or "-"))
+                + ("~" if _inexact(f) else ""),
+            }
+            for f in frames
+        ]
+        if not tree:
+            marked = any(_inexact(f) for f in frames)
+            legend = " (~: the snapshot may hold changes of a tool that started before it)"
+            title = f"timeline of {session_id}{legend if marked else ''}"
+            output.emit(rows, title, TIMELINE)
+            return
+        _print_tree(session_id, rows, found["subagents"], found["branches"])
+
+    output.emit(found, text=say)
 
 
 def _frame_row(frame: Frame) -> dict[str, Any]:
@@ -189,7 +190,7 @@ def _tree_line(out: Console, lead: str, text: str) -> None:
 @click.option("--stat", is_flag=True, help="A summary of the files instead of the full diff.")
 @json_option("an object: a, b, state (what changed in the session's state), files (stat, diff)")
 @click.pass_obj
-def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
+def diff(root: Path, a: str, b: str, stat: bool) -> None:
     """What changed between frames A and B: the session's state, then the files."""
     with opened(root, ingest=True) as conn:  # a snapshot still being taken, taken
         timetravel.take_pending(conn, str(root), note=output.note)
@@ -205,30 +206,31 @@ def diff(root: Path, a: str, b: str, stat: bool, as_json: bool) -> None:
             " a capture stuck? `claude-session doctor` says)"
         )
     result = {"a": ref_a, "b": ref_b, "state": state, "files": files}
-    if as_json:
-        output.emit(result, "json")
-        return
-    say = output.echo_wrapped
-    say(f"state {ref_a} -> {ref_b}:")
-    if timetravel.is_empty(state):
-        say("  no change")
-    for section in ("agents", "claims", "errors", "failed_paths"):
-        for how in ("added", "removed", "changed"):
-            for item in state[section][how]:
-                say(f"  {section} {how}: {_brief(item)}")
-    if state["task"]:
-        say(f"  task: {_value(state['task'][0])} -> {_value(state['task'][1])}")
-    for key, (before, after) in state["counters"].items():
-        say(f"  {key}: {_value(before)} -> {_value(after)}")
-    if "error" in files:
-        say(f"files: {files['error']}")
-        return
-    say(f"files {ref_a} -> {ref_b}: {len(files['stat'])} changed")
-    for item in files["stat"]:
-        counts = "binary" if item["added"] is None else f"+{item['added']} -{item['deleted']}"
-        say(f"  {item['path']} ({counts})")
-    if not stat and files.get("diff"):
-        output.echo_text(files["diff"], fold=False)  # a patch, as `git apply` reads it
+
+    def say() -> None:
+        say = output.echo_wrapped
+        say(f"state {ref_a} -> {ref_b}:")
+        if timetravel.is_empty(state):
+            say("  no change")
+        for section in ("agents", "claims", "errors", "failed_paths"):
+            for how in ("added", "removed", "changed"):
+                for item in state[section][how]:
+                    say(f"  {section} {how}: {_brief(item)}")
+        if state["task"]:
+            say(f"  task: {_value(state['task'][0])} -> {_value(state['task'][1])}")
+        for key, (before, after) in state["counters"].items():
+            say(f"  {key}: {_value(before)} -> {_value(after)}")
+        if "error" in files:
+            say(f"files: {files['error']}")
+            return
+        say(f"files {ref_a} -> {ref_b}: {len(files['stat'])} changed")
+        for item in files["stat"]:
+            counts = "binary" if item["added"] is None else f"+{item['added']} -{item['deleted']}"
+            say(f"  {item['path']} ({counts})")
+        if not stat and files.get("diff"):
+            output.echo_text(files["diff"], fold=False)  # a patch, as `git apply` reads it
+
+    output.emit(result, text=say)
 
 
 def _value(value: object) -> str:
@@ -264,7 +266,6 @@ def replay(
     path: str | None,
     claude: str,
     claude_args: tuple[str, ...],
-    as_json: bool,
 ) -> None:
     """Fork FRAME, then run Claude Code headless (`claude -p`) there, recording the child.
 
@@ -284,11 +285,12 @@ def replay(
             )
         except (timetravel.FrameError, forking.ForkError, workspace.WorkspaceError) as exc:
             raise _fail(exc) from exc
-    if as_json:
-        output.emit(done, "json")
-    else:
+
+    def say() -> None:
         output.echo_wrapped(f"replayed {done['from']} in {done['path']}")
         output.echo_text(done.get("output") or "")
+
+    output.emit(done, text=say)
     if done["exit_code"] != 0:
         sys.exit(1)
 
@@ -325,7 +327,6 @@ def revert(
     yes: bool,
     agent: str | None,
     force: bool,
-    as_json: bool,
 ) -> None:
     """Restore the workspace to FRAME (safely: `revert --undo` brings the state back)."""
     if undo and (frame or agent):
@@ -342,15 +343,16 @@ def revert(
                 todo = reverting.plan(conn, str(root), str(frame), list(paths) or None)
         except (timetravel.FrameError, reverting.RevertError, workspace.WorkspaceError) as exc:
             raise _fail(exc) from exc
-        if not as_json or dry_run:
-            _show_plan(todo, as_json)
+        if dry_run:  # the plan is the outcome
+            output.emit(todo.as_dict(), text=lambda: _show_plan(todo))
+        else:  # said before the question; a script gets what was done
+            output.tell(lambda: _show_plan(todo))
         if dry_run or not todo.changes:
-            if not todo.changes and not as_json:
-                click.echo("nothing to do: no file would change")
+            if not todo.changes and not dry_run:
+                output.tell("nothing to do: no file would change")
             return
         if todo.conflicts and not force and len(todo.conflicts) == len(todo.changes):
-            if not as_json:
-                click.echo("nothing to do without --force: every file is a conflict")
+            output.tell("nothing to do without --force: every file is a conflict")
             return
         if not yes:
             if not sys.stdin.isatty():
@@ -360,19 +362,18 @@ def revert(
             done = reverting.execute(conn, str(root), todo, force=force)
         except (reverting.RevertError, workspace.WorkspaceError) as exc:
             raise _fail(exc) from exc
-    if as_json:
-        output.emit(done, "json")
-        return
-    output.echo_wrapped(
-        f"reverted {len(done['done'])} file(s); revert {done['revert']} recorded as frame"
-        f" {done['session_id'][:8]}:{done['frame']}; undo with `claude-session revert --undo`"
-    )
+
+    def say() -> None:
+        output.echo_wrapped(
+            f"reverted {len(done['done'])} file(s); revert {done['revert']} recorded as frame"
+            f" {done['session_id'][:8]}:{done['frame']}; undo with `claude-session revert --undo`"
+        )
+
+    output.emit(done, text=say)
 
 
-def _show_plan(todo: reverting.Plan, as_json: bool) -> None:
-    if as_json:
-        output.emit(todo.as_dict(), "json")
-        return
+def _show_plan(todo: reverting.Plan) -> None:
+    """The plan of a revert, for people: each file, what is done to it and why."""
     say = output.echo_wrapped
     say(f"{todo.headline}:")
     for change in todo.changes:

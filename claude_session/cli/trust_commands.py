@@ -22,7 +22,7 @@ from .group import cli, json_option
     " (paths) or revoked (count), state (database, configuration)"
 )
 @click.pass_obj
-def trust_command(root: Path, revoke: bool, yes: bool, as_json: bool) -> None:
+def trust_command(root: Path, revoke: bool, yes: bool) -> None:
     """Trust this project's database and .claude-session.json as they are now (a clone's are
     never injected into the model nor run until you do). First shows what it would adopt: the
     rows of the database that would reach the model, the configuration's settings; asks on a
@@ -35,12 +35,11 @@ def trust_command(root: Path, revoke: bool, yes: bool, as_json: bool) -> None:
             result: dict[str, Any] = {"revoked": done.revoked}
         else:
             pending = project.pending_trust()
-            if pending and not as_json:
-                _show_adoption(pending)
+            if pending:
+                output.tell(lambda: _show_adoption(pending))
             if pending and not yes:
                 if not (sys.stdin.isatty() and sys.stdout.isatty()):
-                    if as_json:
-                        output.emit({"would_adopt": pending, "trusted": []}, "json")
+                    output.emit({"would_adopt": pending, "trusted": []}, text=lambda: None)
                     click.echo(
                         "not on a terminal: nothing trusted; pass --yes to adopt it", err=True
                     )
@@ -51,9 +50,10 @@ def trust_command(root: Path, revoke: bool, yes: bool, as_json: bool) -> None:
             done = project.trust()
             result = {"would_adopt": pending, "trusted": list(done.trusted)}
         result["state"] = done.state
-    if as_json:
-        output.emit(result, "json")
-        return
+    output.emit(result, text=lambda: _say_trusted(result, revoke))
+
+
+def _say_trusted(result: dict[str, Any], revoke: bool) -> None:
     if revoke:
         output.echo_wrapped(f"no longer trusted ({result['revoked']} records removed)")
     else:

@@ -33,7 +33,8 @@ each runs in one transaction and answers with a dataclass saying what it did.
 Every method returns frozen dataclasses (claude_session/records.py) whose fields are the names
 the CLI's `--json` prints: `dataclasses.asdict(row)` gives the row that command shows. Errors
 are `ProjectError` and its kinds (`NotFound`, `Untrusted`). The parts: `opening` (finding and
-opening the databases), `reads`, `writes`.
+opening the databases), `reads`, `memory_reads` (the memory listing, one memory with its
+files, the possibly stale), `views` (the web page's whole-page reads), `writes`.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from ..records import (
     TrustChanged,
     Verdict,
 )
+from .memory_reads import ProjectMemories
 from .opening import NotFound, ProjectError, Untrusted, find_root, search_memories
 from .reads import ProjectReads
 from .views import ProjectViews
@@ -105,7 +107,7 @@ __all__ = [
 ]
 
 
-class Project(ProjectReads, ProjectViews, ProjectWrites):
+class Project(ProjectReads, ProjectMemories, ProjectViews, ProjectWrites):
     """A project recorded by claude-session. `Project(path)`: `path` or the nearest folder up
     with a database; `exists` says whether there is one (without, every read answers empty
     and `refresh` makes none unless events wait in the spool). Close it (`close()`, or use

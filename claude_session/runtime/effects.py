@@ -1,6 +1,6 @@
 """Carrying out a hook's effects (core/effects.py) once its answer is out: the one place a
 hook writes after its event's transaction, on every transport (a hook process, the daemon's
-relay, the hook server).
+relay, the MCP hook server).
 
 Each write is its own BEGIN IMMEDIATE transaction, in the order given: the answer's own first
 (the memories it gave marked as given, so the session's next answer does not repeat them),

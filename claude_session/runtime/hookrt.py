@@ -2,7 +2,7 @@
 
 `process` is that work wherever it runs: in the hook process (`run_here`, when no daemon
 served the hook, see `relay`), in the project's daemon for a relayed hook
-(`claude_session/daemon.py`), or in the hook server for an mcp_tool hook (`mcp_transport`).
+(`claude_session/daemon.py`), or in the MCP hook server for an mcp_tool hook (`mcp_transport`).
 It takes a `Request` (runtime/request.py), whichever transport built it. Its answer is empty
 or exactly one JSON object for stdout, exit code 0, or 3 for the one deliberate, configured
 block (the judge; the installed command makes it 2). Its side effects are data (core/effects.py:
@@ -96,7 +96,7 @@ def process(
     carry out once the answer is out (`Outcome.finish`).
 
     `request`: the event and how it came (runtime/request.py); `connect`: the caller's own open
-    connections (the daemon's, the hook server's); `scratch`: an in-memory connection to use
+    connections (the daemon's, the MCP hook server's); `scratch`: an in-memory connection to use
     for JSON (a long-lived caller reuses its own); `reply_early`: the caller's way to give the
     empty answer at once, for an event whose answer cannot depend on the store
     (`handlers.answers_nothing`: a SubagentStart, an unjudged SubagentStop): it is called
