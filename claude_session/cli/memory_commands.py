@@ -23,7 +23,7 @@ from ..core import db, memories, memory_exchange, trust
 from ..core.paths import db_path
 from ..project.memory_reads import labelled
 from . import cells, memory_check_commands, output
-from .group import json_option, opened
+from .group import json_option, opened, require_database
 from .listing import emit_page, limit_option
 from .memory_group import (
     found_row,
@@ -222,6 +222,8 @@ def memory_show(root: Path, memory_id: str) -> None:
     from ..project import Project
 
     scope, _ = parse_id(memory_id)
+    if scope != "global":
+        require_database(root)  # a read never makes one
     with Project(root) as project:
         if scope != "global":
             project.refresh(transcripts=False, spool=False)  # the database as this version reads it

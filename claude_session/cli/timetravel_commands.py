@@ -348,7 +348,7 @@ def revert(
         else:  # said before the question; a script gets what was done
             output.tell(lambda: _show_plan(todo))
         if dry_run or not todo.changes:
-            if not todo.changes and not dry_run:
+            if not todo.changes:
                 output.tell("nothing to do: no file would change")
             return
         if todo.conflicts and not force and len(todo.conflicts) == len(todo.changes):
