@@ -36,14 +36,14 @@ TIERS = ("lint", "fast", "integration", "e2e")
 OUT = "CLAUDE_SESSION_TIER_DOCS_OUT"
 
 # Wall time of `./test.sh TIER` on the 2-core machine (measured by hand: a fresh clone's
-# `.ci/run`, 2026-11-29, nothing else running; the whole run, its install with warm package
-# caches included, took 17 min 33 s).
+# `.ci/run`, 2026-11-29, a few targeted tests running beside it; the whole run, its install
+# with warm package caches included, took 19 min 46 s).
 MEASURED = {
-    "lint": "39 s",
-    "fast": "2 min 24 s",
-    "integration": "8 min 1 s",
-    "e2e": "5 min 28 s",
-    "all": "about 16 min 32 s",
+    "lint": "40 s",
+    "fast": "2 min 33 s",
+    "integration": "9 min 2 s",
+    "e2e": "6 min 30 s",
+    "all": "about 18 min 45 s",
 }
 
 
