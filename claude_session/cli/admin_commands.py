@@ -246,10 +246,9 @@ def prune(
             + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
             f" database: {plan['database_bytes'] / 1e6:.1f} MB"
         )
-        if dry_run or not yes:  # a script sees the plan when nothing is done without asking
-            output.emit({"would_remove": plan}, text=lambda: output.echo_wrapped(said))
-        else:
-            output.tell(lambda: output.echo_wrapped(said))
+        output.emit_plan(
+            {"would_remove": plan}, lambda: output.echo_wrapped(said), final=dry_run or not yes
+        )
         if not (yes or vacuum or dry_run) and not any(plan["rows"].values()):
             # nothing to ask about, nothing to refuse: a success
             output.tell(f"nothing to prune: no rows older than {days:g} days")
@@ -317,10 +316,7 @@ def _purge(root: Path, given: tuple[str, ...], dry_run: bool, yes: bool) -> None
                     " its content would be taken out of them"
                 )
 
-        if dry_run or not yes:
-            output.emit({"would_purge": plans}, text=say)
-        else:
-            output.tell(say)
+        output.emit_plan({"would_purge": plans}, say, final=dry_run or not yes)
         if dry_run or not _go_ahead(yes, "purge", "purge it?"):
             return
         done = [pruning.purge(conn, str(root), p) for p in paths]

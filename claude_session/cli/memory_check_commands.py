@@ -1,5 +1,5 @@
-"""`memory verify|outcome`, and what `memory show` and `memory list --stale` say of a
-memory's files: which changed since it was recorded, when, and by which agent.
+"""`memory verify|outcome`, `memory list --stale` (read through `Project.stale_memories`), and
+the files `memory add --file` names.
 
 A memory about files is possibly stale once one of them changed (another content hash),
 is gone, or appeared where none was. `memory verify ID` records that a person checked it

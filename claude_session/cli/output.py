@@ -47,6 +47,7 @@ __all__ = [
     "echo_text",
     "emit",
     "emit_pairs",
+    "emit_plan",
     "emit_stream",
     "escape_controls",
     "json_chosen",
@@ -186,10 +187,20 @@ def tell(text: Said) -> None:
         emit(None, text=text)
 
 
+def emit_plan(data: Any, text: Said, *, final: bool) -> None:
+    """A plan said before acting on it (prune, purge, revert): people always read it; a
+    script gets it as the outcome only when it is `final` (a dry run, or a question it cannot
+    answer ends the command), else the outcome of what is then done."""
+    if final:
+        emit(data, text=text)
+    else:
+        tell(text)
+
+
 def plain(data: Any) -> Any:
     """Dataclasses (the library's records and answers) as the dicts JSON and tables show."""
     if dataclasses.is_dataclass(data) and not isinstance(data, type):
-        return {f.name: plain(getattr(data, f.name)) for f in dataclasses.fields(data)}
+        return dataclasses.asdict(data)
     if isinstance(data, dict):
         return {k: plain(v) for k, v in data.items()}
     if isinstance(data, list | tuple):

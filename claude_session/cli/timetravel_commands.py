@@ -207,7 +207,7 @@ def diff(root: Path, a: str, b: str, stat: bool) -> None:
         )
     result = {"a": ref_a, "b": ref_b, "state": state, "files": files}
 
-    def say() -> None:
+    def show() -> None:
         say = output.echo_wrapped
         say(f"state {ref_a} -> {ref_b}:")
         if timetravel.is_empty(state):
@@ -230,7 +230,7 @@ def diff(root: Path, a: str, b: str, stat: bool) -> None:
         if not stat and files.get("diff"):
             output.echo_text(files["diff"], fold=False)  # a patch, as `git apply` reads it
 
-    output.emit(result, text=say)
+    output.emit(result, text=show)
 
 
 def _value(value: object) -> str:
@@ -343,10 +343,7 @@ def revert(
                 todo = reverting.plan(conn, str(root), str(frame), list(paths) or None)
         except (timetravel.FrameError, reverting.RevertError, workspace.WorkspaceError) as exc:
             raise _fail(exc) from exc
-        if dry_run:  # the plan is the outcome
-            output.emit(todo.as_dict(), text=lambda: _show_plan(todo))
-        else:  # said before the question; a script gets what was done
-            output.tell(lambda: _show_plan(todo))
+        output.emit_plan(todo.as_dict(), lambda: _show_plan(todo), final=dry_run)
         if dry_run or not todo.changes:
             if not todo.changes:
                 output.tell("nothing to do: no file would change")
