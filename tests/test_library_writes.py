@@ -5,6 +5,7 @@ older version wrote (which a read refuses)."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
@@ -31,6 +32,18 @@ def test_every_public_name_is_exported_and_typed() -> None:
         assert getattr(claude_session, name) is not None, name
     marker = Path(claude_session.__file__).parent / "py.typed"
     assert marker.is_file()  # the wheel carries it: tests/test_entry_points.py builds one
+    # The names are written three times by design (a lazy module, its stub, the package that
+    # defines them): they must agree, or a type checker and the interpreter disagree.
+    stub = ast.parse((marker.parent / "__init__.pyi").read_text())
+    listed = next(
+        ast.literal_eval(node.value)
+        for node in stub.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
+    )
+    assert listed == claude_session.__all__
+    imported = {a.asname for n in stub.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert imported == set(claude_session.__all__) - {"__version__"}
+    assert imported <= set(claude_session.project.__all__)
 
 
 def test_memory_verbs_answer_what_they_did(project: Path) -> None:
