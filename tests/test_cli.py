@@ -182,7 +182,7 @@ def test_status_without_a_database_says_what_to_do(project: Path) -> None:
 def test_demo_plays_the_recorded_session_through_the_hooks() -> None:
     done = cli("demo")
     said = " ".join(done.stdout.split())  # lines are folded at the width
-    assert "played 35 recorded Claude Code 2.1.330 events" in said
+    assert "played 38 Claude Code 2.1.330 events (35 recorded from the real CLI, 3 composed" in said
     assert "(0 hook failures)" in said
     assert "<claude-session-recorded-state>" in said and "nonexistent_mod" in said
 

@@ -222,16 +222,30 @@ def test_doctor_fails_on_a_broken_configuration(project: Path, text: str, reason
 
 
 def test_demo_shows_the_compacted_sessions_restore_as_given_and_says_where_it_was() -> None:
-    """The recorded project has two sessions; only the first was compacted. The demo shows
-    what SessionStart really put back into that session (the injection log), naming it, not a
-    block built now for the other session."""
+    """The recorded project has two sessions, both compacted: the second, that worked, last.
+    The demo shows what SessionStart really put back into it (the injection log), naming it:
+    its task, its open error, its subagent, the file it wrote, and the git state of the
+    scratch project, a repository with one commit (its HEAD the same on every machine)."""
     done = run("demo", columns="100")
     flat = " ".join(done.stdout.split())
-    assert "after session 93a0fe30-97e0-463f-b74a-dcf3bfd9a886 was compacted" in flat
+    assert (
+        "played 38 Claude Code 2.1.330 events (35 recorded from the real CLI, 3 composed from"
+        " its recorded payloads)" in flat
+    )
+    assert "after session 560819af-56fc-4528-be0a-32a24d1aa819 was compacted" in flat
     block = done.stdout[done.stdout.index("<claude-session-recorded-state>") :]
+    said = " ".join(block.split())
     assert "Context was just compacted." in block
-    assert "Session 93a0fe30-97e0-463f-b74a-dcf3bfd9a886, state as of" in block
-    assert "nonexistent_mod" not in block  # the other session's error: never in this one
+    assert "Session 560819af-56fc-4528-be0a-32a24d1aa819, state as of" in block
+    assert "TASK-A: write hello.py and run it" in said
+    assert "Bash `python3 -c 'import nonexistent_mod'` failed 1x [runtime]" in said
+    assert (
+        'a026341fa5086f41e (general-purpose, completed) "sub work"; asked: SUBTASK-B: read'
+        " hello.py; reported: It prints hello." in said
+    )
+    assert "- hello.py by main (Edit, 2 edits," in said
+    assert "- branch main at c5fc097194f0 - 1 changed: ?? hello.py" in said
+    assert "git state unavailable" not in said
     head = done.stdout.split("\n\n", 2)[1]
     assert "open errors: 1" in head and "nonexistent_mod" in head
     deleted = re.search(r"scratch project deleted: (\S+)", done.stdout)
@@ -242,7 +256,8 @@ def test_demo_shows_the_compacted_sessions_restore_as_given_and_says_where_it_wa
     assert [e["what"] for e in as_json["status"]["open_errors"]] == [
         "python3 -c 'import nonexistent_mod'"
     ]
-    assert as_json["session_id"] == "93a0fe30-97e0-463f-b74a-dcf3bfd9a886"
+    assert as_json["session_id"] == "560819af-56fc-4528-be0a-32a24d1aa819"
+    assert as_json["played"] == 38 and as_json["composed"] == 3
     assert "Context was just compacted." in as_json["context"] and not as_json["hook_failures"]
     assert as_json["deleted"] is True and not Path(as_json["project"]).exists()
 

@@ -56,7 +56,7 @@ def test_every_relative_link_of_the_readme_leads_somewhere() -> None:
 
 def test_the_status_picture_is_shown() -> None:
     picture = ROOT / "docs" / "images" / "status.svg"
-    assert picture.exists(), "run python -m tools.screenshot --write"
+    assert picture.exists(), "run python -m tools.demo_image --write"
     assert picture.read_text().lstrip().startswith("<svg")
     assert "docs/images/status.svg" in README.read_text()
     assert "images/status.svg" in (ROOT / "docs" / "index.md").read_text()

@@ -44,6 +44,7 @@ MODULES: dict[str, str] = {
     "test_claude_exit.py": "fast",
     "test_cli.py": "integration",
     "test_cli_docs.py": "fast",
+    "test_demo_image.py": "lint",
     "test_cli_readable.py": "integration",
     "test_piped_output.py": "integration",
     "test_cli_storage_faults.py": "integration",

@@ -14,7 +14,7 @@ import click
 from ..core import spool
 from ..core.figures import plural
 from ..core.paths import log_path
-from . import cells, lookup, output, status_view
+from . import demo_view, lookup, output
 from .group import cli, json_option, opened
 
 
@@ -358,12 +358,13 @@ def ingest(root: Path) -> None:
 @cli.command()
 @click.option("--keep", is_flag=True, help="Keep the scratch project and print its path.")
 @json_option(
-    "an object: project, played, hook_failures, status (as `status --json`), session_id,"
-    " context, kept, deleted"
+    "an object: project, played, composed (of those, the events made from recorded payloads),"
+    " hook_failures, status (as `status --json`), session_id, compacted_at, context, kept,"
+    " deleted"
 )
 def demo(keep: bool) -> None:
     """Play a recorded real Claude Code session through the hooks (installed in a scratch
-    project, as `install` writes them), then show the result."""
+    project, a git repository, as `install` writes them), then show the result."""
     import tempfile  # here: it imports random and hashlib (~30 ms for every other command)
 
     from ..services.setup import demo as player
@@ -379,43 +380,19 @@ def demo(keep: bool) -> None:
         played_in.refresh(transcripts=False)
         found = dataclasses.asdict(played_in.status())
         given = played_in.compaction_restored()  # as the model got it, and when
-        session = given.session_id if given else ""
-        restored = given.text if given else ""
     gone = keep or player.remove(scratch, project)
     result: dict[str, Any] = {
         "project": str(project),
         "played": len(played),
+        "composed": sum(1 for p, _ in played if player.COMPOSED in p),
         "hook_failures": failed,
         "status": found,
-        "session_id": session,
-        "context": restored,
+        "session_id": given.session_id if given else "",
+        "compacted_at": given.at if given else None,
+        "context": given.text if given else "",
         "kept": keep,
         "deleted": not keep and gone,
     }
-
-    def say() -> None:
-        output.echo_wrapped(
-            f"played {len(played)} recorded Claude Code 2.1.330 events through the hooks"
-            f" installed in {project / '.claude' / 'settings.local.json'}"
-            f" ({len(failed)} hook failures)"
-        )
-        click.echo()
-        status_view.show(found)
-        if given is not None:
-            click.echo()
-            output.echo_wrapped(
-                f"What SessionStart put back into the model's context after session {session}"
-                f" was compacted ({cells.local_time(given.at)}), as the model got it:"
-            )
-            click.echo()
-            output.echo_text(restored)
-        if keep:
-            click.echo(f"\nscratch project kept: {project}")
-        elif gone:
-            click.echo(f"\nscratch project deleted: {scratch} (keep it with --keep)")
-        else:
-            click.echo(f"\nscratch project could not be deleted entirely: {scratch}")
-
-    output.emit(result, text=say)
+    output.emit(result, text=lambda: demo_view.show(result))
     if failed:
         sys.exit(1)

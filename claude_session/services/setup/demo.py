@@ -1,8 +1,14 @@
 """`claude-session demo`: play a recorded real session through the real hook scripts.
 
-The session was recorded from Claude Code 2.1.330 (two sessions: one with a `/compact`, one
-that writes, edits, fails a command and runs a subagent). The hooks are installed into a
-scratch project as `install` writes them, and each event goes through the command written
+The events were recorded from Claude Code 2.1.330: two sessions, one with a `/compact`, one
+that writes, edits, fails a command and runs a subagent. That second session is then compacted
+too, by three composed events: the first session's recorded PreCompact, SessionStart (compact)
+and PostCompact payloads, unchanged but for their session and prompt ids (each such line says
+so in its `_composed` key, taken off before it is sent), so that the block SessionStart puts
+back holds real work. The scratch project is a git repository with one commit, so the block's
+git state is true, and the recorded Write and Edit calls change its files before their
+PostToolUse is sent, as Claude Code's tools did when they were recorded. The hooks are
+installed into it as `install` writes them, and each event goes through the command written
 there, as a subprocess.
 """
 
@@ -18,10 +24,16 @@ from . import installer
 
 RECORDED_PROJECT = "/home/dev/project"
 RECORDED_HOME = "/home/dev"
+COMPOSED = "_composed"  # on a line made from recorded payloads, not recorded as it is: why
+# The scratch repository's one commit: its author and date fixed, so its HEAD is the same
+# on every machine (and a machine without a git identity can commit).
+GIT_IDENTITY = {"user.name": "claude-session demo", "user.email": "demo@claude-session.invalid"}
+GIT_DATE = "2026-11-20T12:00:00+00:00"
 
 
 def recorded_events(project: Path) -> Iterator[dict[str, Any]]:
-    """The recorded payloads, with the recording's paths moved into `project`."""
+    """The payloads as sent, with the recording's paths moved into `project`; the composed
+    ones keep their `_composed` key (`play` takes it off)."""
     text = resources.files("claude_session.data").joinpath("demo-session.jsonl").read_text()
     text = text.replace(RECORDED_PROJECT, str(project)).replace(RECORDED_HOME, str(project.parent))
     for line in text.splitlines():
@@ -29,11 +41,43 @@ def recorded_events(project: Path) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
+def make_repository(project: Path) -> None:
+    """`project` as a git repository with one commit (a README), as the project of a real
+    session is: PreCompact's git state then has a branch and a HEAD to tell. Raises
+    CalledProcessError, or OSError without git."""
+    import os
+    import subprocess
+
+    (project / "README.md").write_text("# demo\n\nA scratch project for `claude-session demo`.\n")
+    # Claude Code's personal settings, where the demo installs the hooks, are not the project's.
+    (project / ".gitignore").write_text(".claude/settings.local.json\n")
+    dated = {"GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | dated
+    steps = [
+        ["init", "--quiet"],
+        ["symbolic-ref", "HEAD", "refs/heads/main"],
+        *(["config", key, value] for key, value in GIT_IDENTITY.items()),
+        ["add", "README.md", ".gitignore"],
+        ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", "demo: start"],
+    ]
+    for args in steps:
+        subprocess.run(
+            ["git", "-C", str(project), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+            timeout=30,
+        )
+
+
 def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
-    """Install the hooks into the scratch project as `install` does, then send every recorded
-    event through the command written there; returns each payload with what it did. The
-    project is then what `install` leaves (`status` and `doctor` find its hooks; a `claude`
-    started in a kept one records)."""
+    """Make the scratch project a git repository, install the hooks into it as `install`
+    does, then send every event through the command written there; returns each payload
+    (a composed one with its `_composed` key) with what it did. The project is then what
+    `install` leaves (`status` and `doctor` find its hooks; a `claude` started in a kept one
+    records)."""
+    make_repository(project)
     path = installer.hooks_settings_path("project", project)
     installer.write_ours(path, {})
     written = dict(installer.ours(installer.read_settings(path)))
@@ -42,9 +86,12 @@ def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
         event = payload["hook_event_name"]
         handler = written.get(event)
         command = str(handler["command"]) if handler else installer.hook_command(event)
+        if event == "PostToolUse":
+            carry_out(project, payload)
+        sent = {key: value for key, value in payload.items() if key != COMPOSED}
         run = installer.run_hook_command(
             command,
-            json.dumps(payload).encode(),
+            json.dumps(sent).encode(),
             project,
             extra_env={
                 "CLAUDE_SESSION_NO_DAEMON": "1",
@@ -53,6 +100,23 @@ def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
         )
         played.append((payload, run))
     return played
+
+
+def carry_out(project: Path, payload: dict[str, Any]) -> None:
+    """What a recorded Write or Edit did to its file (inside `project` only), done again before
+    its PostToolUse is sent: the frames and the git state then hold the file as it was."""
+    tool, given = payload.get("tool_name"), payload.get("tool_input") or {}
+    path = Path(str(given.get("file_path", "")))
+    if tool not in ("Write", "Edit") or not path.is_relative_to(project):
+        return
+    if tool == "Write":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(str(given.get("content", "")))
+    elif path.exists():
+        old, new = str(given.get("old_string", "")), str(given.get("new_string", ""))
+        text = path.read_text()
+        changed = text.replace(old, new) if given.get("replace_all") else text.replace(old, new, 1)
+        path.write_text(changed)
 
 
 def remove(scratch: Path, project: Path, timeout: float = 10.0) -> bool:
