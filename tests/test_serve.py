@@ -360,6 +360,47 @@ def database_files(project: Path) -> dict[str, bytes]:
     }
 
 
+def test_a_removed_fork_is_drawn_as_removed_and_not_counted_as_a_fork(recorded: Path) -> None:
+    """Two forks from one frame; `fork --remove` removes the first. The page counts the one
+    still there, says one was removed, and draws that one grey, dashed, struck through and
+    marked removed; the other as before."""
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [CLI, "--project", str(recorded), *args],
+            capture_output=True,
+            text=True,
+            env=hook_env(recorded, COLUMNS="1000"),
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    listed = json.loads(cli("fork", "--list", "--json").stdout)
+    (first,) = [f for f in listed if f["label"] == "try-again"]
+    cli("fork", f"{SESSION}:{first['parent_frame_no']}", "--label", "kept")
+    cli("fork", "--remove", first["path"], "--yes")
+    assert not Path(first["path"]).exists()
+    process = start_serve(recorded, "--port", "0")
+    try:
+        status, html, _ = get(f"{url_of(process)}session/{SESSION[:8]}")
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+    assert status == 200
+    assert " · 1 fork or replay (1 removed)" in html, html[:2000]
+    removed = re.findall(r'<g class="branch removed">.*?</g>', html)
+    assert len(removed) == 1, removed
+    assert 'stroke-dasharray="4 3"' in removed[0]
+    assert (
+        '<tspan text-decoration="line-through">fork try-again</tspan> (removed)</text>'
+        in removed[0]
+    )
+    kept = re.findall(r'<g class="branch">.*?</g>', html)
+    assert len(kept) == 1 and "fork kept</text>" in kept[0]
+    assert "(removed)" not in kept[0] and 'stroke-dasharray="none"' in kept[0]
+
+
 def test_a_session_recorded_before_frames_still_has_its_page(project: Path) -> None:
     send(project, "SessionStart.startup")
     import apsw

@@ -156,6 +156,7 @@ MODULES: dict[str, str] = {
     "test_hook_runs.py": "fast",
     "test_transcript_values.py": "fast",
     "test_transcripts.py": "fast",
+    "test_web_session_page.py": "fast",
     "test_cost_histories.py": "fast",
     "test_cost_surfaces_rule.py": "integration",
     "test_transport_install.py": "e2e",

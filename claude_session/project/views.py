@@ -5,6 +5,7 @@ no figures to show, and says so."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import apsw
@@ -41,7 +42,8 @@ class ProjectViews(ProjectBase):
 
     def session_view(self, address: str) -> SessionView:
         """One session (an id, a prefix or a frame address): its main agent, subagents,
-        frames, forks, what it cost, and which agents are Claude Code's internal helpers."""
+        frames, forks (each `removed` when its folder is gone), what it cost, and which agents
+        are Claude Code's internal helpers."""
         from ..services.timetravel import timetravel
 
         conn = self._readable()
@@ -62,7 +64,10 @@ class ProjectViews(ProjectBase):
             {"status": main[0][0], "task_description": main[0][1]} if main else None,
             timetravel.subagents(conn, session_id),
             timetravel.timeline(conn, session_id),
-            timetravel.branches(conn, session_id),
+            [  # a fork whose folder is gone (`fork --remove`, or deleted) is drawn as removed
+                branch | {"removed": not os.path.isdir(str(branch["path"]))}
+                for branch in timetravel.branches(conn, session_id)
+            ],
             self._spent(conn, session_id),
             internal,
         )
@@ -86,7 +91,8 @@ class ProjectViews(ProjectBase):
     def _spent(self, conn: apsw.Connection, session_id: str) -> dict[str, Any]:
         """What the session cost, as read from Claude Code's transcripts (by the daemon,
         `cost`, `status`...: a read reads no transcript): the whole, per agent, turn and
-        frame, the running total over time, and the hooks' time per turn."""
+        frame, the running total over time and what no transcript line carries, and the
+        hooks' time per turn."""
         from ..services.cost import hooks_report, surfaces
 
         if db.schema_version(conn) < db.SCHEMA_VERSION:
@@ -97,6 +103,7 @@ class ProjectViews(ProjectBase):
             "turns": surfaces.turn_figures(conn, session_id),
             "frames": surfaces.frame_figures(conn, session_id),
             "points": surfaces.cumulative(conn, session_id),
+            "not_in_transcripts": surfaces.not_in_transcripts(conn, session_id),
             "hooks": hooks_report.by_turn(conn, session_id),
         }
 

@@ -11,11 +11,18 @@ from .web_text import esc, when
 CHART_W, CHART_H, CHART_LEFT, CHART_BOTTOM = 640, 200, 70, 30
 
 
-def cost_chart(points: list[tuple[float, float]]) -> str:
-    """Cumulative cost (USD) over time as a step line: a step up at each response."""
+OUTSIDE_LABEL = "not in transcripts"  # as `cost` names the row (services/cost/costs.py)
+OUTSIDE_COLOUR = "#7c3aed"
+
+
+def cost_chart(points: list[tuple[float, float]], outside: float = 0.0) -> str:
+    """Cumulative cost (USD) over time as a step line: a step up at each response; then, at
+    the end and dashed, `outside`: what no transcript line carries (it has no time), so the
+    chart ends at the session's whole cost."""
     start, end = points[0][0], points[-1][0]
     span = max(end - start, 1e-9)
-    top = max(points[-1][1], 1e-9)
+    read = points[-1][1]
+    top = max(read + outside, 1e-9)
     plot_w, plot_h = CHART_W - CHART_LEFT - 20, CHART_H - CHART_BOTTOM - 20
 
     def x_of(at: float) -> float:
@@ -33,6 +40,18 @@ def cost_chart(points: list[tuple[float, float]]) -> str:
         f"<title>{esc(when(at))}: {esc(usd(cost))}</title></circle>"
         for at, cost in points
     )
+    right = CHART_LEFT + plot_w
+    beyond = (
+        f'<g class="cost-outside"><title>{OUTSIDE_LABEL}: {esc(usd(outside))} (no time of'
+        f" its own)</title>"
+        f'<line x1="{right}" y1="{y_of(read):.1f}" x2="{right}" y2="{y_of(top):.1f}"'
+        f' stroke="{OUTSIDE_COLOUR}" stroke-width="2" stroke-dasharray="4 3"/>'
+        f'<text x="{right - 6}" y="{(y_of(read) + y_of(top)) / 2 + 4:.1f}" font-size="11"'
+        f' fill="{OUTSIDE_COLOUR}" text-anchor="end">+{esc(usd(outside))} {OUTSIDE_LABEL}'
+        "</text></g>"
+        if outside > 0
+        else ""
+    )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="cost-chart" width="{CHART_W}"'
         f' height="{CHART_H}" viewBox="0 0 {CHART_W} {CHART_H}" role="img"'
@@ -41,7 +60,7 @@ def cost_chart(points: list[tuple[float, float]]) -> str:
         f'<line x1="{CHART_LEFT}" y1="{base_y}" x2="{CHART_LEFT + plot_w}" y2="{base_y}"'
         ' stroke="#94a3b8"/>'
         f'<text x="{CHART_LEFT - 6}" y="24" font-size="11" fill="#334155"'
-        f' text-anchor="end">{esc(usd(points[-1][1]))}</text>'
+        f' text-anchor="end">{esc(usd(read + outside))}</text>'
         f'<text x="{CHART_LEFT - 6}" y="{base_y}" font-size="11" fill="#334155"'
         ' text-anchor="end">$0</text>'
         f'<text x="{CHART_LEFT}" y="{base_y + 18}" font-size="11" fill="#64748b">'
@@ -50,7 +69,7 @@ def cost_chart(points: list[tuple[float, float]]) -> str:
         f' text-anchor="end">{esc(when(end))}</text>'
         f'<path class="cost-line" d="{" ".join(path)}" fill="none" stroke="#0f766e"'
         ' stroke-width="2"/>'
-        f"{dots}</svg>"
+        f"{dots}{beyond}</svg>"
     )
 
 

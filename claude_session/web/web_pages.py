@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import quote
 
 from ..core.figures import plural, token_count, usd
-from .web_charts import cost_chart, hooks_chart, hooks_ms
-from .web_text import cut, esc, when
+from .web_charts import OUTSIDE_LABEL, cost_chart, hooks_chart, hooks_ms
+from .web_text import cut, esc, lines, when
 
 STATUS_COLOURS = {  # agent boxes: the status at a glance
     "running": "#2563eb",
@@ -152,10 +152,13 @@ def session_page(
         if whole
         else ""
     )
+    removed = sum(1 for b in branches if b.get("removed"))
+    live = plural(len(branches) - removed, "fork or replay", "forks and replays")
+    gone = f" ({removed} removed)" if removed else ""
     body = [
         f"<h1>Session {esc(session_id)}</h1>",
         f"<p class=muted>{plural(len(frames), 'frame')} · {plural(len(subagents), 'subagent')} ·"
-        f" {plural(len(branches), 'fork or replay', 'forks and replays')}{cost}</p>",
+        f" {live}{gone}{cost}</p>",
         "<h2>Agents</h2>",
         f'<div class="box">{agent_tree(main, session_id, subagents, spent.get("agents"))}</div>',
         _legend(STATUS_COLOURS),
@@ -273,7 +276,8 @@ def _agent_box(
     )
     return (
         f'<g class="agent" data-status="{esc(status)}" data-agent="{esc(agent_id)}">'
-        f"<title>{esc(title)} {esc(agent_id)}: {esc(status)}\n{esc(detail)}</title>"
+        f"<title>{esc(title)} {esc(agent_id)}: {esc(status)}\n"
+        f"{esc(detail, keep_newlines=True)}</title>"
         f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6" fill="#ffffff"'
         f' stroke="{colour}" stroke-width="2"/>'
         f'<rect x="{x}" y="{y}" width="{BOX_W}" height="20" rx="6" fill="{colour}"/>'
@@ -283,7 +287,7 @@ def _agent_box(
         f'<text x="{x + 8}" y="{y + 35}" font-size="11" fill="#334155">'
         f"{esc(cut(agent_id, 28))}</text>"
         f'<text x="{x + 8}" y="{y + 50}" font-size="11" fill="#64748b">'
-        f"{esc(cut(detail, 32))}</text>{cost}</g>"
+        f"{esc(cut(' '.join(detail.splitlines()), 32))}</text>{cost}</g>"
     )
 
 
@@ -383,11 +387,18 @@ def timeline_svg(
         for row, branch in by_frame.get(number, []):
             by = 30 + lanes_h + 18 + row * 30
             label = branch["label"] or branch["path"]
+            named = f"{esc(branch['kind'])} {esc(cut(label, 60))}"
+            if branch.get("removed"):  # its folder is gone: grey, dashed, struck through
+                kind, stroke, dashes, ink = "branch removed", OTHER_COLOUR, "4 3", "#64748b"
+                named = f'<tspan text-decoration="line-through">{named}</tspan> (removed)'
+            else:
+                kind, stroke, dashes, ink = "branch", "#db2777", "none", "#9d174d"
             parts.append(
-                f'<g class="branch"><path d="M{x} {y + 8} V{by} H{x + 16}" fill="none"'
-                ' stroke="#db2777" stroke-width="2"/>'
-                f'<text x="{x + 20}" y="{by + 4}" font-size="12" fill="#9d174d">'
-                f"{esc(branch['kind'])} {esc(cut(label, 60))}</text></g>"
+                f'<g class="{kind}"><path d="M{x} {y + 8} V{by} H{x + 16}" fill="none"'
+                f' stroke="{stroke}" stroke-width="2" stroke-dasharray="{dashes}"/>'
+                f'<text x="{x + 20}" y="{by + 4}" font-size="12" fill="{ink}">{named}</text>'
+                f"<title>{esc(branch['path'])}{' (removed)' if kind != 'branch' else ''}</title>"
+                "</g>"
             )
     parts.append("</svg>")
     return "".join(parts)
@@ -438,16 +449,28 @@ def _cost_section(spent: dict[str, Any]) -> str:
         )
     points = spent.get("points") or []
     whole = spent.get("session")
+    outside = float(spent.get("not_in_transcripts") or 0.0)
+    helpers = (
+        f"{usd(outside)} {OUTSIDE_LABEL}: what Claude Code's own helper requests used"
+        " (compaction summaries, titles and such), which no transcript line carries"
+    )
+    total = f" {usd(whole['cost_usd'])} in all." if whole else ""
     if not points:
+        if outside > 0:
+            said = f"No response priced in the transcripts; {helpers}.{total}"
+            return f"<p class=muted>{esc(said)}</p>"
         return (
             "<p class=muted>No cost read from Claude Code's transcripts for this session yet"
             " (the daemon reads them; `claude-session cost` reads them now).</p>"
         )
-    total = f"{usd(whole['cost_usd'])} in all" if whole else ""
+    beyond = (
+        f" Then, dashed at the end, as it has no time of its own, {helpers}." if outside > 0 else ""
+    )
     return (
-        f'<div class="box">{cost_chart(points)}</div>'
+        f'<div class="box">{cost_chart(points, outside)}</div>'
         "<p class=muted>The running total of the model responses' costs, as Claude Code"
-        f" figured them (apportioned per response), over the session's time. {esc(total)}</p>"
+        f" figured them (apportioned per response), over the session's time.{esc(beyond)}"
+        f"{esc(total)}</p>"
     )
 
 
@@ -457,8 +480,8 @@ def _turns_table(turns: list[dict[str, Any]], hooks: dict[int, dict[str, float]]
     if not turns:
         return "<p class=muted>No turn recorded.</p>"
     rows = "".join(
-        f"<tr><td class=num>{esc(t['turn'])}</td><td>{esc(cut(t['prompt'], 80))}</td>"
-        f"<td>{esc(cut(t['result_text'], 160))}</td><td>{esc(t['status'])}</td>"
+        f"<tr><td class=num>{esc(t['turn'])}</td><td>{lines(t['prompt'], 80)}</td>"
+        f"<td>{lines(t['result_text'], 160)}</td><td>{esc(t['status'])}</td>"
         f"<td class=num>{esc(_tokens(t['tokens']))}</td>"
         f'<td class="num cost">{esc(usd(t["cost_usd"]))}</td>'
         f'<td class="num hooks">{esc(hooks_ms(hooks.get(t["turn"])))}</td></tr>'
@@ -494,7 +517,8 @@ def diff_page(base: str, a: str, b: str, state: dict[str, Any], files: dict[str,
                     f" {esc(cut(_brief(item), 400))}</li>"
                 )
     if state["task"]:
-        items.append(f"<li>task: {esc(state['task'][0])} → {esc(state['task'][1])}</li>")
+        before, after = (lines(t) if t is not None else "-" for t in state["task"])
+        items.append(f"<li>task: {before} → {after}</li>")
     for key, (before, after) in state["counters"].items():
         items.append(f"<li>{esc(key)}: {esc(before)} → {esc(after)}</li>")
     body.append(f"<ul>{''.join(items)}</ul>" if items else "<p class=muted>No change.</p>")

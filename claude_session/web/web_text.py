@@ -16,10 +16,21 @@ def esc(value: object, keep_newlines: bool = False) -> str:
     return html.escape(escape_controls(text, keep_newlines), quote=True)
 
 
-def cut(value: object, limit: int) -> str:
-    """At most `limit` characters as shown: escaped first, so an escape counts its width."""
-    text = "" if value is None else escape_controls(str(value))
+def cut(value: object, limit: int, keep_newlines: bool = False) -> str:
+    """At most `limit` characters as shown: escaped first, so an escape counts its width.
+    `keep_newlines`: line breaks stay (for `lines`), each counted as one character."""
+    text = "" if value is None else escape_controls(str(value), keep_newlines)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def lines(value: object, limit: int | None = None) -> str:
+    """Recorded text of several lines (a prompt, an answer) as HTML: at most `limit`
+    characters (`cut`; None: all), each line escaped as `esc` does, the lines joined by
+    `<br>`, so a newline shows as a line break, never as a literal `\\n`. None: empty."""
+    if value is None:
+        return ""
+    shown = escape_controls(str(value), True) if limit is None else cut(value, limit, True)
+    return "<br>".join(esc(line, keep_newlines=True) for line in shown.split("\n"))
 
 
 def when(seconds: object) -> str:

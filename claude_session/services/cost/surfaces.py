@@ -11,7 +11,7 @@ from typing import Any
 import apsw
 
 from ...core import db
-from .costs import TOKEN_SUM, TOKENS, report
+from .costs import TOKEN_SUM, TOKENS, UNATTRIBUTED, report
 
 
 def _figures(found: dict[str, Any]) -> dict[str, Any]:
@@ -67,18 +67,30 @@ def turn_figures(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]
 
 def cumulative(conn: apsw.Connection, session_id: str) -> list[tuple[float, float]]:
     """(time, cost so far) after each priced response of the session, in time order: the
-    chart of cost over the session. What no transcript carries has no time and is left out."""
+    chart of cost over the session. What no transcript carries has no time: it is
+    `not_in_transcripts`."""
     found = db.rows(
         conn,
-        "SELECT at, cost_usd FROM message_usage WHERE session_id = ? AND at IS NOT NULL"
-        " AND cost_usd IS NOT NULL ORDER BY at",
-        (session_id,),
+        "SELECT at, cost_usd FROM message_usage WHERE session_id = ? AND agent_id != ?"
+        " AND at IS NOT NULL AND cost_usd IS NOT NULL ORDER BY at",
+        (session_id, UNATTRIBUTED),
     )
     points, total = [], 0.0
     for r in found:
         total += float(r["cost_usd"])
         points.append((float(r["at"]), total))
     return points
+
+
+def not_in_transcripts(conn: apsw.Connection, session_id: str) -> float:
+    """What the session's cost holds that no transcript line carries (Claude Code's helpers:
+    compaction summaries, other internal requests; `cost` shows it as the row
+    `(not in transcripts)`): 0.0 when nothing."""
+    found = conn.execute(
+        "SELECT sum(cost_usd) FROM message_usage WHERE session_id = ? AND agent_id = ?",
+        (session_id, UNATTRIBUTED),
+    ).fetchall()
+    return float(found[0][0] or 0.0)
 
 
 def frame_figures(conn: apsw.Connection, session_id: str) -> dict[int, dict[str, Any]]:
