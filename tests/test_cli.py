@@ -187,6 +187,24 @@ def test_demo_plays_the_recorded_session_through_the_hooks() -> None:
     assert "<claude-session-recorded-state>" in said and "nonexistent_mod" in said
 
 
+def test_demo_where_git_fails_says_so_and_leaves_no_scratch_project(tmp_path: Path) -> None:
+    """The demo's scratch project is a git repository: where git cannot make one, the demo
+    says so (exit 1, no traceback) and deletes its scratch folder."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text("#!/bin/sh\necho 'git: broken on purpose' >&2\nexit 3\n")
+    (fake / "git").chmod(0o755)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = os.environ | {"TMPDIR": str(scratch), "PATH": f"{fake}:{os.environ['PATH']}"}
+    done = subprocess.run([CLI, "demo"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1, done.stdout
+    said = " ".join(done.stderr.split())
+    assert "the demo's scratch project: git init failed: git: broken on purpose" in said
+    assert "Traceback" not in done.stderr
+    assert list(scratch.iterdir()) == []
+
+
 def test_every_command_has_help() -> None:
     import click
     from click.testing import CliRunner

@@ -372,7 +372,11 @@ def demo(keep: bool) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="claude-session-demo-"))
     project = scratch / "project"
     project.mkdir()
-    played = player.play(project)
+    try:
+        played = player.play(project)
+    except player.NoRepository as exc:
+        player.remove(scratch, project)
+        raise click.ClickException(str(exc)) from exc
     failed = [p["hook_event_name"] for p, run in played if run.returncode != 0]
     from ..project import Project
 

@@ -41,10 +41,14 @@ def recorded_events(project: Path) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
+class NoRepository(Exception):
+    """The scratch project could not be made a git repository (no git, or git failed)."""
+
+
 def make_repository(project: Path) -> None:
     """`project` as a git repository with one commit (a README), as the project of a real
-    session is: PreCompact's git state then has a branch and a HEAD to tell. Raises
-    CalledProcessError, or OSError without git."""
+    session is: PreCompact's git state then has a branch and a HEAD to tell. NoRepository
+    says why not."""
     import os
     import subprocess
 
@@ -61,14 +65,22 @@ def make_repository(project: Path) -> None:
         ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", "demo: start"],
     ]
     for args in steps:
-        subprocess.run(
-            ["git", "-C", str(project), *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=True,
-            timeout=30,
-        )
+        try:
+            subprocess.run(
+                ["git", "-C", str(project), *args],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                check=True,
+                timeout=30,
+            )
+        except subprocess.CalledProcessError as exc:
+            said = (exc.stderr or b"").decode("utf-8", "replace").strip()[:300]
+            said = said or f"exit status {exc.returncode}"
+            step = next(a for a in args if not a.startswith("-") and "=" not in a)
+            raise NoRepository(f"the demo's scratch project: git {step} failed: {said}") from exc
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise NoRepository(f"the demo needs git for its scratch project: {exc}") from exc
 
 
 def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
