@@ -11,9 +11,6 @@ Whose response is whose, and what it cost, is core/accounting's rule.
 from __future__ import annotations
 
 import json
-import re
-import time
-from datetime import datetime
 from typing import Any
 
 import apsw
@@ -117,21 +114,6 @@ _ROLLED = {
         "cost_usd DESC, tool",
     ),
 }
-
-
-def since_time(value: str, now: float | None = None) -> float:
-    """`90m`, `2h`, `3d`, `1w` ago, or a local date (`2026-11-01`) or time (ISO 8601)."""
-    now = time.time() if now is None else now
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", value)
-    if found:
-        unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}[found.group(2)]
-        return now - float(found.group(1)) * unit
-    try:
-        return datetime.fromisoformat(value.strip()).timestamp()
-    except ValueError:
-        raise ValueError(
-            f"{value!r} is neither a duration (90m, 2h, 3d, 1w) nor a date (2026-11-01)"
-        ) from None
 
 
 def report(

@@ -316,6 +316,7 @@ def catch_up(
         "skipped": 0,
         "restarted": [],
         "missing": [],
+        "never_read": [],  # of the missing: never found here, so never there to read
         "refused": [],
         "unreadable": [],
         "reconciled": 0,
@@ -345,6 +346,31 @@ def catch_up(
         if isinstance(target, str):
             conn.close()
     return summary
+
+
+def unread(summary: dict[str, Any]) -> list[str]:
+    """What a catch-up could not read, one line each, for people (`cost`, `hooks`): a file
+    once read and since deleted is gone (what was read from it stays counted); one never
+    found was never there to read, which is no loss, said once and not as one."""
+    never = set(summary.get("never_read") or [])
+    gone = [p for p in summary.get("missing") or [] if p not in never]
+    lines = [
+        f"{len(found)} transcript(s) {what}: {found[0]}"
+        for found, what in (
+            (gone, "gone (read before, deleted since: what was read from them still counts)"),
+            (summary.get("refused") or [], "refused"),
+            (summary.get("unreadable") or [], "unreadable"),
+        )
+        if found
+    ]
+    if never:
+        first = next(p for p in summary["missing"] if p in never)
+        lines.append(
+            f"no transcript recorded at {first}"
+            + (f" (and {len(never) - 1} more)" if len(never) > 1 else "")
+            + ": Claude Code wrote none there, so there is no cost to read from it"
+        )
+    return lines
 
 
 def _catch_up_session(
@@ -463,6 +489,8 @@ def read_file(
             else "unreadable"
         )
         summary[kind].append(path)
+        if kind == "missing" and state.get("inode") is None:  # not gone: it never came
+            summary["never_read"].append(path)
         error = f"{kind}: {exc}" if isinstance(exc, Refused) else f"{kind}: {exc.strerror}"
         if state.get("last_error") != error:
             with db.Immediate(conn):
