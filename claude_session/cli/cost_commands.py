@@ -198,7 +198,7 @@ def notes(found: dict[str, Any]) -> None:
             f"no transcript recorded for session {found['session_id']}: its events named"
             " none, so there is no cost to read"
         )
-    for line in transcripts.unread(read):
+    for line in costs.unread(read):
         output.note(line)
     if read["skipped"]:
         output.note(f"{read['skipped']} transcript lines were not understood and skipped")

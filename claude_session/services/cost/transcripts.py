@@ -348,31 +348,6 @@ def catch_up(
     return summary
 
 
-def unread(summary: dict[str, Any]) -> list[str]:
-    """What a catch-up could not read, one line each, for people (`cost`, `hooks`): a file
-    once read and since deleted is gone (what was read from it stays counted); one never
-    found was never there to read, which is no loss, said once and not as one."""
-    never = set(summary.get("never_read") or [])
-    gone = [p for p in summary.get("missing") or [] if p not in never]
-    lines = [
-        f"{len(found)} transcript(s) {what}: {found[0]}"
-        for found, what in (
-            (gone, "gone (read before, deleted since: what was read from them still counts)"),
-            (summary.get("refused") or [], "refused"),
-            (summary.get("unreadable") or [], "unreadable"),
-        )
-        if found
-    ]
-    if never:
-        first = next(p for p in summary["missing"] if p in never)
-        lines.append(
-            f"no transcript recorded at {first}"
-            + (f" (and {len(never) - 1} more)" if len(never) > 1 else "")
-            + ": Claude Code wrote none there, so there is no cost to read from it"
-        )
-    return lines
-
-
 def _catch_up_session(
     conn: apsw.Connection,
     root: str,
