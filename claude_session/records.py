@@ -156,7 +156,9 @@ class FailedPath:
 class Frame:
     """A frame of a session's timeline (`claude-session timeline --json`'s `frames`): what
     happened, when, what changed, what the model responses since the frame before cost;
-    `result_text`, at a turn's end, what the model answered."""
+    `result_text`, at a turn's end, what the model answered. `snapshot` is its workspace
+    snapshot's status (`captured`, `pending`, ..., `pruned`: let go of by `prune`);
+    `snapshot_commit` is set only while the snapshot is kept."""
 
     frame: int
     created_at: float

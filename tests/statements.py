@@ -502,7 +502,8 @@ def _ladder(r: Reading, found: re.Match[str]) -> Verdict:
 
 
 HOLDER = re.compile(
-    r"- (.*?)(?: \"[^\"]*\")?(?:, working on: .*)?; it last changed this file (\d+) min ago"
+    r"- (.*?)(?: \"[^\"]*\")?(?:, (?:still )?working on: .*|, still working)?;"
+    r" it last changed this file (\d+) min ago"
     r" \((\w+), (\d+) edits?\)\.$"
 )
 

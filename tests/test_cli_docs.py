@@ -20,9 +20,6 @@ PAGE = ROOT / "docs" / "reference" / "commands.md"
 # Commands without --json, and why.
 NO_JSON = {
     "claude-session": "the group itself: it only holds the commands",
-    "claude-session daemon": "a group: it only holds start, stop, status, run",
-    "claude-session memory": "a group: it only holds the memory commands",
-    "claude-session state": "a group: it only holds the state commands",
     "claude-session memory export": "its output is data already: --format jsonl or markdown",
 }
 

@@ -182,7 +182,7 @@ def test_a_problem_and_its_fix_wrap_at_80_columns(busy: Path, tmp_path: Path) ->
     text = said(head)
     assert "the database is not trusted: the database was not created by claude-session" in text
     assert any("`claude-session trust`" in line for line in head), head
-    assert "restored: prompts 1, agents 2, claims 2, errors 1" in text
+    assert "not restored yet (saved for it: 1 prompt, 2 agents, 2 claims, 1 error)" in text
     problems = head[next(i for i, line in enumerate(head) if line.startswith("problems:")) :]
     assert not [line for line in problems if "…" in line], problems
     assert "…" not in said(wrapped(head, "last compaction:"))

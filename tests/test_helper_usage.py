@@ -212,7 +212,9 @@ def test_an_internal_helpers_transcript_that_never_existed_is_no_warning(
     recorder.close()
     shown = run_cli(project, "cost", "--session", SESSION, **env(config))
     assert shown.returncode == 0, shown.stderr
-    assert "transcript(s) gone" in shown.stderr and str(helper) not in shown.stderr
+    # never there, so never gone: said once, as no transcript recorded
+    assert f"no transcript recorded at {real}" in " ".join(shown.stderr.split())
+    assert "transcript(s) gone" not in shown.stderr and str(helper) not in shown.stderr
     state = json.loads(run_cli(project, "status", "--json", **env(config)).stdout)
     assert str(helper) not in json.dumps(state)
     # once the real subagent's transcript is there, nothing is reported at all

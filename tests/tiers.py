@@ -55,6 +55,7 @@ MODULES: dict[str, str] = {
     "test_crash_loop.py": "integration",
     "test_daemon.py": "integration",
     "test_daily_use.py": "integration",
+    "test_daily_use_332.py": "integration",
     "test_dead_end_cost.py": "integration",
     "test_docs.py": "fast",
     "test_docs_site.py": "fast",

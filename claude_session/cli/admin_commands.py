@@ -11,11 +11,11 @@ from typing import Any
 
 import click
 
-from ..core import spool
+from ..core import durations, spool
 from ..core.figures import plural
 from ..core.paths import log_path
 from . import demo_view, lookup, output
-from .group import cli, json_option, opened
+from .group import cli, json_option, opened, run_listing
 
 
 @cli.command(name="doctor")
@@ -79,9 +79,14 @@ def config_command(root: Path, assignments: tuple[str, ...]) -> None:
         sys.exit(1)
 
 
-@cli.group()
-def daemon() -> None:
-    """The project's daemon: marks silent agents stale, ingests the spool."""
+@cli.group(invoke_without_command=True)
+@json_option("as `daemon status --json`: an object: running, pid, and what it reports")
+@output.wide_option
+@click.pass_context
+def daemon(ctx: click.Context) -> None:
+    """The project's daemon: marks silent agents stale, ingests the spool. Without a
+    command: `daemon status`."""
+    run_listing(ctx, "status")
 
 
 @daemon.command(name="start")
@@ -195,11 +200,13 @@ def fail(
 @cli.command()
 @click.option(
     "--older-than",
-    "days",
-    type=float,
-    default=30.0,
+    "older_than",
+    metavar="WHEN",
+    default="30d",
     show_default=True,
-    help="Sessions that ended more than this many days ago.",
+    help=f"Sessions that ended more than this long ago: {durations.EXAMPLES} (a bare number:"
+    " days; 0d: every session that ended), or before a date (2026-11-01). A session not ended"
+    " is never pruned.",
 )
 @click.option("--vacuum", is_flag=True, help="Give the freed space back to the filesystem.")
 @click.option(
@@ -223,7 +230,7 @@ def fail(
 @click.pass_obj
 def prune(
     root: Path,
-    days: float,
+    older_than: str,
     vacuum: bool,
     purge_paths: tuple[str, ...],
     dry_run: bool,
@@ -237,11 +244,16 @@ def prune(
     if purge_paths:
         _purge(root, purge_paths, dry_run, yes)
         return
+    try:
+        before = durations.moment(older_than, bare_unit="d")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--older-than") from None
+    ended = f"that ended {durations.said(older_than, bare_unit='d')}"
     with opened(root, ingest=True) as conn:
-        plan = pruning.plan(conn, str(root), days)
+        plan = pruning.plan(conn, str(root), before)
         said = (
-            f"would remove, from {plural(plan['sessions'], 'session')} that ended more than"
-            f" {days:g} days ago: "
+            f"would remove, from {plural(plan['sessions'], 'session')} {ended}"
+            " (sessions not ended stay): "
             + ", ".join(f"{n} {table} rows" for table, n in plan["rows"].items())
             + f"; workspace snapshot store: {plan['snapshot_store_bytes'] / 1e6:.1f} MB,"
             f" database: {plan['database_bytes'] / 1e6:.1f} MB"
@@ -251,14 +263,14 @@ def prune(
         )
         if not (yes or vacuum or dry_run) and not any(plan["rows"].values()):
             # nothing to ask about, nothing to refuse: a success
-            output.tell(f"nothing to prune: no rows older than {days:g} days")
+            output.tell(f"nothing to prune: no rows of sessions {ended}")
             return
         if dry_run or not _go_ahead(yes, "delete", "delete them?"):
             return
         from ..core.trust import NotOurs
 
         try:
-            done = pruning.run(conn, str(root), days, vacuum)
+            done = pruning.run(conn, str(root), before, vacuum)
         except NotOurs as exc:
             click.echo(f"claude-session: {output.escape_controls(str(exc))}", err=True)
             sys.exit(1)

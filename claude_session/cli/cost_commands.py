@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ..core import durations
 from ..core.figures import token_count as tokens
 from ..core.figures import usd
 from ..project import Project
@@ -60,7 +61,7 @@ LAYOUT = output.Layout(
 @click.option(
     "--since",
     metavar="DURATION_OR_DATE",
-    help="Only model responses since then: 90m, 2h, 3d, 1w, or a date (2026-11-01).",
+    help=f"Only model responses since then: {durations.EXAMPLES}, or a date (2026-11-01).",
 )
 @limit_option
 @click.option(
@@ -95,7 +96,7 @@ def cost(
     Claude Code's transcripts: its own cost figures, shared among the model's responses by
     their tokens; a model it gave no price for is priced from our own table (marked *)."""
     try:
-        start = costs.since_time(since) if since else None
+        start = durations.moment(since) if since else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--since") from None
     with opened(root) as conn:
@@ -192,9 +193,13 @@ def notes(found: dict[str, Any]) -> None:
     if found.get("dead_ends"):
         output.say(out, dead_end_line(found["dead_ends"]))
     read = found["transcripts"]
-    for kind, what in (("missing", "gone"), ("refused", "refused"), ("unreadable", "unreadable")):
-        if read[kind]:
-            output.note(f"{len(read[kind])} transcript(s) {what}: {read[kind][0]}")
+    if found["session_id"] and not read["sessions"] and not found.get("untrusted"):
+        output.note(
+            f"no transcript recorded for session {found['session_id']}: its events named"
+            " none, so there is no cost to read"
+        )
+    for line in costs.unread(read):
+        output.note(line)
     if read["skipped"]:
         output.note(f"{read['skipped']} transcript lines were not understood and skipped")
 

@@ -83,6 +83,19 @@ def format_option(command: F) -> F:
     return json_option("the rows of the table, every field included")(command)
 
 
+def run_listing(ctx: click.Context, name: str) -> None:
+    """A group named without a command runs its listing, with its defaults (`state` is
+    `state list`, `memory` is `memory list`, `daemon` is `daemon status`), as `prices` shows
+    its table: a person asking for the group wants to see it, not a usage error."""
+    if ctx.invoked_subcommand is not None:
+        return
+    group = ctx.command
+    assert isinstance(group, click.Group)
+    command = group.get_command(ctx, name)
+    assert command is not None, name
+    ctx.invoke(command)
+
+
 def hoist_project(args: list[str]) -> list[str]:
     """`--project DIR` / `--project=DIR` anywhere before `--`, moved to the front, where the
     group reads it: `claude-session memory list --project X` works as `--project X memory list`."""
@@ -206,12 +219,23 @@ def cli(ctx: click.Context, project: str | None) -> None:
 
 def escaped_error(exc: click.ClickException) -> click.ClickException:
     """`exc`, or, when its message holds a control character (it may quote recorded text or
-    what was typed), a plain error of the same exit code with the message escaped."""
+    what was typed), a plain error of the same exit code with the message escaped. A group
+    run with nothing (`claude-session` alone) is its help, our own text: its lines stay lines."""
+    if isinstance(exc, _HELP_FOR_NOTHING):
+        return exc
     message = exc.format_message()
     shown = output.escape_controls(message)
     if shown == message:
         return exc
     return WrongUse(shown) if exc.exit_code == WrongUse.exit_code else click.ClickException(shown)
+
+
+# click 8.2 and later: the help a group prints when run with no command at all.
+_HELP_FOR_NOTHING: tuple[type[click.ClickException], ...] = tuple(
+    getattr(click.exceptions, name)
+    for name in ("NoArgsIsHelpError",)
+    if hasattr(click.exceptions, name)
+)
 
 
 class WrongUse(click.ClickException):

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..project import Project, ProjectError
-from ..services.cost import hooks_report
+from ..services.cost import costs, hooks_report
 from . import lookup, output
 from .group import cli, json_option, require_database
 from .listing import limit_option
@@ -157,8 +157,7 @@ def notes(found: dict[str, Any]) -> None:
             style="dim",
         )
     read = found["transcripts"]
-    for kind, what in (("missing", "gone"), ("refused", "refused"), ("unreadable", "unreadable")):
-        if read.get(kind):
-            output.note(f"{len(read[kind])} transcript(s) {what}: {read[kind][0]}")
+    for line in costs.unread(read):
+        output.note(line)
     if read.get("skipped"):
         output.note(f"{read['skipped']} transcript lines were not understood and skipped")

@@ -15,7 +15,8 @@ import click
 from ..core import memories, recall
 from ..core.paths import db_path
 from ..project.memory_reads import labelled
-from .group import cli, opened
+from . import output
+from .group import cli, json_option, opened, run_listing
 
 
 @contextmanager
@@ -35,9 +36,14 @@ def parse_id(text: str) -> tuple[str, int]:
     return found
 
 
-@cli.group()
-def memory() -> None:
-    """Memories: facts, learnings, preferences, context and skills, for this project or all."""
+@cli.group(invoke_without_command=True)
+@json_option("as `memory list --json`: a list of memories, each with its fields")
+@output.wide_option
+@click.pass_context
+def memory(ctx: click.Context) -> None:
+    """Memories: facts, learnings, preferences, context and skills, for this project or all.
+    Without a command: `memory list`."""
+    run_listing(ctx, "list")
 
 
 def trusted_text(value: object) -> str:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
+from ..core import durations
 from ..core.figures import plural
 from ..services import config_file
-from ..services.cost import costs
 from ..services.telemetry import otel_export
 from . import output
 from .group import cli, json_option, opened
@@ -20,7 +20,7 @@ from .group import cli, json_option, opened
     "--since",
     required=True,
     metavar="WHEN",
-    help="Sessions active since then: 90m, 2h, 3d, 1w, or a date (2026-11-01).",
+    help=f"Sessions active since then: {durations.EXAMPLES}, or a date (2026-11-01).",
 )
 @json_option("an object: endpoint, sessions, spans")
 @click.pass_obj
@@ -30,7 +30,7 @@ def export_otel(root: Path, since: str) -> None:
     backend keeps one of each. Configured by `otel_endpoint` (`claude-session config`) or
     the standard OTEL_EXPORTER_OTLP_* variables."""
     try:
-        start = costs.since_time(since)
+        start = durations.moment(since)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--since") from None
     where = otel_export.target(config_file.load_or_defaults(str(root)).values)

@@ -521,19 +521,26 @@ def uninstall_any(
     paths = [installer.settings_path(scope, root)]
     if scope == "project":  # where `install` writes them, and where older installs did
         paths.insert(0, installer.hooks_settings_path(scope, root))
+    acted = False
     for path in paths:
         had = installer.transport_of(installer.read_settings(path)) if path.exists() else None
-        uninstall_from(path, statusline, dry_run)
+        acted |= uninstall_from(path, statusline, dry_run)
         if not dry_run and not statusline:
             hook_transport.release(root, scope, claude_path, had, say)
+    if not acted:  # one line, naming where it looked: not one per file it never wrote
+        what = "status line" if statusline else "hooks or status line"
+        looked = " or ".join(str(p) for p in paths)
+        say(f"nothing to do: no claude-session {what} in {looked}")
 
 
-def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> None:
+def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> bool:
+    """Take ours out of one settings file (with `dry_run`, say what would go); whether
+    anything of ours was there. A file without any is not mentioned (`uninstall_any` says
+    once when no file had any)."""
     if not path.exists():
         if dry_run:
             plan_removal(path, None, [], False)
-        say(f"nothing to do: {path} does not exist")
-        return
+        return False
     current = installer.read_settings(path)
     without_hooks = current if statusline else installer.without_ours(current)
     updated = statusline_setup.without_ours(without_hooks)
@@ -542,7 +549,7 @@ def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> None:
         events = [e for e in installer.installed_events() if e in found]
         events += sorted(found - set(events))  # an event a newer install handled, say
         plan_removal(path, updated, events, updated != without_hooks)
-        return
+        return bool(events) or updated != without_hooks
     removed = [
         what
         for what, gone in (
@@ -552,11 +559,10 @@ def uninstall_from(path: Path, statusline: bool, dry_run: bool) -> None:
         if gone
     ]
     if not removed:
-        what = "status line" if statusline else "hooks or status line"
-        say(f"nothing to do: no claude-session {what} in {path}")
-        return
+        return False
     backup = installer.write_settings(path, updated)
     say(f"removed claude-session {' and '.join(removed)} from {path} (backup: {backup})")
+    return True
 
 
 def plan_removal(
@@ -581,5 +587,3 @@ def plan_removal(
             f"would remove from {path}: claude-session's {' and its '.join(parts)}; anything"
             " else there stays"
         )
-    else:
-        say(f"nothing of claude-session's in {path}")

@@ -5,8 +5,11 @@ here is an epoch number or raw JSON."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from ..core import context_text
+from ..core.figures import plural
 from ..core.readings import OPEN_ERRORS_SHOWN
 from ..services.cost import hooks_report
 from . import cells, output
@@ -115,14 +118,54 @@ def _brief(text: str, most: int) -> str:
 
 
 def compaction(last: dict[str, Any] | None) -> str:
+    """When the last compaction was, and what the block put back after it held, section by
+    section, as the model got it (`restore` prints the block itself)."""
     if last is None:
         return "last compaction: none"
-    names = {"task": "prompts", "failed_paths": "failed paths"}
-    restored = ", ".join(f"{names.get(k, k)} {n}" for k, n in last["restored"].items() if n)
-    return (
+    said = (
         f"last compaction: {cells.age(last['created_at'])} ({last['trigger'] or 'unknown'},"
-        f" session {str(last['session_id'])[:8]}); restored: {restored or 'nothing'}"
+        f" session {str(last['session_id'])[:8]})"
     )
+    block = last.get("block")
+    if block is None:  # its session has not started again since: what waits to be put back
+        names = {"task": "prompt", "failed_paths": "failed path"}
+        saved = [
+            plural(n, names.get(key, key.removesuffix("s")))
+            for key, n in last["restored"].items()
+            if n
+        ]
+        return f"{said}; not restored yet (saved for it: {', '.join(saved) or 'nothing'})"
+    held = [
+        _restored_item(title, n)
+        for title, n in block["sections"].items()
+        if n or title == context_text.GIT
+    ]
+    return (
+        f"{said}; restored at {time.strftime('%H:%M:%S', time.localtime(block['given_at']))}:"
+        f" {', '.join(held) or 'an empty block'} (`claude-session restore`)"
+    )
+
+
+# What each section of the restored block lists, as a count reads it.
+RESTORED_ITEMS = {
+    context_text.TASK: ("prompt", "prompts"),
+    context_text.FAILED: ("failed approach", "failed approaches"),
+    context_text.OPEN: ("open error", "open errors"),
+    context_text.RERUN: ("error to re-run", "errors to re-run"),
+    context_text.ABANDONED: ("abandoned error", "abandoned errors"),
+    context_text.FINISHED: ("finished subagent", "finished subagents"),
+    context_text.LIVE: ("live subagent", "live subagents"),
+    context_text.BESIDE: ("other live session", "other live sessions"),
+    context_text.CRASHED: ("interrupted session", "interrupted sessions"),
+    context_text.CLAIMS: ("changed file", "changed files"),
+}
+
+
+def _restored_item(title: str, n: int) -> str:
+    if title == context_text.GIT:
+        return "git state"
+    one, many = RESTORED_ITEMS.get(title, (title, title))
+    return f"{n} {one if n == 1 else many}"
 
 
 def cost(latest: dict[str, Any]) -> str:

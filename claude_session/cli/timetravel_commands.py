@@ -63,7 +63,9 @@ def timeline(root: Path, session: str, tree: bool) -> None:
     """The frames of a session: time, event, agent, tool, files changed, open errors, and
     what the model responses since the frame before cost (from Claude Code's transcripts).
 
-    SESSION is the latest session by default, else the session of any frame address."""
+    SESSION is the latest session by default, else a session's id (or a prefix of one;
+    digits alone too: `timeline 329:` or `timeline :329` when they are also a frame number),
+    else the session of any frame address."""
     with opened(root) as conn:
         try:
             session_id = timetravel.find_session(conn, session)
@@ -151,6 +153,8 @@ def _print_tree(
         current_agent = agent
         indent = "  │    " if agent != "main" else "  "
         snapshot = f" @{row['snapshot']}" if row["snapshot"] not in ("-", None) else ""
+        if row["snapshot"] == "pruned":  # no commit to name: it is no longer kept
+            snapshot = " (snapshot pruned)"
         files = f" [{row['files']}]" if row["files"] else ""
         errors = f" ({plural(row['errors'], 'open error')})" if row["errors"] else ""
         spent = f" {usd(row['cost_usd'])}" if row["cost_usd"] is not None else ""
@@ -314,7 +318,8 @@ def replay(
 )
 @json_option(
     "an object: with --dry-run the plan (target, commit, agent, changes,"
-    " changed_outside_recorded_tool_calls, conflicts, left_as_is), else revert, session_id,"
+    " changed_outside_recorded_tool_calls, conflicts, left_as_is, needs_force: why the"
+    " revert refuses or changes nothing without --force, or null), else revert, session_id,"
     " frame and what was done"
 )
 @click.pass_obj
@@ -343,7 +348,7 @@ def revert(
                 todo = reverting.plan(conn, str(root), str(frame), list(paths) or None)
         except (timetravel.FrameError, reverting.RevertError, workspace.WorkspaceError) as exc:
             raise _fail(exc) from exc
-        output.emit_plan(todo.as_dict(), lambda: _show_plan(todo), final=dry_run)
+        output.emit_plan(todo.as_dict(), lambda: _show_plan(todo, force), final=dry_run)
         if dry_run or not todo.changes:
             if not todo.changes:
                 output.tell("nothing to do: no file would change")
@@ -351,6 +356,8 @@ def revert(
         if todo.conflicts and not force and len(todo.conflicts) == len(todo.changes):
             output.tell("nothing to do without --force: every file is a conflict")
             return
+        if todo.outside and not force:  # refused before a question is asked
+            raise _fail(reverting.RevertError(str(todo.needs_force)))
         if not yes:
             if not sys.stdin.isatty():
                 raise click.ClickException("not on a terminal: pass --yes to revert")
@@ -369,8 +376,9 @@ def revert(
     output.emit(done, text=say)
 
 
-def _show_plan(todo: reverting.Plan) -> None:
-    """The plan of a revert, for people: each file, what is done to it and why."""
+def _show_plan(todo: reverting.Plan, force: bool) -> None:
+    """The plan of a revert, for people: each file, what is done to it and why; and, when it
+    would refuse or do nothing without --force (not given), why."""
     say = output.echo_wrapped
     say(f"{todo.headline}:")
     for change in todo.changes:
@@ -383,3 +391,6 @@ def _show_plan(todo: reverting.Plan) -> None:
         say(f"  {change.action:8} {change.path}{mark}")
     for path, why in todo.left:
         say(f"  {'leave':8} {path} ({why})")
+    if todo.needs_force and not force:
+        outcome = "the revert will refuse" if todo.outside else "nothing is changed"
+        say(f"without --force {outcome}: {todo.needs_force}")

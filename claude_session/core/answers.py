@@ -105,8 +105,8 @@ def _holder(holder: "dict[str, Any]", session_id: str) -> str:
     if holder["session_id"] != session_id:
         who += f" of session {for_model(str(holder['session_id'])[:8])}"
     return {
-        "parent": f"your parent, {who}, still working",
-        "ancestor": f"{who}, which launched your parent and is still working",
+        "parent": f"your parent, {who}",
+        "ancestor": f"{who}, which launched your parent",
         "child": f"your background subagent {who.removeprefix('subagent ')}",
         "descendant": f"{who}, launched in the background under you",
         "sibling": f"a sibling subagent, {who}",
@@ -126,6 +126,8 @@ def conflict_warning(
         about = f' "{for_model(holder["description"], 200)}"' if holder.get("description") else ""
         task = holder.get("task")
         doing = f", working on: {for_model(task)}" if task else ""
+        if holder["relation"] in ("parent", "ancestor"):  # said once: still working (on ...)
+            doing = f", still working on: {for_model(task)}" if task else ", still working"
         minutes = max(0, int((now - holder["touched"]) // 60))
         edits = holder["edits"]
         lines.append(

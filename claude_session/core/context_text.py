@@ -147,6 +147,21 @@ def compose(text: str, sections: "list[tuple[str, list[str]]]", cap: int) -> str
     return redact(text + closing)
 
 
+def sections_in(text: str) -> "dict[str, int]":
+    """What a block `compose` wrote holds: each section's title and how many items it listed
+    (those cut for room, `- ... N more not shown`, counted): what `status` says it restored."""
+    found: dict[str, int] = {}
+    title = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            title = line[3:].strip()
+            found[title] = 0
+        elif title is not None and line.startswith("- "):
+            more = line.removeprefix("- ... ").removesuffix(" more not shown")
+            found[title] += int(more) if more != line and more.isdigit() else 1
+    return found
+
+
 def _task(prompt: "dict[str, Any]") -> str:
     if prompt.get("submitted_at") is None:
         return f"- {one_line(prompt['prompt'])}"

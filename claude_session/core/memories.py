@@ -472,23 +472,31 @@ def count_use(conn: apsw.Connection, ids: "Iterable[int]", now: float) -> None:
 
 def prune(conn: apsw.Connection, before: float, max_rows: int) -> int:
     """Forgotten memories and session memories of long ago go; past `max_rows`, the least
-    used and oldest learned ones go first. Memories the user added stay."""
+    used and oldest learned ones go first. Memories the user added stay. A session not ended
+    keeps its session memories and the record of what it was given (else it would be given
+    them again), however old: `prune --older-than 0d` never reaches into a live session."""
     conn.execute(
         "DELETE FROM memories WHERE (forgotten_at IS NOT NULL AND forgotten_at < ?1)"
-        " OR (scope = 'session' AND updated_at < ?1)",
+        f" OR (scope = 'session' AND updated_at < ?1 AND holder NOT IN ({_NOT_ENDED}))",
         (before,),
     )
     gone = conn.changes()
     conn.execute(
         "DELETE FROM memories WHERE id IN (SELECT id FROM memories WHERE source != 'user'"
+        f" AND NOT (scope = 'session' AND holder IN ({_NOT_ENDED}))"
         " ORDER BY use_count + strength, coalesce(last_used_at, updated_at)"
         " LIMIT max(0, (SELECT count(*) FROM memories) - ?1))",
         (max_rows,),
     )
     gone += conn.changes()
     conn.execute(
-        "DELETE FROM memory_uses WHERE used_at < ?1 OR (scope = 'project'"
-        " AND memory_id NOT IN (SELECT id FROM memories))",
+        f"DELETE FROM memory_uses WHERE (used_at < ?1 AND session_id NOT IN ({_NOT_ENDED}))"
+        " OR (scope = 'project' AND memory_id NOT IN (SELECT id FROM memories))",
         (before,),
     )
     return gone
+
+
+# The sessions that have not ended (live, or gone silent without a SessionEnd): what `prune`
+# leaves of theirs. The user-level database records no session: there it is none.
+_NOT_ENDED = "SELECT session_id FROM sessions WHERE status != 'ended'"

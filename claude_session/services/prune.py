@@ -19,14 +19,13 @@ STATE_KEEP = 20  # `prune` keeps at least this many changes of each state key
 OLD_SESSIONS = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
 
 
-def plan(conn: apsw.Connection, root: str, days: float) -> dict[str, Any]:
+def plan(conn: apsw.Connection, root: str, before: float) -> dict[str, Any]:
     """What `run` would delete, counted without deleting: rows per table, the sessions they
-    belong to, and the workspace snapshot store's size (what is freed there depends on what
-    other frames still point at)."""
+    belong to (those that ended before `before`), and the workspace snapshot store's size
+    (what is freed there depends on what other frames still point at)."""
     from ..core import memories
     from ..core import state as project_state
 
-    before = time.time() - days * 86400
     counts = {
         table: _count(
             conn, f"SELECT count(*) FROM {table} WHERE session_id IN ({OLD_SESSIONS})", before
@@ -64,7 +63,8 @@ def plan(conn: apsw.Connection, root: str, days: float) -> dict[str, Any]:
     from .snapshots import workspace
 
     return {
-        "older_than_days": days,
+        "older_than_days": round(max(0.0, time.time() - before) / 86400, 6),
+        "before": before,
         "sessions": _count(conn, f"SELECT count(*) FROM ({OLD_SESSIONS})", before),
         "rows": counts,
         "database_bytes": database_bytes(root),
@@ -72,10 +72,12 @@ def plan(conn: apsw.Connection, root: str, days: float) -> dict[str, Any]:
     }
 
 
-def run(conn: apsw.Connection, root: str, days: float, vacuum: bool) -> dict[str, Any]:
-    """Delete what `plan` counted; the rows removed and the space before and after: the
-    database file with its WAL, and the snapshot store. Without `vacuum` the freed pages stay
-    inside the file for new rows (`free_inside_bytes`); with it they go back to the disk.
+def run(conn: apsw.Connection, root: str, before: float, vacuum: bool) -> dict[str, Any]:
+    """Delete what `plan` counted, of the sessions that ended before `before` (a session not
+    ended, its session memories and what it was given, and what a revert's undo needs always
+    stay); the rows removed and the space before and after: the database file with its WAL,
+    and the snapshot store. Without `vacuum` the freed pages stay inside the file for new
+    rows (`free_inside_bytes`); with it they go back to the disk.
     Never on the word of a database this user's claude-session did not write: which snapshots
     it keeps decides which go (core/trust.py; trust.NotOurs says why)."""
     from ..core import events as event_log
@@ -90,7 +92,6 @@ def run(conn: apsw.Connection, root: str, days: float, vacuum: bool) -> dict[str
     from .snapshots import workspace
 
     size_before = database_bytes(root)
-    before = time.time() - days * 86400
     counts = event_log.prune(conn, before)
     values = config_file.load_or_defaults(root).values
     snapshots = workspace.prune_workspace(conn, root, megabytes(values, "snapshot_store_max_mb"))

@@ -187,6 +187,26 @@ def last_compaction(conn: apsw.Connection) -> dict[str, Any] | None:
             for key in ("task", "agents", "claims", "errors", "failed_paths")
         },
         "summary": text,
+        "block": _block_given(conn, str(row["session_id"]), float(row["created_at"])),
+    }
+
+
+def _block_given(conn: apsw.Connection, session_id: str, since: float) -> dict[str, Any] | None:
+    """The block SessionStart put back after that compaction, as the model got it: when, and
+    each of its sections with how many items it listed. None: none was given (yet)."""
+    from ..core import context_text
+
+    found = db.rows(
+        conn,
+        "SELECT at, text FROM injections WHERE session_id = ? AND kind = 'restore'"
+        " AND source = 'compact' AND at >= ? ORDER BY at, id LIMIT 1",
+        (session_id, since),
+    )
+    if not found:
+        return None
+    return {
+        "given_at": found[0]["at"],
+        "sections": context_text.sections_in(str(found[0]["text"])),
     }
 
 

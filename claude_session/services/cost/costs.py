@@ -11,9 +11,6 @@ Whose response is whose, and what it cost, is core/accounting's rule.
 from __future__ import annotations
 
 import json
-import re
-import time
-from datetime import datetime
 from typing import Any
 
 import apsw
@@ -117,21 +114,6 @@ _ROLLED = {
         "cost_usd DESC, tool",
     ),
 }
-
-
-def since_time(value: str, now: float | None = None) -> float:
-    """`90m`, `2h`, `3d`, `1w` ago, or a local date (`2026-11-01`) or time (ISO 8601)."""
-    now = time.time() if now is None else now
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", value)
-    if found:
-        unit = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}[found.group(2)]
-        return now - float(found.group(1)) * unit
-    try:
-        return datetime.fromisoformat(value.strip()).timestamp()
-    except ValueError:
-        raise ValueError(
-            f"{value!r} is neither a duration (90m, 2h, 3d, 1w) nor a date (2026-11-01)"
-        ) from None
 
 
 def report(
@@ -432,6 +414,32 @@ def transcript_state(conn: apsw.Connection) -> dict[str, Any]:
     ]
     old = [r for r in found if r["status"] != "active"]
     return {"files": total, "live_problems": live, "old_unreadable": len(old)}
+
+
+def unread(summary: dict[str, Any]) -> list[str]:
+    """What a catch-up of the transcripts could not read, one line each, for people (`cost`,
+    `hooks`): a file once read and since deleted is gone (what was read from it stays
+    counted); one never found was never there to read, which is no loss, said once and not
+    as one."""
+    never = set(summary.get("never_read") or [])
+    gone = [p for p in summary.get("missing") or [] if p not in never]
+    lines = [
+        f"{len(found)} transcript(s) {what}: {found[0]}"
+        for found, what in (
+            (gone, "gone (read before, deleted since: what was read from them still counts)"),
+            (summary.get("refused") or [], "refused"),
+            (summary.get("unreadable") or [], "unreadable"),
+        )
+        if found
+    ]
+    if never:
+        first = next(p for p in summary["missing"] if p in never)
+        lines.append(
+            f"no transcript recorded at {first}"
+            + (f" (and {len(never) - 1} more)" if len(never) > 1 else "")
+            + ": Claude Code wrote none there, so there is no cost to read from it"
+        )
+    return lines
 
 
 # The tokens a response used, as `status` counts them (thinking is part of output).

@@ -316,6 +316,7 @@ def catch_up(
         "skipped": 0,
         "restarted": [],
         "missing": [],
+        "never_read": [],  # of the missing: never found here, so never there to read
         "refused": [],
         "unreadable": [],
         "reconciled": 0,
@@ -463,6 +464,8 @@ def read_file(
             else "unreadable"
         )
         summary[kind].append(path)
+        if kind == "missing" and state.get("inode") is None:  # not gone: it never came
+            summary["never_read"].append(path)
         error = f"{kind}: {exc}" if isinstance(exc, Refused) else f"{kind}: {exc.strerror}"
         if state.get("last_error") != error:
             with db.Immediate(conn):

@@ -80,6 +80,16 @@ class Plan:
     def conflicts(self) -> list[str]:
         return [c.path for c in self.changes if c.conflict]
 
+    @property
+    def needs_force(self) -> str | None:
+        """Why this revert, carried out without --force, refuses or changes nothing; None
+        when it goes ahead. A dry run says it, so the real run holds no surprise."""
+        if self.outside:
+            return _outside_refusal(self.outside)
+        if self.changes and len(self.conflicts) == len(self.changes):
+            return "every file it would change is a conflict: someone else changed it too"
+        return None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "target": self.target,
@@ -89,6 +99,7 @@ class Plan:
             "changed_outside_recorded_tool_calls": self.outside,
             "conflicts": self.conflicts,
             "left_as_is": [{"path": p, "why": w} for p, w in self.left],
+            "needs_force": self.needs_force,
         }
 
 
@@ -418,11 +429,17 @@ def execute(conn: apsw.Connection, root: str, todo: Plan, force: bool = False) -
 
 def _refuse_outside(todo: Plan, force: bool) -> None:
     if todo.outside and not force:
-        raise RevertError(
-            "these files were changed outside the recorded tool calls since the frame:"
-            f" {', '.join(todo.outside[:10])}; revert with --force to overwrite them (undo"
-            " brings them back), or --files to leave them out"
-        )
+        raise RevertError(_outside_refusal(todo.outside))
+
+
+def _outside_refusal(outside: list[str]) -> str:
+    """Why a revert refuses without --force: files changed outside the recorded tool calls
+    (said by the dry run and by the refusal alike)."""
+    return (
+        "these files were changed outside the recorded tool calls since the frame:"
+        f" {', '.join(outside[:10])}; revert with --force to overwrite them (undo brings them"
+        " back), or --files to leave them out"
+    )
 
 
 def _finish(

@@ -60,8 +60,45 @@ def latest_session(conn: apsw.Connection) -> str | None:
 
 
 def find_session(conn: apsw.Connection, address: str) -> str:
-    """The session an address names (any form `resolve` takes; empty: the latest session)."""
-    return resolve(conn, address).session_id
+    """The session an address names (any form `resolve` takes; empty: the latest session).
+    Digits alone name a session when they are a session's id (ids can be all digits: an
+    exact id always wins) or the start of one alone; else frame N of the latest session, as
+    `resolve` reads them. A start of an id that is a frame number too (of another session)
+    is ambiguous: FrameError says how to write each."""
+    text = address.strip()
+    if not (text.isascii() and text.isdigit()):
+        return resolve(conn, address).session_id
+    named = _session_named(conn, text)
+    if named is None or named == text:
+        return named or resolve(conn, address).session_id
+    try:
+        as_frame = resolve(conn, text)
+    except FrameError:
+        return named
+    if as_frame.session_id == named:
+        return named
+    raise FrameError(
+        f"{text!r} is ambiguous: the start of session {named}, and frame {text} of the"
+        f" latest session {as_frame.session_id}; write {text}: for the session, :{text} for"
+        " the frame"
+    )
+
+
+def _session_named(conn: apsw.Connection, text: str) -> str | None:
+    """The session with frames whose id is `text`, else the one alone whose id starts with
+    it; None for none or several."""
+    if conn.execute("SELECT 1 FROM frames WHERE session_id = ? LIMIT 1", (text,)).fetchall():
+        return text
+    ids = {
+        str(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT session_id FROM frames WHERE session_id >= ?1"
+            " AND session_id < ?1 || x'ff' LIMIT 2",
+            (text,),
+        )
+    }
+    found = [i for i in ids if i.startswith(text)]
+    return found[0] if len(found) == 1 else None
 
 
 def _match_session(conn: apsw.Connection, prefix: str) -> str:
@@ -189,16 +226,30 @@ def pointer(conn: apsw.Connection, ref: FrameRef) -> tuple[str, FrameRef]:
         return commit, own
     if status == "pending":
         raise SnapshotPending(f"the snapshot of frame {own} is still being taken: try again")
+    if status == "missed" and note == "pruned":
+        raise FrameError(f"frame {own}: {PRUNED}")
     why = f"{status} ({note})" if note else str(status)
     raise FrameError(f"frame {own} has no workspace snapshot: {why}")
 
 
+# A frame's snapshot let go of by `prune` (its session's, or the store's size bound).
+_PRUNED = "v.status = 'missed' AND v.note = 'pruned'"
+PRUNED = (
+    "its workspace snapshot was pruned (`claude-session prune`): the files as they were then"
+    " are no longer kept"
+)
+
+
 def timeline(conn: apsw.Connection, session_id: str) -> list[dict[str, Any]]:
-    """Every frame of a session with what happened there, in order."""
+    """Every frame of a session with what happened there, in order; a snapshot that is no
+    longer kept shows no commit (`snapshot` says `pruned`)."""
     found = rows(
         conn,
         "SELECT f.frame_no AS frame, f.created_at, f.kind, f.agent_id, f.tool_name, f.summary,"
-        " f.files, f.state_hash, t.turn_no AS turn, v.status AS snapshot, v.snapshot_commit,"
+        " f.files, f.state_hash, t.turn_no AS turn,"
+        # a pruned snapshot is named so, never by a commit that is no longer kept
+        f" CASE WHEN {_PRUNED} THEN 'pruned' ELSE v.status END AS snapshot,"
+        " CASE WHEN v.status = 'captured' THEN v.snapshot_commit END AS snapshot_commit,"
         " v.note AS snapshot_note,"
         " c.status AS tool_status, c.duration_ms,"
         " (SELECT s.state FROM frame_states s WHERE s.hash = f.state_hash) AS open_errors"
