@@ -10,7 +10,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import daemons_of, database_at_version, fixture, query, run_cli, run_hook
+from conftest import (
+    daemons_of,
+    database_at_version,
+    fixture,
+    query,
+    run_cli,
+    run_hook,
+    web_pages,
+)
 
 from claude_session.core import db
 
@@ -82,6 +90,8 @@ def test_other_tools_events_are_stored_unattributed_and_make_no_session(
     assert cli_json(project, "sessions") == [] and cli_json(project, "agents") == []
     text = run_cli(project, "status").stdout
     assert "live agents: none" in text and "unknown" not in text
+    [listing] = web_pages(str(project), "")  # the web page's sessions
+    assert "unknown" not in listing and "668320d2" not in listing
 
     events = cli_json(project, "events")
     assert [(e["session_id"], e["unattributed"]) for e in events] == [
@@ -106,6 +116,8 @@ def test_a_claude_code_session_beside_them_is_the_only_one(project: Path) -> Non
     assert {a["session_id"] for a in cli_json(project, "agents")} == {session}
     status = cli_json(project, "status")
     assert [s["session_id"] for s in status["sessions"]] == [session]
+    [listing] = web_pages(str(project), "")
+    assert session[:8] in listing and "unknown" not in listing
     counted = query(
         project,
         "SELECT sum(CAST(value AS REAL)) FROM session_metrics WHERE session_id = ?"
