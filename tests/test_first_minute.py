@@ -21,7 +21,7 @@ from conftest import PYTHON, fixture, hook_env, run_cli, run_hook
 from every_command import NO_DATABASE, NOT_RUN, OWN_WAY, RUNS, SLOW_RUNS
 
 CLI = str(Path(PYTHON).parent / "claude-session")
-WAITING = "claude-session: hooks installed, waiting for the first session (nothing recorded yet)"
+WAITING = "claude-session: hooks installed, waiting for the first session"
 
 # Every command of tests/every_command.py that reads the record, with arguments: each answers
 # "waiting for the first session", exit 0.

@@ -73,7 +73,7 @@ def hooks_installed(root: Path) -> str | None:
 def waiting_lines(root: Path, hooks: str) -> list[str]:
     """What the first minute looks like, before Claude Code has sent a first event."""
     return [
-        "claude-session: hooks installed, waiting for the first session (nothing recorded yet)",
+        "claude-session: hooks installed, waiting for the first session",
         f"hooks: {hooks}",
         f"start Claude Code in {root} (if it is running, restart it or open /hooks):"
         f" its first event creates {db_path(str(root))}",
