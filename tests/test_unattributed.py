@@ -159,3 +159,18 @@ def test_events_filed_under_the_invented_session_are_marked_on_upgrade(tmp_path:
         )
     )
     assert "events_unattributed" in plan  # counted through its index, never a pass over the log
+
+
+def test_prune_takes_the_old_ones_and_keeps_the_recent(project: Path) -> None:
+    """They belong to no session that could end, so they go by their own age: those that
+    arrived before `--older-than` (30 days by default), with their audit rows."""
+    foreign(project)
+    conn = db.connect(str(project / ".claude-session.db"))
+    conn.execute("UPDATE events SET received_at = received_at - 90 * 86400 WHERE id <= 2")
+    conn.close()
+    plan = cli_json(project, "prune", "--dry-run")["would_remove"]["rows"]
+    assert (plan["events"], plan["hook_events"]) == (2, 2)
+    removed = cli_json(project, "prune", "--yes")["rows_removed"]
+    assert (removed["events"], removed["hook_events"]) == (2, 2)
+    assert query(project, "SELECT hook_event_name FROM events") == [("beforeShellExecution",)]
+    assert query(project, "SELECT count(*) FROM hook_events") == [(1,)]

@@ -251,21 +251,33 @@ def add_note(conn: apsw.Connection, audit_id: int, note: str) -> None:
         )
 
 
+# The events of no session that arrived before ?1 (through their partial index).
+UNATTRIBUTED = "SELECT id FROM events WHERE unattributed IS NOT NULL AND received_at < ?1"
+
+
 def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
     """Drop the raw event log and audit rows of sessions that ended before `before`.
 
     What the tool learned stays (sessions, agents, claims, errors, failed paths, verdicts, each
-    session's last snapshot): only the bulk that a long-lived project accumulates goes.
+    session's last snapshot): only the bulk that a long-lived project accumulates goes. The
+    events of no session (other tools': `unattributed`) go when they arrived before `before`.
     """
     old = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
     counts = {}
     with Immediate(conn):
+        conn.execute(
+            f"DELETE FROM hook_events WHERE session_id IS NULL AND event_id IN ({UNATTRIBUTED})",
+            (before,),
+        )
+        unattributed_audit = conn.changes()
+        conn.execute(f"DELETE FROM events WHERE id IN ({UNATTRIBUTED})", (before,))
+        unattributed = conn.changes()
         conn.execute(f"DELETE FROM events WHERE session_id IN ({old})", (before,))
-        counts["events"] = conn.changes()
+        counts["events"] = conn.changes() + unattributed
         if counts["events"]:
             conn.execute("DELETE FROM tallies WHERE name = 'events'")  # counted anew
         conn.execute(f"DELETE FROM hook_events WHERE session_id IN ({old})", (before,))
-        counts["hook_events"] = conn.changes()
+        counts["hook_events"] = conn.changes() + unattributed_audit
         counts["context_snapshots"] = store.prune_snapshots(conn, old, before)
         from . import frames
 
