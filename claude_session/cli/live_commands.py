@@ -222,12 +222,12 @@ def _wait_for_database(root: Path, interval: float) -> None:
     hooks = hooks_installed(root)
     if hooks is None:
         return
-    out = output.console()
-    for line in waiting_lines(root, hooks):
-        output.say(out, line)
-    output.say(out, "waiting for the first session… (q or Ctrl+C to quit)")
-    sys.stdout.flush()
-    try:
+    try:  # Ctrl+C from the first line said on
+        out = output.console()
+        for line in waiting_lines(root, hooks):
+            output.say(out, line)
+        output.say(out, "waiting for the first session… (q or Ctrl+C to quit)")
+        sys.stdout.flush()
         with _Keys() as keys:
             while not os.path.exists(path):
                 if keys.quit_pressed(interval):
