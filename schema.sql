@@ -181,7 +181,7 @@ CREATE TABLE hook_events (
     id              INTEGER PRIMARY KEY,
     event_id        INTEGER,         -- the events row
     event_type      TEXT NOT NULL,   -- the hook event: SessionStart, PreToolUse, ...
-    session_id      TEXT,
+    session_id      TEXT,            -- NULL for an event of no session (events.unattributed; the note says why)
     started_at      REAL NOT NULL,   -- Unix seconds (timestamp is its text twin)
     duration_ms     REAL NOT NULL,   -- the hook run's own time
     exit_code       INTEGER NOT NULL,  -- what Claude Code saw: 0, or 2 when the judge blocked
@@ -220,7 +220,7 @@ CREATE TABLE events (
     id              INTEGER PRIMARY KEY,
     dedup_key       TEXT NOT NULL UNIQUE,  -- session|event|tool_use_id (or agent_id, or delivery id)
     received_at     REAL NOT NULL,
-    session_id      TEXT NOT NULL,
+    session_id      TEXT NOT NULL,         -- '' when the payload had none (unattributed)
     hook_event_name TEXT NOT NULL,
     tool_name       TEXT,
     tool_use_id     TEXT,
@@ -232,10 +232,12 @@ CREATE TABLE events (
     payload_sha256  TEXT,                  -- of the payload as it arrived, when it was capped
     truncated       INTEGER NOT NULL DEFAULT 0,
     via             TEXT NOT NULL DEFAULT 'hook' CHECK (via IN ('hook', 'spool')),
-    traceparent     TEXT                   -- Claude Code's active span when it ran the hook (W3C traceparent, from TRACEPARENT: command hooks, with its traces on; version 19)
+    traceparent     TEXT,                  -- Claude Code's active span when it ran the hook (W3C traceparent, from TRACEPARENT: command hooks, with its traces on; version 19)
+    unattributed    TEXT                   -- why the event belongs to no session: its payload had no session_id (another tool's: "no session_id (Cursor's conversation_id ...)"); session_id is then '' and nothing was derived from it; NULL for a session's event (version 31)
 );
 CREATE INDEX events_session ON events (session_id, id);
 CREATE INDEX events_name ON events (hook_event_name, id);
+CREATE INDEX events_unattributed ON events (id) WHERE unattributed IS NOT NULL;
 
 -- What the user asked for, in order: the task, for restored context.
 CREATE TABLE prompts (
@@ -878,4 +880,4 @@ CREATE TABLE database_identity (
 INSERT INTO database_identity (id, created_at)
     VALUES (lower(hex(randomblob(16))), (julianday('now') - 2440587.5) * 86400.0);
 
-PRAGMA user_version = 30;
+PRAGMA user_version = 31;

@@ -326,7 +326,8 @@ class Verdict:
 @dataclass(frozen=True)
 class RecordedEvent:
     """A hook event as recorded (`claude-session events --json`); `payload`, the stored
-    (redacted) payload, only when asked for."""
+    (redacted) payload, only when asked for. `unattributed`: why it is in no session (its
+    payload had no session id: another tool's), `session_id` then null."""
 
     id: int
     received_at: float | None
@@ -337,6 +338,7 @@ class RecordedEvent:
     tool_use_id: str | None
     payload_bytes: int | None
     via: str | None
+    unattributed: str | None = None
     payload: str | None = None
 
 

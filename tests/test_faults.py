@@ -193,10 +193,9 @@ def test_10_unbounded_stream_stops_at_the_cap(project: Path) -> None:
 def test_11_missing_fields(project: Path) -> None:
     run_hook("Stop", {"hook_event_name": "Stop"}, project)  # no session_id, no cwd
     run_hook("PreToolUse", {"session_id": "s1"}, project)  # no event name: the script's
-    assert query(project, "SELECT session_id, hook_event_name FROM events ORDER BY id") == [
-        ("unknown", "Stop"),
-        ("s1", "PreToolUse"),
-    ]
+    sql = "SELECT session_id, hook_event_name, unattributed FROM events ORDER BY id"
+    assert query(project, sql) == [("", "Stop", "no session_id"), ("s1", "PreToolUse", None)]
+    assert query(project, "SELECT session_id FROM sessions") == [("s1",)]  # none made up
 
 
 def test_11_no_project_anywhere_spools_to_user_state(isolated_state: Path, tmp_path: Path) -> None:

@@ -37,6 +37,8 @@ MODULES: dict[str, str] = {
     "test_apply.py": "fast",
     "test_pure_answers.py": "fast",
     "test_papercuts.py": "integration",
+    "test_unattributed.py": "integration",
+    "test_first_minute.py": "integration",
     "test_read_commands.py": "integration",
     "test_before_images.py": "integration",
     "test_capture_process.py": "integration",

@@ -29,20 +29,75 @@ def find_root(explicit: str | None) -> Path:
     return Path(find_project(explicit=explicit))
 
 
-def require_database(root: Path) -> str:
-    """The project database's path; a clear error when there is none (a read never makes one)."""
+def require_database(root: Path, reading: bool = True) -> str:
+    """The project database's path; when there is none (a read never makes one), what to do.
+
+    Hooks installed and no session yet is the first minute, not an error: a read (`reading`)
+    says so and ends the command, exit 0 (`waiting_for_first_session`); a command that needs
+    a record to act on, or asks for one thing by name, fails saying the same. Events waiting
+    in the spool, or no hooks anywhere, are an error that says what to do, exit 1."""
     path = db_path(str(root))
-    if not os.path.exists(path):
-        waiting = spool.backlog(str(root))
-        hint = (
-            f" ({plural(waiting, 'event')} {'waits' if waiting == 1 else 'wait'} in its spool:"
-            " the daemon takes them in, or `claude-session ingest`)"
-            if waiting
-            else ": install the hooks with `claude-session install` and start Claude Code,"
-            " or try `claude-session demo`"
+    if os.path.exists(path):
+        return path
+    waiting = spool.backlog(str(root))
+    if waiting:
+        raise click.ClickException(
+            f"no claude-session database at {path} yet ({plural(waiting, 'event')}"
+            f" {'waits' if waiting == 1 else 'wait'} in its spool: the daemon takes them in,"
+            " or `claude-session ingest`)"
         )
-        raise click.ClickException(f"no claude-session database at {path} yet{hint}")
-    return path
+    hooks = hooks_installed(root)
+    if hooks is None:
+        raise click.ClickException(
+            f"no claude-session database at {path} yet: install the hooks with"
+            " `claude-session install` and start Claude Code, or try `claude-session demo`"
+        )
+    if not reading:
+        raise click.ClickException(
+            f"nothing recorded yet: the hooks are installed and wait for the first session"
+            f" (start Claude Code in {root}); hooks: {hooks}"
+        )
+    waiting_for_first_session(root, hooks)
+    raise click.exceptions.Exit(0)
+
+
+def hooks_installed(root: Path) -> str | None:
+    """Where the claude-session hooks that reach a session started in `root` are, in words;
+    None when none do (loaded only when there is no database: a read pays nothing for it)."""
+    from ..services.setup import hook_sources
+
+    found = hook_sources.Found(root)
+    return found.describe() if found.files or found.plugin is not None else None
+
+
+def waiting_lines(root: Path, hooks: str) -> list[str]:
+    """What the first minute looks like, before Claude Code has sent a first event."""
+    return [
+        "claude-session: hooks installed, waiting for the first session",
+        f"hooks: {hooks}",
+        f"start Claude Code in {root} (if it is running, restart it or open /hooks):"
+        f" its first event creates {db_path(str(root))}",
+    ]
+
+
+def waiting_for_first_session(root: Path, hooks: str) -> None:
+    """Say that the hooks wait for the first session: those lines, or under --json one object
+    that says so, the same for every read (`waiting_for_first_session: true`)."""
+    output.emit(
+        {
+            "waiting_for_first_session": True,
+            "project": str(root),
+            "database": db_path(str(root)),
+            "hooks_installed_in": hooks,
+        },
+        text=lambda: _say_each(waiting_lines(root, hooks)),
+    )
+
+
+def _say_each(lines: list[str]) -> None:
+    out = output.console()
+    for line in lines:
+        output.say(out, line)
 
 
 @contextmanager
@@ -54,7 +109,7 @@ def opened(root: Path, create: bool = False, ingest: bool = False) -> Iterator[a
     was recorded (revert, fork, prune, ...) asks for the spool's events first (`ingest`)."""
     path = db_path(str(root))
     if not create and not (ingest and spool.backlog(str(root))):
-        require_database(root)
+        require_database(root, reading=not ingest)
     try:
         conn = db.connect(path)
     except db.SchemaTooNew as exc:

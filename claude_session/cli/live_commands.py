@@ -9,6 +9,7 @@ cell is a `rich.text.Text` with its control characters escaped, never markup.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,11 +22,21 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from ..core import spool
+from ..core.paths import db_path
 from ..core.terminal import escape_controls
 from ..project import Project, ProjectError
 from . import output
 from .cells import ago as age_text
-from .group import Refused, cli, damaged, require_database, storage_problem
+from .group import (
+    Refused,
+    cli,
+    damaged,
+    hooks_installed,
+    require_database,
+    storage_problem,
+    waiting_lines,
+)
 
 STATE_STYLES = {
     "running": "bold green",
@@ -187,6 +198,8 @@ def watch(root: Path, session: str | None, interval: float, once: bool) -> None:
     """A live view of the agents, file claims and open errors, redrawn as events arrive."""
     if output.json_wanted() and not once:
         raise click.UsageError("--json needs --once")
+    if not once:
+        _wait_for_database(root, interval)
     project = opened_to_watch(root)
     try:
         if once:
@@ -196,6 +209,31 @@ def watch(root: Path, session: str | None, interval: float, once: bool) -> None:
         _run(project, session, interval)
     finally:
         project.close()
+
+
+def _wait_for_database(root: Path, interval: float) -> None:
+    """Started before the first session (the README has `watch` started in a terminal of its
+    own right after `install`): say so and wait for the database the first hook creates, then
+    watch as usual; `q` or Ctrl+C ends the wait, exit 0. Without hooks nothing would create
+    it: `opened_to_watch` then says what to do."""
+    path = db_path(str(root))
+    if os.path.exists(path) or spool.backlog(str(root)):
+        return
+    hooks = hooks_installed(root)
+    if hooks is None:
+        return
+    try:  # Ctrl+C from the first line said on
+        out = output.console()
+        for line in waiting_lines(root, hooks):
+            output.say(out, line)
+        output.say(out, "waiting for the first session… (q or Ctrl+C to quit)")
+        sys.stdout.flush()
+        with _Keys() as keys:
+            while not os.path.exists(path):
+                if keys.quit_pressed(interval):
+                    sys.exit(0)
+    except KeyboardInterrupt:
+        sys.exit(0)
 
 
 def _print_once(data: dict[str, Any]) -> None:

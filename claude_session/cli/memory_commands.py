@@ -223,7 +223,7 @@ def memory_show(root: Path, memory_id: str) -> None:
 
     scope, _ = parse_id(memory_id)
     if scope != "global":
-        require_database(root)  # a read never makes one
+        require_database(root, reading=False)  # a read never makes one; none names it yet
     with Project(root) as project:
         if scope != "global":
             project.refresh(transcripts=False, spool=False)  # the database as this version reads it

@@ -16,7 +16,7 @@ from ..core import memories, recall
 from ..core.paths import db_path
 from ..project.memory_reads import labelled
 from . import output
-from .group import cli, json_option, opened, run_listing
+from .group import cli, hooks_installed, json_option, opened, run_listing
 
 
 @contextmanager
@@ -75,7 +75,11 @@ def has_project_database(root: Path) -> bool:
     one), and the global memories are all there is."""
     if os.path.exists(db_path(str(root))):
         return True
-    click.echo(
-        f"no claude-session database at {db_path(str(root))}: global memories only", err=True
+    hooks = hooks_installed(root)
+    said = (
+        "claude-session: hooks installed, waiting for the first session"
+        if hooks is not None
+        else f"no claude-session database at {db_path(str(root))}"
     )
+    click.echo(f"{said}: global memories only", err=True)
     return False

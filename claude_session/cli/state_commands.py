@@ -31,7 +31,7 @@ def state(ctx: click.Context) -> None:
 @click.pass_obj
 def state_get(root: Path, key: str) -> None:
     """Print KEY's value (exit 1 when it is not set)."""
-    require_database(root)
+    require_database(root, reading=False)  # before the first session no key is set: exit 1
     with Project(root) as project:
         project.refresh(transcripts=False, spool=False)
         found = project.state_value(key)

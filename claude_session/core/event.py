@@ -53,13 +53,20 @@ class BadPayload(ValueError):
 
 
 class Event:
-    """The sanitised payload text and its extracted fields; unknown fields stay in `text`."""
+    """The sanitised payload text and its extracted fields; unknown fields stay in `text`.
 
-    __slots__ = ("_summary", "fields", "text")
+    `unattributed`: why the event belongs to no session (its payload has no `session_id`: not
+    Claude Code's, likely another tool's), else None. Such an event is stored, with that
+    reason, and nothing is derived from it (core/events.py): no session is invented for it."""
 
-    def __init__(self, text: str, fields: "dict[str, Any]") -> None:
+    __slots__ = ("_summary", "fields", "text", "unattributed")
+
+    def __init__(
+        self, text: str, fields: "dict[str, Any]", unattributed: str | None = None
+    ) -> None:
         self.text = text
         self.fields = fields
+        self.unattributed = unattributed
         self._summary: tuple[str | None, str] | None = None  # (root, summary): asked 3x an event
 
     def get(self, name: str) -> "Any":
@@ -73,7 +80,8 @@ class Event:
 
     @property
     def session_id(self) -> str:
-        return self.text_of("session_id") or "unknown"
+        """The Claude Code session; "" for an unattributed event (it has none)."""
+        return self.text_of("session_id") or ""
 
     @property
     def name(self) -> str:
@@ -209,7 +217,26 @@ def parse(conn: apsw.Connection, text: str, event_hint: str = "") -> Event:
     fields = dict(zip(FIELDS, values, strict=True))
     if fields["hook_event_name"] is None and event_hint:
         fields["hook_event_name"] = event_hint
-    return Event(text, fields)
+    unattributed = None
+    if fields["session_id"] is None or fields["session_id"] == "":
+        unattributed = _why_unattributed(conn, text)
+    return Event(text, fields, unattributed)
+
+
+CONVERSATION_ID_CAP = 120  # characters of a foreign conversation id quoted in the reason
+
+
+def _why_unattributed(conn: apsw.Connection, text: str) -> str:
+    """Why a payload without a `session_id` belongs to no session, in words kept with it.
+    Cursor's hooks send a `conversation_id` instead: it is quoted, never taken for a Claude
+    Code session id (it names no session of ours, no transcript, no process to ask about);
+    Codex's send neither."""
+    found = conn.execute("SELECT json_extract(?1, '$.conversation_id')", (text,)).fetchall()
+    conversation = found[0][0] if found else None
+    if conversation is None or conversation == "":
+        return "no session_id"
+    quoted = " ".join(str(conversation).split())[:CONVERSATION_ID_CAP]
+    return f"no session_id (Cursor's conversation_id {quoted})"
 
 
 def _sanitize_surrogates(text: str) -> str:

@@ -86,7 +86,11 @@ def apply(
     transaction, or nothing at all. A duplicate delivery only adds an audit row.
 
     `derive=False` stores the event and its audit row alone, nothing derived from it: the
-    hook's way to keep an event whose derivation hit a bug of ours, wherever that bug is."""
+    hook's way to keep an event whose derivation hit a bug of ours, wherever that bug is. An
+    event of no session (`ev.unattributed`: another tool's payload) is stored so too, with its
+    reason: no session, agent, claim or frame is made up for it."""
+    if ev.unattributed is not None:
+        derive = False
     key = ev.dedup_key(delivery.delivery_id)
     with Immediate(conn):
         if ev.name == "UserPromptSubmit":
@@ -94,7 +98,8 @@ def apply(
         conn.execute(
             "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, tool_name,"
             " tool_use_id, agent_id, agent_type, prompt_id, payload, payload_bytes,"
-            " payload_sha256, truncated, via, traceparent) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " payload_sha256, truncated, via, traceparent, unattributed)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT (dedup_key) DO NOTHING",
             (
                 key,
@@ -112,6 +117,7 @@ def apply(
                 int(delivery.truncated),
                 delivery.via,
                 delivery.traceparent,
+                ev.unattributed,
             ),
         )
         duplicate = conn.changes() == 0
@@ -203,6 +209,9 @@ def _audit(
     else:
         duration = (time.perf_counter() - delivery.started_clock) * 1000
     outcome = "duplicate" if duplicate else ("spooled" if delivery.via == "spool" else "stored")
+    note = delivery.note
+    if ev.unattributed is not None:  # no session to file it under: NULL, and why
+        note = f"unattributed: {ev.unattributed}" + (f"; {note}" if note else "")
     conn.execute(
         "INSERT INTO hook_events (event_id, event_type, session_id, started_at, duration_ms,"
         " exit_code, outcome, note, dispatcher, payload_summary, timestamp, source, transport)"
@@ -210,11 +219,11 @@ def _audit(
         (
             event_id,
             ev.name,
-            ev.session_id,
+            None if ev.unattributed is not None else ev.session_id,
             delivery.received_at,
             round(duration, 3),
             outcome,
-            delivery.note,
+            note,
             delivery.dispatcher,
             ev.summary(root),
             delivery.source,
@@ -242,21 +251,33 @@ def add_note(conn: apsw.Connection, audit_id: int, note: str) -> None:
         )
 
 
+# The events of no session that arrived before ?1 (through their partial index).
+UNATTRIBUTED = "SELECT id FROM events WHERE unattributed IS NOT NULL AND received_at < ?1"
+
+
 def prune(conn: apsw.Connection, before: float) -> dict[str, int]:
     """Drop the raw event log and audit rows of sessions that ended before `before`.
 
     What the tool learned stays (sessions, agents, claims, errors, failed paths, verdicts, each
-    session's last snapshot): only the bulk that a long-lived project accumulates goes.
+    session's last snapshot): only the bulk that a long-lived project accumulates goes. The
+    events of no session (other tools': `unattributed`) go when they arrived before `before`.
     """
     old = "SELECT session_id FROM sessions WHERE status = 'ended' AND ended_at < ?1"
     counts = {}
     with Immediate(conn):
+        conn.execute(
+            f"DELETE FROM hook_events WHERE session_id IS NULL AND event_id IN ({UNATTRIBUTED})",
+            (before,),
+        )
+        unattributed_audit = conn.changes()
+        conn.execute(f"DELETE FROM events WHERE id IN ({UNATTRIBUTED})", (before,))
+        unattributed = conn.changes()
         conn.execute(f"DELETE FROM events WHERE session_id IN ({old})", (before,))
-        counts["events"] = conn.changes()
+        counts["events"] = conn.changes() + unattributed
         if counts["events"]:
             conn.execute("DELETE FROM tallies WHERE name = 'events'")  # counted anew
         conn.execute(f"DELETE FROM hook_events WHERE session_id IN ({old})", (before,))
-        counts["hook_events"] = conn.changes()
+        counts["hook_events"] = conn.changes() + unattributed_audit
         counts["context_snapshots"] = store.prune_snapshots(conn, old, before)
         from . import frames
 
@@ -291,3 +312,10 @@ def update_tally(conn: apsw.Connection) -> None:
             " counted_to = (SELECT max(id) FROM events)"
             " WHERE name = 'events' AND (SELECT max(id) FROM events) > counted_to"
         )
+
+
+def unattributed_count(conn: apsw.Connection) -> int:
+    """How many events came with no session id (other tools' payloads), stored unattributed;
+    read through their partial index, never a pass over the log."""
+    found = conn.execute("SELECT count(*) FROM events WHERE unattributed IS NOT NULL").fetchall()
+    return int(found[0][0])  # type: ignore[arg-type]

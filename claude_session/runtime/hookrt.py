@@ -153,7 +153,9 @@ def process(
 
         _spool(spool.user_spool_dir(), ev, delivery, missing, None, reason)
         return
-    handler = HANDLERS.get(ev.name, DEFAULT)
+    # An event of no session (another tool's payload) is stored, and nothing more: no answer,
+    # no daemon or capture started for a session that does not exist.
+    handler = DEFAULT if ev.unattributed is not None else HANDLERS.get(ev.name, DEFAULT)
     outcome.root = root
     prepared = None
     if handler.prepare is not None:
@@ -208,7 +210,8 @@ def process(
     try:
         if handler.after is not None:
             later += handler.after(ctx)
-        elif request.daemon_missed and ev.name != "SessionEnd":  # no daemon answered: start it
+        elif request.daemon_missed and ev.name != "SessionEnd" and ev.unattributed is None:
+            # no daemon answered a session's event: start it
             later += restart_daemon(ctx)
     except Exception as exc:
         internal_error(root, ev.name, exc)

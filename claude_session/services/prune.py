@@ -25,6 +25,7 @@ def plan(conn: apsw.Connection, root: str, before: float) -> dict[str, Any]:
     (what is freed there depends on what other frames still point at)."""
     from ..core import memories
     from ..core import state as project_state
+    from ..core.events import UNATTRIBUTED
 
     counts = {
         table: _count(
@@ -32,6 +33,14 @@ def plan(conn: apsw.Connection, root: str, before: float) -> dict[str, Any]:
         )
         for table in ("events", "hook_events")
     }
+    # and the events of no session (other tools') that arrived before, with their audit rows
+    counts["events"] += _count(conn, f"SELECT count(*) FROM ({UNATTRIBUTED})", before)
+    counts["hook_events"] += _count(
+        conn,
+        f"SELECT count(*) FROM hook_events WHERE session_id IS NULL AND event_id IN"
+        f" ({UNATTRIBUTED})",
+        before,
+    )
     counts["context_snapshots"] = _count(
         conn,
         f"SELECT count(*) FROM context_snapshots WHERE session_id IN ({OLD_SESSIONS}) AND id NOT"

@@ -429,8 +429,9 @@ def events_query(
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     extra = ", payload" if payload else ""
     return Query(
-        f"SELECT id, received_at, session_id, hook_event_name AS event, tool_name, agent_id,"
-        f" tool_use_id, payload_bytes, via{extra} FROM events {clause} ORDER BY id DESC",
+        f"SELECT id, received_at, nullif(session_id, '') AS session_id, hook_event_name AS"
+        f" event, tool_name, agent_id, tool_use_id, payload_bytes, via, unattributed{extra}"
+        f" FROM events {clause} ORDER BY id DESC",
         tuple(params),
         f"SELECT 1 FROM events {clause}",
     )

@@ -27,6 +27,7 @@ def check(root: Path, full: bool = False, fsck: bool = False) -> list[dict[str, 
     results += _duplicates(found)
     results += _run_installed(found)
     results += _database(root, full)
+    results += _unattributed(root)
     results += _configuration(root)
     results += _trust(root)
     results += _snapshot_store(root, fsck)
@@ -504,6 +505,31 @@ def _database(root: Path, full: bool = False) -> list[dict[str, Any]]:
     results += [c.row() for c in shared]
     results += _transcripts(path)
     return results
+
+
+def _unattributed(root: Path) -> list[dict[str, Any]]:
+    """The events that came with no session id (other tools' payloads, Cursor's or Codex's,
+    sent to our hooks): kept, filed under no session; information, not a failure."""
+    from ...core import events
+
+    path = db_path(str(root))
+    if not os.path.exists(path):
+        return []
+    try:
+        conn = db.connect(path, create=False, migrate=False, readonly=True)
+        try:
+            found = events.unattributed_count(conn)
+        finally:
+            conn.close()
+    except (db.DatabaseError, apsw.Error):
+        return []  # an older schema, or the database check says why
+    detail = (
+        f"{plural(found, 'event')} arrived without a session id (other tools' payloads?):"
+        " stored unattributed, in no session (`claude-session events` lists them)"
+        if found
+        else "none: every event named its session"
+    )
+    return [_row("events without a session id", True, detail)]
 
 
 def _transcripts(path: str) -> list[dict[str, Any]]:
