@@ -173,7 +173,13 @@ def test_every_memory_is_restored_in_another_project(
     assert report == {"imported": 7, "already_present": 0, "invalid": 0, "problems": []}
     mine = table(root / ".claude-session.db")
     theirs = table(target / ".claude-session.db")
-    assert theirs == mine  # every column but the id: provenance, strength, uses and times too
+    # every column but the id: provenance, strength, uses and times too; the fingerprint is the
+    # text's (the learning's was its key's there: what a key names is that database's)
+    print_at = ROW.split(", ").index("fingerprint")
+    assert [r[print_at] for r in theirs] == [memories.fingerprint(r[2]) for r in theirs]
+    assert [r[:print_at] + r[print_at + 1 :] for r in theirs] == [
+        r[:print_at] + r[print_at + 1 :] for r in mine
+    ]
     assert {row[0] for row in theirs} == set(memories.CATEGORIES)
     assert {row[1] for row in theirs} == {"project", "session"}
     held = [row for row in theirs if row[1] == "session"]
@@ -201,7 +207,8 @@ def test_every_memory_is_restored_in_another_project(
     assert "An old note" not in exported  # forgotten memories stay behind
     found = json.loads(ok(target, target_data, "memory", "search", "refactoring parser", "--json"))
     assert found[0]["session_id"] == SESSION  # the full-text index knows the imported text
-    # Exported again from the target, the file is the same but for the ids.
+    # Exported again from the target, the file is the same but for the ids (and the learning's
+    # fingerprint: its text's here).
     again = ok(target, target_data, "memory", "export", "--format", fmt)
     assert sorted(_without_ids(again)) == sorted(_without_ids(exported))
 
@@ -217,7 +224,7 @@ def _rows(project: Path, sql: str) -> list[tuple[Any, ...]]:
 def _without_ids(text: str) -> list[str]:
     lines = []
     for line in text.splitlines():
-        for key in ("id", "supersedes"):
+        for key in ("id", "supersedes", "fingerprint"):
             line = _drop(line, key)
         lines.append(line)
     return lines
