@@ -37,6 +37,7 @@ MODULES: dict[str, str] = {
     "test_apply.py": "fast",
     "test_pure_answers.py": "fast",
     "test_papercuts.py": "integration",
+    "test_errors_and_memories.py": "integration",
     "test_read_commands.py": "integration",
     "test_before_images.py": "integration",
     "test_capture_process.py": "integration",
