@@ -5,7 +5,9 @@ command) in one category and session climb a ladder: attempts 1-2 get "fix and r
 attempt 3 "research first" and a failed path, attempt 4 goes to the user, and from attempt 5 an
 optional policy refuses further edits to that file. A later success of the same command or file
 resolves the entries (auto_fixed) and so resets the ladder; what is still open at session end
-is abandoned. `errors` is imported only once something failed.
+is abandoned. The next session was told of it as abandoned: its first failure of the same
+thing goes on from that climb's last attempt (`carried_over`). `errors` is imported only once
+something failed.
 
 A check (a failing test, build, lint or type check command: `errors.is_check`) climbs its
 ladder too but is never a failed path: it is what tells whether the work is right, to be re-run
