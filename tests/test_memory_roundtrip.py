@@ -23,7 +23,7 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 ROW = (
     "category, scope, text, tags, source, session_id, agent_id, tool_use_id, project, holder,"
     " fingerprint, strength, use_count, created_at, updated_at, last_used_at, turn_no,"
-    " files_inferred, outcome, outcome_at, verified_at"
+    " files_inferred, outcome, outcome_at, verified_at, outcome_reason"
 )
 FILES = (
     "SELECT m.text, f.path, f.sha256, f.size, f.mtime_ns, f.git_commit, f.recorded_at"
@@ -151,6 +151,7 @@ def source(project: Path, tmp_path: Path) -> tuple[Path, Path]:
         (project / "Makefile").write_text("build:\n\tpip install -e .[dev]\n")
         memory_files.record(conn, second, str(project), ["Makefile", "deploy.sh"], now - 40, None)
         memories.count_use(conn, [first, first, first], now - 30)
+        memories.set_outcome(conn, second, "hypothesis", now - 35, "seen once, on CI only")
     conn.close()
     return project, data
 
@@ -197,6 +198,7 @@ def test_every_memory_is_restored_in_another_project(
     hypothesis = next(r for r in theirs if r[18] == "hypothesis")
     assert (hypothesis[4], hypothesis[16], hypothesis[17]) == ("agent", 3, 1)  # turn, inferred
     assert hypothesis[19] is not None  # when its outcome was said
+    assert hypothesis[21] == "seen once, on CI only"  # and why
     links = table(
         target / ".claude-session.db",
         "text, (SELECT s.text FROM memories AS s WHERE s.id = memories.supersedes)",
