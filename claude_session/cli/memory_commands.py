@@ -21,6 +21,7 @@ import click
 
 from ..core import db, memories, memory_exchange, trust
 from ..core.paths import db_path
+from ..core.readings import ERROR_STATES
 from ..project.memory_reads import labelled
 from . import cells, memory_check_commands, output
 from .group import json_option, opened, require_database
@@ -260,7 +261,7 @@ def _say_memory(row: dict[str, Any]) -> None:
         shown.pop("stale_files", None)
         fate = row.get("error")
         if fate:
-            state = fate["resolution"] or "still open"
+            state = ERROR_STATES.get(str(fate["resolution"]), "still open")  # as `errors` says
             shown["error"] = f"{fate['signature']} ({state}, {fate['session_id']})"
     output.emit_pairs(output.console(), f"memory {row['id']}", shown)
 
