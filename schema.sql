@@ -585,7 +585,8 @@ CREATE TABLE memories (
     outcome      TEXT CHECK (outcome IN ('verified', 'disproved', 'hypothesis')),  -- what became of it; disproved: a dead end, never given as fact
     outcome_at   REAL,
     verified_at  REAL,                   -- when a person last checked it against the files (`memory verify`)
-    error_id     INTEGER                 -- the error (error_log.id) open in the turn an agent added it
+    error_id     INTEGER,                -- the error (error_log.id) open in the turn an agent added it
+    outcome_reason TEXT                  -- why the outcome was said (`memory outcome --reason`), redacted
 );
 CREATE UNIQUE INDEX memories_once ON memories (scope, holder, fingerprint)
     WHERE forgotten_at IS NULL;
@@ -880,4 +881,4 @@ CREATE TABLE database_identity (
 INSERT INTO database_identity (id, created_at)
     VALUES (lower(hex(randomblob(16))), (julianday('now') - 2440587.5) * 86400.0);
 
-PRAGMA user_version = 31;
+PRAGMA user_version = 32;

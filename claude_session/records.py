@@ -113,26 +113,35 @@ class Claim:
 
 @dataclass(frozen=True)
 class Error:
-    """A failure on its error ladder (`claude-session errors --json`)."""
+    """An error (`claude-session errors --json`): one climb of its ladder, the same thing
+    failing again and again until it was fixed or abandoned (`failures`, from attempt 1 to
+    the last; `attempts` how many). `step` and `state` are the words `status` uses: where the
+    ladder stands ("3 (research)") and what became of it (open, fixed, abandoned, or
+    interrupted: a call the user stopped, no failure). `id` is its first failure's (the
+    error_log row); `tokens`, `cost_usd` what the climb cost, from its first failure to its
+    last (None when the session's usage was not read)."""
 
     id: int
     session_id: str
     agent_id: str | None
     tool_name: str | None
     error_category: str | None
-    attempt_number: int | None
-    resolution: str | None
-    interrupted: int
     what: str | None
+    attempts: int
+    step: str
+    state: str
+    interrupted: int
     command: str | None
     file_path: str | None
     exit_code: int | None
     task_id: str | None
     error_message: str | None
-    occurred_at: float | None
+    first_at: float | None
+    last_at: float | None
     resolved_at: float | None
     tokens: int | None
     cost_usd: float | None
+    failures: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -261,6 +270,7 @@ class Memory:
     outcome_at: float | None = None
     verified_at: float | None = None
     error_id: int | None = None
+    outcome_reason: str | None = None  # why the outcome was said (redacted)
 
     @property
     def where(self) -> str:

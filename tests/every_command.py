@@ -124,7 +124,7 @@ RUNS: dict[str, list[list[str]]] = {
     "memory forget": [["{memory}"]],
     "memory import": [["{export_file}"]],
     "memory list": [[], ["--all"], ["--pending"], ["--stale"]],
-    "memory outcome": [["{memory}", "verified"]],
+    "memory outcome": [["{memory}", "verified"], ["{memory}", "disproved", "--reason", HOSTILE]],
     "memory search": [["evil"]],
     "memory show": [["{memory}"], [HOSTILE]],
     "memory verify": [["{memory}"]],

@@ -130,7 +130,7 @@ def test_status_events_and_restore_after_a_recorded_session(project: Path) -> No
         ("python3 -c 'import nonexistent_mod'", "abandoned")
     ]
     errors = json.loads(cli("errors", "--json", project=project).stdout)
-    assert [(e["command"], e["resolution"]) for e in errors] == [
+    assert [(e["command"], e["state"]) for e in errors] == [
         ("python3 -c 'import nonexistent_mod'", "abandoned")
     ]
     assert status["agents"] == []  # no session is active and nothing runs

@@ -210,15 +210,15 @@ def test_timeline_at_80_keeps_what_and_files_and_names_what_it_left_out(day: Pat
 def test_headers_are_whole_and_wide_shows_every_column(day: Path) -> None:
     lines = run(day, "errors", terminal=True)
     (head,) = header_lines(lines)
-    assert "resolution" in head.split()
+    assert "state" in head.split() and "resolution" not in head.split()
     note = said(wrapped(lines, "(hidden at"))
-    assert "(hidden at 80 columns: agent, category, exit code, occurred, resolved" in note
+    assert "(hidden at 80 columns: agent, category, exit code, last, resolved" in note
     assert "--wide or --json shows them)" in note
     wide = run(day, "errors", "--wide")
     (head,) = header_lines(wide)
     assert re.split(r"\s{2,}", head.strip()) == [
-        "id", "session", "agent", "tool", "category", "step", "resolution", "what",
-        "exit code", "occurred", "resolved", "tokens", "cost",
+        "id", "session", "agent", "tool", "category", "what", "attempts", "step", "state",
+        "exit code", "last", "resolved", "tokens", "cost",
     ]  # fmt: skip
     assert BUSY_SESSION in "\n".join(wide)  # the whole id, not a prefix
     assert "pytest " + LONG.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e") in "\n".join(wide)

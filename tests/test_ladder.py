@@ -339,8 +339,8 @@ def test_errors_command_lists_open_ones(project: Path) -> None:
     )
     run_hook("PostToolUse", success(project, "ls /x"), project)
     listed = json.loads(cli(project, "errors", "--open", "--json").stdout)
-    assert [(e["what"], e["error_category"], e["attempt_number"]) for e in listed] == [
-        ("make build", "build", 1)
+    assert [(e["what"], e["error_category"], e["attempts"], e["step"]) for e in listed] == [
+        ("make build", "build", 1, "1 (retry)")
     ]
     assert len(json.loads(cli(project, "errors", "--json").stdout)) == 2
 

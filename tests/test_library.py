@@ -115,7 +115,7 @@ def test_each_read_answers_typed_rows_with_the_cli_json_names(recorded: Path) ->
         assert isinstance(claims[0], Claim)
         errors = project.errors()
         assert [type(e) for e in errors] == [Error] and errors[0].tool_name == "Bash"
-        assert project.errors(open_only=True)[0].resolution == "abandoned"
+        assert project.errors(open_only=True)[0].state == "abandoned"
         frames = project.timeline()
         assert frames and all(isinstance(f, Frame) for f in frames)
         assert project.frames(sessions[0].session_id) == frames

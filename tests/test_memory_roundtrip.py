@@ -23,7 +23,7 @@ SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 ROW = (
     "category, scope, text, tags, source, session_id, agent_id, tool_use_id, project, holder,"
     " fingerprint, strength, use_count, created_at, updated_at, last_used_at, turn_no,"
-    " files_inferred, outcome, outcome_at, verified_at"
+    " files_inferred, outcome, outcome_at, verified_at, outcome_reason"
 )
 FILES = (
     "SELECT m.text, f.path, f.sha256, f.size, f.mtime_ns, f.git_commit, f.recorded_at"
@@ -151,6 +151,7 @@ def source(project: Path, tmp_path: Path) -> tuple[Path, Path]:
         (project / "Makefile").write_text("build:\n\tpip install -e .[dev]\n")
         memory_files.record(conn, second, str(project), ["Makefile", "deploy.sh"], now - 40, None)
         memories.count_use(conn, [first, first, first], now - 30)
+        memories.set_outcome(conn, second, "hypothesis", now - 35, "seen once, on CI only")
     conn.close()
     return project, data
 
@@ -173,7 +174,13 @@ def test_every_memory_is_restored_in_another_project(
     assert report == {"imported": 7, "already_present": 0, "invalid": 0, "problems": []}
     mine = table(root / ".claude-session.db")
     theirs = table(target / ".claude-session.db")
-    assert theirs == mine  # every column but the id: provenance, strength, uses and times too
+    # every column but the id: provenance, strength, uses and times too; the fingerprint is the
+    # text's (the learning's was its key's there: what a key names is that database's)
+    print_at = ROW.split(", ").index("fingerprint")
+    assert [r[print_at] for r in theirs] == [memories.fingerprint(r[2]) for r in theirs]
+    assert [r[:print_at] + r[print_at + 1 :] for r in theirs] == [
+        r[:print_at] + r[print_at + 1 :] for r in mine
+    ]
     assert {row[0] for row in theirs} == set(memories.CATEGORIES)
     assert {row[1] for row in theirs} == {"project", "session"}
     held = [row for row in theirs if row[1] == "session"]
@@ -191,6 +198,7 @@ def test_every_memory_is_restored_in_another_project(
     hypothesis = next(r for r in theirs if r[18] == "hypothesis")
     assert (hypothesis[4], hypothesis[16], hypothesis[17]) == ("agent", 3, 1)  # turn, inferred
     assert hypothesis[19] is not None  # when its outcome was said
+    assert hypothesis[21] == "seen once, on CI only"  # and why
     links = table(
         target / ".claude-session.db",
         "text, (SELECT s.text FROM memories AS s WHERE s.id = memories.supersedes)",
@@ -201,7 +209,8 @@ def test_every_memory_is_restored_in_another_project(
     assert "An old note" not in exported  # forgotten memories stay behind
     found = json.loads(ok(target, target_data, "memory", "search", "refactoring parser", "--json"))
     assert found[0]["session_id"] == SESSION  # the full-text index knows the imported text
-    # Exported again from the target, the file is the same but for the ids.
+    # Exported again from the target, the file is the same but for the ids (and the learning's
+    # fingerprint: its text's here).
     again = ok(target, target_data, "memory", "export", "--format", fmt)
     assert sorted(_without_ids(again)) == sorted(_without_ids(exported))
 
@@ -217,7 +226,7 @@ def _rows(project: Path, sql: str) -> list[tuple[Any, ...]]:
 def _without_ids(text: str) -> list[str]:
     lines = []
     for line in text.splitlines():
-        for key in ("id", "supersedes"):
+        for key in ("id", "supersedes", "fingerprint"):
             line = _drop(line, key)
         lines.append(line)
     return lines

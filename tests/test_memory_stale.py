@@ -27,6 +27,8 @@ FACT = "FACT-APP: app.py reads its port from PORT"
 WRITER = "writer-session-0001"
 SUBAGENT = "a026341fa5086f41e"
 
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a token shape the redaction knows
+
 
 def cli(project: Path, *args: str, ok: bool = True) -> Any:
     done = run_cli(project, *args)
@@ -112,13 +114,16 @@ def test_a_memory_about_a_file_an_agent_then_edits_is_given_marked_stale(project
     assert as_json(project, "memory", "list", "--stale") == []
     assert f"- [fact, project] {FACT}" in start(project, "session-four")
 
-    # It turned out false: kept as a dead end, never given as fact.
-    assert as_json(project, "memory", "outcome", "1", "disproved") == {
-        "id": "1",
-        "outcome": "disproved",
-    }
+    # It turned out false: kept as a dead end, never given as fact, with why (redacted).
+    why = f"the suite failed with token {SECRET} set"
+    done = as_json(project, "memory", "outcome", "1", "disproved", "--reason", why)
+    shown = as_json(project, "memory", "show", "1")["outcome_reason"]
+    assert done == {"id": "1", "outcome": "disproved", "outcome_reason": shown}
+    assert shown.startswith("the suite failed with token [REDACTED:") and SECRET not in shown
+    assert shown.endswith("] set")
     dead = start(project, "session-five")
-    assert f"- [fact, project, DISPROVED: a dead end, not a fact] {FACT}" in dead
+    said = f"- [fact, project, DISPROVED: a dead end, not a fact ({shown})] {FACT}"
+    assert said in dead and SECRET not in dead
     assert f"- [fact, project] {FACT}" not in dead
 
 

@@ -39,6 +39,7 @@ MODULES: dict[str, str] = {
     "test_papercuts.py": "integration",
     "test_unattributed.py": "integration",
     "test_first_minute.py": "integration",
+    "test_errors_and_memories.py": "integration",
     "test_read_commands.py": "integration",
     "test_before_images.py": "integration",
     "test_capture_process.py": "integration",

@@ -4,6 +4,7 @@ silent "none"); `--all` streams every row as it is read (`output.emit_stream`)."
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ from ..core.readings import PAGE
 from ..project import Listing
 from . import output
 
-__all__ = ["PAGE", "emit_page", "limit_option", "show_listing", "tell_hidden"]
+__all__ = ["PAGE", "emit_page", "limit_option", "show_listing", "stream_rows", "tell_hidden"]
 
 
 def limit_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -58,11 +59,21 @@ def show_listing(
     command with --all). The rows are the dataclasses' fields, the names `--json` prints."""
     layout = output.Layout(hide=hide)
     if every:
-        output.emit_stream(each(), layout)
+        stream_rows(each(), title, layout)
         return
     found = page()
     emit_page(found, title, command, layout)
     tell_hidden(found.hidden, found.hidden_what, reveal or f"{command} --all")
+
+
+def stream_rows(rows: Iterator[Any], title: str, layout: output.Layout) -> None:
+    """Every row as it is read (`--all`); none at all said as the page says it (`errors:
+    none`, `[]` under --json), never a bare `none` that names nothing."""
+    first = next(rows, None)
+    if first is None:
+        output.emit([], title=title, layout=layout)
+        return
+    output.emit_stream(itertools.chain([first], rows), layout)
 
 
 def tell_hidden(count: int, what: str | None, reveal: str) -> None:

@@ -58,7 +58,7 @@ def session(conn: apsw.Connection, prefix: str) -> str:
     if len(found) == 1:
         return found[0]
     if found:
-        shown = ", ".join(s[:12] for s in found[:5])
+        shown = ", ".join(found[:5])
         raise Unknown(f"session {prefix!r} is ambiguous: it starts {shown}; give more of it")
     known = [
         str(r["session_id"])

@@ -76,16 +76,25 @@ def memory_verify(root: Path, memory_id: str) -> None:
 @memory.command(name="outcome")
 @click.argument("memory_id")
 @click.argument("outcome", type=click.Choice([*memories.OUTCOMES, "none"]))
-@json_option("an object: id, outcome (null: cleared)")
+@click.option(
+    "--reason",
+    help="Why (what showed it): stored with the outcome (redacted), shown by `memory show`"
+    " and with the memory wherever a session is given it.",
+)
+@json_option("an object: id, outcome (null: cleared), outcome_reason (null: none given)")
 @click.pass_obj
-def memory_outcome(root: Path, memory_id: str, outcome: str) -> None:
+def memory_outcome(root: Path, memory_id: str, outcome: str, reason: str | None) -> None:
     """Say what became of memory ID: verified, disproved (it turned out false: kept as a dead
     end, never given to a session as fact), hypothesis (not verified yet), or none."""
     from ..project import Project
 
     parse_id(memory_id)
     value = None if outcome == "none" else outcome
+    if reason is not None and value is None:
+        raise click.UsageError("--reason goes with an outcome: `none` clears it and its reason")
     with Project(root) as project:
-        project.memory_outcome(memory_id, value)
+        done = project.memory_outcome(memory_id, value, reason)
+    stored = (done.memory or {}).get("outcome_reason")
     said = f"memory {memory_id}: {outcome if value else 'outcome cleared'}"
-    output.reply({"id": memory_id, "outcome": value}, said)
+    said += f" ({stored})" if stored else ""
+    output.reply({"id": memory_id, "outcome": value, "outcome_reason": stored}, said)

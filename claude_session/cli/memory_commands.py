@@ -21,10 +21,11 @@ import click
 
 from ..core import db, memories, memory_exchange, trust
 from ..core.paths import db_path
+from ..core.readings import ERROR_STATES
 from ..project.memory_reads import labelled
 from . import cells, memory_check_commands, output
 from .group import json_option, opened, require_database
-from .listing import emit_page, limit_option
+from .listing import emit_page, limit_option, stream_rows
 from .memory_group import (
     found_row,
     global_db,
@@ -124,7 +125,9 @@ def memory_add(
     " source (user, agent, learned, import), session_id, agent_id, tool_use_id, project,"
     " strength, created_at, updated_at, last_used_at, use_count, supersedes, trusted (1 or 0;"
     " null: written before it was recorded), review (pending, accepted; null: none needed),"
-    " imported_at"
+    " imported_at, outcome (verified, disproved: a dead end, hypothesis; null: none said),"
+    " outcome_at, outcome_reason, possibly_stale (a file it is about changed, went or"
+    " appeared since it was recorded)"
 )
 @output.wide_option
 @click.pass_obj
@@ -137,7 +140,8 @@ def memory_list(
     every: bool,
     limit: int,
 ) -> None:
-    """Memories, most used and strongest first.
+    """Memories, most used and strongest first, each marked (state) disproved, hypothesis or
+    verified when its outcome was said, and possibly stale when a file it is about changed.
 
     Those awaiting your review (global ones an agent added) are left out, and counted on
     stderr; `--pending` lists them alone; `--stale` those whose files changed since."""
@@ -155,7 +159,7 @@ def memory_list(
         )
     layout = output.Layout(shown=_origin_row if pending else _table_row)
     if every:
-        output.emit_stream(found.rows, layout)
+        stream_rows(iter(found.rows), "memories", layout)
     else:
         emit_page(found, "memories", "memory list", layout)
     waiting = found.hidden
@@ -187,10 +191,20 @@ def _table_row(r: dict[str, Any]) -> dict[str, Any]:
         "id": r["id"],
         "category": r["category"],
         "scope": r["scope"],
+        "state": marks(r),
         "text": r["text"],
         "tags": ", ".join(r["tags"]),
         "used": r["use_count"],
     }
+
+
+def marks(r: dict[str, Any]) -> str | None:
+    """What a memory's row is marked with: its outcome (disproved: a dead end, hypothesis,
+    verified) and `possibly stale` when a file it is about changed since; None: a plain one."""
+    said = [str(r["outcome"])] if r.get("outcome") else []
+    if r.get("possibly_stale"):
+        said.append("possibly stale")
+    return ", ".join(said) or None
 
 
 def _origin_row(r: dict[str, Any]) -> dict[str, Any]:
@@ -247,7 +261,7 @@ def _say_memory(row: dict[str, Any]) -> None:
         shown.pop("stale_files", None)
         fate = row.get("error")
         if fate:
-            state = fate["resolution"] or "still open"
+            state = ERROR_STATES.get(str(fate["resolution"]), "still open")  # as `errors` says
             shown["error"] = f"{fate['signature']} ({state}, {fate['session_id']})"
     output.emit_pairs(output.console(), f"memory {row['id']}", shown)
 

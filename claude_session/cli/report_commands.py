@@ -131,20 +131,28 @@ def claims(root: Path, include_all: bool, limit: int) -> None:
 @click.option("--all", "every", is_flag=True, help="Every one, streamed.")
 @limit_option
 @json_option(
-    "a list of errors: id, session_id, agent_id, tool_name, error_category, attempt_number,"
-    " resolution, interrupted, what, command, file_path, exit_code, task_id, error_message,"
-    " occurred_at, resolved_at, tokens, cost_usd (what the climb of the ladder it is on cost:"
-    " the model responses of the agents that climbed it, from the climb's first failure to its"
-    " last, never the fix after it; the same on each of its entries and on the failed approach"
-    " recorded from it; null when the session's usage was not read from Claude Code's"
-    " transcripts)"
+    "a list of errors, one per climb of its ladder (the same thing failing until it was fixed"
+    " or abandoned): id (its first failure's), session_id, agent_id, tool_name, error_category,"
+    " what, attempts (how many failures), step (where the ladder stands, as `status` says it:"
+    " 3 (research)), state (open, fixed, abandoned; interrupted: the user stopped the call),"
+    " interrupted, command, file_path, exit_code, task_id, error_message (the last failure's),"
+    " first_at, last_at, resolved_at, tokens, cost_usd (what the climb cost: the model"
+    " responses of the agents that climbed it, from its first failure to its last, never the"
+    " fix after it; the same as the failed approach recorded from it says; null when the"
+    " session's usage was not read from Claude Code's transcripts), failures (each: id,"
+    " attempt_number, step, occurred_at, agent_id, tool_name, tool_use_id, command, file_path,"
+    " exit_code, task_id, error_message)"
 )
 @output.wide_option
 @click.pass_obj
 def errors_command(root: Path, open_only: bool, every: bool, limit: int) -> None:
-    """Failures with their escalation step (attempt), resolution, and the tokens and cost of
-    the ladder's climb they are on (from its first failure to its last)."""
-    hide = ("error_message", "command", "file_path", "task_id", "interrupted")
+    """Errors, one row per error: how many times it failed, where its escalation ladder
+    stands and what became of it (the words `status` uses), and the tokens and cost of its
+    failures (from the first to the last)."""
+    hide = (
+        *("error_message", "command", "file_path", "task_id", "interrupted", "first_at"),
+        "failures",
+    )
     reveal = "errors" if open_only else ""  # the open ones hide the fixed
     require_database(root)
     with Project(root) as project:

@@ -163,6 +163,7 @@ def memory_found(scope: str, row: "dict[str, Any]") -> "dict[str, Any]":
         "tags": quoted(row["tags"]),
         "rank": row["rank"],
         "outcome": row.get("outcome"),
+        **({"outcome_reason": quoted(row["outcome_reason"])} if row.get("outcome_reason") else {}),
     }
 
 

@@ -325,3 +325,15 @@ def resolution_for(attempt: int) -> str | None:
     if attempt == RESEARCH_AT:
         return "escalated_research"
     return None
+
+
+def ladder_step(attempts: int) -> str:
+    """Where a ladder stands after `attempts` failures, in the words `status` and `errors`
+    both print (never a resolution's column value, such as escalated_research)."""
+    if attempts >= DENY_FROM:
+        return f"{attempts} (edits may be refused)"
+    if attempts >= USER_AT:
+        return f"{attempts} (ask the user)"
+    if attempts == RESEARCH_AT:
+        return f"{attempts} (research)"
+    return f"{attempts} (retry)"

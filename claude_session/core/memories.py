@@ -31,8 +31,10 @@ TEXT_CAP = 4000
 COLUMNS = (
     "id, category, scope, text, tags, source, session_id, agent_id, tool_use_id, project,"
     " strength, created_at, updated_at, last_used_at, use_count, supersedes, trusted, review,"
-    " imported_at, turn_no, files_inferred, outcome, outcome_at, verified_at, error_id"
+    " imported_at, turn_no, files_inferred, outcome, outcome_at, verified_at, error_id,"
+    " outcome_reason"
 )
+REASON_CAP = 1000  # characters of an outcome's reason
 OUTCOMES = ("verified", "disproved", "hypothesis")  # what became of it; disproved: a dead end
 PENDING = "pending"  # review: kept from every session and search until the user accepts it
 ACCEPTED = "accepted"
@@ -80,6 +82,13 @@ def _words(text: str) -> "list[str]":
 def clean_text(text: str) -> str:
     """A memory's text as stored: one line unless written on several, redacted, capped."""
     return redact(" ".join(text.split()) if "\n" not in text else text.strip())[:TEXT_CAP]
+
+
+def clean_reason(reason: str | None) -> str | None:
+    """An outcome's reason as stored: one line, redacted whole, then capped; None if empty."""
+    if reason is None:
+        return None
+    return redact(" ".join(reason.split()))[:REASON_CAP] or None
 
 
 def tags_json(tags: "Iterable[str]") -> str:
@@ -198,15 +207,25 @@ def accept(conn: apsw.Connection, memory_id: int) -> bool:
     return conn.changes() > 0
 
 
-def set_outcome(conn: apsw.Connection, memory_id: int, outcome: str | None, now: float) -> bool:
+def set_outcome(
+    conn: apsw.Connection,
+    memory_id: int,
+    outcome: str | None,
+    now: float,
+    reason: str | None = None,
+) -> bool:
     """What became of a memory: verified, disproved (a dead end, never given as fact),
-    hypothesis; None clears it."""
+    hypothesis; None clears it. `reason`: why (redacted, as every text that is stored); a new
+    outcome without one drops the old one's."""
     if outcome is not None and outcome not in OUTCOMES:
         raise MemoryProblem(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}")
+    if reason is not None and outcome is None:
+        raise MemoryProblem("a reason needs an outcome: clearing one takes none")
+    said = clean_reason(reason)
     conn.execute(
         "UPDATE memories SET outcome = ?2, outcome_at = CASE WHEN ?2 IS NULL THEN NULL ELSE ?3"
-        " END WHERE id = ?1 AND forgotten_at IS NULL",
-        (memory_id, outcome, now),
+        " END, outcome_reason = ?4 WHERE id = ?1 AND forgotten_at IS NULL",
+        (memory_id, outcome, now, said),
     )
     return conn.changes() > 0
 
@@ -234,8 +253,8 @@ def insert_restored(conn: apsw.Connection, values: "tuple[object, ...]") -> int:
         "INSERT INTO memories (category, scope, text, tags, source, session_id, agent_id,"
         " tool_use_id, project, holder, fingerprint, strength, created_at, updated_at,"
         " last_used_at, use_count, trusted, review, imported_at, turn_no, files_inferred,"
-        " outcome, outcome_at, verified_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " outcome, outcome_at, verified_at, outcome_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         values,
     )
     return conn.last_insert_rowid()

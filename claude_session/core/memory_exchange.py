@@ -8,7 +8,7 @@ memory imported elsewhere is still known stale when those files differ there).
 
 import apsw
 
-from .db import rows
+from .db import as_int, rows
 from .memories import (
     CATEGORIES,
     COLUMNS,
@@ -17,6 +17,7 @@ from .memories import (
     SCOPES,
     SOURCES,
     MemoryProblem,
+    clean_reason,
     clean_text,
     fingerprint,
     insert_restored,
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 
 # What `memory export` writes of each memory and `memory import` puts back. `id` and
 # `supersedes` name memories of the exporting database (an import links a memory to the one it
-# supersedes when both are in the file); `fingerprint` keeps a keyed memory (a learning about one
-# failing command) strengthened by its next occurrence instead of duplicated. `trusted` and
+# supersedes when both are in the file); `fingerprint` is the exporter's (of a learned memory,
+# that of its key: a failed path's number there), written for the record and never matched on
+# import, which fingerprints by text (`restore`). `trusted` and
 # `review` travel with it (a pending memory stays pending); `imported_at` is this database's own.
 EXPORTED = (
     "id",
@@ -60,6 +62,7 @@ EXPORTED = (
     "outcome",
     "outcome_at",
     "verified_at",
+    "outcome_reason",
 )
 PROVENANCE = ("session_id", "agent_id", "tool_use_id", "project")
 NAME_CAP = 4096  # a session, agent or tool call id, or a project's path
@@ -82,8 +85,11 @@ def restore(
     """Put an exported memory back as it was (source, session, strength, use count, times), or
     find it already here: (id, True when added).
 
-    Unlike `add`, a memory already here (same scope and session, and the same fingerprint or
-    text) is left as it is, not strengthened, so importing a file twice changes nothing. Text
+    Unlike `add`, a memory already here (same scope and session, and the same text) is left
+    as it is, not strengthened, so importing a file twice changes nothing. The match is by text
+    alone: a learned memory's fingerprint is that of its key (a failed path's number, a
+    command), which names something else in another database, so an unrelated memory there
+    would be taken for this one; the memory is stored with its text's fingerprint. Text
     and tags are redacted as `add` redacts. A session memory keeps its session id even when
     this database never saw that session: the id is a plain column (no session row is made
     up), and the memory reaches that session if it ever runs here (a resumed session keeps its
@@ -134,17 +140,18 @@ def restore(
     inferred = record.get("files_inferred")
     if inferred is not None and not (isinstance(inferred, int) and inferred in (0, 1)):
         raise MemoryProblem(f"files_inferred must be 0 or 1, not {_shown(inferred)}")
+    reason = record.get("outcome_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise MemoryProblem(f"outcome_reason must be a string, not {type(reason).__name__}")
+    if reason and outcome is None:
+        raise MemoryProblem("an outcome_reason needs an outcome")
     turn_no = record.get("turn_no")
     if turn_no is not None:
         turn_no = _count(record, "turn_no", 1)
-    holder = names["session_id"] if scope == "session" else ""
-    found = conn.execute(
-        "SELECT id FROM memories WHERE scope = ? AND holder = ? AND forgotten_at IS NULL"
-        " AND fingerprint IN (?, ?) LIMIT 1",
-        (scope, holder, given or own, own),
-    ).fetchall()
-    if found:
-        return int(found[0][0]), False  # type: ignore[arg-type]
+    holder = (names["session_id"] or "") if scope == "session" else ""
+    found = same_text(conn, scope, holder, own)
+    if found is not None:
+        return found, False
     memory_id = insert_restored(
         conn,
         (
@@ -158,7 +165,7 @@ def restore(
             names["tool_use_id"],
             names["project"],
             holder,
-            given or own,
+            own,
             strength,
             created,
             created if updated is None else updated,
@@ -172,9 +179,31 @@ def restore(
             outcome,
             _time(record, "outcome_at"),
             _time(record, "verified_at"),
+            clean_reason(reason),
         ),
     )
     return memory_id, True
+
+
+def same_text(conn: apsw.Connection, scope: str, holder: str, text_print: str) -> int | None:
+    """The live memory of `scope` and `holder` whose text has the fingerprint `text_print`:
+    one stored by its text's fingerprint, else a learned one whose text has it (a learned
+    memory is stored under its key's: its text is fingerprinted here, one by one)."""
+    found = conn.execute(
+        "SELECT id FROM memories WHERE scope = ? AND holder = ? AND forgotten_at IS NULL"
+        " AND fingerprint = ? LIMIT 1",
+        (scope, holder, text_print),
+    ).fetchall()
+    if found:
+        return as_int(found[0][0])
+    for memory_id, text in conn.execute(
+        "SELECT id, text FROM memories WHERE scope = ? AND holder = ? AND forgotten_at IS NULL"
+        " AND source = 'learned' AND fingerprint != ?",
+        (scope, holder, text_print),
+    ):
+        if fingerprint(str(text)) == text_print:
+            return as_int(memory_id)
+    return None
 
 
 def _one_of(

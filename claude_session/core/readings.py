@@ -23,6 +23,21 @@ UNFIXED = "(resolution IS NULL OR resolution != 'auto_fixed')"
 CLAUDE_EXITED = "Claude Code exited without SessionEnd"
 NEVER_ENDED = f"(end_reason LIKE 'session gone:%' OR end_reason = '{CLAUDE_EXITED}')"
 
+# What an error is now, in the words `status` and `errors` both print, from the resolution of
+# its entries (error_log.resolution): an escalation is no end, the error is still open.
+ERROR_STATES = {"auto_fixed": "fixed", "abandoned": "abandoned"}  # anything else: open
+
+
+def error_state(resolution: str, interrupted: str = "0") -> str:
+    """SQL: the state word (ERROR_STATES; `open` otherwise, `interrupted` for a call the user
+    stopped, no failure) of the resolution the SQL expression `resolution` gives."""
+    cases = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in ERROR_STATES.items())
+    return (
+        f"CASE WHEN {interrupted} THEN 'interrupted' ELSE"
+        f" CASE {resolution} {cases} ELSE 'open' END END"
+    )
+
+
 OPEN_ERRORS_SHOWN = 30  # ladders `status` lists; `errors --open` has them all
 PAGE = 50  # what a listing shows by default: the newest rows, with a line saying how many more
 
@@ -265,12 +280,17 @@ SPENT_TOKENS = "m.input_tokens + m.output_tokens + m.cache_read_tokens + m.cache
 OPEN_END = "9e99"  # the end of a window with no end: every response read so far
 
 
-def _climb_start_id(e: str) -> str:
-    return (
-        f"(SELECT max(x.id) FROM error_log x WHERE x.session_id = {e}.session_id"
-        f" AND x.ladder_key IS {e}.ladder_key AND x.interrupted = 0 AND x.attempt_number = 1"
-        f" AND x.id <= {e}.id)"
+def climb_start_id(e: str) -> str:
+    """The climb's first entry: its latest attempt 1 at or before `e`, else (a climb that
+    continues one another session abandoned: core/ladder.carried_over) the ladder's first
+    entry in the session."""
+    ladder = (
+        f" FROM error_log x WHERE x.session_id = {e}.session_id"
+        f" AND x.ladder_key IS {e}.ladder_key AND x.interrupted = {e}.interrupted"
+        f" AND x.id <= {e}.id"
     )
+    first = f"(SELECT min(x.id){ladder})"
+    return f"coalesce((SELECT max(x.id){ladder} AND x.attempt_number = 1), {first})"
 
 
 def climb_columns(e: str = "e", attempts: str = "climb_attempts") -> str:
@@ -278,7 +298,7 @@ def climb_columns(e: str = "e", attempts: str = "climb_attempts") -> str:
     spent_from and spent_to (its first and last failure), climb_end (auto_fixed, abandoned,
     NULL: open), its last attempt number (named `attempts`) and climbers (a JSON array of the
     message_usage agent ids of the agents that failed on it)."""
-    first = f"coalesce({_climb_start_id(e)}, {e}.id)"
+    first = f"coalesce({climb_start_id(e)}, {e}.id)"
     resolved = (
         f" FROM error_log r WHERE r.session_id = {e}.session_id AND r.ladder_key IS"
         f" {e}.ladder_key AND r.resolution IN ('auto_fixed', 'abandoned') AND r.id >= {first}"

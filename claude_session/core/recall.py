@@ -280,10 +280,11 @@ def _rendered(
     dead end, a hypothesis, possibly stale: each changed file said exactly)."""
     marks = [str(row["category"]), scope]
     outcome = row.get("outcome")
+    why = f" ({row['outcome_reason']})" if row.get("outcome_reason") else ""
     if outcome == "disproved":
-        marks.append("DISPROVED: a dead end, not a fact")
+        marks.append(f"DISPROVED: a dead end, not a fact{why}")
     elif outcome == "hypothesis":
-        marks.append("hypothesis, not verified")
+        marks.append(f"hypothesis, not verified{why}")
     if changes:
         marks.append("POSSIBLY STALE")
     text = for_model(f"- [{', '.join(marks)}] {row['text']}", budget)

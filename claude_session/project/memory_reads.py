@@ -46,14 +46,16 @@ class ProjectMemories(ProjectBase):
     ) -> Listing[dict[str, Any]]:
         """The memories, most used and strongest first: this project's (`scope` project or
         session) and the global ones (`scope` global), up to `limit` of each (None: all).
-        Those awaiting review are listed alone with `pending`, else counted in `hidden`."""
+        Those awaiting review are listed alone with `pending`, else counted in `hidden`.
+        Each says whether it is `possibly_stale` (a file it is about changed, went or appeared
+        since: hashed again at this look), beside its `outcome` (disproved, hypothesis...)."""
         cap = 2**62 if limit is None else limit
         found: list[dict[str, Any]] = []
         total = waiting = 0
         conn = self.connection() if scope != "global" else None
         if conn is not None:
             rows = memories.listed(conn, category=category, scope=scope, limit=cap, pending=pending)
-            found += labelled("project", rows)
+            found += self._marked(conn, "project", rows)
             total += memories.count_listed(conn, category=category, scope=scope, pending=pending)
             if not pending:
                 waiting += memories.count_listed(conn, scope=scope, pending=True)
@@ -64,7 +66,7 @@ class ProjectMemories(ProjectBase):
                     rows = memories.listed(
                         global_conn, category=category, limit=cap, pending=pending
                     )
-                    found += labelled("global", rows)
+                    found += self._marked(global_conn, "global", rows)
                     total += memories.count_listed(
                         global_conn, category=category, scope="global", pending=pending
                     )
@@ -73,6 +75,25 @@ class ProjectMemories(ProjectBase):
                 finally:
                     global_conn.close()
         return Listing(found, total, waiting, AWAITING if waiting else None)
+
+    def _marked(
+        self, conn: apsw.Connection, scope: str, rows: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """`rows` labelled, each with `possibly_stale`: whether a file it is about changed."""
+        ids = [int(r["id"]) for r in rows]
+        if scope != "global":
+            stale = set(memory_files.changes_for(conn, os.path.realpath(self.root), ids)[0])
+        else:
+            stale = set()
+            for row in rows:
+                base = self._base(scope, row)
+                if base is not None:
+                    found = memory_files.changes_for(conn, os.path.realpath(base), [row["id"]])
+                    stale |= set(found[0])
+        return [
+            item | {"possibly_stale": int(row["id"]) in stale}
+            for item, row in zip(labelled(scope, rows), rows, strict=True)
+        ]
 
     def memory_record(self, label: str) -> dict[str, Any]:
         """One memory (`12`, `g12`) with who added it, its files as they are now, whether it

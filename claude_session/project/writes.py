@@ -254,15 +254,18 @@ class ProjectWrites(ProjectBase):
                 raise ProjectError(str(exc)) from exc
             return MemoryChanged(memory_id, "edited", memories.get(conn, number))
 
-    def memory_outcome(self, memory_id: str, outcome: str | None) -> MemoryChanged:
+    def memory_outcome(
+        self, memory_id: str, outcome: str | None, reason: str | None = None
+    ) -> MemoryChanged:
         """What became of a memory: verified, disproved (kept as a dead end, never given as
-        fact), hypothesis; None clears it."""
+        fact), hypothesis; None clears it. `reason`: why (stored redacted, shown by `memory
+        show` and with the memory wherever a session is given it)."""
         scope, number = self._memory_verb(memory_id)
         with self._memories_of(scope) as conn:
             self._found(conn, number, memory_id)
             try:
                 with db.Immediate(conn):
-                    memories.set_outcome(conn, number, outcome, time.time())
+                    memories.set_outcome(conn, number, outcome, time.time(), reason)
             except memories.MemoryProblem as exc:
                 raise ProjectError(str(exc)) from exc
             return MemoryChanged(memory_id, "outcome", memories.get(conn, number))

@@ -303,13 +303,14 @@ def open_errors(conn: apsw.Connection, limit: int = OPEN_ERRORS_SHOWN) -> list[d
     if not ladders:
         return []
     wanted = ", ".join("(?, ?)" for _ in ladders)
+    state = readings.error_state("max(CASE WHEN e.resolution = 'abandoned' THEN 'abandoned' END)")
     found = db.rows(
         conn,
         f"WITH wanted (session_id, ladder_key) AS (VALUES {wanted})"
         " SELECT e.session_id, e.tool_name, e.error_category,"
         " coalesce(e.command, e.file_path, e.signature) AS what,"
         " max(e.attempt_number) AS attempts, max(e.occurred_at) AS last_at,"
-        " CASE WHEN max(e.resolution = 'abandoned') THEN 'abandoned' ELSE 'open' END AS state"
+        f" {state} AS state"
         " FROM wanted w JOIN error_log e INDEXED BY error_log_ladder"
         " ON e.session_id = w.session_id AND e.ladder_key IS w.ladder_key"
         f" WHERE {readings.UNFIXED} AND interrupted = 0"  # error_log's: `wanted` has neither
@@ -322,43 +323,74 @@ def open_errors(conn: apsw.Connection, limit: int = OPEN_ERRORS_SHOWN) -> list[d
 
 
 def ladder_step(attempts: int) -> str:
-    """Where a ladder stands after `attempts` failures, in words."""
-    from ..core.errors import DENY_FROM, RESEARCH_AT, USER_AT
+    """Where a ladder stands after `attempts` failures, in words (core/errors.ladder_step)."""
+    from ..core.errors import ladder_step as step
 
-    if attempts >= DENY_FROM:
-        return f"{attempts} (edits may be refused)"
-    if attempts >= USER_AT:
-        return f"{attempts} (ask the user)"
-    if attempts == RESEARCH_AT:
-        return f"{attempts} (research)"
-    return f"{attempts} (retry)"
+    return step(attempts)
+
+
+# The last entry of its climb: the ladder's next entry in the session, if any, starts another
+# climb (attempt 1). An error of `errors` is a climb, shown by its last entry.
+_LAST_OF_CLIMB = (
+    "coalesce((SELECT n.attempt_number FROM error_log n WHERE n.session_id = e.session_id"
+    " AND n.ladder_key IS e.ladder_key AND n.interrupted = e.interrupted AND n.id > e.id"
+    " ORDER BY n.id LIMIT 1), 1) = 1"
+)
+# The failures of the climb whose last entry is `w` (from `w.start_id` to it).
+_CLIMB_OF_W = (
+    " FROM error_log a WHERE a.session_id = w.session_id AND a.ladder_key IS w.ladder_key"
+    " AND a.interrupted = w.interrupted AND a.id BETWEEN w.start_id AND w.id"
+)
 
 
 def errors_query(*, open_only: bool = False) -> Query:
-    """Every failure, newest first, with its ladder step and resolution; `open_only`: the
+    """Every error, newest first: one row per climb of a ladder (its failures, from attempt 1
+    to the last, in `failures`), with where it stands (`step`) and what became of it
+    (`state`) in the words `status` uses, and what the climb cost, once. `open_only`: the
     unfixed ones (abandoned by an ended session included), as `status` and the context."""
     unfixed = f"{readings.UNFIXED} AND interrupted = 0"
-    where = unfixed if open_only else "1"
+    where = f"{_LAST_OF_CLIMB} AND {unfixed}" if open_only else _LAST_OF_CLIMB
     left_out = None
     if open_only:
         left_out = Hidden(
-            f"SELECT 1 FROM error_log WHERE NOT coalesce({unfixed}, 0)",
+            f"SELECT 1 FROM error_log e WHERE {_LAST_OF_CLIMB} AND NOT coalesce({unfixed}, 0)",
             "errors fixed, or calls interrupted",
         )
-    # Each entry with what its climb of the ladder cost (core/readings.py: its attempts, from
-    # its first failure to its last): the same on each of its entries.
+    # What the climb cost (core/readings.py: from its first failure to its last).
     spent = readings.spent_columns("w.session_id", "w.spent_from", "w.spent_to", "w.climbers")
-    return Query(
-        "SELECT id, session_id, agent_id, tool_name, error_category, attempt_number,"
-        " resolution, interrupted, coalesce(command, file_path, signature) AS what, command,"
-        " file_path, exit_code, task_id, error_message, occurred_at,"
-        " resolved_at,"
-        f" {spent} FROM (SELECT e.*, {readings.climb_columns('e')} FROM error_log e"
-        f" WHERE {where}) w ORDER BY id DESC",
-        (),
-        f"SELECT 1 FROM error_log WHERE {where}",
-        left_out,
+    failure = (
+        "json_object('id', a.id, 'attempt_number', a.attempt_number, 'occurred_at',"
+        " a.occurred_at, 'agent_id', a.agent_id, 'tool_name', a.tool_name, 'tool_use_id',"
+        " a.tool_use_id, 'command', a.command, 'file_path', a.file_path, 'exit_code',"
+        " a.exit_code, 'task_id', a.task_id, 'error_message', a.error_message)"
     )
+    return Query(
+        "SELECT w.start_id AS id, w.session_id, w.agent_id, w.tool_name, w.error_category,"
+        " coalesce(w.command, w.file_path, w.signature) AS what,"
+        f" (SELECT count(*){_CLIMB_OF_W}) AS attempts, w.attempt_number AS step,"
+        f" {readings.error_state('w.resolution', 'w.interrupted')} AS state,"
+        " w.interrupted, w.command, w.file_path, w.exit_code, w.task_id, w.error_message,"
+        " (SELECT y.occurred_at FROM error_log y WHERE y.id = w.start_id) AS first_at,"
+        " w.occurred_at AS last_at, w.resolved_at,"
+        f" {spent},"
+        f" (SELECT json_group_array(json(f.failure)) FROM (SELECT {failure} AS failure"
+        f"{_CLIMB_OF_W} ORDER BY a.id) f) AS failures"
+        f" FROM (SELECT e.*, {readings.climb_start_id('e')} AS start_id,"
+        f" {readings.climb_columns('e')} FROM error_log e WHERE {where}) w ORDER BY w.id DESC",
+        (),
+        f"SELECT 1 FROM error_log e WHERE {where}",
+        left_out,
+        judge=lambda conn: _worded,
+    )
+
+
+def _worded(row: dict[str, Any]) -> dict[str, Any]:
+    """An error as `errors` gives it: its step and each failure's in words, the failures a
+    list."""
+    failures = json.loads(str(row.get("failures") or "[]"))
+    for failure in failures:
+        failure["step"] = ladder_step(int(failure.get("attempt_number") or 1))
+    return row | {"step": ladder_step(int(row["step"] or 1)), "failures": failures}
 
 
 def errors(

@@ -197,7 +197,7 @@ def plan_agent(
             (session_id, agent_id),
         ).fetchall()[0][0]
         if not isinstance(first, int):
-            raise RevertError(f"agent {agent} has no frames in session {session_id[:12]}")
+            raise RevertError(f"agent {agent} has no frames in session {session_id}")
         start = timetravel.FrameRef(session_id, first)
     try:
         commit, _ = timetravel.pointer(conn, start)

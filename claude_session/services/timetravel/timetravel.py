@@ -123,10 +123,10 @@ def _match_session(conn: apsw.Connection, prefix: str) -> str:
             "SELECT session_id FROM frames GROUP BY session_id ORDER BY max(created_at) DESC"
             " LIMIT 3"
         ).fetchall()
-        hint = ", ".join(str(r[0])[:12] for r in known)
+        hint = ", ".join(str(r[0]) for r in known)
         latest = f" (latest: {hint})" if hint else ""
         raise _bad(f"no session with frames starts with {prefix!r}{latest}")
-    several = ", ".join(i[:12] for i in ids[:5])
+    several = ", ".join(ids[:5])
     raise _bad(f"{prefix!r} matches several sessions ({several}): give more of the id")
 
 
@@ -166,7 +166,7 @@ def resolve(conn: apsw.Connection, address: str) -> FrameRef:
         hint = ""
         if bare and _starts_a_session(conn, frame_part):  # a session's id, meant as one?
             hint = f" (the session whose id starts with {frame_part} is {frame_part}:)"
-        raise _bad(f"session {session_id[:12]} has frames 1 to {last}, not {frame_part}{hint}")
+        raise _bad(f"session {session_id} has frames 1 to {last}, not {frame_part}{hint}")
     return FrameRef(session_id, number)
 
 
@@ -191,7 +191,7 @@ def _shortcut(conn: apsw.Connection, session_id: str, shortcut: str) -> FrameRef
     ).fetchall()
     if int(value) > len(rows):
         has = plural(len(rows), f"{kind} frame")
-        raise _bad(f"session {session_id[:12]} has {has}, not {value}")
+        raise _bad(f"session {session_id} has {has}, not {value}")
     return FrameRef(session_id, int(rows[int(value) - 1][0]))  # type: ignore[arg-type]
 
 
