@@ -63,8 +63,8 @@ options() {
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-# One stage: pytest with its options (and -rsx: pytest's summary names every skip and xfail
-# with its reason), its output to stdout and to $logs/<stage>.out, its outcome to
+# One stage: pytest with its options (and -rsxX: pytest's summary names every skip, xfail and
+# xpass with its reason), its output to stdout and to $logs/<stage>.out, its outcome to
 # $logs/<stage>.status ("<exit> <seconds>").
 run_stage() {
   local stage=$1 python started status
@@ -84,11 +84,11 @@ run_stage() {
     echo "missing 0" >"$logs/$stage.status"
     return
   fi
-  echo "=== test.sh: stage $stage: ${before[*]} $python -m pytest $(options "$stage") -rsx $*" >&2
+  echo "=== test.sh: stage $stage: ${before[*]} $python -m pytest $(options "$stage") -rsxX $*" >&2
   local color=no
   [ -t 1 ] && color=yes
   # shellcheck disable=SC2046
-  "${before[@]}" "$python" -m pytest $(options "$stage") -rsx --color="$color" "$@" 2>&1 |
+  "${before[@]}" "$python" -m pytest $(options "$stage") -rsxX --color="$color" "$@" 2>&1 |
     tee "$logs/$stage.out"
   status=${PIPESTATUS[0]}
   echo "$status $((SECONDS - started))" >"$logs/$stage.status"
@@ -121,6 +121,7 @@ failed=()
 not_run=()
 summary=()
 for stage in "${stages[@]}"; do
+  [ -f "$logs/$stage.status" ] || { failed+=("$stage"); continue; }  # interrupted
   read -r status took <"$logs/$stage.status"
   if [ "$status" = missing ]; then
     summary+=("$stage: NOT RUN: no Python ${stage#fast-} (see install.sh's warning)")
@@ -133,7 +134,7 @@ for stage in "${stages[@]}"; do
   fi
   [ "$status" -eq 0 ] || failed+=("$stage")
   summary+=("$stage: exit $status in ${took}s")
-  # pytest -rsx's lines: "SKIPPED [n] file:line: reason", "XFAIL file::test - reason".
+  # pytest -rsxX's lines: "SKIPPED [n] file:line: reason", "XFAIL file::test - reason".
   while IFS= read -r line; do
     summary+=("  $stage: $line")
   done < <(sed 's/\x1b\[[0-9;]*m//g' "$logs/$stage.out" | grep -E '^(SKIPPED|XFAIL|XPASS) ')
