@@ -45,6 +45,7 @@ find_python() {
       return
     fi
   done
+  return 0 # none: the caller says so
 }
 if [ -n "$extra" ]; then
   for version in $other_pythons; do
