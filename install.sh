@@ -27,6 +27,52 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extra}"
 echo "claude-session installed in $(pwd)/.venv ($(.venv/bin/python --version))" >&2
 
+# The fast tier runs on every Python we support (./test.sh stages fast-3.12 and fast-3.13, beside
+# .venv's): with --dev, one venv per Python, .venv-3.12 and .venv-3.13, made from a real
+# interpreter of that version (python3.X on PATH when it is not a pyenv shim that refuses,
+# pyenv's versions, /usr/bin, /usr/local/bin). One not found is said here, and again by
+# ./test.sh, which fails its stage when TEST_REQUIRE_EVERY_PYTHON=1 (as .ci/run sets).
+other_pythons="3.12 3.13"
+find_python() {
+  local version=$1 candidate found pyenv_root
+  pyenv_root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
+  for candidate in "python$version" "$pyenv_root"/versions/"$version".*/bin/"python$version" \
+    /usr/bin/"python$version" /usr/local/bin/"python$version"; do
+    found=$("$candidate" -c 'import sys; print(sys.executable)' 2>/dev/null) || continue
+    if "$found" -c 'import sys; sys.exit("%d.%d" % sys.version_info[:2] != sys.argv[1])' \
+      "$version" 2>/dev/null; then
+      echo "$found"
+      return
+    fi
+  done
+  return 0 # none: the caller says so
+}
+if [ -n "$extra" ]; then
+  for version in $other_pythons; do
+    venv=".venv-$version"
+    found=$(find_python "$version")
+    if [ -z "$found" ]; then
+      echo "install.sh: WARNING: no Python $version found (python$version on PATH, pyenv's" \
+        "versions, /usr/bin, /usr/local/bin): ./test.sh cannot run stage fast-$version" >&2
+      continue
+    fi
+    # A venv whose interpreter went away (a pyenv version removed) is made again.
+    "$venv/bin/python" -c '' 2>/dev/null || { rm -rf "$venv" && "$found" -m venv "$venv"; }
+    venv_log=$(mktemp)
+    if ! .venv/bin/uv pip install --quiet --python "$venv/bin/python" -e ".[dev]" \
+      >"$venv_log" 2>&1 &&
+      ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]" \
+        >>"$venv_log" 2>&1; then
+      cat "$venv_log" >&2
+      rm -f "$venv_log"
+      echo "install.sh: installing the test tools into $venv ($found) failed (see above)" >&2
+      exit 1
+    fi
+    rm -f "$venv_log"
+    echo "install.sh: $venv ready ($("$venv/bin/python" --version), for ./test.sh fast-$version)" >&2
+  done
+fi
+
 # The OpenTelemetry export tests send to a real backend, Arize Phoenix, run as its own server
 # (tests/otel_backend.py): with --dev, install the pinned version into .venv-otel-backend, apart
 # from .venv so its ~150 packages never touch ours. Skipped when that version is already there.

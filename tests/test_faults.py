@@ -553,16 +553,29 @@ def test_38_registered_command_never_exits_nonzero(project: Path, tmp_path: Path
 
 
 class ReadOnly:
-    """Bind-mount a folder read-only onto itself (the tests run as root, which ignores modes)."""
+    """A read-only project folder. As root (who ignores file modes) the folder is bind-mounted
+    read-only onto itself; as any other user its modes are taken away (folders r-x, files r--),
+    which is what a user meets in a folder they may read but not write, and restored after."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = str(folder)
+        self.modes: dict[Path, int] = {}
 
     def __enter__(self) -> None:
+        if os.geteuid() != 0:
+            for path in [Path(self.folder), *Path(self.folder).rglob("*")]:
+                if not path.is_symlink():
+                    self.modes[path] = path.stat().st_mode & 0o7777
+                    path.chmod(self.modes[path] & ~0o222)
+            return
         subprocess.run(["mount", "--bind", self.folder, self.folder], check=True)
         subprocess.run(["mount", "-o", "remount,ro,bind", self.folder], check=True)
 
     def __exit__(self, *exc: object) -> None:
+        if self.modes:
+            for path, mode in self.modes.items():
+                path.chmod(mode)
+            return
         # A process that mapped the database's -shm file there has exited, but the kernel lets
         # go of the mapping a moment later: "target is busy" until then.
         for _ in range(50):

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import other_user
 from conftest import count, fixture, hook_argv, hook_env, query, read_envelope, run_hook, spooled
 
 
@@ -79,35 +80,34 @@ def test_json_nested_thousands_deep_is_stored_as_raw_text(project: Path) -> None
 def test_home_unset_never_puts_state_in_a_shared_folder() -> None:
     """An unprivileged user with no HOME whose project is gone: per-user state would go to the
     passwd home (`nobody`'s does not exist, so the event is logged as lost), never to a
-    guessable folder in /tmp that another user could have prepared."""
+    guessable folder in /tmp that another user could have prepared. The hook runs from a copy
+    of the package nobody can read (tests/other_user.py), wherever this checkout is."""
     import os
-    import pwd
     import shutil
-    import sys
-    import tempfile
 
-    nobody = pwd.getpwnam("nobody")
-    scratch = Path(tempfile.mkdtemp(prefix="cs-nobody-", dir="/tmp"))
+    import pytest
+
+    become = other_user.become_nobody()
+    if isinstance(become, str):
+        pytest.skip(f"cannot run the hook as another user: {become}")
+    prefix, switch = become
+    interpreter = other_user.runnable_interpreter(prefix, switch)
+    if interpreter is None:
+        pytest.skip(f"no Python {other_user.VERSION} that nobody can run (looked beside ours)")
+    scratch = other_user.scratch_install(interpreter)
     try:
-        # A venv nobody can run (the test venv's interpreter lives under /root), with apsw.
-        subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(scratch / "venv")])
-        site = scratch / "venv/lib/python3.11/site-packages"
-        ours = Path(sys.prefix) / "lib/python3.11/site-packages"
-        for item in ours.glob("apsw*"):
-            (shutil.copytree if item.is_dir() else shutil.copy)(item, site / item.name)
-        for folder in [scratch, *scratch.rglob("*")]:
-            folder.chmod(folder.stat().st_mode | 0o755 if folder.is_dir() else 0o755)
+        venv = scratch / "venv"
+        entry = venv / f"lib/python{other_user.VERSION}/site-packages/claude_session/hook.py"
         payload = fixture("UserPromptSubmit", None) | {"cwd": "/nonexistent/project"}
         before = set(os.listdir("/tmp"))
         done = subprocess.run(
-            [str(scratch / "venv/bin/python"), "-I", "-S", *hook_argv("UserPromptSubmit")[3:]],
+            [*prefix, str(venv / "bin/python"), "-I", "-S", str(entry), "UserPromptSubmit"],
             input=json.dumps(payload).encode(),
             capture_output=True,
             env={"PATH": "/usr/bin:/bin"},
-            user=nobody.pw_uid,
-            group=nobody.pw_gid,
             cwd="/",
             timeout=30,
+            **switch,
         )
         assert done.returncode == 0 and done.stdout == b"", done.stderr
         assert b"Traceback" not in done.stderr

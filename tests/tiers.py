@@ -497,18 +497,27 @@ class Guard:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         import subprocess
+        import threading
 
         self.found: list[str] = []
         popen_init = subprocess.Popen.__init__
         posix_spawn = os.posix_spawn
         guard = self
+        # subprocess itself starts programs with os.posix_spawn where it can (on Python 3.13,
+        # with close_fds too): a start inside Popen is noted once, by Popen.
+        inside_popen = threading.local()
 
         def init(self: Any, args: Any, *rest: Any, **kw: Any) -> None:
             guard.note(args)
-            popen_init(self, args, *rest, **kw)
+            inside_popen.depth = getattr(inside_popen, "depth", 0) + 1
+            try:
+                popen_init(self, args, *rest, **kw)
+            finally:
+                inside_popen.depth -= 1
 
         def spawn(path: Any, argv: Any, *rest: Any, **kw: Any) -> int:
-            guard.note(argv)
+            if not getattr(inside_popen, "depth", 0):
+                guard.note(argv)
             return posix_spawn(path, argv, *rest, **kw)
 
         monkeypatch.setattr(subprocess.Popen, "__init__", init)
