@@ -415,8 +415,10 @@ def events_query(
     tool: str | None = None,
     agent: str | None = None,
     payload: bool = False,
+    oldest_first: bool = False,
 ) -> Query:
-    """Matching events, newest first. A session prefix is a range of the session index
+    """Matching events, newest first (a page of the newest), or `oldest_first` (every one,
+    streamed in the order they happened). A session prefix is a range of the session index
     (`>= prefix AND < prefix || x'ff'`), never a LIKE over the table."""
     where, params = [], []
     if session:
@@ -430,7 +432,8 @@ def events_query(
     extra = ", payload" if payload else ""
     return Query(
         f"SELECT id, received_at, session_id, hook_event_name AS event, tool_name, agent_id,"
-        f" tool_use_id, payload_bytes, via{extra} FROM events {clause} ORDER BY id DESC",
+        f" tool_use_id, payload_bytes, via{extra} FROM events {clause}"
+        f" ORDER BY id {'ASC' if oldest_first else 'DESC'}",
         tuple(params),
         f"SELECT 1 FROM events {clause}",
     )
