@@ -8,6 +8,7 @@ CLI prints them."""
 from __future__ import annotations
 
 import io
+import re
 import string
 from typing import Any
 
@@ -105,3 +106,19 @@ def test_rows_whose_must_keep_columns_do_not_fit_come_one_record_per_block() -> 
     assert hidden == []
     assert "  " + path in lines
     assert "agent      a1fffffffffffffff" in lines and "contested  yes" in lines
+
+
+def test_key_value_sections_fold_free_text_at_spaces_and_never_split_a_path_or_a_time() -> None:
+    """`status`'s and `memory show`'s key/value sections: a path too long to sit beside its
+    key goes whole on the next line; a time is never parted at its spaces; text folds."""
+    path = "/home/someone/projects/" + "deeply/nested/" * 5 + ".claude-session.db"
+    values = {"path": path, "last_run_at": 1_800_000_000.0, "note": "a few words " * 8}
+    for width in (40, 80, 120):
+        out = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
+        output.emit_pairs(out, "database", values)
+        assert isinstance(out.file, io.StringIO)
+        lines = out.file.getvalue().splitlines()
+        assert any(path in line for line in lines), lines
+        times = [line for line in lines if re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", line)]
+        assert len(times) == 1, lines
+        assert all(len(line) <= width for line in lines if path not in line), lines

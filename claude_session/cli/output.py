@@ -227,7 +227,7 @@ def _section(out: Console, name: str, section: Any, layout: Layout | None = None
 
 def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
     """A titled key/value list (tables.pairs) printed."""
-    out.print(tables.pairs(label, values))
+    _print(out, tables.pairs(label, values, out.width))
 
 
 def print_table(
@@ -244,14 +244,18 @@ def print_table(
     word. Returns those columns (`tell_dropped=False`: the caller says them, once). `full`:
     as `tables.table`'s."""
     shown, dropped = tables.table(rows, label, out.width, layout, full)
+    _print(out, shown)
+    if dropped and tell_dropped:
+        say_dropped(out, dropped)
+    return dropped
+
+
+def _print(out: Console, shown: tables.Shown) -> None:
     for part in shown:
         if isinstance(part, Text):  # a value wider than the terminal: the terminal wraps it
             out.print(part, no_wrap=True, overflow="ignore", crop=False)
         else:
             out.print(part)
-    if dropped and tell_dropped:
-        say_dropped(out, dropped)
-    return dropped
 
 
 def say_dropped(out: Console, dropped: list[str]) -> None:

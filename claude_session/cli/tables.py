@@ -189,8 +189,12 @@ class Layout:
         return self.columns.get(name) or spec(name)
 
 
-def pairs(label: str, values: dict[str, Any]) -> Table:
-    """A titled key/value list: keys dim, values wrapped (never cut), times in full."""
+def pairs(label: str, values: dict[str, Any], width: int = WIDE_WIDTH) -> Shown:
+    """A titled key/value list: keys dim, times in full. On a terminal (`width`), each value
+    folded at its spaces only: a word too long for its place (a path) goes whole on a line
+    of its own, never split (the terminal wraps it if it is wider than the terminal)."""
+    if width < WIDE_WIDTH:
+        return _pair_lines(label, values, width)
     grid = Table(
         title=Text(escape_controls(label)) if label else None,
         title_justify="left",
@@ -204,7 +208,28 @@ def pairs(label: str, values: dict[str, Any]) -> Table:
     grid.add_column("value", overflow="fold")
     for key, value in values.items():
         grid.add_row(Text(escape_controls(key.replace("_", " "))), cells.cell(key, value, True))
-    return grid
+    return [grid]
+
+
+def _pair_lines(label: str, values: dict[str, Any], width: int) -> Shown:
+    heads = [escape_controls(k.replace("_", " ")) for k in values]
+    key = max((cell_len(h) for h in heads), default=0)
+    room = max(width - key - 2, 10)
+    title = fold(escape_controls(label), width, False) if label else []
+    lines: Shown = [Text(t, style="bold") for t in title]
+    for head, (name, value) in zip(heads, values.items(), strict=True):
+        text = escape_controls(cells.cell_value(name, value, True))
+        free = isinstance(value, str | list | dict) and not name.endswith("_at")  # not a time
+        first, *more = fold(text, room, False) if free else [text]
+        indent = key + 2
+        if cell_len(first) > room:  # a path beside its key would pass the width: under it
+            lines.append(Text(head, style="dim"))
+            indent = 2
+            more = [first, *more]
+        else:
+            lines.append(Text.assemble((head + " " * (indent - cell_len(head)), "dim"), first))
+        lines.extend(Text(" " * indent + part) for part in more)
+    return lines
 
 
 def table(
