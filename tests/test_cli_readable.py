@@ -50,7 +50,9 @@ def test_every_table_fits_an_80_column_terminal(busy: Path) -> None:
         done = run("--project", str(busy), *args, terminal=True, check=args != ["doctor"])
         assert "Traceback" not in done.stderr
         lines = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout).splitlines()
-        assert lines and all(len(line) <= 80 for line in lines), (args, lines)
+        # a value wider than the terminal (a path) alone on its line: whole, the terminal wraps it
+        fits = [len(line) <= 80 or (line[:2] == "  " and " " not in line.strip()) for line in lines]
+        assert lines and all(fits), (args, lines)
         assert "\x1b]8;" not in done.stdout and "\u202e" not in done.stdout, args
 
 

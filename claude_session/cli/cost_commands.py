@@ -120,7 +120,7 @@ def cost(
     def say() -> None:
         if every and found["rows"]:
             rows = [shown(by, r) for r in found["rows"]]
-            output.emit_stream([*rows, shown(by, {_first(by): "total"} | found["total"])])
+            output.emit_stream([*rows, shown(by, {_first(by): "total"} | found["total"])], LAYOUT)
             notes(found)
         else:
             show(found)

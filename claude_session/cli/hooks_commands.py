@@ -96,7 +96,7 @@ def hooks(root: Path, session: str | None, turn: int | None, limit: int, every: 
 
     def say() -> None:
         if every and found["rows"]:
-            output.emit_stream([shown(r) for r in found["rows"]])
+            output.emit_stream([shown(r) for r in found["rows"]], LAYOUT)
         else:
             show(found)
         notes(found)

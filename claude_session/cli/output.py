@@ -13,8 +13,10 @@ One format for each kind of value, in cli/cells and nowhere else:
   with its zone (`2026-11-23 17:20:05 UTC+01:00`), tables the local time (the zone is in the
   table's title) or, where recency matters, an age (`3m ago`, `in 12m`).
 
-On a terminal, tables fit its width (cli/tables: the least important columns go first, a line
-under the table names them and the options that show them; cells fold, never cut). Off a
+On a terminal, tables fit its width without splitting a value (cli/tables: the least important
+columns go first, a line under the table names them and the options that show them; only free
+text folds, at spaces; when even the columns a table must keep do not fit, one record per
+block). Off a
 terminal (a pipe, a file), every line is whole whatever `COLUMNS` says: no wrapping, no
 cutting, so a path can be copied as it is; tables print every column, each cell whole, as
 `--wide` (`wide_option`) does on a terminal. Hints and problems wrap only on a terminal.
@@ -225,7 +227,7 @@ def _section(out: Console, name: str, section: Any, layout: Layout | None = None
 
 def emit_pairs(out: Console, label: str, values: dict[str, Any]) -> None:
     """A titled key/value list (tables.pairs) printed."""
-    out.print(tables.pairs(label, values))
+    _print(out, tables.pairs(label, values, out.width))
 
 
 def print_table(
@@ -233,18 +235,35 @@ def print_table(
     rows: list[dict[str, Any]],
     label: str,
     layout: Layout | None = None,
-    keep: bool = False,
-) -> None:
-    """A table fit to the console, then a line naming the columns it had no room for and
-    what shows them: a column is never dropped without a word. `keep`: as `table`'s."""
-    grid, dropped = tables.table(rows, label, out.width, layout, keep)
-    out.print(grid)
-    if dropped:
-        say(
-            out,
-            f"(hidden at {out.width} columns: {', '.join(dropped)} — {reveal()} shows them)",
-            style="dim",
-        )
+    *,
+    full: bool = False,
+    tell_dropped: bool = True,
+) -> list[str]:
+    """A table fit to the console (or its records as blocks: cli/tables), then a line naming
+    the columns it had no room for and what shows them: a column is never dropped without a
+    word. Returns those columns (`tell_dropped=False`: the caller says them, once). `full`:
+    as `tables.table`'s."""
+    shown, dropped = tables.table(rows, label, out.width, layout, full)
+    _print(out, shown)
+    if dropped and tell_dropped:
+        say_dropped(out, dropped)
+    return dropped
+
+
+def _print(out: Console, shown: tables.Shown) -> None:
+    for part in shown:
+        if isinstance(part, Text):  # a value wider than the terminal: the terminal wraps it
+            out.print(part, no_wrap=True, overflow="ignore", crop=False)
+        else:
+            out.print(part)
+
+
+def say_dropped(out: Console, dropped: list[str]) -> None:
+    say(
+        out,
+        f"(hidden at {out.width} columns: {', '.join(dropped)} — {reveal()} shows them)",
+        style="dim",
+    )
 
 
 def reveal() -> str:
@@ -261,8 +280,9 @@ BATCH = 200  # rows laid out as one table by `--all` on a terminal
 def emit_stream(rows: Iterable[Any], layout: Layout | None = None) -> None:
     """Every row as it is read: a JSON array written element by element; off a terminal (or
     with --wide), tab-separated lines under a header, each cell whole, where a script reads
-    them; on a terminal, aligned tables of up to BATCH rows each, every column kept and every
-    cell folded within its width, never cut (at most BATCH rows are held at a time)."""
+    them; on a terminal, tables of up to BATCH rows each, every cell whole, laid out as every
+    table is (no value split: the least important columns left out and named once, under the
+    last), at most BATCH rows held."""
     out = sys.stdout
     first = True
     layout = layout or Layout()
@@ -292,13 +312,17 @@ def emit_stream(rows: Iterable[Any], layout: Layout | None = None) -> None:
 
 
 def _stream_tables(rows: Iterable[Any], layout: Layout) -> None:
-    """`--all` on a terminal: the rows as tables of BATCH rows, each printed as it fills."""
+    """`--all` on a terminal: the rows as tables of BATCH rows, each printed as it fills and
+    laid out as any table is (cli/tables); the columns any of them left out are named once,
+    under the last."""
     out = console()
     batch: list[dict[str, Any]] = []
+    dropped: dict[str, None] = {}
     shown = False
 
     def flush() -> None:
-        print_table(out, batch, "", layout, keep=True)
+        hidden = print_table(out, batch, "", layout, full=True, tell_dropped=False)
+        dropped.update(dict.fromkeys(hidden))
         batch.clear()
 
     for row in rows:
@@ -311,6 +335,8 @@ def _stream_tables(rows: Iterable[Any], layout: Layout) -> None:
         shown = True
     if not shown:
         out.print("none")
+    if dropped:
+        say_dropped(out, list(dropped))
 
 
 def to_json(data: Any) -> str:

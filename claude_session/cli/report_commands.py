@@ -210,7 +210,7 @@ def verdicts_command(root: Path, every: bool, limit: int) -> None:
 @click.option("--tool", help="Tool name, e.g. Bash.")
 @click.option("--agent", help="Subagent id (a prefix is enough).")
 @click.option("--payload", is_flag=True, help="Include the stored (redacted) payload.")
-@click.option("--all", "every", is_flag=True, help="Every matching event, newest first, streamed.")
+@click.option("--all", "every", is_flag=True, help="Every matching event, oldest first, streamed.")
 @limit_option
 @json_option(
     "a list of events, oldest first: id, received_at, session_id, event, tool_name, agent_id,"

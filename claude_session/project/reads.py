@@ -78,7 +78,9 @@ class ProjectReads(ProjectBase):
         if listing == "events":
             wanted = ("session", "event", "tool", "agent")
             return queries.events_query(
-                **{k: options.get(k) for k in wanted}, payload=bool(options.get("payload"))
+                **{k: options.get(k) for k in wanted},
+                payload=bool(options.get("payload")),
+                oldest_first=bool(options.get("oldest_first")),
             )
         raise ValueError(f"no listing {listing!r}")
 
@@ -157,7 +159,9 @@ class ProjectReads(ProjectBase):
         return self._page(RecordedEvent, "events", limit, filters)
 
     def each_event(self, **filters: Any) -> Iterator[RecordedEvent]:
-        return self._each(RecordedEvent, "events", filters)
+        """Every recorded hook event matching `filters` (as `events_page` takes them), oldest
+        first: in the order they happened, as a log reads and `events` prints its page."""
+        return self._each(RecordedEvent, "events", filters | {"oldest_first": True})
 
     # -- sessions and agents --------------------------------------------------------------
 

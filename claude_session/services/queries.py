@@ -447,8 +447,10 @@ def events_query(
     tool: str | None = None,
     agent: str | None = None,
     payload: bool = False,
+    oldest_first: bool = False,
 ) -> Query:
-    """Matching events, newest first. A session prefix is a range of the session index
+    """Matching events, newest first (a page of the newest), or `oldest_first` (every one,
+    streamed in the order they happened). A session prefix is a range of the session index
     (`>= prefix AND < prefix || x'ff'`), never a LIKE over the table."""
     where, params = [], []
     if session:
@@ -463,7 +465,7 @@ def events_query(
     return Query(
         f"SELECT id, received_at, nullif(session_id, '') AS session_id, hook_event_name AS"
         f" event, tool_name, agent_id, tool_use_id, payload_bytes, via, unattributed{extra}"
-        f" FROM events {clause} ORDER BY id DESC",
+        f" FROM events {clause} ORDER BY id {'ASC' if oldest_first else 'DESC'}",
         tuple(params),
         f"SELECT 1 FROM events {clause}",
     )
