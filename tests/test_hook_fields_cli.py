@@ -156,5 +156,6 @@ def test_the_written_hooks_name_those_fields_and_stay_small(code: str, tmp_path:
                 seen += 1
                 named = set(handler["input"]) - {mcp_hook_input.INSTALL_ARGUMENT}
                 assert named == set(hook_payload.fields_of(event)), event
-                assert (schemas[event] | base) - {"hook_event_name"} <= named, event
+                # PreSkillShellCommand is 2.1.332's: this CLI (2.1.330) has no schema of it
+                assert (schemas.get(event, set()) | base) - {"hook_event_name"} <= named, event
     assert seen == len(installer.MCP_EVENTS)

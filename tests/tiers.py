@@ -117,6 +117,7 @@ MODULES: dict[str, str] = {
     "test_otel_privacy.py": "fast",
     "test_outcomes.py": "fast",
     "test_payloads.py": "fast",
+    "test_skill_shell_command.py": "fast",
     "test_hook_payload.py": "fast",
     "test_planted_links.py": "integration",
     "test_plugin.py": "e2e",

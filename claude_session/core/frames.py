@@ -254,6 +254,39 @@ def commit_for_event(
     )
 
 
+def commit_after_skill_command(
+    conn: apsw.Connection,
+    ev: Event,
+    ctx: "Context",
+    applied: "Applied",
+    turn_id: int | None,
+    tool_use_id: str,
+    tool_name: str | None,
+    summary: str | None,
+    files: str | None,
+) -> int:
+    """The frame after a skill's inline shell command, committed by the agent's next event
+    `ev` (core/events.py): a 'tool' frame, as after a Bash call, with a workspace snapshot
+    (the command may have changed any file); its number."""
+    capture = ctx.config.get("workspace_snapshots") is True
+    if capture:
+        applied.capture_requested = True
+    return commit(
+        conn,
+        ev.session_id,
+        "tool",
+        ctx.now,
+        event_id=applied.event_id,
+        turn_id=turn_id,
+        agent_id=ev.text_of("agent_id") or ev.session_id,
+        tool_use_id=tool_use_id,
+        tool_name=tool_name or "Bash",
+        summary=summary,
+        files=files,
+        capture=capture,
+    )
+
+
 def commit(
     conn: apsw.Connection,
     session_id: str,

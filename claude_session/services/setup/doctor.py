@@ -418,6 +418,9 @@ def _output_contract(stdout: str) -> str | None:
     return None
 
 
+SKILL_COMMAND = "PreSkillShellCommand"
+
+
 def sample_payload(event: str, project: Path) -> dict[str, Any]:
     """A payload of `event` that meets the contract (core/hook_payload.py's required fields,
     each of its kind), run on the scratch project: a Bash call for the tool events."""
@@ -428,10 +431,12 @@ def sample_payload(event: str, project: Path) -> dict[str, Any]:
         "transcript_path": str(project / "transcript.jsonl"),
         "cwd": str(project),
     }
-    if "Tool" in event or event in ("PermissionRequest", "PermissionDenied"):
+    if "Tool" in event or event in ("PermissionRequest", "PermissionDenied", SKILL_COMMAND):
         payload.update(
             tool_name="Bash", tool_input={"command": "true"}, tool_use_id=f"toolu_doctor_{event}"
         )
+    if event == SKILL_COMMAND:  # a skill's inline shell command (Claude Code 2.1.332)
+        payload.update(command_name="doctor", invoked_by="user")
     if event == "SessionStart":
         payload["source"] = "startup"
     return sample(event, payload)
