@@ -87,6 +87,7 @@ MODULES: dict[str, str] = {
     "test_helper_usage.py": "fast",
     "test_hook_record.py": "fast",
     "test_mcp_hook_server.py": "integration",
+    "test_new_fields_transports.py": "integration",
     "test_hooks.py": "integration",
     "test_hostile_input.py": "integration",
     "test_hot_path.py": "integration",
