@@ -60,6 +60,7 @@ MODULES: dict[str, str] = {
     "test_doctor_scale.py": "integration",
     "test_doctor_runs_only_ours.py": "integration",
     "test_e2e_claude.py": "e2e",
+    "test_e2e_skill_shell.py": "e2e",
     "test_e2e_cost.py": "e2e",
     "test_e2e_cost_history.py": "e2e",
     "test_e2e_ccusage.py": "e2e",
