@@ -58,6 +58,7 @@ MODULES: dict[str, str] = {
     "test_docs.py": "fast",
     "test_docs_site.py": "fast",
     "test_doctor_scale.py": "integration",
+    "test_doctor_busy.py": "integration",
     "test_doctor_runs_only_ours.py": "integration",
     "test_e2e_claude.py": "e2e",
     "test_e2e_skill_shell.py": "e2e",

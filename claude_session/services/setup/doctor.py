@@ -393,7 +393,7 @@ def _run_served(
             problem = _output_contract(text)
             if problem:
                 problems.append(problem)
-            if not _stored_within(project, payload["session_id"], event, wait):
+            if not stored_within(project, payload["session_id"], event, wait):
                 problems.append(f"event not recorded (waited {wait:.0f} s)")
                 wait = 0.0  # one event never came: the next are not waited for again
             detail = f"{seconds * 1000:.1f} ms" + (": " + "; ".join(problems) if problems else "")
@@ -465,7 +465,7 @@ STORE_WAIT_SECONDS = 10.0
 STORE_POLL_SECONDS = 0.02
 
 
-def _stored_within(project: Path, session_id: str, event: str, seconds: float) -> bool:
+def stored_within(project: Path, session_id: str, event: str, seconds: float) -> bool:
     """`_stored`, asked again until the row is there or `seconds` have passed: a bound, so a
     store that never comes costs doctor `seconds` once (the caller then stops waiting)."""
     deadline = time.monotonic() + seconds
