@@ -216,8 +216,13 @@ def end_skill_commands(
 ) -> "list[tuple[str, str | None, str | None, str | None]]":
     """The agent's skill shell commands still open, now ended by `ev` (its next event): each
     as (tool_use_id, tool_name, summary, the files it claimed as a JSON array or None). Their
-    outcome is not reported to hooks: 'succeeded' says they ran to their end. An index probe
-    when there are none (events_name)."""
+    outcome is not reported to hooks: 'succeeded' says they ran to their end. On nearly every
+    event: one index probe (events_name's max) when the project never had such a command."""
+    ever = conn.execute(
+        "SELECT max(id) FROM events WHERE hook_event_name = 'PreSkillShellCommand'"
+    ).fetchall()
+    if ever[0][0] is None:
+        return []
     found = conn.execute(
         "SELECT t.tool_use_id, t.tool_name, t.input_summary, (SELECT CASE WHEN count(*) THEN"
         " json_group_array(file_path) END FROM file_claims c WHERE c.last_event_id = e.id)"
