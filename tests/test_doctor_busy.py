@@ -9,8 +9,9 @@ doctor looked for the row at once, and on a busy CPU the server had not always s
 
 The first test runs the installed `claude-session doctor` on one CPU shared with CPU burners,
 its MCP hook server given a lower priority than they, and wants exit 0 each time: a race, so
-it may pass without the fix too (it did in the runs measured); the second checks the wait
-itself, deterministically, on a real database: a row stored after doctor began to look. The
+it may pass without the fix too (it did in the runs measured). The second makes the race
+certain: another writer holds the scratch database's lock when SubagentStart comes (it fails
+without the fix, every time). The third checks the wait itself on a real database. The
 mcp transport is installed with a stand-in `claude` that writes the registration as the real
 one does offline (tests/test_transport_install.py runs the real one)."""
 
@@ -22,13 +23,14 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 from conftest import PYTHON, hook_env, run_cli
 
 from claude_session.core import apply_types, config, db, event, events
-from claude_session.core.paths import db_path
+from claude_session.core.paths import DB_NAME, db_path
 from claude_session.services.setup import doctor
 
 BURNERS = 3
@@ -79,9 +81,9 @@ def starve_hook_servers(stop: threading.Event) -> None:
         time.sleep(0.002)
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
-def test_doctor_passes_each_time_on_a_busy_cpu(tmp_path: Path, project: Path) -> None:
-    project = project.resolve()
+def install_mcp(tmp_path: Path, project: Path) -> Path:
+    """The mcp transport installed through the installed CLI (a stand-in `claude` registers
+    the MCP hook server); the HOME it was registered in."""
     home, claude = tmp_path / "home", tmp_path / "bin" / "claude"
     home.mkdir()
     claude.parent.mkdir()
@@ -95,6 +97,31 @@ def test_doctor_passes_each_time_on_a_busy_cpu(tmp_path: Path, project: Path) ->
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     for name in ("SubagentStart", "SubagentStop"):
         assert settings["hooks"][name][0]["hooks"][0]["type"] == "mcp_tool"
+    return home
+
+
+def doctor_run(
+    project: Path, home: Path, on_start: Any = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The installed `claude-session doctor`, as a user runs it (`env` added)."""
+    return subprocess.run(
+        [str(Path(PYTHON).parent / "claude-session"), "--project", str(project), "doctor"],
+        capture_output=True,
+        text=True,
+        env=hook_env(project, HOME=str(home), COLUMNS="200", **env),
+        timeout=120,
+        preexec_fn=on_start,
+    )
+
+
+def failed_rows(run: subprocess.CompletedProcess[str]) -> str:
+    return "\n".join(line for line in run.stdout.splitlines() if " no " in line)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
+def test_doctor_passes_each_time_on_a_busy_cpu(tmp_path: Path, project: Path) -> None:
+    project = project.resolve()
+    home = install_mcp(tmp_path, project)
 
     def on_the_cpu() -> None:
         os.sched_setaffinity(0, {CPU})
@@ -106,20 +133,10 @@ def test_doctor_passes_each_time_on_a_busy_cpu(tmp_path: Path, project: Path) ->
     stop = threading.Event()
     watcher = threading.Thread(target=starve_hook_servers, args=(stop,), daemon=True)
     watcher.start()
-    cli = str(Path(PYTHON).parent / "claude-session")
     runs = []
     try:
         for _ in range(RUNS):
-            runs.append(
-                subprocess.run(
-                    [cli, "--project", str(project), "doctor"],
-                    capture_output=True,
-                    text=True,
-                    env=hook_env(project, HOME=str(home), COLUMNS="200"),
-                    timeout=120,
-                    preexec_fn=on_the_cpu,
-                )
-            )
+            runs.append(doctor_run(project, home, on_the_cpu))
     finally:
         stop.set()
         for burner in burners:
@@ -128,9 +145,63 @@ def test_doctor_passes_each_time_on_a_busy_cpu(tmp_path: Path, project: Path) ->
     for run in runs:
         served = [line for line in run.stdout.splitlines() if "(MCP hook server)" in line]
         assert any(line.startswith("hook SubagentStart") for line in served), run.stdout
-        assert run.returncode == 0, "\n".join(
-            line for line in run.stdout.splitlines() if " no " in line
-        )
+        assert run.returncode == 0, failed_rows(run)
+
+
+def hold_the_write_lock(
+    scratches: Path, after: str, seconds: float, stop: threading.Event, held: list[float]
+) -> None:
+    """As soon as doctor's scratch database holds an `after` event, take its write lock for
+    `seconds`, as another writer of a busy project would: the next events' rows wait for it."""
+    conn = None
+    while not stop.is_set() and not held:
+        if conn is None:
+            found = sorted(scratches.glob(f"claude-session-doctor-*/{DB_NAME}"))
+            conn = apsw.Connection(str(found[0])) if found else None
+        try:
+            if (
+                conn is not None
+                and conn.execute(
+                    "SELECT 1 FROM events WHERE hook_event_name = ? LIMIT 1", (after,)
+                ).fetchall()
+            ):
+                conn.execute("BEGIN IMMEDIATE")
+                held.append(time.monotonic())
+                time.sleep(seconds)
+                conn.execute("COMMIT")
+        except apsw.Error:  # not made whole yet: look again
+            pass
+        time.sleep(0.0005)
+    if conn is not None:
+        conn.close()
+
+
+def test_doctor_passes_while_another_writer_holds_the_database(
+    tmp_path: Path, project: Path
+) -> None:
+    """The same race made certain: the MCP hook server's events go in sorted order, so once
+    StopFailure's row is stored, the write lock is taken for a second; SubagentStart's early
+    answer then comes a second before its row. Doctor waited for none and said "event not
+    recorded"; it now waits (at most 10 s) and passes."""
+    project = project.resolve()
+    home = install_mcp(tmp_path, project)
+    scratches = tmp_path / "tmp"
+    scratches.mkdir()
+    stop = threading.Event()
+    held: list[float] = []
+    locker = threading.Thread(
+        target=hold_the_write_lock, args=(scratches, "StopFailure", 1.0, stop, held)
+    )
+    locker.start()
+    try:
+        run = doctor_run(project, home, TMPDIR=str(scratches))
+    finally:
+        stop.set()
+        locker.join(10)
+    assert held, "the lock was never taken: the served events' order changed?"
+    [start] = [line for line in run.stdout.splitlines() if line.startswith("hook SubagentStart")]
+    assert " yes " in start, start
+    assert run.returncode == 0, failed_rows(run)
 
 
 def test_doctor_waits_for_a_row_stored_after_the_answer_within_its_bound(project: Path) -> None:
