@@ -181,7 +181,8 @@ def _end_skill_commands(conn: apsw.Connection, ev: Event, ctx: Context, applied:
     from . import frames
 
     turn = executions.turn_of(conn, ev, applied)
-    for tool_use_id, tool_name, summary, files in ended:
+    for tool_use_id, tool_name, summary, command, cwd in ended:
+        files = frames.paths_json(store.command_files(command, cwd, ctx.root))
         frame_no = frames.commit_after_skill_command(
             conn, ev, ctx, applied, turn, tool_use_id, tool_name, summary, files
         )

@@ -49,7 +49,7 @@ ENDS_SKILL_COMMANDS = frozenset(
         "SessionEnd",
     }
 )
-SKILL_COMMANDS_LOOKED_AT = 64  # a session's latest skill shell commands that may still be open
+SKILL_COMMAND_WINDOW = 10_000  # events: a skill's command older than this is not looked for
 # Tools known not to change files; every other tool (Bash, Write, Edit, MultiEdit,
 # NotebookEdit, MCP tools, tools of future versions) is taken to change them.
 READ_ONLY_TOOLS = frozenset(
@@ -213,27 +213,28 @@ def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "A
 
 def end_skill_commands(
     conn: apsw.Connection, ev: Event, now: float, event_id: int
-) -> "list[tuple[str, str | None, str | None, str | None]]":
-    """The agent's skill shell commands still open, now ended by `ev` (its next event): each
-    as (tool_use_id, tool_name, summary, the files it claimed as a JSON array or None). Their
-    outcome is not reported to hooks: 'succeeded' says they ran to their end. On nearly every
-    event: one index probe (events_name's max) when the project never had such a command."""
-    ever = conn.execute(
+) -> "list[tuple[str, str | None, str | None, str | None, str | None]]":
+    """The agent's skill shell commands still open, now ended by `ev` (its next event, stored
+    as `event_id`): each as (tool_use_id, tool_name, summary, command, cwd). Their outcome is
+    not reported to hooks: 'succeeded' says they ran to their end. Only those among the last
+    SKILL_COMMAND_WINDOW events are looked for (an older one's agent has long gone on), so
+    nearly every event pays one index probe: the newest PreSkillShellCommand."""
+    newest = conn.execute(
         "SELECT max(id) FROM events WHERE hook_event_name = 'PreSkillShellCommand'"
-    ).fetchall()
-    if ever[0][0] is None:
+    ).fetchall()[0][0]
+    since = event_id - SKILL_COMMAND_WINDOW
+    if not isinstance(newest, int) or newest <= since:
         return []
     found = conn.execute(
-        "SELECT t.tool_use_id, t.tool_name, t.input_summary, (SELECT CASE WHEN count(*) THEN"
-        " json_group_array(file_path) END FROM file_claims c WHERE c.last_event_id = e.id)"
-        " FROM (SELECT id, tool_use_id FROM events WHERE hook_event_name ="
-        " 'PreSkillShellCommand' AND session_id = ?1 ORDER BY id DESC LIMIT ?3) e"
-        " JOIN tool_calls t ON t.tool_use_id = e.tool_use_id"
-        " WHERE t.status = 'running' AND t.agent_id = ?2 ORDER BY e.id",
-        (ev.session_id, _agent_of(ev), SKILL_COMMANDS_LOOKED_AT),
+        "SELECT t.tool_use_id, t.tool_name, t.input_summary,"
+        " json_extract(e.payload, '$.tool_input.command'), json_extract(e.payload, '$.cwd')"
+        " FROM events e JOIN tool_calls t ON t.tool_use_id = e.tool_use_id"
+        " WHERE e.hook_event_name = 'PreSkillShellCommand' AND e.id > ?3 AND e.session_id = ?1"
+        " AND t.status = 'running' AND t.agent_id = ?2 ORDER BY e.id",
+        (ev.session_id, _agent_of(ev), since),
     ).fetchall()
     ended = []
-    for tool_use_id, tool_name, summary, files in found:
+    for tool_use_id, tool_name, summary, command, cwd in found:
         conn.execute(
             "UPDATE tool_calls SET status = 'succeeded', ended_at = ?2, post_event_id = ?3,"
             " duration_ms = round((?2 - started_at) * 1000, 3) WHERE tool_use_id = ?1",
@@ -244,7 +245,8 @@ def end_skill_commands(
                 str(tool_use_id),
                 None if tool_name is None else str(tool_name),
                 None if summary is None else str(summary),
-                None if files is None else str(files),
+                command if isinstance(command, str) else None,
+                cwd if isinstance(cwd, str) else None,
             )
         )
     return ended

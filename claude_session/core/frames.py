@@ -352,14 +352,22 @@ def commit(
 
 def _named_files(ev: Event, root: str) -> str | None:
     """The file a Write/Edit/MultiEdit/NotebookEdit names, relative to the project, as a JSON
-    array (no `json` import: the path is quoted by hand, as SQLite's json_quote would)."""
+    array."""
     path = ev.text_of("file_path") or ev.text_of("notebook_path")
     if not path:
         return None
-    path = relative_to_root(root, path)
-    escaped = path.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in escaped)
-    return f'["{escaped}"]'
+    return paths_json([relative_to_root(root, path)])
+
+
+def paths_json(paths: "list[str]") -> str | None:
+    """`paths` as a JSON array, None for none (no `json` import: each path is quoted by hand,
+    as SQLite's json_quote would)."""
+    quoted = []
+    for path in paths:
+        escaped = path.replace("\\", "\\\\").replace('"', '\\"')
+        escaped = "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in escaped)
+        quoted.append(f'"{escaped}"')
+    return f"[{','.join(quoted)}]" if quoted else None
 
 
 # --- the capture process's side ---------------------------------------------------------------

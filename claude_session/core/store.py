@@ -266,12 +266,16 @@ def on_skill_shell_command(
 
 def skill_command_files(ev: Event, root: str) -> "list[str]":
     """The files a skill's shell command names as written, relative to the project."""
-    command = ev.text_of("command")
+    return command_files(ev.text_of("command"), ev.text_of("cwd"), root)
+
+
+def command_files(command: str | None, cwd: str | None, root: str) -> "list[str]":
+    """The files `command`, run in `cwd`, names as written, relative to the project."""
     if not command:
         return []
     from .shell_writes import written_paths
 
-    base = ev.text_of("cwd") or root
+    base = cwd or root
     paths = []
     for named in written_paths(command):
         path = relative_to_root(root, named if named.startswith("/") else f"{base}/{named}")
