@@ -344,7 +344,7 @@ def _run_installed(found: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
             problem = done.output_problem() or _output_contract(done.stdout)
             if problem:
                 problems.append(problem)
-            if not _stored(project, sample_payload(event, project)["session_id"], event):  # no wait
+            if not _stored(project, sample_payload(event, project)["session_id"], event):
                 first = done.stderr.strip().splitlines()[:1]
                 problems.append("event not recorded" + (f" ({first[0][:160]})" if first else ""))
             detail = f"{done.seconds * 1000:.0f} ms" + (
