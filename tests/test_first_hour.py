@@ -147,7 +147,8 @@ def test_install_dry_run_and_help_name_the_file_written(project: Path, home: Pat
     said = words(done.stdout)
     # no `claude` on this PATH to register the MCP hook server with: commands, and why
     assert said.startswith("hooks as commands (a process per event): no `claude` command on PATH")
-    assert f"would write claude-session's hooks for 32 events into {local};" in said
+    events = len(installer.installed_events())  # 33: PreSkillShellCommand too
+    assert f"would write claude-session's hooks for {events} events into {local};" in said
     assert f"would create {project / '.gitignore'}" in said
     assert not (project / ".claude").exists() and not (project / ".gitignore").exists()
     as_json = json.loads(ok(project, home, "install", "--dry-run", "--json").stdout)
@@ -168,8 +169,9 @@ def test_uninstall_dry_run_says_what_would_go_from_which_file(project: Path, hom
     done = ok(project, home, "uninstall", "--dry-run")
     assert done.stdout.strip() != "{}" and not done.stdout.lstrip().startswith("{")
     said = words(done.stdout)
+    events = len(installer.installed_events())
     assert said.startswith(
-        f"would remove from {local}: claude-session's handlers for 32 events (SessionStart,"
+        f"would remove from {local}: claude-session's handlers for {events} events (SessionStart,"
     )
     assert "WorktreeRemove" in said and "anything else there stays" in said
     assert str(shared) not in said  # it holds nothing of ours: nothing to say of it

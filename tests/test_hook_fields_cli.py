@@ -23,6 +23,8 @@ from claude_session.services.setup import installer
 pytestmark = pytest.mark.e2e
 
 OPEN, CLOSE = "([{", ")]}"
+# Our events the default CLI (2.1.330) does not have: 2.1.332's (the next test reads that CLI)
+NEWER = {"PreSkillShellCommand"}
 
 
 def keys_at_top(code: str, start: int) -> list[str]:
@@ -97,9 +99,9 @@ def test_every_field_the_cli_sends_is_carried_by_the_events_hook(code: str) -> N
     schemas, built, base = schema_fields(code), built_fields(code), base_fields(code)
     assert {"session_id", "cwd", "prompt_id", "effort", "agent_id"} <= base  # the reading works
     assert {"tool_name", "tool_input", "tool_use_id", "mcp_server"} <= schemas["PreToolUse"]
-    assert set(EVENTS) <= set(schemas), set(EVENTS) - set(schemas)
+    assert set(EVENTS) - NEWER <= set(schemas), set(EVENTS) - set(schemas)
     lost = {}
-    for event in EVENTS:
+    for event in set(EVENTS) - NEWER:
         sent = (schemas[event] | built.get(event, set()) | base) - {"hook_event_name"}
         carried = set(hook_payload.fields_of(event))
         if sent - carried:
@@ -156,5 +158,6 @@ def test_the_written_hooks_name_those_fields_and_stay_small(code: str, tmp_path:
                 seen += 1
                 named = set(handler["input"]) - {mcp_hook_input.INSTALL_ARGUMENT}
                 assert named == set(hook_payload.fields_of(event)), event
-                assert (schemas[event] | base) - {"hook_event_name"} <= named, event
+                # PreSkillShellCommand is 2.1.332's: this CLI (2.1.330) has no schema of it
+                assert (schemas.get(event, set()) | base) - {"hook_event_name"} <= named, event
     assert seen == len(installer.MCP_EVENTS)

@@ -1,7 +1,8 @@
-"""Every hook event of the real Claude Code CLI 2.1.330 is installed and recorded: our list of
-events is checked against the one in the CLI's own code, and the two events the 2.1.240 docs
-did not have, PreModelSwitch and PostModelSwitch, are recorded like any other informational
-event (stored, no derived state, no answer: an answer would vet or steer the switch)."""
+"""Every hook event of the real Claude Code CLI (2.1.330 and 2.1.332) is installed and recorded:
+our list of events is checked against the one in each CLI's own code, and the two events the
+2.1.240 docs did not have, PreModelSwitch and PostModelSwitch, are recorded like any other
+informational event (stored, no derived state, no answer: an answer would vet or steer
+the switch)."""
 
 from __future__ import annotations
 
@@ -51,16 +52,23 @@ def cli_hook_events(binary: Path) -> tuple[set[str], set[str]]:
     return set(next(iter(full))), schemas
 
 
+# Each tested CLI: its number of hook events, and ours it does not have (it never calls them).
+CLIS = {"2.1.330": (33, {"PreSkillShellCommand"}), "2.1.332": (34, set())}
+
+
 @pytest.mark.e2e
-def test_our_events_are_every_hook_event_of_the_installed_cli() -> None:
-    events, schemas = cli_hook_events(claude_binary())
+@pytest.mark.parametrize("version", sorted(CLIS))
+def test_our_events_are_every_hook_event_of_the_installed_cli(version: str) -> None:
+    events, schemas = cli_hook_events(claude_binary(version))
     assert events == schemas  # the list found is the CLI's list of events, not some other
-    assert len(events) == 33 and set(SWITCH_EVENTS) <= events
-    assert set(EVENTS) == events, (
+    size, newer = CLIS[version]
+    assert len(events) == size and set(SWITCH_EVENTS) <= events
+    assert set(EVENTS) - newer == events, (
         f"missing: {sorted(events - set(EVENTS))}; not in the CLI: {sorted(set(EVENTS) - events)}"
     )
     assert len(EVENTS) == len(set(EVENTS))
-    assert set(installer.installed_events()) | set(installer.SKIPPED_EVENTS) == events
+    installed = set(installer.installed_events()) | set(installer.SKIPPED_EVENTS)
+    assert installed - newer == events
 
 
 def test_model_switch_events_are_installed_in_settings_and_the_plugin(project: Path) -> None:

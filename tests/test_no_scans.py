@@ -41,6 +41,10 @@ def session_events(root: Path, n: int) -> list[dict[str, Any]]:
             out.append(payload)
     failure = fixture("PostToolUseFailure.Bash", root) | {"session_id": sid}
     out += [failure | {"tool_use_id": f"f{n}-{i}"} for i in range(3)]
+    skill = fixture("PreToolUse.Bash", root) | {"session_id": sid, "tool_use_id": f"k{n}"}
+    skill |= {"hook_event_name": "PreSkillShellCommand", "command_name": "stamp"}
+    skill |= {"invoked_by": "claude", "tool_input": {"command": "date > stamp.txt"}}
+    out.append(skill)  # a skill's inline shell command (2.1.332), ended by the next event
     out.append(fixture("PreToolUse.Agent", root) | {"session_id": sid, "tool_use_id": f"a{n}"})
     out.append(fixture("SubagentStart", root) | {"session_id": sid, "agent_id": f"ag{n}"})
     out.append(fixture("SubagentStop", root) | {"session_id": sid, "agent_id": f"ag{n}"})

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
     Derive = Callable[[apsw.Connection, Event, Context, Applied], None]
 
-# Every hook event of Claude Code 2.1.330: the 31 of the 2.1.240 hooks docs plus PreModelSwitch
-# and PostModelSwitch (tests/test_model_switch.py checks this list against the CLI's own).
+# Every hook event of Claude Code 2.1.332: the 31 of the 2.1.240 hooks docs, PreModelSwitch and
+# PostModelSwitch (2.1.330), and PreSkillShellCommand (2.1.332; 2.1.330 never calls a hook
+# installed for it). tests/test_model_switch.py checks this list against each CLI's own.
 EVENTS: tuple[str, ...] = (
     "SessionStart",
     "Setup",
@@ -36,6 +37,7 @@ EVENTS: tuple[str, ...] = (
     "PostToolUse",
     "PostToolUseFailure",
     "PostToolBatch",
+    "PreSkillShellCommand",
     "Notification",
     "SubagentStart",
     "SubagentStop",
@@ -67,6 +69,7 @@ DERIVE: "dict[str, Derive]" = {
     "PreToolUse": store.on_pre_tool_use,
     "PostToolUse": store.on_post_tool_use,
     "PostToolUseFailure": store.on_post_tool_use_failure,
+    "PreSkillShellCommand": store.on_skill_shell_command,
     "SubagentStart": store.on_subagent_start,
     "SubagentStop": store.on_subagent_stop,
     "PreCompact": store.on_pre_compact,
@@ -156,6 +159,8 @@ def _derive(conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied) ->
     if isinstance(duration, int | float):  # PostToolUse(Failure): the tool's time
         applied.count("duration_ms", duration)
     store.touch_session(conn, ev, ctx)
+    if ev.name in executions.ENDS_SKILL_COMMANDS:
+        _end_skill_commands(conn, ev, ctx, applied)
     writer = DERIVE.get(ev.name)
     if writer is not None:
         writer(conn, ev, ctx, applied)
@@ -170,6 +175,24 @@ def _derive(conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied) ->
         tool_use_id = ev.text_of("tool_use_id")
         if frame_no and tool_use_id:
             executions.set_tool_frame(conn, tool_use_id, frame_no)
+
+
+def _end_skill_commands(conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied) -> None:
+    """The next event of the agent after a skill's inline shell commands (PreSkillShellCommand
+    has no Post event): they ran, and each gets the frame a Bash call gets after it (with a
+    workspace snapshot), its state before this event's changes."""
+    ended = executions.end_skill_commands(conn, ev, ctx.now, applied.event_id)
+    if not ended:
+        return
+    from . import frames
+
+    turn = executions.turn_of(conn, ev, applied)
+    for tool_use_id, tool_name, summary, command, cwd in ended:
+        files = frames.paths_json(store.command_files(command, cwd, ctx.root))
+        frame_no = frames.commit_after_skill_command(
+            conn, ev, ctx, applied, turn, tool_use_id, tool_name, summary, files
+        )
+        executions.set_tool_frame(conn, tool_use_id, frame_no)
 
 
 def _add_metrics(

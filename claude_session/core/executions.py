@@ -31,6 +31,25 @@ FRAME_EVENTS = frozenset(
         "SessionEnd",
     }
 )
+# The events that tell a skill's inline shell commands have run: the agent's next step (its next
+# tool call or the Skill call's end, the prompt a /skill expanded into, the end of its turn).
+# PreSkillShellCommand has no Post event; these close its calls (`end_skill_commands`).
+ENDS_SKILL_COMMANDS = frozenset(
+    {
+        "UserPromptExpansion",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PostToolBatch",
+        "Stop",
+        "StopFailure",
+        "SubagentStop",
+        "PreCompact",
+        "SessionEnd",
+    }
+)
+SKILL_COMMAND_WINDOW = 10_000  # events: a skill's command older than this is not looked for
 # Tools known not to change files; every other tool (Bash, Write, Edit, MultiEdit,
 # NotebookEdit, MCP tools, tools of future versions) is taken to change them.
 READ_ONLY_TOOLS = frozenset(
@@ -104,7 +123,7 @@ def tool_ends(conn: apsw.Connection, tool_use_ids: "list[str]") -> "dict[str, fl
 def track(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     """Keep the execution tables current for one stored event."""
     name = ev.name
-    if name == "PreToolUse":
+    if name in ("PreToolUse", "PreSkillShellCommand"):  # a skill's command: a Bash call
         _tool_started(conn, ev, ctx, applied)
     elif name in ("PostToolUse", "PostToolUseFailure"):
         _tool_finished(conn, ev, ctx, applied)
@@ -190,6 +209,47 @@ def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "A
             applied.event_id,
         ),
     )
+
+
+def end_skill_commands(
+    conn: apsw.Connection, ev: Event, now: float, event_id: int
+) -> "list[tuple[str, str | None, str | None, str | None, str | None]]":
+    """The agent's skill shell commands still open, now ended by `ev` (its next event, stored
+    as `event_id`): each as (tool_use_id, tool_name, summary, command, cwd). Their outcome is
+    not reported to hooks: 'succeeded' says they ran to their end. Only those among the last
+    SKILL_COMMAND_WINDOW events are looked for (an older one's agent has long gone on), so
+    nearly every event pays one index probe: the newest PreSkillShellCommand."""
+    newest = conn.execute(
+        "SELECT max(id) FROM events WHERE hook_event_name = 'PreSkillShellCommand'"
+    ).fetchall()[0][0]
+    since = event_id - SKILL_COMMAND_WINDOW
+    if not isinstance(newest, int) or newest <= since:
+        return []
+    found = conn.execute(
+        "SELECT t.tool_use_id, t.tool_name, t.input_summary,"
+        " json_extract(e.payload, '$.tool_input.command'), json_extract(e.payload, '$.cwd')"
+        " FROM events e JOIN tool_calls t ON t.tool_use_id = e.tool_use_id"
+        " WHERE e.hook_event_name = 'PreSkillShellCommand' AND e.id > ?3 AND e.session_id = ?1"
+        " AND t.status = 'running' AND t.agent_id = ?2 ORDER BY e.id",
+        (ev.session_id, _agent_of(ev), since),
+    ).fetchall()
+    ended = []
+    for tool_use_id, tool_name, summary, command, cwd in found:
+        conn.execute(
+            "UPDATE tool_calls SET status = 'succeeded', ended_at = ?2, post_event_id = ?3,"
+            " duration_ms = round((?2 - started_at) * 1000, 3) WHERE tool_use_id = ?1",
+            (tool_use_id, now, event_id),
+        )
+        ended.append(
+            (
+                str(tool_use_id),
+                None if tool_name is None else str(tool_name),
+                None if summary is None else str(summary),
+                command if isinstance(command, str) else None,
+                cwd if isinstance(cwd, str) else None,
+            )
+        )
+    return ended
 
 
 def set_tool_frame(conn: apsw.Connection, tool_use_id: str, frame_no: int) -> None:

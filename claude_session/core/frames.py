@@ -254,6 +254,39 @@ def commit_for_event(
     )
 
 
+def commit_after_skill_command(
+    conn: apsw.Connection,
+    ev: Event,
+    ctx: "Context",
+    applied: "Applied",
+    turn_id: int | None,
+    tool_use_id: str,
+    tool_name: str | None,
+    summary: str | None,
+    files: str | None,
+) -> int:
+    """The frame after a skill's inline shell command, committed by the agent's next event
+    `ev` (core/events.py): a 'tool' frame, as after a Bash call, with a workspace snapshot
+    (the command may have changed any file); its number."""
+    capture = ctx.config.get("workspace_snapshots") is True
+    if capture:
+        applied.capture_requested = True
+    return commit(
+        conn,
+        ev.session_id,
+        "tool",
+        ctx.now,
+        event_id=applied.event_id,
+        turn_id=turn_id,
+        agent_id=ev.text_of("agent_id") or ev.session_id,
+        tool_use_id=tool_use_id,
+        tool_name=tool_name or "Bash",
+        summary=summary,
+        files=files,
+        capture=capture,
+    )
+
+
 def commit(
     conn: apsw.Connection,
     session_id: str,
@@ -319,14 +352,22 @@ def commit(
 
 def _named_files(ev: Event, root: str) -> str | None:
     """The file a Write/Edit/MultiEdit/NotebookEdit names, relative to the project, as a JSON
-    array (no `json` import: the path is quoted by hand, as SQLite's json_quote would)."""
+    array."""
     path = ev.text_of("file_path") or ev.text_of("notebook_path")
     if not path:
         return None
-    path = relative_to_root(root, path)
-    escaped = path.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in escaped)
-    return f'["{escaped}"]'
+    return paths_json([relative_to_root(root, path)])
+
+
+def paths_json(paths: "list[str]") -> str | None:
+    """`paths` as a JSON array, None for none (no `json` import: each path is quoted by hand,
+    as SQLite's json_quote would)."""
+    quoted = []
+    for path in paths:
+        escaped = path.replace("\\", "\\\\").replace('"', '\\"')
+        escaped = "".join(c if c >= " " else f"\\u{ord(c):04x}" for c in escaped)
+        quoted.append(f'"{escaped}"')
+    return f"[{','.join(quoted)}]" if quoted else None
 
 
 # --- the capture process's side ---------------------------------------------------------------

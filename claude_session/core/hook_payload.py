@@ -212,7 +212,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "ElicitationResult": ("mcp_server_name", "elicitation_id", "mode", "action", "content"),
     "SessionEnd": ("reason",),
-    # 2.1.332: before a skill's inline shell command runs (install does not hook it yet)
+    # 2.1.332: before a skill's inline shell command runs (2.1.330 never calls its hook)
     "PreSkillShellCommand": (
         "tool_name",
         "tool_input",

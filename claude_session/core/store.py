@@ -243,6 +243,47 @@ def on_post_tool_use(conn: apsw.Connection, ev: Event, ctx: "Context", applied: 
         observe_command(conn, ev, ctx, applied)
 
 
+def on_skill_shell_command(
+    conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied"
+) -> None:
+    """Before a skill's inline shell command (PreSkillShellCommand, Claude Code 2.1.332): a
+    sign of life of its agent, and its claim on each file the command names as written
+    (core/shell_writes.py), made before it runs, as no later event of its own reports it."""
+    heartbeat(conn, ev, ctx, tool_use=True)
+    applied.count("skill_shell_commands")
+    for path in skill_command_files(ev, ctx.root):
+        registry.claim(
+            conn,
+            ev.session_id,
+            ev.text_of("agent_id"),
+            path,
+            ev.text_of("tool_name") or "Bash",
+            ctx.now,
+            ctx.lease_seconds,
+            applied.event_id,
+        )
+
+
+def skill_command_files(ev: Event, root: str) -> "list[str]":
+    """The files a skill's shell command names as written, relative to the project."""
+    return command_files(ev.text_of("command"), ev.text_of("cwd"), root)
+
+
+def command_files(command: str | None, cwd: str | None, root: str) -> "list[str]":
+    """The files `command`, run in `cwd`, names as written, relative to the project."""
+    if not command:
+        return []
+    from .shell_writes import written_paths
+
+    base = cwd or root
+    paths = []
+    for named in written_paths(command):
+        path = relative_to_root(root, named if named.startswith("/") else f"{base}/{named}")
+        if path not in paths:
+            paths.append(path)
+    return paths
+
+
 def observe_command(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
     """A test or lint command that ran through becomes the project's test or lint command."""
     from . import facts

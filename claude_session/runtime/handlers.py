@@ -326,6 +326,14 @@ def _pending_files(conn: apsw.Connection) -> "list[str] | None":
     return [str(p[0]) for p in paths]
 
 
+def answer_nothing(
+    conn: apsw.Connection, ev: Event, ctx: Context, applied: Applied | None, ready: None = None
+) -> "Reply | None":
+    """PreSkillShellCommand: never an answer (exit 0, empty stdout). Any decision but allow, or
+    an updatedInput, keeps the skill's command from running; allow adds nothing."""
+    return None
+
+
 def _untrusted(conn: apsw.Connection, ctx: Context) -> bool:
     """A database this user did not make here (core/trust.py): nothing it holds is put before
     the model or an agent. Asked only when there is something to say (a stat and a read)."""
@@ -432,6 +440,8 @@ HANDLERS: dict[str, Handler] = {
     "PreToolUse": Handler(before_answer=keep_before_tool, answer=answer_pre_tool_use),
     "PostToolUse": Handler(answer=answer_failure),
     "PostToolUseFailure": Handler(answer=answer_failure),
+    # a skill's inline shell command may change files as Bash does: the files kept before it
+    "PreSkillShellCommand": Handler(before_answer=keep_before_tool, answer=answer_nothing),
     "PreCompact": Handler(prepare=capture_git),
     "TaskCompleted": Handler(before_answer=reserve_judge, answer=answer_judge),
     "Stop": Handler(before_answer=reserve_judge, answer=answer_judge),
