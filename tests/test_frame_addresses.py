@@ -24,7 +24,7 @@ from claude_session.services.timetravel.timetravel import (
     FrameRef,
 )
 
-OLDER = "2f0c1d7e-older"  # starts with "2": `2` once named this session, never frame 2
+OLDER = "2f0c1d7e-older"  # starts with "2": a frame address `2` is frame 2, a session one this
 NEWER = "9b7e44a0-newer"
 DIGITS = "12345678-9abc"
 
@@ -68,7 +68,10 @@ def test_a_bare_number_is_that_frame_of_the_latest_session(recorder: Recorder) -
     assert timetravel.resolve(conn, "2f:2") == FrameRef(OLDER, 2)
     assert timetravel.resolve(conn, "2f") == FrameRef(OLDER, last)
     assert timetravel.resolve(conn, f"{OLDER}@turn:1").session_id == OLDER
-    assert timetravel.find_session(conn, "2") == NEWER
+    # a session is asked for: digits that start one session's id name it, `:N` the frame
+    assert timetravel.find_session(conn, "2") == OLDER
+    assert timetravel.find_session(conn, ":2") == NEWER
+    assert timetravel.find_session(conn, "3") == NEWER  # no session starts with 3: frame 3
 
 
 def test_an_all_digit_prefix_is_written_with_a_colon(recorder: Recorder) -> None:

@@ -255,7 +255,9 @@ def test_every_answering_surface_is_tried_above() -> None:
         handlers.answer_pre_tool_use,
         handlers.answer_failure,
         handlers.answer_judge,
+        handlers.answer_nothing,  # PreSkillShellCommand's: None whatever the database holds
     }
+    assert handlers.answer_nothing(None, None, None, None) is None  # type: ignore[arg-type]
     answers = {h.answer for h in handlers.HANDLERS.values() if h.answer is not None}
     assert answers <= tried_answers, answers - tried_answers
     tools = asyncio.run(mcp_server.build("/nonexistent-project").list_tools())

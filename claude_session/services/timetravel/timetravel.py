@@ -61,27 +61,15 @@ def latest_session(conn: apsw.Connection) -> str | None:
 
 def find_session(conn: apsw.Connection, address: str) -> str:
     """The session an address names (any form `resolve` takes; empty: the latest session).
-    Digits alone name a session when they are a session's id (ids can be all digits: an
-    exact id always wins) or the start of one alone; else frame N of the latest session, as
-    `resolve` reads them. A start of an id that is a frame number too (of another session)
-    is ambiguous: FrameError says how to write each."""
+    Digits alone name a session when they are a session's id (ids can be all digits) or the
+    start of one alone: a session is asked for, so a session named wins; else they are frame N
+    of the latest session, as `resolve` reads them (`:N` always means the frame)."""
     text = address.strip()
-    if not (text.isascii() and text.isdigit()):
-        return resolve(conn, address).session_id
-    named = _session_named(conn, text)
-    if named is None or named == text:
-        return named or resolve(conn, address).session_id
-    try:
-        as_frame = resolve(conn, text)
-    except FrameError:
-        return named
-    if as_frame.session_id == named:
-        return named
-    raise FrameError(
-        f"{text!r} is ambiguous: the start of session {named}, and frame {text} of the"
-        f" latest session {as_frame.session_id}; write {text}: for the session, :{text} for"
-        " the frame"
-    )
+    if text.isascii() and text.isdigit():
+        named = _session_named(conn, text)
+        if named is not None:
+            return named
+    return resolve(conn, address).session_id
 
 
 def _session_named(conn: apsw.Connection, text: str) -> str | None:
