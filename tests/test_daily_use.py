@@ -218,7 +218,7 @@ def test_headers_are_whole_and_wide_shows_every_column(day: Path) -> None:
     (head,) = header_lines(lines)
     assert "state" in head.split() and "resolution" not in head.split()
     note = said(wrapped(lines, "(hidden at"))
-    assert "(hidden at 80 columns: agent, category, exit code, last, resolved" in note
+    assert "(hidden at 80 columns: agent, tool, category, exit code, last, resolved" in note
     assert "--wide or --json shows them)" in note
     wide = run(day, "errors", "--wide")
     (head,) = header_lines(wide)

@@ -50,11 +50,15 @@ def env() -> dict[str, str]:
     return found | SET
 
 
-def run(root: str, args: "list[str]", *, timeout: float) -> "tuple[int, str, str]":
+def run(
+    root: str, args: "list[str]", *, timeout: float, dated: "dict[str, str] | None" = None
+) -> "tuple[int, str, str]":
     """`git -C root args`: (exit status, stdout, stderr), decoded as UTF-8 (bad bytes
-    replaced). Never raises for git itself: a missing git is (NOT_INSTALLED, "", "git is not
-    installed"), one that ran past `timeout` seconds (killed) (TIMED_OUT, "", "git <command>
-    took longer than <timeout>s"); every caller reads a status other than 0 as "no answer"."""
+    replaced); `dated`: GIT_AUTHOR_DATE / GIT_COMMITTER_DATE for a commit made at a fixed
+    time (the demo's, so its HEAD is the same on every machine). Never raises for git
+    itself: a missing git is (NOT_INSTALLED, "", "git is not installed"), one that ran past
+    `timeout` seconds (killed) (TIMED_OUT, "", "git <command> took longer than <timeout>s");
+    every caller reads a status other than 0 as "no answer"."""
     import subprocess
 
     try:
@@ -62,7 +66,7 @@ def run(root: str, args: "list[str]", *, timeout: float) -> "tuple[int, str, str
             ["git", "-C", root, *args],
             capture_output=True,
             stdin=subprocess.DEVNULL,
-            env=env(),
+            env=env() | (dated or {}),
             timeout=timeout,
             check=False,
         )

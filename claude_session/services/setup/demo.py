@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ...core import usergit
 from . import installer
 
 RECORDED_PROJECT = "/home/dev/project"
@@ -49,14 +50,11 @@ def make_repository(project: Path) -> None:
     """`project` as a git repository with one commit (a README), as the project of a real
     session is: PreCompact's git state then has a branch and a HEAD to tell. NoRepository
     says why not."""
-    import os
-    import subprocess
 
     (project / "README.md").write_text("# demo\n\nA scratch project for `claude-session demo`.\n")
     # Claude Code's personal settings, where the demo installs the hooks, are not the project's.
     (project / ".gitignore").write_text(".claude/settings.local.json\n")
     dated = {"GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | dated
     steps = [
         ["init", "--quiet"],
         ["symbolic-ref", "HEAD", "refs/heads/main"],
@@ -65,22 +63,13 @@ def make_repository(project: Path) -> None:
         ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", "demo: start"],
     ]
     for args in steps:
-        try:
-            subprocess.run(
-                ["git", "-C", str(project), *args],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                check=True,
-                timeout=30,
-            )
-        except subprocess.CalledProcessError as exc:
-            said = (exc.stderr or b"").decode("utf-8", "replace").strip()[:300]
-            said = said or f"exit status {exc.returncode}"
+        status, _, said = usergit.run(str(project), args, timeout=30, dated=dated)
+        if status == usergit.NOT_INSTALLED:
+            raise NoRepository(f"the demo needs git for its scratch project: {said}")
+        if status != 0:
+            said = said.strip()[:300] or f"exit status {status}"
             step = next(a for a in args if not a.startswith("-") and "=" not in a)
-            raise NoRepository(f"the demo's scratch project: git {step} failed: {said}") from exc
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise NoRepository(f"the demo needs git for its scratch project: {exc}") from exc
+            raise NoRepository(f"the demo's scratch project: git {step} failed: {said}")
 
 
 def play(project: Path) -> list[tuple[dict[str, Any], installer.HookRun]]:
