@@ -107,6 +107,50 @@ def test_errors_all_with_none_says_what_is_empty(project: Path) -> None:
     assert as_json(project, "errors", "--all") == []
 
 
+def test_the_ladder_goes_on_in_the_next_session_from_where_it_was_abandoned(
+    project: Path,
+) -> None:
+    start(project, FIRST)
+    told = [fail(project, FIRST, "python3 app.py data.txt") for _ in range(4)]
+    assert "has failed 4 times" in told[-1] and "user has been asked" in told[-1]
+    end(project, FIRST)
+
+    restored = start(project, SECOND)
+    assert "Abandoned errors" in restored and "`python3 app.py data.txt` failed 4x" in restored
+    again = fail(project, SECOND, "python3 app.py data.txt")
+    assert "(attempt 1)" not in again and "Fix the cause and retry" not in again
+    assert "has failed 5 times" in again and "user has been asked" in again
+    rows = query(
+        project, "SELECT session_id, attempt_number FROM error_log ORDER BY id DESC LIMIT 1"
+    )
+    assert rows == [(SECOND, 5)]
+    newest = as_json(project, "errors")[0]
+    assert (newest["session_id"], newest["attempts"], newest["step"], newest["state"]) == (
+        SECOND,
+        1,
+        "5 (edits may be refused)",
+        "open",
+    )
+    status = as_json(project, "status")["open_errors"]
+    assert [(e["session_id"], e["step"]) for e in status if e["state"] == "open"] == [
+        (SECOND, "5 (edits may be refused)")
+    ]
+
+    # Once it passes the ladder is fixed (here and where it was abandoned): it starts over.
+    succeed(project, SECOND, "python3 app.py data.txt")
+    assert "(attempt 1)" in fail(project, SECOND, "python3 app.py data.txt")
+
+    # Two sessions failing side by side climb their own ladders: one that was under way when
+    # the other abandoned its climb was never told of it.
+    beside = "0b5e1d2c-3a4f-4e6d-9c8b-7a6f5e4d3c2b"
+    start(project, beside)
+    fail(project, beside, "make deploy-site")  # before the second session abandons
+    for _ in range(3):
+        fail(project, SECOND, "make deploy-site")
+    end(project, SECOND)
+    assert "(attempt 2)" in fail(project, beside, "make deploy-site")
+
+
 # --- session ids in messages ----------------------------------------------------------------
 
 

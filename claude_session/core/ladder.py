@@ -5,7 +5,9 @@ command) in one category and session climb a ladder: attempts 1-2 get "fix and r
 attempt 3 "research first" and a failed path, attempt 4 goes to the user, and from attempt 5 an
 optional policy refuses further edits to that file. A later success of the same command or file
 resolves the entries (auto_fixed) and so resets the ladder; what is still open at session end
-is abandoned. `errors` is imported only once something failed.
+is abandoned. The next session was told of it as abandoned: its first failure of the same
+thing goes on from that climb's last attempt (`carried_over`). `errors` is imported only once
+something failed.
 
 A check (a failing test, build, lint or type check command: `errors.is_check`) climbs its
 ladder too but is never a failed path: it is what tells whether the work is right, to be re-run
@@ -58,11 +60,13 @@ def record_failure(
         at_fault = relative_to_root(root, at_fault)
     signature = errors.signature(tool, command, file_path, error)
     key = errors.ladder_key(kind, at_fault, signature, interrupted)
-    earlier = conn.execute(
-        f"SELECT count(*) FROM error_log WHERE session_id = ? AND ladder_key = ? AND {OPEN}",
+    earlier, first_at = conn.execute(
+        f"SELECT count(*), min(occurred_at) FROM error_log WHERE session_id = ?"
+        f" AND ladder_key = ? AND {OPEN}",
         (ev.session_id, key),
-    ).fetchall()[0][0]
-    attempt = 1 + as_int(earlier)
+    ).fetchall()[0]
+    carried = None if interrupted else carried_over(conn, ev.session_id, key, first_at, now)
+    attempt = 1 + as_int(earlier) + (carried[1] if carried else 0)
     resolution = None if interrupted else errors.resolution_for(attempt)
     conn.execute(
         "INSERT INTO error_log (session_id, task_id, agent_id, file_path, error_category,"
@@ -94,20 +98,62 @@ def record_failure(
     # fixed. The edits made between its runs are not recorded as one either: they may be
     # partial progress, and nothing in plain output says the failure stayed the same.
     if attempt == errors.RESEARCH_AT and not interrupted and not errors.is_check(kind, command):
-        _record_failed_path(conn, ev, key, at_fault, now, ttl_days)
+        _record_failed_path(conn, ev, key, at_fault, now, ttl_days, carried)
     return attempt
 
 
+def carried_over(
+    conn: apsw.Connection, session_id: str, key: str, first_at: object, now: float
+) -> "tuple[str, int] | None":
+    """(session, attempts) of the climb of this ladder another session abandoned lately, when
+    this session's climb of it continues that one: it started after the other session ended
+    (the next session was told of it as abandoned: its first failure is the next attempt,
+    never attempt 1 again), and nothing fixed the ladder here since. Two sessions failing side
+    by side climb their own ladders. None when nothing is carried over."""
+    since = conn.execute(
+        "SELECT max(resolved_at) FROM error_log WHERE session_id = ?1 AND ladder_key = ?2"
+        " AND resolution = 'auto_fixed'",
+        (session_id, key),
+    ).fetchall()[0][0]
+    found = conn.execute(
+        "SELECT e.session_id, max(e.attempt_number), max(e.resolved_at) AS ended"
+        " FROM sessions s INDEXED BY sessions_activity JOIN error_log e INDEXED BY"
+        " error_log_ladder ON e.session_id = s.session_id WHERE s.last_activity_at > ?3"
+        " AND s.session_id != ?1 AND e.ladder_key = ?2 AND e.resolution = 'abandoned'"
+        " AND e.interrupted = 0 GROUP BY e.session_id ORDER BY ended DESC LIMIT 1",
+        (session_id, key, now - ELSEWHERE_LOOKBACK_SECONDS),
+    ).fetchall()
+    if not found:
+        return None
+    other, attempts, ended = found[0]
+    started = first_at if isinstance(first_at, int | float) else now
+    if not isinstance(ended, int | float) or ended > started:
+        return None  # abandoned while this climb was under way: not the one it was told of
+    if isinstance(since, int | float) and since >= ended:
+        return None  # fixed here after it was abandoned: this is a new climb
+    return as_text(other), as_int(attempts)
+
+
 def _record_failed_path(
-    conn: apsw.Connection, ev: Event, key: str, at_fault: str | None, now: float, ttl_days: float
+    conn: apsw.Connection,
+    ev: Event,
+    key: str,
+    at_fault: str | None,
+    now: float,
+    ttl_days: float,
+    carried: "tuple[str, int] | None" = None,
 ) -> None:
-    """The third failure of one approach: remember it so no agent walks it again."""
+    """The third failure of one approach: remember it so no agent walks it again (its
+    tries in the session that abandoned it first too, when this climb continues that one)."""
     from . import errors
 
     tries = conn.execute(
-        f"SELECT command, tool_name, error_message FROM error_log WHERE session_id = ?"
-        f" AND ladder_key = ? AND {OPEN} ORDER BY id",
-        (ev.session_id, key),
+        "SELECT command, tool_name, error_message FROM (SELECT command, tool_name,"
+        " error_message, occurred_at FROM error_log WHERE session_id = ?3 AND ladder_key = ?2"
+        " AND resolution = 'abandoned' AND interrupted = 0"
+        " UNION ALL SELECT command, tool_name, error_message, occurred_at FROM error_log"
+        f" WHERE session_id = ?1 AND ladder_key = ?2 AND {OPEN}) ORDER BY occurred_at",
+        (ev.session_id, key, carried[0] if carried else None),
     ).fetchall()
     approaches: list[str] = []
     for command, tool, _ in tries:

@@ -281,8 +281,9 @@ OPEN_END = "9e99"  # the end of a window with no end: every response read so far
 
 
 def climb_start_id(e: str) -> str:
-    """The climb's first entry: its latest attempt 1 at or before `e`, else (a climb whose
-    first entries were pruned) the ladder's first entry in the session."""
+    """The climb's first entry: its latest attempt 1 at or before `e`, else (a climb that
+    continues one another session abandoned: core/ladder.carried_over) the ladder's first
+    entry in the session."""
     ladder = (
         f" FROM error_log x WHERE x.session_id = {e}.session_id"
         f" AND x.ladder_key IS {e}.ladder_key AND x.interrupted = {e}.interrupted"
