@@ -121,6 +121,8 @@ class Histories(RuleBasedStateMachine):
         for name in FILES:
             (self.root / name).write_text(f"{name} as committed\n")
         env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+        # the model's clock, not the real one: the same commit (and hash, in the Git section)
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"@{int(self.world.now)} +0000"
         for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
             subprocess.run(
                 ["git", "-c", "user.name=u", "-c", "user.email=u@e", *args],
@@ -488,6 +490,7 @@ class Histories(RuleBasedStateMachine):
         if not kill:
             self.send({"hook_event_name": "SessionEnd", "reason": "other"}, session)
             self.world.sessions[session].ended = self.world.now
+            self.world.ends.append((self.world.now, session))
         self.stop_process(session, kill=kill)
         for agent in self.world.agents.values():
             if agent.session == session and self.world.running(agent.id):
@@ -505,6 +508,7 @@ class Histories(RuleBasedStateMachine):
         self.tick(60)
         state = self.world.sessions[session]
         state.alive, state.ended = True, None
+        self.world.resumes.append((self.world.now, session))
         self.start_process(session)
         answer = self.send({"hook_event_name": "SessionStart", "source": "resume"}, session)
         self.gave(session, "SessionStart", answer, MAIN)

@@ -91,6 +91,8 @@ class World:
     runs: list[Run] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
     good: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(FILES, True))
+    ends: list[tuple[float, str]] = field(default_factory=list)  # (when, session): SessionEnd
+    resumes: list[tuple[float, str]] = field(default_factory=list)  # (when, session)
 
     # --- who runs ------------------------------------------------------------------------
 
@@ -151,6 +153,31 @@ class World:
             and r.at > since
             and session in (None, r.session)
         ]
+
+    def attempts(self, command: str, session: str, until: float | None = None) -> int:
+        """The attempts of `session`'s climb of the command (by `until`): its failures since the
+        command last passed, after those of the climb it continues. A climb another session
+        left open when it ended (SessionEnd: it was abandoned, and a new session is told so)
+        goes on in the session whose first failure came after that end, the latest such end,
+        unless that session was resumed in between (its climb is its own again), as it stood
+        at the climb's latest failure (each failure is numbered when it comes); sessions
+        failing side by side climb their own."""
+        until = self.now if until is None else until
+        own = [r for r in self.failures(command, session) if r.at <= until]
+        if not own:
+            return 0
+        left = [
+            (at, other)
+            for at, other in self.ends
+            if other != session
+            and at <= own[0].at
+            and any(r.at <= at for r in self.failures(command, other))
+            and not any(s == other and at < t <= own[-1].at for t, s in self.resumes)
+        ]
+        if not left:
+            return len(own)
+        at, other = max(left)
+        return len(own) + self.attempts(command, other, at)
 
     def depends(self, command: str, path: str) -> bool:
         return command == CHECK or COMMANDS[command] == path

@@ -215,8 +215,8 @@ def _task(r: Reading, line: str) -> tuple[bool, str]:
 
 
 def _attempts(r: Reading, command: str, said: int, session: str) -> tuple[bool, str]:
-    seen = len(r.world.failures(command, session))
-    return said == seen, f"{seen} failures in {session[:8]} since it last passed"
+    seen = r.world.attempts(command, session)
+    return said == seen, f"{seen} failures in {session[:8]}'s climb since it last passed"
 
 
 def _failed(r: Reading, line: str) -> tuple[bool, str]:
@@ -224,7 +224,7 @@ def _failed(r: Reading, line: str) -> tuple[bool, str]:
     if command not in COMMANDS:
         return False, f"not a command that ran: {command!r}"
     w = r.world
-    climbed = max((len(w.failures(command, s)) for s in w.sessions), default=0)
+    climbed = max((w.attempts(command, s) for s in w.sessions), default=0)
     if not w.still_fails(command):
         return False, "not known to fail now (passed, or what it depends on changed)"
     return climbed >= 3, f"failed {climbed} times in a row in one session"
@@ -402,17 +402,13 @@ def _still_holds(reading: Reading, text: str, times: list[str]) -> list[Verdict]
                 if section == NO_LONGER:
                     holds.pop(_withdrawn(line), None)
                 else:
+                    _supersede(holds, section, line)
                     holds[(section, _about(section, line))] = (line, subject)
     for section, line in _section_lines(text):
         if section == NO_LONGER:
             holds.pop(_withdrawn(line), None)
-            continue
-        about = _about(section, line)
-        # one error, whichever of its sections says it now: the newer statement holds
-        for other in (
-            (OPEN, RERUN, ABANDONED) if section in (OPEN, RERUN, ABANDONED) else (section,)
-        ):
-            holds.pop((other, about), None)
+        else:
+            _supersede(holds, section, line)
     out = []
     for (section, _), (line, subject) in holds.items():
         rule = RULES.get(section)
@@ -421,6 +417,15 @@ def _still_holds(reading: Reading, text: str, times: list[str]) -> list[Verdict]
         true, why = rule(Reading(reading.world, reading.receiver, reading.agent, subject), line)
         out.append(Verdict("held", f"still holds: {section}: {line}"[:300], true, why))
     return out
+
+
+def _supersede(holds: dict[tuple[str, str], Any], section: str, line: str) -> None:
+    """A newer statement ends what the model held of the same thing: one error, whichever of
+    its sections says it (open, to re-run, abandoned), in the block given now or in a later
+    held block than the one that said it before (each block says "the newer one holds")."""
+    about = _about(section, line)
+    for other in (OPEN, RERUN, ABANDONED) if section in (OPEN, RERUN, ABANDONED) else (section,):
+        holds.pop((other, about), None)
 
 
 def _withdrawn(line: str) -> tuple[str, str]:
@@ -603,7 +608,7 @@ def check_status(world: World, session: str, status: Any, line: str) -> list[Ver
     if status is None:
         return [Verdict("status", line, False, "no status computed")]
     s = world.sessions[session]
-    open_ = {c: len(world.failures(c, session)) for c in COMMANDS if s.ended is None}
+    open_ = {c: world.attempts(c, session) for c in COMMANDS if s.ended is None}
     open_ = {c: n for c, n in open_.items() if n}
     running = 1 if s.alive else 0
     running += sum(
@@ -638,7 +643,7 @@ def check_report(world: World, report: dict[str, Any]) -> list[Verdict]:
     out.append(Verdict("status", "no internal error, nothing spooled", quiet, f"{database}"))
     for error in report["open_errors"]:
         command, session = error["what"], error["session_id"]
-        seen = len(world.failures(command, session)) if command in COMMANDS else -1
+        seen = world.attempts(command, session) if command in COMMANDS else -1
         ended = world.sessions[session].ended is not None
         ok = error["attempts"] == seen and (error["state"] == "abandoned") == ended
         said = f"status: {command} in {session[:8]} failed {error['attempts']}x, {error['state']}"

@@ -360,12 +360,15 @@ def _gone_of_other(
     abandoned (or back) with the same attempts still holds as stated."""
     now = {(t, _key(t, final(ln))): _stable(final(ln)) for t, lines, _ in other for ln in lines}
     covered = {title for title, _, covers in other if covers}
+    errors_known = OPEN in covered  # its errors are in `other`, its failed paths may not be
     attempts = {
         _error_key(k): _attempts_of(line) for (t, k), line in now.items() if t in (OPEN, ABANDONED)
     }
     gone = set()
     for (title, key), line in _held_statements(texts).items():
-        if title not in ABOUT_SUBJECT or title not in covered:
+        if title not in ABOUT_SUBJECT or not (
+            title in covered or (title == RERUN and errors_known and _of_error(key))
+        ):
             continue
         if (title, key) in now:  # still so; an error's attempts may have grown since
             if title in ERRORS and _attempts_of(now[(title, key)]) != _attempts_of(line):
@@ -375,6 +378,12 @@ def _gone_of_other(
         ):
             gone.add((title, key))
     return gone
+
+
+def _of_error(key: str) -> bool:
+    """A "to re-run" statement of an error (`` `cmd` failed 3 times [``), not of a failed
+    approach (``approach failed: why``): what the errors of its session alone say is so or not."""
+    return key.startswith("`") and key.endswith("`")
 
 
 def _attempts_of(line: str) -> str:
