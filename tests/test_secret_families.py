@@ -201,9 +201,11 @@ HOSTILE = {
 
 @pytest.mark.parametrize("shape", sorted(HOSTILE))
 def test_hostile_command_lines_take_linear_time(shape: str) -> None:
-    started = time.perf_counter()
+    """This process's CPU time, not the wall clock: a busy machine or a stage run at a lower
+    priority (test.sh's other Pythons) must not fail it, a quadratic redaction still does."""
+    started = time.process_time()
     redact(HOSTILE[shape])
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
 
 
 def test_a_sessions_pypi_token_is_in_no_byte_of_the_database_its_wal_or_the_spool(
