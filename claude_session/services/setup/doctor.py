@@ -7,8 +7,9 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 
@@ -16,6 +17,8 @@ from ...core import db
 from ...core.figures import plural
 from ...core.paths import db_path, unsafe_filesystem
 from . import installer
+
+T = TypeVar("T")
 
 
 def check(root: Path, full: bool = False, fsck: bool = False) -> list[dict[str, Any]]:
@@ -46,17 +49,9 @@ def hook_budget(root: Path) -> list[dict[str, Any]]:
     from ..cost import hooks_report
 
     budget = hooks_report.budget_ms(str(root))
-    path = db_path(str(root))
-    if not os.path.exists(path):
+    rows = _read(root, lambda conn: hooks_report.since(conn, time.time() - HOOK_WINDOW))
+    if rows is None:
         return []
-    try:
-        conn = db.connect(path, create=False, migrate=False, readonly=True)
-        try:
-            rows = hooks_report.since(conn, time.time() - HOOK_WINDOW)
-        finally:
-            conn.close()
-    except (db.DatabaseError, apsw.Error):
-        return []  # an older schema, or the database check says why
     name = "hook time (Claude Code's clock)"
     if not rows:
         return [_row(name, True, "no hook run timed by Claude Code in the last week")]
@@ -539,17 +534,9 @@ def _unattributed(root: Path) -> list[dict[str, Any]]:
     sent to our hooks): kept, filed under no session; information, not a failure."""
     from ...core import events
 
-    path = db_path(str(root))
-    if not os.path.exists(path):
+    found = _read(root, events.unattributed_count)
+    if found is None:
         return []
-    try:
-        conn = db.connect(path, create=False, migrate=False, readonly=True)
-        try:
-            found = events.unattributed_count(conn)
-        finally:
-            conn.close()
-    except (db.DatabaseError, apsw.Error):
-        return []  # an older schema, or the database check says why
     detail = (
         f"{plural(found, 'event')} arrived without a session id (other tools' payloads?):"
         " stored unattributed, in no session (`claude-session events` lists them)"
@@ -557,6 +544,22 @@ def _unattributed(root: Path) -> list[dict[str, Any]]:
         else "none: every event named its session"
     )
     return [_row("events without a session id", True, detail)]
+
+
+def _read(root: Path, read: Callable[[apsw.Connection], T]) -> T | None:
+    """What `read` finds in the project's database, opened read-only; None when there is no
+    database, or one of an older schema (the database check says why)."""
+    path = db_path(str(root))
+    if not os.path.exists(path):
+        return None
+    try:
+        conn = db.connect(path, create=False, migrate=False, readonly=True)
+        try:
+            return read(conn)
+        finally:
+            conn.close()
+    except (db.DatabaseError, apsw.Error):
+        return None
 
 
 def _transcripts(path: str) -> list[dict[str, Any]]:
