@@ -36,14 +36,15 @@ TIERS = ("lint", "fast", "integration", "e2e")
 OUT = "CLAUDE_SESSION_TIER_DOCS_OUT"
 
 # Wall time of `./test.sh TIER` on the 2-core machine (measured by hand: a fresh clone's
-# `.ci/run`, 2026-11-29, a few targeted tests running beside it; the whole run, its install
-# with warm package caches included, took 19 min 46 s).
+# `TEST_REQUIRE_EVERY_PYTHON=1 ./install.sh --dev && ./test.sh` in a 0700 folder, 2026-11-29,
+# nothing else running; the whole run, its install with warm package caches included, took
+# 18 min 25 s). fast-3.12 and fast-3.13 (6 min 19 s and 6 min 14 s) run beside e2e.
 MEASURED = {
-    "lint": "40 s",
-    "fast": "2 min 33 s",
-    "integration": "9 min 2 s",
-    "e2e": "6 min 30 s",
-    "all": "about 18 min 45 s",
+    "lint": "48 s",
+    "fast": "1 min 40 s",
+    "integration": "8 min 25 s",
+    "e2e": "6 min 14 s",
+    "all": "about 17 min 15 s",
 }
 
 
