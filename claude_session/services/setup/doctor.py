@@ -49,7 +49,9 @@ def hook_budget(root: Path) -> list[dict[str, Any]]:
     from ..cost import hooks_report
 
     budget = hooks_report.budget_ms(str(root))
-    rows = _read(root, lambda conn: hooks_report.since(conn, time.time() - HOOK_WINDOW))
+    rows = _read(
+        db_path(str(root)), lambda conn: hooks_report.since(conn, time.time() - HOOK_WINDOW)
+    )
     if rows is None:
         return []
     name = "hook time (Claude Code's clock)"
@@ -534,7 +536,7 @@ def _unattributed(root: Path) -> list[dict[str, Any]]:
     sent to our hooks): kept, filed under no session; information, not a failure."""
     from ...core import events
 
-    found = _read(root, events.unattributed_count)
+    found = _read(db_path(str(root)), events.unattributed_count)
     if found is None:
         return []
     detail = (
@@ -546,10 +548,9 @@ def _unattributed(root: Path) -> list[dict[str, Any]]:
     return [_row("events without a session id", True, detail)]
 
 
-def _read(root: Path, read: Callable[[apsw.Connection], T]) -> T | None:
-    """What `read` finds in the project's database, opened read-only; None when there is no
+def _read(path: str, read: Callable[[apsw.Connection], T]) -> T | None:
+    """What `read` finds in the database at `path`, opened read-only; None when there is no
     database, or one of an older schema (the database check says why)."""
-    path = db_path(str(root))
     if not os.path.exists(path):
         return None
     try:
@@ -567,21 +568,20 @@ def _transcripts(path: str) -> list[dict[str, Any]]:
     session is normal; one refused names a path outside the config folder we read)."""
     from ..cost import costs
 
-    try:
-        conn = db.connect(path, create=False, migrate=False, readonly=True)
-        try:
-            found = costs.transcript_state(conn)
-            skipped = db.rows(
-                conn,
-                "SELECT path, lines_skipped, first_skipped, (SELECT sum(lines_skipped) FROM"
-                " transcript_files) AS total, (SELECT count(*) FROM transcript_files WHERE"
-                " lines_skipped > 0) AS files FROM transcript_files WHERE lines_skipped > 0"
-                " ORDER BY updated_at DESC LIMIT 1",
-            )
-        finally:
-            conn.close()
-    except (db.DatabaseError, apsw.Error):
+    def read(conn: apsw.Connection) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        skipped = db.rows(
+            conn,
+            "SELECT path, lines_skipped, first_skipped, (SELECT sum(lines_skipped) FROM"
+            " transcript_files) AS total, (SELECT count(*) FROM transcript_files WHERE"
+            " lines_skipped > 0) AS files FROM transcript_files WHERE lines_skipped > 0"
+            " ORDER BY updated_at DESC LIMIT 1",
+        )
+        return costs.transcript_state(conn), skipped
+
+    looked = _read(path, read)
+    if looked is None:
         return []  # an older schema, or the database check above says why
+    found, skipped = looked
     detail = f"{found['files']} read"
     if skipped:  # not understood, or figures out of bounds (the agent can write there too)
         last = skipped[0]
