@@ -170,7 +170,7 @@ def main() -> None:
         stored.setdefault(name, []).append((ended - started) * 1000)
         if chosen and profiler is not None:
             profiler.disable()
-        if outcome is not None and outcome.deferred:
+        if outcome is not None and outcome.effects:
             chosen = name == args.profile and args.after
             if chosen and profiler is not None:
                 profiler.enable()

@@ -4,7 +4,7 @@ each sent its session's events as fast as it answers; events stored per second, 
 hand-over's latency, and the servers' memory as the events add up. Figures, not pass/fail.
 
     .venv/bin/python bench/hook_server.py [--servers 8] [--events 100000] [--projects 1]
-        [--quick] [--no-snapshots] [--catch-up 60] [--keep] [--json]
+        [--quick] [--no-snapshots] [--no-group-commit] [--catch-up 60] [--keep] [--json]
 
 Why this shape: with the mcp transport, Claude Code starts one MCP hook server per session
 (`<venv python> -I -S claude_session/mcp_hook_server.py`, stdio pipes, in the project) and calls
@@ -209,6 +209,8 @@ def hook_env(project: Path, scratch: Path, snapshots: bool) -> dict[str, str]:
     }
     if not snapshots:
         env["CLAUDE_SESSION_NO_SNAPSHOTS"] = "1"
+    if os.environ.get("CLAUDE_SESSION_NO_GROUP_COMMIT"):  # --no-group-commit
+        env["CLAUDE_SESSION_NO_GROUP_COMMIT"] = "1"
     return env
 
 
@@ -586,10 +588,17 @@ def main() -> None:
         default=60.0,
         help="seconds the capture process is given after the load before it is stopped",
     )
+    parser.add_argument(
+        "--no-group-commit",
+        action="store_true",
+        help="each event in a transaction of its own (core/group_commit.py off), to compare",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     events = 10_000 if args.quick else args.events
+    if args.no_group_commit:
+        os.environ["CLAUDE_SESSION_NO_GROUP_COMMIT"] = "1"
     projects = max(1, min(args.projects, args.servers))
     snapshots = not args.no_snapshots
     result = run(args.servers, events, projects, snapshots, args.catch_up, args.keep)

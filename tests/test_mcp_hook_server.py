@@ -859,3 +859,62 @@ def test_after_an_upgrade_in_place_events_go_to_a_hook_process_of_the_new_code(
         ("PostToolUseFailure", "stored", "process"),  # by the hook process of the new code
     ]
     assert count(project, "events") == 3
+
+
+def test_sessions_hooking_at_once_have_each_event_stored_once_and_answered(
+    project: Path,
+) -> None:
+    """Six sessions' servers on one project, each sending as fast as it is answered: their
+    events are stored in group commits (core/group_commit.py), each once, none left posted,
+    and each failure answered with its own session's guidance."""
+    from claude_session.core import group_commit
+
+    sessions = [f"group-{n}" for n in range(6)]
+    for session in sessions:
+        start = fixture("SessionStart.startup", project) | {"session_id": session}
+        run_hook("SessionStart", start, project)
+    answers: dict[str, list[str]] = {}
+    failures: list[BaseException] = []
+
+    def work(session: str) -> None:
+        got: list[str] = []
+        try:
+            with Server(project) as server:
+                server.initialize()
+                for n in range(8):
+                    tool = f"{session}-{n}"
+                    for name in ("PreToolUse.Bash", "PostToolUseFailure.Bash"):
+                        payload = fixture(name, project) | {"session_id": session}
+                        payload["tool_use_id"] = tool
+                        payload["tool_input"] = {"command": f"python3 -c 'import {session[-1]}x'"}
+                        result = server.hook(payload)
+                        assert "isError" not in result, result
+                        got.append(text_of(result))
+                assert server.close() == 0
+                assert server.errors() == ""
+        except BaseException as exc:  # reported below, in the test's thread
+            failures.append(exc)
+        answers[session] = got
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not failures, failures
+    per_session = query(
+        project,
+        "SELECT e.session_id, count(*), count(DISTINCT e.id), min(h.outcome), max(h.outcome)"
+        " FROM events e JOIN hook_events h ON h.event_id = e.id"
+        " WHERE e.hook_event_name != 'SessionStart' GROUP BY e.session_id ORDER BY 1",
+    )
+    assert per_session == [(s, 16, 16, "stored", "stored") for s in sessions]
+    assert os.listdir(group_commit.inbox_dir(str(project))) == []
+    for session in sessions:
+        said = [a for a in answers[session] if a]
+        assert said, session
+        assert all(f"import {session[-1]}x" in a for a in said), said
+    ladders = query(
+        project, "SELECT session_id, count(*) FROM error_log GROUP BY session_id ORDER BY 1"
+    )
+    assert ladders == [(s, 8) for s in sessions]

@@ -10,6 +10,7 @@ import apsw
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 SCHEMA_VERSION = 32  # the highest migration number; a test checks schema.sql sets the same
@@ -47,13 +48,26 @@ class Immediate:
     worst case past a second; 8 MCP hook servers a p99 of 71-95 ms, 19-36 ms with the lock).
     """
 
-    def __init__(self, conn: apsw.Connection) -> None:
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        *,
+        unless: "Callable[[], bool] | None" = None,
+        after_commit: "Callable[[], None] | None" = None,
+    ) -> None:
         self.conn = conn
         self.within: Any = None
         self.across: Any = None
         self.across_fd = -1
+        self.joined = False  # inside a transaction of this connection already: part of it
+        self.skipped = False
+        self.unless = unless  # asked once the locks are held: True means no transaction
+        self.after_commit = after_commit  # run after COMMIT, before the locks are let go
 
     def __enter__(self) -> apsw.Connection:
+        if not self.conn.getautocommit():  # a group commit's transaction (core/group_commit)
+            self.joined = True
+            return self.conn
         lock = _writers
         if lock is not None:
             if not lock.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
@@ -61,16 +75,30 @@ class Immediate:
             self.within = lock
             self._take_across()
         try:
+            if self.unless is not None and self.unless():
+                self.skipped = True
+                return self.conn
             self.conn.execute("BEGIN IMMEDIATE")
         except BaseException:
             self._release()
             raise
         return self.conn
 
+    @property
+    def ordered(self) -> bool:
+        """Whether this transaction holds the database's lock across processes (writelock)."""
+        return self.across_fd >= 0
+
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.joined:
+            return
         try:
+            if self.skipped:
+                return
             if exc_type is None:
                 self.conn.execute("COMMIT")
+                if self.after_commit is not None:
+                    self.after_commit()
             elif not self.conn.getautocommit():
                 self.conn.execute("ROLLBACK")
         finally:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 REJECTED = "rejected"
 ENVELOPE = "envelope"  # the MAC's purpose (core/provenance.py)
 ANSWERED_SUFFIX = ".answered"  # per project, in the user's state: events answered, not yet stored
+INBOX_SUFFIX = ".inbox"  # per project, in the user's state: posted for a group commit
 ENVELOPE_CAP_BYTES = 8 * 1024 * 1024  # we write at most ~1 MiB (a payload capped at 256 KiB)
 
 
@@ -117,6 +118,22 @@ def hold(root: str, envelope: dict[str, Any]) -> str:
     return _write_whole(folder, name, f".{name}", envelope, durable=False)
 
 
+def write_quick(folder: str, name: str, envelope: dict[str, Any]) -> str:
+    """`envelope` as `folder/name`, whole, not fsync'ed: for a file that lives milliseconds
+    (core/group_commit.py), guarding against its process dying, not the machine."""
+    return _write_whole(folder, name, f".{name}", envelope, durable=False)
+
+
+def read_envelope(path: str, own_root: str) -> dict[str, Any]:
+    """A posted or spooled envelope of this project, checked (ours, whole); ValueError if not."""
+    return _read(path, own_root)
+
+
+def reject(path: str, exc: BaseException, root: str) -> None:
+    """Set a file that is not a usable envelope aside, with its reason."""
+    _reject(path, exc, root)
+
+
 def release(path: str) -> None:
     """The answered event is stored (or spooled): its file goes."""
     try:
@@ -129,22 +146,27 @@ def recover_answered(root: str) -> int:
     """Events an MCP hook server answered but did not live to store (its process is gone) go into
     the project's spool, where they are stored like any spooled event; returns how many.
     A half-written file (its temporary name) was never answered early: it goes."""
-    folder = answered_dir(root)
     moved = 0
-    for name in _answered_by_the_dead(folder):
-        path = os.path.join(folder, name)
-        if not _complete(name):
+    why = {
+        ANSWERED_SUFFIX: "answered, then its MCP hook server stopped before storing it",
+        INBOX_SUFFIX: "posted for a group commit, then its process stopped before it was stored",
+    }
+    for suffix, reason in why.items():
+        folder = project_file(root, suffix)
+        for name in _answered_by_the_dead(folder):
+            path = os.path.join(folder, name)
+            if not _complete(name):
+                release(path)
+                continue
+            try:
+                envelope = _read(path, root)
+            except (OSError, ValueError) as exc:
+                _reject(path, exc, root)
+                continue
+            envelope["reason"] = reason
+            write(spool_dir(root), envelope)
             release(path)
-            continue
-        try:
-            envelope = _read(path, root)
-        except (OSError, ValueError) as exc:
-            _reject(path, exc, root)
-            continue
-        envelope["reason"] = "answered, then its MCP hook server stopped before storing it"
-        write(spool_dir(root), envelope)
-        release(path)
-        moved += 1
+            moved += 1
     return moved
 
 
@@ -171,21 +193,25 @@ def pending(folder: str) -> list[str]:
 
 def backlog(root: str) -> int:
     """Events waiting: the project's spool, the per-user spool entries for this project, and
-    the events an MCP hook server that is gone answered but did not store (`recover_answered`)."""
-    orphans = sum(map(_complete, _answered_by_the_dead(answered_dir(root))))
+    the events a process that is gone answered or posted but did not store (`recover_answered`)."""
+    orphans = sum(
+        sum(map(_complete, _answered_by_the_dead(project_file(root, suffix))))
+        for suffix in (ANSWERED_SUFFIX, INBOX_SUFFIX)
+    )
     return len(pending(spool_dir(root))) + len(_user_entries(root)) + orphans
 
 
 def _answered_by_the_dead(folder: str) -> list[str]:
-    """The files in the answered folder of an MCP hook server that is gone (by the process id their
-    name starts with), half-written ones included."""
+    """The files in an answered (or inbox) folder of a process that is gone (by the process id
+    in their name: first, or second after a posting time), half-written ones included."""
     try:
         names = os.listdir(folder)
     except OSError:
         return []
     found = []
     for name in names:
-        pid = name.lstrip(".").split("-", 1)[0]
+        parts = name.lstrip(".").split("-", 2)
+        pid = parts[1] if len(parts[0]) == 20 and len(parts) > 2 else parts[0]
         if pid.isdigit() and not _alive(int(pid)):
             found.append(name)
     return found

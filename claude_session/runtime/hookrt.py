@@ -188,7 +188,12 @@ def process(
             # (two fsyncs), and the next hook made it anew (measured: ~3 ms of each hook).
             conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             outcome.conn = conn
-        applied = _apply(conn, ev, delivery, ctx)
+        if connect is not None and held is None and _groups(ev):
+            from ..core import group_commit
+
+            applied = group_commit.store(conn, ev, delivery, ctx)
+        else:
+            applied = _apply(conn, ev, delivery, ctx)
     except (db.DatabaseError, apsw.Error, OSError) as exc:  # OSError: cannot even create it
         reason = f"{type(exc).__name__}: {exc}"
         write_log("ERROR", root, ev.name, f"database unavailable, event spooled: {reason}")
@@ -304,6 +309,17 @@ def valid_traceparent(value: "str | None") -> "str | None":
     if parts[1] == "0" * 32 or parts[2] == "0" * 16:
         return None
     return value
+
+
+def _groups(ev: "Event") -> bool:
+    """Whether a long-lived process stores this event in a group commit (core/group_commit.py):
+    every event of a session but its start, whose answer reads what its own application found
+    (a fork's branch), which the group's writer does not hand back."""
+    return (
+        ev.name != "SessionStart"
+        and ev.unattributed is None
+        and not os.environ.get("CLAUDE_SESSION_NO_GROUP_COMMIT")
+    )
 
 
 def _apply(conn: "apsw.Connection", ev: "Event", delivery: "Delivery", ctx: "Context") -> "Applied":
