@@ -106,6 +106,8 @@ def hook_env(project: Path | None, **extra: str) -> dict[str, str]:
     env["CLAUDE_SESSION_STATE_DIR"] = os.environ["CLAUDE_SESSION_STATE_DIR"]
     env["CLAUDE_SESSION_DATA_DIR"] = os.environ["CLAUDE_SESSION_DATA_DIR"]
     env["CLAUDE_SESSION_NO_DAEMON"] = "1"  # daemon tests start their own
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        env["XDG_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"]
     if project is not None:
         env["CLAUDE_PROJECT_DIR"] = str(project)
     return env | extra
@@ -492,6 +494,9 @@ def isolated_state(
     monkeypatch.setenv("CLAUDE_SESSION_DATA_DIR", str(state / "data"))
     monkeypatch.setenv("CLAUDE_SESSION_NO_DAEMON", "1")
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    runtime = state / "run"  # the group commit's inbox (core/spool.py), not in /dev/shm
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     return state
 
 

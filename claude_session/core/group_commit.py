@@ -29,7 +29,6 @@ from . import spool
 from .apply_types import Applied, Context, Delivery
 from .db import Immediate
 from .event import Event
-from .paths import project_file
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
@@ -41,13 +40,14 @@ _INBOX: "dict[str, str]" = {}  # root -> its inbox folder, made and checked by t
 
 
 def inbox_dir(root: str) -> str:
-    return project_file(root, spool.INBOX_SUFFIX)
+    return spool.inbox_dir(root)
 
 
 def _inbox(root: str) -> str:
     folder = _INBOX.get(root)
     if folder is None:
         folder = inbox_dir(root)
+        spool.private_dir(os.path.dirname(folder))
         spool.private_dir(folder)
         _INBOX[root] = folder
     return folder

@@ -142,12 +142,16 @@ def project_state_dir(root: str) -> str:
     """Our per-user folder for one project's runtime files (daemon lock, status and stop
     marker, the capture lock): kept out of the user's project, keyed by a hash of the project
     root. Not created here; `ensure_project_state_dir` makes it when something is written."""
+    return os.path.join(user_state_dir(), "projects", key_of(canonical(root)))
+
+
+def key_of(text: str) -> str:
+    """A short name for `text` in a file name: the start of its SHA-256."""
     try:
         from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # Python 3.12+ (`hashlib` would load OpenSSL, ~10 ms per hook)
         from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-    key = str(sha256(canonical(root).encode("utf-8", "surrogateescape")).hexdigest())
-    return os.path.join(user_state_dir(), "projects", key[:24])
+    return str(sha256(text.encode("utf-8", "surrogateescape")).hexdigest())[:24]
 
 
 _READING: "ContextVar[bool]" = ContextVar("claude_session_reading", default=False)
