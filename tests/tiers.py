@@ -120,6 +120,7 @@ MODULES: dict[str, str] = {
     "test_model_switch.py": "integration",
     "test_no_scans.py": "fast",
     "test_group_commit.py": "fast",
+    "test_statements_per_event.py": "fast",
     "test_original_schema.py": "integration",
     "test_otel_backend.py": "e2e",
     "test_otel_export.py": "fast",

@@ -101,6 +101,7 @@ class Applied:
         "duplicate",
         "event_id",
         "forked_from",
+        "newest_skill_command",
         "turn_id",
     )
 
@@ -113,6 +114,7 @@ class Applied:
         self.turn_id: int | bool | None = False  # the event's turn once looked up (executions)
         # SessionStart in a fork: (branch id, parent session, parent frame, state hash)
         self.forked_from: tuple[int, str, int, str | None] | None = None
+        self.newest_skill_command = 0  # the newest PreSkillShellCommand's event id when stored
 
     def count(self, key: str, amount: float = 1) -> None:
         """Add to one of this event's session counters (written once, by `apply`)."""

@@ -98,12 +98,15 @@ def apply(
     with Immediate(conn):
         if ev.name == "UserPromptSubmit":
             key = _prompt_key(conn, ev, delivery, key)
-        conn.execute(
+        inserted = conn.execute(
             "INSERT INTO events (dedup_key, received_at, session_id, hook_event_name, tool_name,"
             " tool_use_id, agent_id, agent_type, prompt_id, payload, payload_bytes,"
             " payload_sha256, truncated, via, traceparent, unattributed)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-            " ON CONFLICT (dedup_key) DO NOTHING",
+            " ON CONFLICT (dedup_key) DO NOTHING"
+            # the newest skill command in the same step (executions.end_skill_commands)
+            " RETURNING id, (SELECT max(id) FROM events"
+            "  WHERE hook_event_name = 'PreSkillShellCommand')",
             (
                 key,
                 delivery.received_at,
@@ -122,13 +125,16 @@ def apply(
                 delivery.traceparent,
                 ev.unattributed,
             ),
-        )
-        duplicate = conn.changes() == 0
+        ).fetchall()
+        duplicate = not inserted
         if duplicate:
             found = conn.execute("SELECT id FROM events WHERE dedup_key = ?", (key,)).fetchall()
             applied = Applied(found[0][0] if isinstance(found[0][0], int) else 0, duplicate=True)
         else:
-            applied = Applied(conn.last_insert_rowid())
+            event_id, newest_skill_command = inserted[0]
+            applied = Applied(event_id if isinstance(event_id, int) else conn.last_insert_rowid())
+            if isinstance(newest_skill_command, int):
+                applied.newest_skill_command = newest_skill_command
             if derive:
                 _derive(conn, ev, ctx, applied)
         applied.audit_id = _audit(conn, ev, delivery, applied.event_id, duplicate, ctx.root)
@@ -181,7 +187,7 @@ def _end_skill_commands(conn: apsw.Connection, ev: Event, ctx: Context, applied:
     """The next event of the agent after a skill's inline shell commands (PreSkillShellCommand
     has no Post event): they ran, and each gets the frame a Bash call gets after it (with a
     workspace snapshot), its state before this event's changes."""
-    ended = executions.end_skill_commands(conn, ev, ctx.now, applied.event_id)
+    ended = executions.end_skill_commands(conn, ev, ctx.now, applied)
     if not ended:
         return
     from . import frames

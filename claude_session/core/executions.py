@@ -212,18 +212,17 @@ def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "A
 
 
 def end_skill_commands(
-    conn: apsw.Connection, ev: Event, now: float, event_id: int
+    conn: apsw.Connection, ev: Event, now: float, applied: "Applied"
 ) -> "list[tuple[str, str | None, str | None, str | None, str | None]]":
     """The agent's skill shell commands still open, now ended by `ev` (its next event, stored
-    as `event_id`): each as (tool_use_id, tool_name, summary, command, cwd). Their outcome is
-    not reported to hooks: 'succeeded' says they ran to their end. Only those among the last
-    SKILL_COMMAND_WINDOW events are looked for (an older one's agent has long gone on), so
-    nearly every event pays one index probe: the newest PreSkillShellCommand."""
-    newest = conn.execute(
-        "SELECT max(id) FROM events WHERE hook_event_name = 'PreSkillShellCommand'"
-    ).fetchall()[0][0]
+    as `applied.event_id`): each as (tool_use_id, tool_name, summary, command, cwd). Their
+    outcome is not reported to hooks: 'succeeded' says they ran to their end. Only those among
+    the last SKILL_COMMAND_WINDOW events are looked for (an older one's agent has long gone
+    on): the newest PreSkillShellCommand, read as the event was inserted, says whether any
+    is."""
+    event_id = applied.event_id
     since = event_id - SKILL_COMMAND_WINDOW
-    if not isinstance(newest, int) or newest <= since:
+    if applied.newest_skill_command <= since:
         return []
     found = conn.execute(
         "SELECT t.tool_use_id, t.tool_name, t.input_summary,"

@@ -34,7 +34,7 @@ TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers ne
 if TYPE_CHECKING:
     from typing import Any
 
-GROUP_CAP = 64  # events one writer takes in; past that, the rest wait for the next one
+GROUP_CAP = 16  # events one writer takes in (its own answer waits for them); the rest, the next
 
 _INBOX: "dict[str, str]" = {}  # root -> its inbox folder, made and checked by this process
 

@@ -32,7 +32,7 @@ NOT_USER_PROMPTS = ("<task-notification>", "<system-reminder>")
 
 def touch_session(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
     """Every event keeps its session's last activity, cwd and transcript current."""
-    conn.execute(
+    started = conn.execute(
         "INSERT INTO sessions (session_id, started_at, last_activity_at, cwd, transcript_path)"
         " VALUES (?1, ?2, ?2, ?3, ?4) ON CONFLICT (session_id) DO UPDATE SET"
         # A second's resolution: within it the row (and its activity index) is left as it is,
@@ -40,10 +40,13 @@ def touch_session(conn: apsw.Connection, ev: Event, ctx: "Context") -> None:
         " last_activity_at = CASE WHEN excluded.last_activity_at >= last_activity_at + 1"
         "  THEN excluded.last_activity_at ELSE last_activity_at END,"
         " cwd = coalesce(excluded.cwd, cwd),"
-        " transcript_path = coalesce(excluded.transcript_path, transcript_path)",
+        " transcript_path = coalesce(excluded.transcript_path, transcript_path)"
+        " RETURNING started_at",
         (ev.session_id, ctx.now, ev.text_of("cwd"), ev.text_of("transcript_path")),
-    )
-    # The session's main thread is an agent too (recorded once; a no-op afterwards).
+    ).fetchall()
+    if started and started[0][0] != ctx.now:
+        return  # the session was known: its main thread was recorded with it
+    # The session's main thread is an agent too, recorded with the session's row.
     registry.register(
         conn,
         ev.session_id,
