@@ -24,14 +24,14 @@ CONTROL = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK")
 # The most a stored event of each kind runs, from a session with edits, commands, failures, a
 # skill command, a subagent, a compaction and its end, on a project with history.
 BUDGET = {
-    "PostToolUse.Bash": 15,
-    "PostToolUse.Edit": 19,
-    "PostToolUseFailure.Bash": 21,
+    "PostToolUse.Bash": 14,
+    "PostToolUse.Edit": 18,
+    "PostToolUseFailure.Bash": 20,
     "PreCompact": 16,
-    "PreSkillShellCommand.Bash": 11,
+    "PreSkillShellCommand.Bash": 10,
     "PreToolUse.Agent": 17,
-    "PreToolUse.Bash": 11,
-    "PreToolUse.Edit": 11,
+    "PreToolUse.Bash": 10,
+    "PreToolUse.Edit": 10,
     "SessionEnd": 29,
     "SessionStart": 44,
     "SubagentStart": 15,

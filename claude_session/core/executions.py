@@ -143,6 +143,10 @@ def turn_of(conn: apsw.Connection, ev: Event, applied: "Applied") -> int | None:
     return applied.turn_id if isinstance(applied.turn_id, int) else None
 
 
+# The session's latest turn (?2: the session), inside another statement.
+LATEST_TURN = "(SELECT id FROM turns WHERE session_id = ?2 ORDER BY turn_no DESC LIMIT 1)"
+
+
 def current_turn(conn: apsw.Connection, session_id: str) -> int | None:
     """The id of the session's latest turn (running or not), or None before the first prompt."""
     rows = conn.execute(
@@ -159,23 +163,37 @@ def _tool_started(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Ap
     tool_use_id = ev.text_of("tool_use_id")
     if not tool_use_id:
         return
-    conn.execute(
+    turn = _turn_known(applied)
+    found = conn.execute(
         "INSERT INTO tool_calls (tool_use_id, session_id, turn_id, agent_id, tool_name,"
         " input_summary, status, started_at, pre_event_id)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8)"
+        f" VALUES (?1, ?2, {turn}, ?4, ?5, ?6, 'running', ?7, ?8)"
         " ON CONFLICT (tool_use_id) DO UPDATE SET started_at = coalesce(started_at, ?7),"
-        " pre_event_id = coalesce(pre_event_id, ?8)",
+        f" pre_event_id = coalesce(pre_event_id, ?8) RETURNING {turn}",
         (
             tool_use_id,
             ev.session_id,
-            turn_of(conn, ev, applied),
+            applied.turn_id if turn == "?3" else None,
             _agent_of(ev),
             ev.text_of("tool_name"),
             ev.summary(ctx.root),
             ctx.now,
             applied.event_id,
         ),
-    )
+    ).fetchall()
+    _turn_found(applied, found)
+
+
+def _turn_known(applied: "Applied") -> str:
+    """The turn of a tool call as SQL: the one already looked up (`?3`), or the session's
+    latest, read in the same statement (and returned, for `_turn_found`): one statement less."""
+    return "?3" if applied.turn_id is not False else LATEST_TURN
+
+
+def _turn_found(applied: "Applied", found: "list[tuple[object, ...]]") -> None:
+    if applied.turn_id is False and found:
+        turn = found[0][0]
+        applied.turn_id = turn if isinstance(turn, int) else None
 
 
 def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "Applied") -> None:
@@ -190,16 +208,18 @@ def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "A
         status = "failed"
     duration = ev.get("duration_ms")
     duration = duration if isinstance(duration, int | float) else None
-    conn.execute(
+    turn = _turn_known(applied)
+    found = conn.execute(
         "INSERT INTO tool_calls (tool_use_id, session_id, turn_id, agent_id, tool_name,"
         " input_summary, status, ended_at, duration_ms, post_event_id)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        f" VALUES (?1, ?2, {turn}, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
         " ON CONFLICT (tool_use_id) DO UPDATE SET status = ?7, ended_at = ?8,"
-        " duration_ms = coalesce(?9, round((?8 - started_at) * 1000, 3)), post_event_id = ?10",
+        " duration_ms = coalesce(?9, round((?8 - started_at) * 1000, 3)), post_event_id = ?10"
+        f" RETURNING {turn}",
         (
             tool_use_id,
             ev.session_id,
-            turn_of(conn, ev, applied),
+            applied.turn_id if turn == "?3" else None,
             _agent_of(ev),
             ev.text_of("tool_name"),
             ev.summary(ctx.root),
@@ -208,7 +228,8 @@ def _tool_finished(conn: apsw.Connection, ev: Event, ctx: "Context", applied: "A
             duration,
             applied.event_id,
         ),
-    )
+    ).fetchall()
+    _turn_found(applied, found)
 
 
 def end_skill_commands(
