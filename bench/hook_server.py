@@ -20,6 +20,9 @@ Claude Code fills an `mcp_tool` hook's input (core/mcp_hook_input.py). A Write's
 before its PostToolUse is sent, so the workspace snapshots (on, the default) have a change to
 capture. Each session's SessionStart runs first as the command hook it stays with mcp, which
 starts the project's daemon, as in a real session.
+
+The servers store what arrives together in one transaction (core/group_commit.py);
+`--no-group-commit` gives each event a transaction of its own, to compare.
 """
 
 from __future__ import annotations
