@@ -75,7 +75,7 @@ def test_the_lock_holder_stores_every_posted_event_in_one_commit(
     commits: list[int] = []
     writer.setwalhook(lambda conn, name, pages: commits.append(pages) or apsw.SQLITE_OK)
     mine = prepared(project, "PreToolUse.Write", SESSIONS[0], "t-mine")
-    applied = group_commit.store(writer, *mine)
+    applied = group_commit.store_posted(writer, group_commit.post(*mine), *mine)
     assert len(commits) == 1  # four events, one transaction
     assert not any(path.exists() for path in posted)
     assert os.listdir(group_commit.inbox_dir(str(project))) == []
@@ -103,7 +103,8 @@ def test_a_process_whose_event_another_stored_reads_it_back_and_stores_nothing(
 ) -> None:
     ev, delivery, ctx = prepared(project, "UserPromptSubmit", SESSIONS[1], "")
     mine = group_commit.post(ev, delivery, ctx)  # posted; now it waits for the lock...
-    group_commit.store(writer, *prepared(project, "UserPromptSubmit", SESSIONS[0], ""))
+    leader = prepared(project, "UserPromptSubmit", SESSIONS[0], "")
+    group_commit.store_posted(writer, group_commit.post(*leader), *leader)
     assert not os.path.exists(mine)  # ...which another took first, storing it too
     commits: list[int] = []
     writer.setwalhook(lambda conn, name, pages: commits.append(pages) or apsw.SQLITE_OK)
@@ -151,8 +152,60 @@ def test_a_file_in_the_inbox_that_we_did_not_write_is_set_aside_never_stored(
     folder = Path(group_commit._inbox(str(project)))
     planted = folder / f"{time.time_ns():020d}-{os.getpid()}-planted.json"
     planted.write_bytes(b"0" * 64 + b"\n" + body)  # no MAC of ours
-    group_commit.store(writer, *prepared(project, "Stop", SESSIONS[0], ""))
+    leader = prepared(project, "Stop", SESSIONS[0], "")
+    group_commit.store_posted(writer, group_commit.post(*leader), *leader)
     assert not planted.exists()
     assert (folder / "rejected" / planted.name).exists()
     assert rows(project, "SELECT count(*) FROM events WHERE tool_use_id = 't-planted'") == [(0,)]
     assert rows(project, "SELECT hook_event_name FROM events") == [("Stop",)]
+
+
+def test_with_the_lock_free_an_event_is_stored_alone_and_nothing_is_posted(
+    project: Path, writer: apsw.Connection
+) -> None:
+    """A single session pays nothing for groups: no file, no savepoint, its own transaction."""
+    from claude_session.core import events
+
+    alone: list[str] = []
+
+    def by_itself(conn: apsw.Connection, *parts: Any) -> Any:
+        alone.append(parts[0].name)
+        return events.apply(conn, *parts)
+
+    group_commit.store(writer, *prepared(project, "Stop", SESSIONS[0], ""), by_itself)
+    assert alone == ["Stop"]
+    assert not os.path.exists(group_commit.inbox_dir(str(project)))
+
+
+def test_with_the_lock_held_by_another_process_the_event_is_posted_and_stored_in_a_group(
+    project: Path, writer: apsw.Connection
+) -> None:
+    """Another process holds the writer lock a moment: the event is posted, then stored by
+    this process once the lock is free (it finds its own file still there)."""
+    from claude_session.core import writelock
+
+    lock_file = writelock.for_database(db_path(str(project))).path
+    holder = subprocess.Popen(
+        ["flock", lock_file, "sleep", "0.5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not db.writers_busy(writer) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert db.writers_busy(writer)
+        other = prepared(project, "PreToolUse.Bash", SESSIONS[1], "t-other")
+        posted = post(project, other)
+
+        def never(*parts: Any) -> Any:
+            raise AssertionError("stored alone while another writer held the lock")
+
+        applied = group_commit.store(
+            writer, *prepared(project, "PreToolUse.Bash", SESSIONS[0], "t-mine"), never
+        )
+    finally:
+        holder.wait(10)
+    assert not posted.exists()
+    assert os.listdir(group_commit.inbox_dir(str(project))) == []
+    stored = rows(project, "SELECT id, tool_use_id FROM events ORDER BY id")
+    assert [t for _, t in stored] == ["t-other", "t-mine"]
+    assert applied.event_id == stored[-1][0]

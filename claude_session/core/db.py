@@ -142,6 +142,26 @@ def serialize_writers(lock: "Any") -> None:
     _writers = lock
 
 
+def writers_busy(conn: apsw.Connection) -> bool:
+    """Whether another writer of this database (a thread of this process, or a process that
+    serializes its writers) holds its lock now: the moment a group commit pays for itself
+    (core/group_commit.py). False where writers are not serialized."""
+    lock = _writers
+    if lock is None or not conn.filename:
+        return False
+    if not lock.acquire(blocking=False):
+        return True
+    try:
+        from . import writelock
+    except ImportError:  # no fcntl
+        lock.release()
+        return False
+    try:
+        return writelock.for_database(conn.filename).busy()
+    finally:
+        lock.release()
+
+
 def poll_when_busy(conn: apsw.Connection, timeout_ms: int) -> None:
     """Wait for another process's write lock in steps of 0.5 to 5 ms, up to `timeout_ms`,
     instead of SQLite's own busy handler, whose sleeps grow to 100 ms: a lock released just

@@ -27,11 +27,12 @@ import apsw
 
 from . import spool
 from .apply_types import Applied, Context, Delivery
-from .db import Immediate
+from .db import Immediate, writers_busy
 from .event import Event
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 GROUP_CAP = 16  # events one writer takes in (its own answer waits for them); the rest, the next
@@ -75,10 +76,19 @@ def envelope(ev: Event, delivery: Delivery, ctx: Context) -> "dict[str, Any]":
     }
 
 
-def store(conn: apsw.Connection, ev: Event, delivery: Delivery, ctx: Context) -> Applied:
-    """Store `ev` in a group with whatever else was posted (see the module's docstring).
-    Raises what storing raises (apsw.Error: the caller spools the event, as it would for a
-    transaction of its own); the event is then no longer posted."""
+def store(
+    conn: apsw.Connection,
+    ev: Event,
+    delivery: Delivery,
+    ctx: Context,
+    alone: "Callable[[apsw.Connection, Event, Delivery, Context], Applied]",
+) -> Applied:
+    """Store `ev`: by `alone(conn, ev, delivery, ctx)` (a transaction of its own) when no other writer holds the lock,
+    so a single session pays nothing for groups; else posted and stored in a group with
+    whatever else was posted (see the module's docstring). Raises what storing raises
+    (apsw.Error: the caller spools the event); the event is then no longer posted."""
+    if not writers_busy(conn):
+        return alone(conn, ev, delivery, ctx)
     return store_posted(conn, post(ev, delivery, ctx), ev, delivery, ctx)
 
 

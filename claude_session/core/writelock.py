@@ -74,6 +74,25 @@ class WriterLock:
             self.holding, self.depth = fd, 1
         return fd
 
+    def busy(self) -> bool:
+        """Whether another process holds the lock now (looked at, not taken); False when no
+        lock file can be had, or this thread holds it."""
+        if self.depth:
+            return False
+        if self.fd is None:
+            fd = self._open()
+            if fd < 0:
+                return False
+            self.fd = fd
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        return False
+
     def release(self, fd: int) -> None:
         if fd < 0:
             return

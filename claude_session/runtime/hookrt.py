@@ -191,7 +191,7 @@ def process(
         if connect is not None and held is None and _groups(ev):
             from ..core import group_commit
 
-            applied = group_commit.store(conn, ev, delivery, ctx)
+            applied = group_commit.store(conn, ev, delivery, ctx, _apply)
         else:
             applied = _apply(conn, ev, delivery, ctx)
     except (db.DatabaseError, apsw.Error, OSError) as exc:  # OSError: cannot even create it
