@@ -1,15 +1,17 @@
 """Group commit: the events that reach one project's long-lived processes together (the MCP hook
 servers of its sessions, the daemon) are stored in one transaction.
 
-Each of those processes stores an event by posting it to the project's inbox (a file, as the
-spool writes one: under this user's MAC, renamed into place whole) and then taking the
-database's lock across processes (core/writelock.py), the queue they already wait in. Whoever
-holds the lock stores every event posted by then, its own and the others', in one BEGIN
-IMMEDIATE transaction, and removes their files after COMMIT, before letting the lock go. A
-process that gets the lock and finds its file gone knows its event is stored, and by whom it
-does not matter: it reads the event's row and answers from the store as before. Nobody waits
-for a group to fill: a group is what was posted while the previous writer held the lock, so no
-answer comes later than it would alone, and most come sooner (one commit, one lock hand-over
+An event that finds the database's lock across processes (core/writelock.py) free is stored
+in a transaction of its own, as before: a single session pays a look at the lock, nothing
+more. One that finds it taken is posted to the project's inbox (a file, as the spool writes
+one: under this user's MAC, renamed into place whole), and its process then waits its turn at
+the lock, the queue it already waited in. Whoever holds the lock next stores every event posted
+by then, its own and the others', in one BEGIN IMMEDIATE transaction, and removes their files
+after COMMIT, before letting the lock go. A process that gets the lock and finds its file gone
+knows its event is stored: it reads the event's row back and answers from the store as
+before. Nobody waits for a group to fill: a group is what arrived while the previous writer
+held the lock. The writer's own answer waits for the group's events (at most GROUP_CAP); the
+others' come sooner than their own turn would have given them (one commit, one lock hand-over
 and one cold page cache for the group, not one per event).
 
 Nothing is lost when a process dies: a posted event stays in the inbox, where the next writer
@@ -83,10 +85,10 @@ def store(
     ctx: Context,
     alone: "Callable[[apsw.Connection, Event, Delivery, Context], Applied]",
 ) -> Applied:
-    """Store `ev`: by `alone(conn, ev, delivery, ctx)` (a transaction of its own) when no other writer holds the lock,
-    so a single session pays nothing for groups; else posted and stored in a group with
-    whatever else was posted (see the module's docstring). Raises what storing raises
-    (apsw.Error: the caller spools the event); the event is then no longer posted."""
+    """Store `ev`: by `alone(conn, ev, delivery, ctx)` (a transaction of its own) when no
+    other writer holds the lock, so a single session pays nothing for groups; else posted and
+    stored in a group with whatever else was posted (see the module's docstring). Raises what
+    storing raises (apsw.Error: the caller spools the event); the event is then not posted."""
     if not writers_busy(conn):
         return alone(conn, ev, delivery, ctx)
     return store_posted(conn, post(ev, delivery, ctx), ev, delivery, ctx)
