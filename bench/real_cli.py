@@ -429,7 +429,9 @@ def normalized(value: Any, scratch: str) -> Any:
     if isinstance(value, list):
         return [normalized(v, scratch) for v in value]
     if isinstance(value, str):
-        value = value.replace(scratch, "<run>").replace(scratch.replace("/", "-"), "<run>")
+        # Claude Code's own folder for the project names it with every other character a '-'
+        slug = re.sub(r"[^A-Za-z0-9]", "-", scratch)
+        value = value.replace(scratch, "<run>").replace(slug, "<run>")
         value = VARYING_TEXT.sub("<id>", value)
         return "<transcript>" if value.endswith(".jsonl") else value
     return value
@@ -682,11 +684,16 @@ def print_report(results: dict[str, Any]) -> None:
                 f" {middle:.2f} + {r['shutdown_s']:.2f}), {r['hooks_fired']} hooks,"
                 f" settle {r['settle_s']:.1f} s, load {r['load_1m']:.2f}"
             )
-    compared = results.get("events_async_vs_mcp") or {}
-    if compared:
+    for key, what in (
+        ("events_async_vs_mcp", "async against the same round's mcp"),
+        ("events_mcp_vs_next_mcp", "mcp against the next round's mcp (the baseline)"),
+    ):
+        compared = results.get(key) or {}
+        if not compared:
+            continue
         print(
-            "\nevents rows, async against the same round's mcp, field by field"
-            " (ids, times and the run's folder aside): missing / extra per event"
+            f"\nevents rows, {what}, field by field (ids, times and the run's folder aside):"
+            " missing / extra per event"
         )
         for n, events in compared.items():
             found = ", ".join(
@@ -773,6 +780,13 @@ def main() -> None:
             n: compare_events(EVENT_ROWS[("mcp", n)], EVENT_ROWS[("async", n)])
             for n in range(args.rounds)
             if ("mcp", n) in EVENT_ROWS and ("async", n) in EVENT_ROWS
+        },
+        # the baseline: how two runs of the same install differ (a subagent still running at
+        # another's stop, or not, is in the payloads)
+        "events_mcp_vs_next_mcp": {
+            n: compare_events(EVENT_ROWS[("mcp", n)], EVENT_ROWS[("mcp", n + 1)])
+            for n in range(args.rounds)
+            if ("mcp", n) in EVENT_ROWS and ("mcp", n + 1) in EVENT_ROWS
         },
         "claude_version": CLAUDE_VERSION,
         "rounds": args.rounds,
