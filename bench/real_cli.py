@@ -18,6 +18,14 @@ The modes, each run in a fresh project, HOME and state folders of its own:
   http     no claude-session at all: `http` hooks for the events the mcp mode carries, posted
            to a receiver in this process that answers `{}`; the raw cost of Claude Code's own
            hook delivery, for comparison with mcp_tool.
+  twin     no claude-session at all: the mcp mode's shape with nothing behind it (mcp_tool
+           hooks to bench/null_mcp_server.py, `cat >/dev/null` commands on the other events,
+           as bench/hook_durations.py's null-mcp); not in the default modes.
+  async    the mcp mode, with the observe-only events it carries (whose answer is always
+           empty: runtime/handlers.py) as `async: true` command hooks instead, so Claude Code
+           does not wait for them (issue 45); not in the default modes. With `mcp` in the same
+           run, each round's events are compared field by field with the mcp run's (what an
+           async hook killed at exit loses shows there).
 
 Why whole sessions: a hook's own run time (hook_events.duration_ms) leaves out what Claude
 Code spends around it (spawning, a pipe, an MCP round trip, its own bookkeeping); the wall time
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -58,7 +67,8 @@ from claude_session.services.setup import installer  # noqa: E402
 from claude_session.services.snapshots import capture_control  # noqa: E402
 
 CLAUDE_VERSION = "2.1.330"
-MODES = ("none", "command", "relay", "mcp", "http")
+MODES = ("none", "command", "relay", "mcp", "http", "twin", "async")
+DEFAULT_MODES = ("none", "command", "relay", "mcp", "http")
 CLI = REPO / ".venv" / "bin" / "claude-session"
 MARKER = "BENCH-SUBAGENT"  # a subagent's prompt starts with it: its requests are told apart
 PROMPT = "BENCH-MAIN: write, edit, read and run, and have subagents do the same"
@@ -254,6 +264,7 @@ class Run:
     startup_s: float = 0.0  # from the start of `claude -p` to its first model request
     shutdown_s: float = 0.0  # from its last model request to its exit
     settle_s: float = 0.0  # after claude exited, until the project's processes were gone
+    load_1m: float = 0.0  # the machine's load average over the minute before the run
     error: str = ""
 
 
@@ -288,15 +299,55 @@ def state_of(env: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def observe_only_events() -> list[str]:
+    """The events the mcp transport carries whose answer is always empty: no answer step, or
+    one `answers_nothing` gives whatever the store holds (runtime/handlers.py)."""
+    from claude_session.runtime import handlers
+
+    found = []
+    for event in installer.installed_events():
+        handler = handlers.HANDLERS.get(event, handlers.DEFAULT)
+        if event not in installer.MCP_EVENTS:
+            continue
+        no_answer = handler.answer is None and handler.before_answer is None
+        answered_first = handler.answer_first is not None
+        if no_answer or (
+            answered_first and getattr(handler.answer_first, "__name__", "") == "_always"
+        ):
+            found.append(event)
+    return found
+
+
+def make_async(project: Path) -> None:
+    """The install's observe-only mcp_tool hooks become `async: true` command hooks (our hook
+    process, as `install --transport command` writes it)."""
+    settings_file = project / ".claude" / "settings.local.json"
+    settings = json.loads(settings_file.read_text())
+    for event in observe_only_events():
+        handler = {
+            "type": "command",
+            "command": installer.hook_command(event),
+            "timeout": installer.TIMEOUTS.get(event, installer.DEFAULT_TIMEOUT),
+            "async": True,
+        }
+        settings["hooks"][event] = [{"hooks": [handler]}]
+    settings_file.write_text(json.dumps(settings, indent=2))
+
+
 def install(mode: str, project: Path, env: dict[str, str], claude: Path, url: str) -> None:
     if mode == "none":
+        return
+    if mode == "twin":
+        import hook_durations  # beside this script; imports this module, so not at the top
+
+        hook_durations.install("null-mcp", project, env, claude)
         return
     if mode == "http":
         settings = project / ".claude" / "settings.local.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
         settings.write_text(json.dumps(http_settings(url), indent=2))
         return
-    transport = "mcp" if mode == "mcp" else "command"
+    transport = "mcp" if mode in ("mcp", "async") else "command"
     argv = [str(CLI), "--project", str(project), "install", "--transport", transport]
     done = subprocess.run(
         [*argv, "--claude", str(claude)],
@@ -310,6 +361,8 @@ def install(mode: str, project: Path, env: dict[str, str], claude: Path, url: st
     written = json.loads((project / ".claude" / "settings.local.json").read_text())
     if installer.transport_of(written) != transport:
         raise SystemExit(f"install wrote {installer.transport_of(written)} hooks, not {transport}")
+    if mode == "async":
+        make_async(project)
 
 
 def project_processes(project: Path) -> list[int]:
@@ -351,6 +404,82 @@ def scalar(conn: apsw.Connection, sql: str, *args: object) -> int:
     return value if isinstance(value, int) else 0
 
 
+# (mode, round) -> the run's events rows, normalized (`normalized_events`): the async mode's
+# are compared with the mcp mode's of the same round.
+EVENT_ROWS: dict[tuple[str, int], Counter[str]] = {}
+VARYING = (
+    *("session_id", "tool_use_id", "agent_id", "prompt_id", "duration_ms", "agentId"),
+    *("message_id", "turn_id", "id"),
+)
+# ids and times inside texts: UUIDs, agent ids, the scripted API's tool ids, durations
+VARYING_TEXT = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\ba[0-9a-f]{16}\b"
+    r"|toolu_e2e\d+|<duration_ms>\d+</duration_ms>"
+)
+
+
+def normalized(value: Any, scratch: str) -> Any:
+    """A payload with what differs between two runs of the same script (ids, times, the run's
+    folder) replaced by placeholders."""
+    if isinstance(value, dict):
+        return {
+            k: f"<{k}>" if k in VARYING and v is not None else normalized(v, scratch)
+            for k, v in sorted(value.items())
+        }
+    if isinstance(value, list):
+        return [normalized(v, scratch) for v in value]
+    if isinstance(value, str):
+        # Claude Code's own folder for the project names it with every other character a '-'
+        slug = re.sub(r"[^A-Za-z0-9]", "-", scratch)
+        value = value.replace(scratch, "<run>").replace(slug, "<run>")
+        value = VARYING_TEXT.sub("<id>", value)
+        return "<transcript>" if value.endswith(".jsonl") else value
+    return value
+
+
+def normalized_events(conn: apsw.Connection, scratch: str) -> Counter[str]:
+    """Each events row, every column but its ids and times, as one JSON text."""
+    rows: Counter[str] = Counter()
+    query = (
+        "SELECT hook_event_name, tool_name, tool_use_id IS NOT NULL, agent_id IS NOT NULL,"
+        " agent_type, prompt_id IS NOT NULL, payload, truncated, via, unattributed FROM events"
+    )
+    for (
+        name,
+        tool_name,
+        has_tool_use,
+        has_agent,
+        agent_type,
+        has_prompt,
+        payload,
+        *rest,
+    ) in conn.execute(query):
+        fields = {
+            "event": name,
+            "tool_name": tool_name,
+            "tool_use_id": has_tool_use,
+            "agent_id": has_agent,
+            "agent_type": agent_type,
+            "prompt_id": has_prompt,
+            "payload": normalized(json.loads(payload), scratch),
+            "truncated, via, unattributed": rest,
+        }
+        rows[json.dumps(fields, sort_keys=True)] += 1
+    return rows
+
+
+def compare_events(mcp: Counter[str], other: Counter[str]) -> dict[str, dict[str, int]]:
+    """Per event: rows the mcp run has that the other lacks ('missing'), and the reverse
+    ('extra'), compared field by field (a row differing in one field counts in both)."""
+    result: dict[str, dict[str, int]] = {}
+    for side, rows in (("missing", mcp - other), ("extra", other - mcp)):
+        for row, n in rows.items():
+            event = json.loads(row)["event"]
+            result.setdefault(event, {}).setdefault(side, 0)
+            result[event][side] += n
+    return result
+
+
 def read_store(project: Path, session_id: str, run: Run) -> None:
     database = project / ".claude-session.db"
     if not database.exists():
@@ -380,6 +509,8 @@ def read_store(project: Path, session_id: str, run: Run) -> None:
         run.tool_calls_succeeded = scalar(
             conn, "SELECT count(*) FROM tool_calls WHERE status = 'succeeded'"
         )
+        if run.mode in ("mcp", "async"):
+            EVENT_ROWS[(run.mode, run.round)] = normalized_events(conn, str(project.parent))
     finally:
         conn.close()
 
@@ -425,6 +556,7 @@ def run_once(
     plan: Plan,
 ) -> Run:
     scratch, project, script, api = new_run(mode, round_no, base, plan)
+    load = round(os.getloadavg()[0], 2)
     with api, HookReceiver() as receiver:
         env = run_env(scratch, api.url)
         install(mode, project, env, claude, receiver.url)
@@ -439,6 +571,7 @@ def run_once(
         posts = sum(receiver.posts.values())
         by_post = dict(sorted(receiver.posts.items()))
     run = Run(mode, round_no, round(wall, 3), done.returncode, script.total(), 0)
+    run.load_1m = load
     if script.first is not None and script.last is not None:
         run.startup_s = round(script.first - started, 3)
         run.shutdown_s = round(ended - script.last, 3)
@@ -453,7 +586,7 @@ def run_once(
     run.settle_s = round(settle(project, env), 2)
     if mode == "http":
         run.hooks_fired, run.by_event = posts, by_post
-    elif mode != "none":
+    elif mode not in ("none", "twin"):
         read_store(project, session_id, run)
         if run.tool_calls_recorded < run.tool_calls_made:
             run.error = run.error or (
@@ -549,8 +682,25 @@ def print_report(results: dict[str, Any]) -> None:
             print(
                 f"  round {n} {r['mode']:8} {r['wall_s']:6.2f} s ({r['startup_s']:.2f} +"
                 f" {middle:.2f} + {r['shutdown_s']:.2f}), {r['hooks_fired']} hooks,"
-                f" settle {r['settle_s']:.1f} s"
+                f" settle {r['settle_s']:.1f} s, load {r['load_1m']:.2f}"
             )
+    for key, what in (
+        ("events_async_vs_mcp", "async against the same round's mcp"),
+        ("events_mcp_vs_next_mcp", "mcp against the next round's mcp (the baseline)"),
+    ):
+        compared = results.get(key) or {}
+        if not compared:
+            continue
+        print(
+            f"\nevents rows, {what}, field by field (ids, times and the run's folder aside):"
+            " missing / extra per event"
+        )
+        for n, events in compared.items():
+            found = ", ".join(
+                f"{e} -{d.get('missing', 0)}/+{d.get('extra', 0)}"
+                for e, d in sorted(events.items())
+            )
+            print(f"  round {n}: {found or 'the same rows'}")
     problems = [
         f"  {r['mode']} round {r['round']}: exit {r['exit_code']} {r['error']}"
         for r in runs
@@ -577,7 +727,9 @@ def main() -> None:
         action="store_true",
         help="CLAUDE_SESSION_NO_SNAPSHOTS=1: the transports' cost without the capture processes",
     )
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
+    parser.add_argument(
+        "--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, of {', '.join(MODES)}"
+    )
     parser.add_argument("--claude", type=Path, default=default_claude())
     parser.add_argument(
         "--no-warmup",
@@ -624,6 +776,18 @@ def main() -> None:
         else:
             shutil.rmtree(base, ignore_errors=True)
     results: dict[str, Any] = {
+        "events_async_vs_mcp": {
+            n: compare_events(EVENT_ROWS[("mcp", n)], EVENT_ROWS[("async", n)])
+            for n in range(args.rounds)
+            if ("mcp", n) in EVENT_ROWS and ("async", n) in EVENT_ROWS
+        },
+        # the baseline: how two runs of the same install differ (a subagent still running at
+        # another's stop, or not, is in the payloads)
+        "events_mcp_vs_next_mcp": {
+            n: compare_events(EVENT_ROWS[("mcp", n)], EVENT_ROWS[("mcp", n + 1)])
+            for n in range(args.rounds)
+            if ("mcp", n) in EVENT_ROWS and ("mcp", n + 1) in EVENT_ROWS
+        },
         "claude_version": CLAUDE_VERSION,
         "rounds": args.rounds,
         "tool_calls": args.tool_calls,

@@ -224,7 +224,9 @@ class HooksReport:
     """Every hook that ran, timed by Claude Code, grouped by command and event
     (`claude-session hooks --json`, without the transcripts read: a Project reads none).
     Each row: command, event, ours, runs, measured, unmeasured, total_ms, median_ms, p90_ms,
-    max_ms, share (of `wall_time_ms`)."""
+    max_ms, share (of `wall_time_ms`). `untimed_estimate`: what the runs Claude Code did not
+    time could add, at the median of those it timed (an estimate, never measured; None when
+    every run was timed or none was)."""
 
     session_id: str | None
     turn: int | None
@@ -234,6 +236,7 @@ class HooksReport:
     rows: tuple[dict[str, Any], ...]
     groups: int
     total: dict[str, Any]
+    untimed_estimate: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

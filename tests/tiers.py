@@ -96,6 +96,7 @@ MODULES: dict[str, str] = {
     "test_mcp_hook_server.py": "integration",
     "test_new_fields_transports.py": "integration",
     "test_hooks.py": "integration",
+    "test_hooks_untimed.py": "integration",
     "test_hostile_input.py": "integration",
     "test_hot_path.py": "integration",
     "test_injections.py": "integration",

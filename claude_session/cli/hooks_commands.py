@@ -69,7 +69,10 @@ def shown(row: dict[str, Any]) -> dict[str, Any]:
     " wall_time_source, rows (per command and event, the largest total first: command"
     " (redacted, control characters escaped), event, ours, runs, measured, unmeasured, total_ms,"
     " median_ms, p90_ms (nearest rank), max_ms, share of the wall time), groups, total (runs,"
-    " measured, unmeasured, total_ms, ours_ms, others_ms, share), transcripts (what was read)"
+    " measured, unmeasured, total_ms, ours_ms, others_ms, share), untimed_estimate (null, or"
+    " what the unmeasured runs could add at the median of the timed ones, an estimate: estimate"
+    " true, runs, basis, basis_runs, basis_median_ms, estimated_ms, share), transcripts (what"
+    " was read)"
 )
 @output.wide_option
 @click.pass_obj
@@ -77,7 +80,8 @@ def hooks(root: Path, session: str | None, turn: int | None, limit: int, every: 
     """Every hook that ran (ours, marked, and every other: command, http, mcp_tool), as
     Claude Code timed it: runs, total, median, p90 and max per command and event, and its share
     of the sessions' wall time. Runs of ours that Claude Code did not time are counted as
-    unmeasured, never given a time."""
+    unmeasured, never given a time; what they could add is estimated apart, at the median of
+    the timed runs, and said to be an estimate."""
     require_database(root)
     with Project(root) as project:
         project.refresh(transcripts=False, spool=False)  # the database as this version reads it
@@ -156,8 +160,23 @@ def notes(found: dict[str, Any]) -> None:
             " JSON, or one of our command hooks that printed nothing): counted, not timed",
             style="dim",
         )
+    guess = found.get("untimed_estimate")
+    if guess:
+        output.say(out, estimate_line(guess))
     read = found["transcripts"]
     for line in costs.unread(read):
         output.note(line)
     if read.get("skipped"):
         output.note(f"{read['skipped']} transcript lines were not understood and skipped")
+
+
+def estimate_line(guess: dict[str, Any]) -> str:
+    """The untimed runs' possible time, said as the estimate it is, with its basis."""
+    line = (
+        f"estimate, not measured: {guess['runs']} hook run(s) untimed by Claude Code; at the"
+        f" median of the {guess['basis_runs']} it timed ({ms(guess['basis_median_ms'])}) they"
+        f" would add ~{ms(guess['estimated_ms'])}"
+    )
+    if guess["share"] is not None:
+        line += f" ({share(guess['share'])} of the wall time)"
+    return line

@@ -15,6 +15,10 @@ Definitions (docs/guides/hooks.md says the same):
   (a command hook that printed nothing or JSON): counted, never given a time.
 Other hooks that Claude Code did not time are not known at all (except at Stop, whose summary
 lists every hook).
+- untimed estimate: what the unmeasured runs could add, each taken at the median of the runs
+  Claude Code did time in the same report (its basis, stated with it): an estimate, never part
+  of the measured total or share. Command hooks that print nothing are most of a session's
+  runs under the command transport, so the measured share alone says too little.
 - ours: a line naming our hook counts only when our own records have a run of that event in
   that session, started within the hook's timeout before the line, and its durationMs is within
   that timeout (the agent can write lines into its own transcript): else it is left out.
@@ -112,6 +116,29 @@ def _row(
         "p90_ms": p90(timed),
         "max_ms": max(timed) if timed else None,
         "share": total / wall_ms if total is not None and wall_ms else None,
+    }
+
+
+ESTIMATE_BASIS = "the median of the runs Claude Code timed in this report, for each untimed run"
+
+
+def untimed_estimate(
+    timed: Sequence[float], untimed: int, wall_ms: float | None
+) -> dict[str, Any] | None:
+    """What the `untimed` runs could add to the hooks' time, were each as long as the median
+    of the `timed` ones; None without untimed runs or any timed run to base it on."""
+    if untimed <= 0 or not timed:
+        return None
+    basis = float(statistics.median(timed))
+    estimated = basis * untimed
+    return {
+        "estimate": True,  # not a measurement: Claude Code wrote no time for these runs
+        "runs": untimed,
+        "basis": ESTIMATE_BASIS,
+        "basis_runs": len(timed),
+        "basis_median_ms": basis,
+        "estimated_ms": estimated,
+        "share": estimated / wall_ms if wall_ms else None,
     }
 
 
@@ -244,7 +271,10 @@ def report(
         if turn is None:
             raise ValueError(f"session {session_id} has no turn {turn_no}")
     wall = wall_ms(conn, session_id, turn)
-    rows = group(runs(conn, session_id, turn), ours_recorded(conn, session_id, turn), wall)
+    shown = runs(conn, session_id, turn)
+    rows = group(shown, ours_recorded(conn, session_id, turn), wall)
+    total = totals(rows, wall)
+    timed = [duration for _, _, _, duration in shown if duration is not None]
     return {
         "session_id": session_id,
         "turn": turn_no,
@@ -253,7 +283,8 @@ def report(
         "wall_time_source": WALL_SOURCE,
         "rows": rows if limit is None else rows[:limit],
         "groups": len(rows),
-        "total": totals(rows, wall),
+        "total": total,
+        "untimed_estimate": untimed_estimate(timed, total["unmeasured"], wall),
     }
 
 

@@ -36,8 +36,10 @@ LOCAL_SETTINGS_LINE = ".claude/settings.local.json"
 # WorktreeCreate hooks replace Claude Code's own git worktree creation: never install one.
 SKIPPED_EVENTS = ("WorktreeCreate",)
 # Events whose hooks Claude Code need not wait for. Empty on purpose: Claude Code kills async
-# hooks still running when `claude -p` exits, which loses the event, and a synchronous hook
-# costs ~15 ms. Kept as the one switch should that trade-off change.
+# hooks still running when `claude -p` exits, which can lose the event, and the observe-only
+# events as async command hooks made a session no faster than the do-nothing twin (a process
+# per event costs the CPU Claude Code waits for; docs/benchmarks.md, "Async observe-only
+# hooks"). Kept as the one switch should that trade-off change.
 ASYNC_EVENTS: frozenset[str] = frozenset()
 # Seconds, per event (core/hook_contract.py says why).
 TIMEOUTS = hook_contract.HOOK_TIMEOUTS
