@@ -114,6 +114,8 @@ MODULES: dict[str, str] = {
     "test_memory.py": "integration",
     "test_memory_provenance.py": "integration",
     "test_memory_stale.py": "integration",
+    "test_status_writes_nothing.py": "integration",
+    "test_stale_count.py": "fast",
     "test_memory_roundtrip.py": "integration",
     "test_migrations.py": "fast",
     "test_model_context.py": "integration",

@@ -67,13 +67,27 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         ],
         "hooks": hook_runs(conn) | {"installed_in": hooks_from(root)},
         "hook_time": hooks_report.latest(conn, latest_session(conn), hooks_report.budget_ms(root)),
-        "cost": costs.latest(conn)
-        | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
+        "cost": cost_state(conn, root),
         "otel": otel_status(conn, root, now),  # None: export is off
         "judge": judge_state(conn, root, now),
         "memories": memory_state(conn, root),
     }
     return {"now": happening(conn, root, found, now)} | found
+
+
+def cost_state(conn: apsw.Connection, root: str) -> dict[str, Any]:
+    """The latest session's cost as the transcripts were read last (`status` reads none: the
+    daemon does, and `cost`), the live sessions' transcripts that cannot be read, and
+    `not_read_yet`: for that session and the one active last, the bytes of their transcripts
+    written past what was read (only those with some), so a figure behind says so."""
+    from .cost import transcripts
+
+    found = costs.latest(conn)
+    found["transcript_problems"] = costs.transcript_state(conn)["live_problems"]
+    wanted = dict.fromkeys(s for s in (found["session_id"], latest_session(conn)) if s)
+    behind = [transcripts.behind(conn, root, session) for session in wanted]
+    found["not_read_yet"] = [b for b in behind if b["bytes"]]
+    return found
 
 
 def memory_state(conn: apsw.Connection, root: str) -> dict[str, Any]:
