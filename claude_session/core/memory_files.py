@@ -23,7 +23,7 @@ from .db import as_int, as_text
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
 # A file modified within this long of when it was recorded (or seen) may change again with the
@@ -101,7 +101,10 @@ def _inside(real_root: str, path: str) -> str | None:
 def stat_of(real_root: str, path: str) -> "tuple[int, int] | None":
     """(size, mtime_ns) of a regular project file, None when there is none (or not ours). One
     lstat for a file that is no link (the common case); a link is resolved and looked at."""
-    full = _joined(real_root, path)
+    return _stat_at(real_root, _joined(real_root, path))
+
+
+def _stat_at(real_root: str, full: str | None) -> "tuple[int, int] | None":
     if full is None:
         return None
     inside = real_root.rstrip("/") + "/"
@@ -243,17 +246,18 @@ _LOOKED_AT_SQL = ", ".join(f"f.{column}" for column in LOOKED_AT)
 
 
 def look(
-    real_root: str, path: str, row: "tuple[Any, ...]", settled: int
+    real_root: str, path: str, row: "Sequence[Any]", settled: int
 ) -> "tuple[str | None, int | None, tuple[int, int, str] | None]":
     """One file of a memory as it is now, against its `row` (the LOOKED_AT columns): how it
     changed (CHANGED, GONE, APPEARED; None: it did not), its
     modification time now (None: gone), and (size, mtime_ns, sha256) when it was hashed and
     its time is before `settled` (what `remember_seen` keeps). A path that is no project
     file (a hostile database's) is never looked at: None."""
-    if not plain(path):
+    full = _joined(real_root, path)
+    if full is None:  # not a plain path
         return None, None, None
     recorded, size, mtime_ns, recorded_at, seen_size, seen_mtime_ns, seen_sha256 = row
-    now_stat = stat_of(real_root, path)
+    now_stat = _stat_at(real_root, full)
     if now_stat is None:
         return (GONE if recorded is not None else None), None, None
     size_now, mtime_now = now_stat
@@ -365,13 +369,14 @@ def stale_count(conn: apsw.Connection, root: str) -> "tuple[int, int]":
     about: set[object] = set()
     stale: set[object] = set()
     for memory_id, path, *row in conn.execute(
-        f"SELECT f.memory_id, f.path, {_LOOKED_AT_SQL} FROM memory_files f JOIN memories m"
+        # the files scanned, each memory by its rowid: half the time of the other order
+        f"SELECT f.memory_id, f.path, {_LOOKED_AT_SQL} FROM memory_files f CROSS JOIN memories m"
         " ON m.id = f.memory_id WHERE m.forgotten_at IS NULL"
     ):
         about.add(memory_id)
         if memory_id in stale or not isinstance(path, str):
             continue
-        if look(real_root, path, tuple(row), settled)[0] is not None:
+        if look(real_root, path, row, settled)[0] is not None:
             stale.add(memory_id)
     return len(about), len(stale)
 
@@ -390,12 +395,12 @@ def keep_seen(conn: apsw.Connection, root: str, most: int = 200) -> int:
     _DIRS.clear()
     seen: list[tuple[Any, ...]] = []
     for memory_id, path, *row in conn.execute(
-        f"SELECT f.memory_id, f.path, {_LOOKED_AT_SQL} FROM memory_files f JOIN memories m"
+        f"SELECT f.memory_id, f.path, {_LOOKED_AT_SQL} FROM memory_files f CROSS JOIN memories m"
         " ON m.id = f.memory_id WHERE m.forgotten_at IS NULL ORDER BY f.memory_id, f.path"
     ).fetchall():
         if not isinstance(path, str):
             continue
-        hashed = look(real_root, path, tuple(row), settled)[2]
+        hashed = look(real_root, path, row, settled)[2]
         if hashed is not None:
             seen.append((*hashed, memory_id, path))
             if len(seen) >= most:
