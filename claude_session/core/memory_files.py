@@ -224,8 +224,8 @@ def check(
         _DIRS.clear()  # folders are resolved anew by each check: one may have become a link
     for row in files:
         path = as_text(row["path"])
-        how, mtime, hashed = look(real_root, path, tuple(row[k] for k in LOOKED_AT), settled)
-        if hashed is not None:
+        how, mtime, hashed = look(real_root, path, tuple(row[k] for k in LOOKED_AT))
+        if hashed is not None and hashed[1] < settled:  # its time can no longer hide a change
             seen.append((*hashed, row["memory_id"], path))
         if how is not None:
             changes.append(_change(row, how, mtime))
@@ -246,13 +246,13 @@ _LOOKED_AT_SQL = ", ".join(f"f.{column}" for column in LOOKED_AT)
 
 
 def look(
-    real_root: str, path: str, row: "Sequence[Any]", settled: int
+    real_root: str, path: str, row: "Sequence[Any]"
 ) -> "tuple[str | None, int | None, tuple[int, int, str] | None]":
     """One file of a memory as it is now, against its `row` (the LOOKED_AT columns): how it
-    changed (CHANGED, GONE, APPEARED; None: it did not), its
-    modification time now (None: gone), and (size, mtime_ns, sha256) when it was hashed and
-    its time is before `settled` (what `remember_seen` keeps). A path that is no project
-    file (a hostile database's) is never looked at: None."""
+    changed (CHANGED, GONE, APPEARED; None: it did not), its modification time now (None:
+    gone), and (size, mtime_ns, sha256) when it was hashed now (`settled` says whether that
+    may be kept). A path that is no project file (a hostile database's) is never looked at:
+    None."""
     full = _joined(real_root, path)
     if full is None:  # not a plain path
         return None, None, None
@@ -276,8 +276,7 @@ def look(
         if found is None:
             return GONE, None, None
         digest, size_now, mtime_now = found
-        if mtime_now < settled:  # kept only once its time can no longer hide a change
-            hashed = (size_now, mtime_now, digest)
+        hashed = (size_now, mtime_now, digest)
     if digest != recorded or _past_the_hash(size, mtime_ns, size_now, mtime_now):
         return CHANGED, mtime_now, hashed
     return None, mtime_now, hashed
@@ -361,10 +360,7 @@ def stale_count(conn: apsw.Connection, root: str) -> "tuple[int, int]":
     moved since it was recorded or last seen (the `seen_*` columns, which the daemon's
     `keep_seen` and SessionStart's check keep); a memory found stale has its other files
     skipped. Writes nothing (`status` calls it)."""
-    import time
-
     real_root = os.path.realpath(root)
-    settled = int((time.time() - RACY_S) * 1e9)
     _DIRS.clear()
     about: set[object] = set()
     stale: set[object] = set()
@@ -376,16 +372,18 @@ def stale_count(conn: apsw.Connection, root: str) -> "tuple[int, int]":
         about.add(memory_id)
         if memory_id in stale or not isinstance(path, str):
             continue
-        if look(real_root, path, row, settled)[0] is not None:
+        if look(real_root, path, row)[0] is not None:
             stale.add(memory_id)
     return len(about), len(stale)
 
 
-def keep_seen(conn: apsw.Connection, root: str, most: int = 200) -> int:
+def keep_seen(
+    conn: apsw.Connection, root: str, most: int = 2000, most_bytes: int = 64 << 20
+) -> int:
     """What the count of possibly stale memories needs kept (the daemon calls it on a timer):
-    every file of the memories in use looked at, and those hashed (at most `most` of them, the
-    rest at the next call) remembered as seen, so `status` stats them and reads none. Returns
-    how many were remembered."""
+    every file of the memories in use looked at, and what was hashed remembered as seen once
+    its time is settled, so `status` stats them and reads none. At most `most` files or
+    `most_bytes` hashed per call: the rest at the next. Returns how many were remembered."""
     import time
 
     from .db import Immediate
@@ -394,17 +392,21 @@ def keep_seen(conn: apsw.Connection, root: str, most: int = 200) -> int:
     settled = int((time.time() - RACY_S) * 1e9)
     _DIRS.clear()
     seen: list[tuple[Any, ...]] = []
+    hashed_files = hashed_bytes = 0
     for memory_id, path, *row in conn.execute(
         f"SELECT f.memory_id, f.path, {_LOOKED_AT_SQL} FROM memory_files f CROSS JOIN memories m"
         " ON m.id = f.memory_id WHERE m.forgotten_at IS NULL ORDER BY f.memory_id, f.path"
     ).fetchall():
         if not isinstance(path, str):
             continue
-        hashed = look(real_root, path, row, settled)[2]
-        if hashed is not None:
+        hashed = look(real_root, path, row)[2]
+        if hashed is None:
+            continue
+        if hashed[1] < settled:
             seen.append((*hashed, memory_id, path))
-            if len(seen) >= most:
-                break
+        hashed_files, hashed_bytes = hashed_files + 1, hashed_bytes + min(hashed[0], HASH_CAP)
+        if hashed_files >= most or hashed_bytes >= most_bytes:
+            break
     if seen:
         with Immediate(conn):
             remember_seen(conn, seen)

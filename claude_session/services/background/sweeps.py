@@ -46,9 +46,8 @@ PROCESS_CHECK_SECONDS = 1.0  # how often the recorded Claude Code processes are 
 TRANSCRIPT_READ_SECONDS = 1.0  # at most one pass this often for changed transcripts
 WATCH_RETRY_SECONDS = 60.0  # transcript folders that could not be watched: tried again after
 # How often the memories' files are looked at, so `status` counts the possibly stale ones by a
-# stat each (core/memory_files.keep_seen); at most MEMORY_FILES_HASHED hashed per look.
+# stat each (core/memory_files.keep_seen: at most 2,000 files or 64 MiB hashed per look).
 MEMORY_CHECK_SECONDS = 30.0
-MEMORY_FILES_HASHED = 200
 # Seen gone this long before its session is ended: a SessionEnd that Claude Code's exit left
 # in flight (its hook, or the relay applying it) lands first and gives the real reason.
 EXIT_GRACE_SECONDS = 2.0
@@ -254,7 +253,7 @@ class Daemon:
         from ...core import memory_files
 
         try:
-            kept = memory_files.keep_seen(self.connection(), self.root, MEMORY_FILES_HASHED)
+            kept = memory_files.keep_seen(self.connection(), self.root)
         except (db.DatabaseError, apsw.Error):
             raise
         except Exception as exc:
