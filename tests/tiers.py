@@ -117,6 +117,7 @@ MODULES: dict[str, str] = {
     "test_status_writes_nothing.py": "integration",
     "test_stale_count.py": "fast",
     "test_failed_last_at.py": "fast",
+    "test_records_deferred.py": "fast",
     "test_memory_roundtrip.py": "integration",
     "test_migrations.py": "fast",
     "test_model_context.py": "integration",
