@@ -198,7 +198,7 @@ def test_once_the_daemon_looked_the_count_reads_no_file(tmp_path: Path) -> None:
     root = tmp_path / "project"
     root.mkdir()
     conn = db.connect(str(root / ".claude-session.db"))
-    paths = [f"m{i}.py" for i in range(20)]
+    paths = [f"m{i:02d}.py" for i in range(60)]  # past 50 moved: their rows read in one pass
     for path in paths:
         (root / path).write_text(f"# {path}\n")
     recorded_at = time.time()
@@ -212,17 +212,17 @@ def test_once_the_daemon_looked_the_count_reads_no_file(tmp_path: Path) -> None:
     (root / paths[0]).write_text("# changed, the same size\n"[: len(f"# {paths[0]}\n")])
     os.utime(root / paths[0], (settled + 0.5, settled + 0.5))
     with files_opened() as opened:
-        assert memory_files.stale_count(conn, str(root)) == (20, 1)
-    assert len(opened) == 20  # every file hashed: none as recorded, none seen yet
-    assert memory_files.keep_seen(conn, str(root)) == 20
+        assert memory_files.stale_count(conn, str(root)) == (60, 1)
+    assert len(opened) == 60  # every file hashed: none as recorded, none seen yet
+    assert memory_files.keep_seen(conn, str(root)) == 60
     with files_opened() as opened:
-        assert memory_files.stale_count(conn, str(root)) == (20, 1)
+        assert memory_files.stale_count(conn, str(root)) == (60, 1)
     assert opened == []
     # Put back as it was recorded (the same size as the change the look saw): read again.
     (root / paths[0]).write_text(f"# {paths[0]}\n")
     os.utime(root / paths[0], (settled + 1, settled + 1))
     with files_opened() as opened:
-        assert memory_files.stale_count(conn, str(root)) == (20, 0)
+        assert memory_files.stale_count(conn, str(root)) == (60, 0)
     assert opened == [str(root.resolve() / paths[0])]
     conn.close()
 
