@@ -198,7 +198,7 @@ def test_once_the_daemon_looked_the_count_reads_no_file(tmp_path: Path) -> None:
     root = tmp_path / "project"
     root.mkdir()
     conn = db.connect(str(root / ".claude-session.db"))
-    paths = [f"m{i:02d}.py" for i in range(60)]  # past 50 moved: their rows read in one pass
+    paths = [f"m{i:02d}.py" for i in range(60)]
     for path in paths:
         (root / path).write_text(f"# {path}\n")
     recorded_at = time.time()
