@@ -134,6 +134,7 @@ CREATE INDEX error_log_open ON error_log (session_id, signature, resolution);
 CREATE INDEX error_log_ladder ON error_log (session_id, ladder_key, resolution);
 CREATE INDEX error_log_call ON error_log (tool_use_id);
 CREATE INDEX error_log_unfixed ON error_log (interrupted) WHERE (resolution IS NULL OR resolution != 'auto_fixed');
+CREATE INDEX error_log_command ON error_log (command, occurred_at) WHERE command IS NOT NULL;  -- when a command last failed anywhere
 
 -- What the model knew, at each compaction and at session end (JSON).
 CREATE TABLE context_snapshots (
@@ -881,4 +882,4 @@ CREATE TABLE database_identity (
 INSERT INTO database_identity (id, created_at)
     VALUES (lower(hex(randomblob(16))), (julianday('now') - 2440587.5) * 86400.0);
 
-PRAGMA user_version = 32;
+PRAGMA user_version = 33;

@@ -236,7 +236,9 @@ def test_a_transcript_forged_by_the_agent_bricks_nothing(
         assert not FORGED_TEXT.search(done.stdout + done.stderr), (args, done.stdout)
         return done
 
+    cli("cost")  # what the daemon left unread, read now: `status` reads no transcript
     status = json.loads(cli("status", "--json").stdout)
+    assert status["cost"]["not_read_yet"] == [], status["cost"]
     database = status["database"]
     assert database["internal_errors"] == 0, database["last_internal_error"]
     assert_no_forged_figure(status)

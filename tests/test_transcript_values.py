@@ -268,6 +268,8 @@ def test_status_cost_and_timeline_keep_working_as_a_user_runs_them(
         env = {"CLAUDE_CONFIG_DIR": str(scene.config)}
         try:
             scene.add_a(line_with(kind, path, value))
+            read = run_cli(scene.project, "cost", **env)  # `status` reads no transcript
+            assert read.returncode == 0 and "Traceback" not in read.stderr, read.stderr
             status = run_cli(scene.project, "status", **env)  # A is the latest session
             assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
             assert "$0.2500" in status.stdout  # A's own cost, the forged line skipped

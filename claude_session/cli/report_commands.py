@@ -31,19 +31,25 @@ def _with_payload(event: RecordedEvent) -> dict[str, object]:
 @json_option(
     "an object: now (live_agents, contested_files, open_errors, last_compaction, problems),"
     " database, sessions, sessions_never_ended, agents, claims, daemon, trust, open_errors,"
-    " failed_paths, hooks, cost (the latest session's, from Claude Code's transcripts, with"
-    " dead_ends: what went to errors never fixed and approaches that failed), judge, memories"
+    " failed_paths, hooks, cost (the latest session's, from Claude Code's transcripts as last"
+    " read: `status` reads none; with dead_ends: what went to errors never fixed and approaches"
+    " that failed, and not_read_yet: session_id, bytes, files, read_at of transcripts written"
+    " past what was read), judge, memories"
     " (count, about_files, possibly_stale: a file they are about changed since)"
 )
 @output.wide_option
 @click.pass_obj
 def status(root: Path) -> None:
     """What is happening now (live agents, contested files, open errors, the last compaction,
-    installation problems), then sessions, agents, claims, errors, failed paths, database."""
+    installation problems), then sessions, agents, claims, errors, failed paths, database.
+    Writes nothing: the cost is as the transcripts were last read (by the daemon, or `cost`),
+    and says how much of them is not read yet."""
     require_database(root)
     with Project(root) as project:
-        # the latest session's cost, from only the new bytes of its transcripts
-        project.refresh(latest=True, spool=False)
+        # Nothing is written: the transcripts are read by the daemon (and `cost`, or
+        # `Project.refresh()`); the cost shown says what is not read yet. Only a database an
+        # older version wrote is upgraded first.
+        project.upgrade()
         found = dataclasses.asdict(project.status())
     output.emit(found, text=lambda: status_view.show(found))
 

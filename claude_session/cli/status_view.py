@@ -175,6 +175,7 @@ def cost(latest: dict[str, Any]) -> str:
 
     problems = latest.get("transcript_problems") or []
     unread = f"; transcripts not readable: {'; '.join(problems)}" if problems else ""
+    unread = not_read_yet(latest) + unread
     if latest.get("session_id") is None:
         return f"cost: nothing read from Claude Code's transcripts yet{unread}"
     source = latest["source"]
@@ -192,6 +193,28 @@ def cost(latest: dict[str, Any]) -> str:
         f" {tokens(latest['tokens'])} tokens, from Claude Code's"
         f" transcripts{estimated}{unread}"
     )
+
+
+def not_read_yet(latest: dict[str, Any]) -> str:
+    """What of the transcripts `status` found written past what was read (it reads none):
+    the figure shown is as of the last read, said so, with who reads the rest."""
+    said = []
+    for behind in latest.get("not_read_yet") or []:
+        whose = (
+            "its"
+            if behind["session_id"] == latest.get("session_id")
+            else f"session {str(behind['session_id'])[:8]}'s"
+        )
+        when = behind["read_at"]
+        last = (
+            f"last read at {time.strftime('%H:%M:%S', time.localtime(when))}"
+            if when
+            else "never read"
+        )
+        said.append(f"{behind['bytes']:,} bytes of {whose} transcripts not read yet ({last})")
+    if not said:
+        return ""
+    return f"; {'; '.join(said)} (the daemon reads them; `claude-session cost` reads them now)"
 
 
 def database(found: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-SCHEMA_VERSION = 32  # the highest migration number; a test checks schema.sql sets the same
+SCHEMA_VERSION = 33  # the highest migration number; a test checks schema.sql sets the same
 BUSY_TIMEOUT_MS = 5000
 JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -15,14 +15,15 @@ regular file, and at most HASH_CAP bytes of it.
 """
 
 import os
+import stat  # loaded by `os` already: free
 
 import apsw
 
-from .db import as_int, as_opt_text, as_text
+from .db import as_int, as_text
 
 TYPE_CHECKING = False  # `typing` costs ~3 ms per hook process; only checkers need it
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
 # A file modified within this long of when it was recorded (or seen) may change again with the
@@ -61,43 +62,61 @@ def plain(path: str) -> bool:
     """A path as a project file's is written: relative, without `..`."""
     return (
         bool(path)
-        and not os.path.isabs(path)
+        and path[0] != "/"
         and "\x00" not in path
-        and (".." not in path.split("/"))
+        and (".." not in path or ".." not in path.split("/"))
     )
 
 
 _DIRS: "dict[str, str]" = {}  # a folder's real path, for one check (cleared by `check`)
 
 
-def _inside(real_root: str, path: str) -> str | None:
-    """The real path of the project file `path` (as the database holds it), or None when it
-    would lead outside the project: absolute, `..`, or a symbolic link out of it. Its folder's
-    real path is worked out once per check (many memories name files of one folder)."""
+def _joined(real_root: str, path: str) -> str | None:
+    """The project file `path` (as the database holds it) under its folder's real path (None:
+    not a plain path), not yet known to be inside the project. Its folder's real path is
+    worked out once per check (many memories name files of one folder)."""
     if not plain(path):
         return None
     folder, _, name = path.rpartition("/")
-    joined = os.path.join(real_root, folder)
+    joined = f"{real_root.rstrip('/')}/{folder}" if folder else real_root
     real_folder = _DIRS.get(joined)
     if real_folder is None:
         if len(_DIRS) > 4096:
             _DIRS.clear()
         real_folder = _DIRS[joined] = os.path.realpath(joined)
-    full = os.path.join(real_folder, name)
+    return f"{real_folder}/{name}" if real_folder != "/" else f"/{name}"
+
+
+def _inside(real_root: str, path: str) -> str | None:
+    """The real path of the project file `path` (as the database holds it), or None when it
+    would lead outside the project: absolute, `..`, or a symbolic link out of it."""
+    full = _joined(real_root, path)
+    if full is None:
+        return None
     if os.path.islink(full):
         full = os.path.realpath(full)
     return full if full.startswith(real_root.rstrip("/") + "/") else None
 
 
 def stat_of(real_root: str, path: str) -> "tuple[int, int] | None":
-    """(size, mtime_ns) of a regular project file, None when there is none (or not ours)."""
-    import stat
+    """(size, mtime_ns) of a regular project file, None when there is none (or not ours). One
+    lstat for a file that is no link (the common case); a link is resolved and looked at."""
+    return _stat_at(real_root, _joined(real_root, path))
 
-    full = _inside(real_root, path)
+
+def _stat_at(real_root: str, full: str | None) -> "tuple[int, int] | None":
     if full is None:
         return None
+    inside = real_root.rstrip("/") + "/"
     try:
-        found = os.stat(full, follow_symlinks=False)  # resolved: a link now is one swapped in
+        found = os.lstat(full)
+        if stat.S_ISLNK(found.st_mode):  # resolved: a link now is one swapped in
+            full = os.path.realpath(full)
+            if not full.startswith(inside):
+                return None
+            found = os.lstat(full)
+        elif not full.startswith(inside):
+            return None
     except OSError:
         return None
     if not stat.S_ISREG(found.st_mode):
@@ -109,7 +128,6 @@ def hash_of(real_root: str, path: str) -> "tuple[str, int, int] | None":
     """(sha256 of at most HASH_CAP bytes, size, mtime_ns) of a regular project file, read
     without following a link, or None. `hashlib` is imported only here: most checks stat."""
     import hashlib
-    import stat
 
     full = _inside(real_root, path)
     if full is None:
@@ -206,47 +224,72 @@ def check(
         _DIRS.clear()  # folders are resolved anew by each check: one may have become a link
     for row in files:
         path = as_text(row["path"])
-        if not plain(path):
-            continue  # never a project file (a hostile database's): not looked at, not said
-        now_stat = stat_of(real_root, path)
-        recorded = as_opt_text(row["sha256"])
-        if now_stat is None:
-            if recorded is not None:
-                changes.append(_change(row, GONE, None))
-            continue
-        size, mtime = now_stat
-        if recorded is None:
-            changes.append(_change(row, APPEARED, mtime))
-            continue
-        recorded_at = row["recorded_at"]
-        racy = not isinstance(recorded_at, int | float) or mtime >= (recorded_at - RACY_S) * 1e9
-        if size == row["size"] and mtime == row["mtime_ns"] and not racy:
-            continue  # as recorded: not even read
-        if _past_the_hash(row, size, mtime):
-            changes.append(_change(row, CHANGED, mtime))  # told by its stat: not read either
-            continue
-        if size == row["seen_size"] and mtime == row["seen_mtime_ns"] and row["seen_sha256"]:
-            digest: str | None = as_text(row["seen_sha256"])
-        else:
-            hashed = hash_of(real_root, path)
-            if hashed is None:
-                changes.append(_change(row, GONE, None))
-                continue
-            digest, size, mtime = hashed
-            if mtime < settled:  # kept only once its time can no longer hide a change
-                seen.append((size, mtime, digest, row["memory_id"], path))
-        if digest != recorded or _past_the_hash(row, size, mtime):
-            changes.append(_change(row, CHANGED, mtime))
+        how, mtime, hashed = look(real_root, path, tuple(row[k] for k in LOOKED_AT))
+        if hashed is not None and hashed[1] < settled:  # its time can no longer hide a change
+            seen.append((*hashed, row["memory_id"], path))
+        if how is not None:
+            changes.append(_change(row, how, mtime))
     return changes, seen
 
 
-def _past_the_hash(row: "dict[str, Any]", size: int, mtime: int) -> bool:
-    """A change the hash cannot show: another size (whatever the first HASH_CAP bytes hold),
-    or, for a file larger than HASH_CAP, another modification time (its tail is not hashed,
-    and hashing a huge file whole on a hook's path costs too much): possibly stale."""
-    if isinstance(row["size"], int) and size != row["size"]:
+# The columns of a memory_files row `look` compares a file with, in its order.
+LOOKED_AT = (
+    "sha256",
+    "size",
+    "mtime_ns",
+    "recorded_at",
+    "seen_size",
+    "seen_mtime_ns",
+    "seen_sha256",
+)
+_LOOKED_AT_SQL = ", ".join(f"f.{column}" for column in LOOKED_AT)
+
+
+def look(
+    real_root: str, path: str, row: "Sequence[Any]"
+) -> "tuple[str | None, int | None, tuple[int, int, str] | None]":
+    """One file of a memory as it is now, against its `row` (the LOOKED_AT columns): how it
+    changed (CHANGED, GONE, APPEARED; None: it did not), its modification time now (None:
+    gone), and (size, mtime_ns, sha256) when it was hashed now (`settled` says whether that
+    may be kept). A path that is no project file (a hostile database's) is never looked at:
+    None."""
+    full = _joined(real_root, path)
+    if full is None:  # not a plain path
+        return None, None, None
+    recorded, size, mtime_ns, recorded_at, seen_size, seen_mtime_ns, seen_sha256 = row
+    now_stat = _stat_at(real_root, full)
+    if now_stat is None:
+        return (GONE if recorded is not None else None), None, None
+    size_now, mtime_now = now_stat
+    if recorded is None:
+        return APPEARED, mtime_now, None
+    racy = not isinstance(recorded_at, int | float) or mtime_now >= (recorded_at - RACY_S) * 1e9
+    if size_now == size and mtime_now == mtime_ns and not racy:
+        return None, mtime_now, None  # as recorded: not even read
+    if _past_the_hash(size, mtime_ns, size_now, mtime_now):
+        return CHANGED, mtime_now, None  # told by its stat: not read either
+    hashed = None
+    if size_now == seen_size and mtime_now == seen_mtime_ns and seen_sha256:
+        digest = seen_sha256
+    else:
+        found = hash_of(real_root, path)
+        if found is None:
+            return GONE, None, None
+        digest, size_now, mtime_now = found
+        hashed = (size_now, mtime_now, digest)
+    if digest != recorded or _past_the_hash(size, mtime_ns, size_now, mtime_now):
+        return CHANGED, mtime_now, hashed
+    return None, mtime_now, hashed
+
+
+def _past_the_hash(size: object, mtime_ns: object, size_now: int, mtime_now: int) -> bool:
+    """A change the hash cannot show: another size than recorded (whatever the first HASH_CAP
+    bytes hold), or, for a file larger than HASH_CAP, another modification time (its tail is
+    not hashed, and hashing a huge file whole on a hook's path costs too much): possibly
+    stale."""
+    if isinstance(size, int) and size_now != size:
         return True
-    return size > HASH_CAP and isinstance(row["mtime_ns"], int) and mtime != row["mtime_ns"]
+    return size_now > HASH_CAP and isinstance(mtime_ns, int) and mtime_now != mtime_ns
 
 
 def _change(row: "dict[str, Any]", how: str, mtime_ns: int | None) -> "dict[str, Any]":
@@ -312,9 +355,62 @@ def with_files(conn: apsw.Connection) -> "list[int]":
 
 
 def stale_count(conn: apsw.Connection, root: str) -> "tuple[int, int]":
-    """(memories about files, those possibly stale) of this project's database."""
-    ids = with_files(conn)
-    return len(ids), len(changes_for(conn, os.path.realpath(root), ids)[0])
+    """(memories about files, those possibly stale) of this project's database, by the rule of
+    `check`, in one pass over one query: a stat per file, and a hash only for a file that
+    moved since it was recorded or last seen (the `seen_*` columns, which the daemon's
+    `keep_seen` and SessionStart's check keep); a memory found stale has its other files
+    skipped. Writes nothing (`status` calls it)."""
+    real_root = os.path.realpath(root)
+    _DIRS.clear()
+    about: set[object] = set()
+    stale: set[object] = set()
+    for memory_id, path, *row in conn.execute(
+        # the files scanned, each memory by its rowid: half the time of the other order
+        f"SELECT f.memory_id, f.path, {_LOOKED_AT_SQL} FROM memory_files f CROSS JOIN memories m"
+        " ON m.id = f.memory_id WHERE m.forgotten_at IS NULL"
+    ):
+        about.add(memory_id)
+        if memory_id in stale or not isinstance(path, str):
+            continue
+        if look(real_root, path, row)[0] is not None:
+            stale.add(memory_id)
+    return len(about), len(stale)
+
+
+def keep_seen(
+    conn: apsw.Connection, root: str, most: int = 2000, most_bytes: int = 64 << 20
+) -> int:
+    """What the count of possibly stale memories needs kept (the daemon calls it on a timer):
+    every file of the memories in use looked at, and what was hashed remembered as seen once
+    its time is settled, so `status` stats them and reads none. At most `most` files or
+    `most_bytes` hashed per call: the rest at the next. Returns how many were remembered."""
+    import time
+
+    from .db import Immediate
+
+    real_root = os.path.realpath(root)
+    settled = int((time.time() - RACY_S) * 1e9)
+    _DIRS.clear()
+    seen: list[tuple[Any, ...]] = []
+    hashed_files = hashed_bytes = 0
+    for memory_id, path, *row in conn.execute(
+        f"SELECT f.memory_id, f.path, {_LOOKED_AT_SQL} FROM memory_files f CROSS JOIN memories m"
+        " ON m.id = f.memory_id WHERE m.forgotten_at IS NULL ORDER BY f.memory_id, f.path"
+    ).fetchall():
+        if not isinstance(path, str):
+            continue
+        hashed = look(real_root, path, row)[2]
+        if hashed is None:
+            continue
+        if hashed[1] < settled:
+            seen.append((*hashed, memory_id, path))
+        hashed_files, hashed_bytes = hashed_files + 1, hashed_bytes + min(hashed[0], HASH_CAP)
+        if hashed_files >= most or hashed_bytes >= most_bytes:
+            break
+    if seen:
+        with Immediate(conn):
+            remember_seen(conn, seen)
+    return len(seen)
 
 
 def who_changed(conn: apsw.Connection, path: str, since: object) -> "dict[str, Any] | None":

@@ -146,13 +146,16 @@ def failed_paths(
         " (SELECT max(x.occurred_at) FROM error_log x WHERE x.session_id = f.session_id"
         "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0)"
         "  AS last_failed_at,"
-        # the same command's last failure anywhere since (see FAILED_LAST_ANYWHERE); the
-        # approach is the command, perhaps with what it was tried after: "<command> (after ...)"
-        " (SELECT max(x.occurred_at) FROM sessions s INDEXED BY sessions_activity"
-        "  JOIN error_log x ON x.session_id = s.session_id AND x.command = CASE WHEN"
+        # the same command's last failure in a session active since (see
+        # FAILED_LAST_ANYWHERE): its failures newest first, through their index, the first
+        # that qualifies (the max); the approach is the command, perhaps with what it was
+        # tried after: "<command> (after ...)"
+        " (SELECT x.occurred_at FROM error_log x INDEXED BY error_log_command"
+        "  JOIN sessions s ON s.session_id = x.session_id WHERE x.command = CASE WHEN"
         "  instr(f.approach, ' (after ') > 0 THEN substr(f.approach, 1,"
         "  instr(f.approach, ' (after ') - 1) ELSE f.approach END"
-        "  WHERE s.last_activity_at >= f.created_at AND x.interrupted = 0) AS failed_last_at,"
+        "  AND x.interrupted = 0 AND s.last_activity_at >= f.created_at"
+        "  ORDER BY x.occurred_at DESC LIMIT 1) AS failed_last_at,"
         " (SELECT x.ladder_key FROM error_log x WHERE x.session_id = f.session_id"
         "  AND instr(coalesce(f.context, ''), '; ladder ' || x.ladder_key || '; ') > 0"
         "  LIMIT 1) AS ladder_key"

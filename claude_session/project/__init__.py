@@ -26,8 +26,9 @@ project's and the user's global one): each Memory's `trusted` is 1 only when its
 and its database is trusted; a row of an untrusted database is 0, whatever it claims.
 
 Writing is asked for by name: `refresh()` (migrate, take in the spool, read the transcripts'
-new bytes), the memory verbs (`add_memory`, `edit_memory`, `forget_memory`, `accept_memory`,
-`memory_outcome`, `verify_memory`), `set_state`/`unset_state`, and `trust`/`revoke_trust`;
+new bytes), `upgrade()` (migrate, and only when an older version wrote it), the memory verbs
+(`add_memory`, `edit_memory`, `forget_memory`, `accept_memory`, `memory_outcome`,
+`verify_memory`), `set_state`/`unset_state`, and `trust`/`revoke_trust`;
 each runs in one transaction and answers with a dataclass saying what it did.
 
 Every method returns frozen dataclasses (claude_session/records.py) whose fields are the names

@@ -78,6 +78,18 @@ class ProjectWrites(ProjectBase):
         migrated = before if before is not None and before < db.SCHEMA_VERSION else None
         return Refreshed(migrated, ingested, read)
 
+    def upgrade(self) -> int | None:
+        """Migrate the database when an older claude-session wrote it, and do nothing else:
+        one of this version is not opened for writing, so no file is touched (what `status`
+        needs: it writes nothing). The version it was upgraded from, or None."""
+        from ..core.paths import Reading
+
+        with Reading():  # the look itself makes no -wal or -shm
+            before = self._version_on_disk()
+        if before is None or before >= db.SCHEMA_VERSION:
+            return None
+        return self.refresh(transcripts=False, spool=False).migrated_from
+
     def _version_on_disk(self) -> int | None:
         """The schema version of the database as it is (None: none, or not readable)."""
         if not self.exists:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -16,6 +16,9 @@ from ..core.events import count as count_events
 from ..core.paths import db_path, filesystem_type, unsafe_filesystem
 from .cost import costs, hooks_report
 from .queries import agents, claims, latest_session, open_errors, sessions
+
+if TYPE_CHECKING:
+    from .setup.hook_sources import Found
 
 
 def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
@@ -29,6 +32,7 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "SELECT session_id, snapshot_type, trigger, created_at FROM context_snapshots"
         " ORDER BY id DESC LIMIT 1",
     )
+    sources = hook_sources(root)  # read once: where they come from, and what is missing
     found: dict[str, Any] = {
         "database": {
             "path": path,
@@ -65,15 +69,29 @@ def status(conn: apsw.Connection, root: str) -> dict[str, Any]:
         "failed_paths": [
             {k: v for k, v in row.items() if k != "id"} for row in readings.failed_paths(conn, now)
         ],
-        "hooks": hook_runs(conn) | {"installed_in": hooks_from(root)},
+        "hooks": hook_runs(conn) | {"installed_in": hooks_from(root, sources)},
         "hook_time": hooks_report.latest(conn, latest_session(conn), hooks_report.budget_ms(root)),
-        "cost": costs.latest(conn)
-        | {"transcript_problems": costs.transcript_state(conn)["live_problems"]},
+        "cost": cost_state(conn, root),
         "otel": otel_status(conn, root, now),  # None: export is off
         "judge": judge_state(conn, root, now),
         "memories": memory_state(conn, root),
     }
-    return {"now": happening(conn, root, found, now)} | found
+    return {"now": happening(conn, root, found, now, sources)} | found
+
+
+def cost_state(conn: apsw.Connection, root: str) -> dict[str, Any]:
+    """The latest session's cost as the transcripts were read last (`status` reads none: the
+    daemon does, and `cost`), the live sessions' transcripts that cannot be read, and
+    `not_read_yet`: for that session and the one active last, the bytes of their transcripts
+    written past what was read (only those with some), so a figure behind says so."""
+    from .cost import transcripts
+
+    found = costs.latest(conn)
+    found["transcript_problems"] = costs.transcript_state(conn)["live_problems"]
+    wanted = dict.fromkeys(s for s in (found["session_id"], latest_session(conn)) if s)
+    behind = [transcripts.behind(conn, root, session) for session in wanted]
+    found["not_read_yet"] = [b for b in behind if b["bytes"]]
+    return found
 
 
 def memory_state(conn: apsw.Connection, root: str) -> dict[str, Any]:
@@ -126,7 +144,11 @@ def judge_state(conn: apsw.Connection, root: str, now: float) -> dict[str, Any]:
 
 
 def happening(
-    conn: apsw.Connection, root: str, found: dict[str, Any], now: float
+    conn: apsw.Connection,
+    root: str,
+    found: dict[str, Any],
+    now: float,
+    sources: Found | None = None,
 ) -> dict[str, Any]:
     """What a person opening `status` wants first: who works on what, which files two agents
     hold, what is failing, the last compaction, and anything wrong with the installation."""
@@ -146,7 +168,7 @@ def happening(
             for e in found["open_errors"]
         ],
         "last_compaction": last_compaction(conn),
-        "problems": problems(conn, root, found["database"], found["daemon"], now),
+        "problems": problems(conn, root, found["database"], found["daemon"], now, sources),
     }
 
 
@@ -216,6 +238,7 @@ def problems(
     database: dict[str, Any],
     daemon: dict[str, Any],
     now: float,
+    sources: Found | None = None,
 ) -> list[str]:
     """Anything wrong with the installation, one sentence each. The checks `doctor` makes too
     (the spool, internal errors, trust) are computed once, in `health`: here their sentences."""
@@ -228,7 +251,7 @@ def problems(
         health.replaced_database(root),
         health.internal_errors(root),
     ]
-    found = [*hooks_problem(root), *(c.problem for c in shared if c.problem is not None)]
+    found = [*hooks_problem(root, sources), *(c.problem for c in shared if c.problem is not None)]
     for copy in database["moved_aside"]:
         found.append(f"a corrupt database was moved aside: {copy}")
     if database["wal_unsafe_filesystem"]:
@@ -249,23 +272,25 @@ def problems(
     return found
 
 
-def hooks_problem(root: str) -> list[str]:
+def hook_sources(root: str) -> Found:
+    """Where the hooks of a session here come from (setup/hook_sources.Found): read once per
+    report, for its problems and its description."""
+    from pathlib import Path
+
+    from .setup.hook_sources import Found
+
+    return Found(Path(root))
+
+
+def hooks_problem(root: str, sources: Found | None = None) -> list[str]:
     """No claude-session hooks reach a session here (settings files, a worktree's main
     repository, the plugin, a replay's own), or some events missing."""
-    from pathlib import Path
-
-    from .setup.hook_sources import Found
-
-    return Found(Path(root)).problems()
+    return (sources or hook_sources(root)).problems()
 
 
-def hooks_from(root: str) -> str:
+def hooks_from(root: str, sources: Found | None = None) -> str:
     """Where the hooks of a session here come from, in words (information, not a problem)."""
-    from pathlib import Path
-
-    from .setup.hook_sources import Found
-
-    return Found(Path(root)).describe()
+    return (sources or hook_sources(root)).describe()
 
 
 def corrupt_copies(root: str) -> list[str]:

@@ -1,6 +1,7 @@
 """The daemon's sweeps (one daemon per project): they ingest the spool, mark silent agents
 aborted_stale, close out sessions that are over, release expired claims, read what is new in
-the live sessions' transcripts (usage and cost) and keep the WAL bounded.
+the live sessions' transcripts (usage and cost: `status` reads none), keep what the count of
+possibly stale memories needs (the memories' files as last seen) and keep the WAL bounded.
 
 A session whose Claude Code process is recorded (core/processes.py) is over as soon as that
 process is gone: it is looked at every PROCESS_CHECK_SECONDS, not only on the sweep's timer.
@@ -44,6 +45,9 @@ PUBLISH_SECONDS = 0.05  # a counter's change reaches the status file within this
 PROCESS_CHECK_SECONDS = 1.0  # how often the recorded Claude Code processes are looked at
 TRANSCRIPT_READ_SECONDS = 1.0  # at most one pass this often for changed transcripts
 WATCH_RETRY_SECONDS = 60.0  # transcript folders that could not be watched: tried again after
+# How often the memories' files are looked at, so `status` counts the possibly stale ones by a
+# stat each (core/memory_files.keep_seen: at most 2,000 files or 64 MiB hashed per look).
+MEMORY_CHECK_SECONDS = 30.0
 # Seen gone this long before its session is ended: a SessionEnd that Claude Code's exit left
 # in flight (its hook, or the relay applying it) lands first and gives the real reason.
 EXIT_GRACE_SECONDS = 2.0
@@ -100,6 +104,7 @@ class Daemon:
         self.status_lock = threading.Lock()  # a companion's threads count and publish too
         self.publishing = False  # a write of the status file is due (see `count`)
         self.last_sweep = self.last_live = self.last_check = mono()
+        self.last_memory_check: float | None = None  # never yet: at the first pass
         self.unwatched_until = 0.0  # transcript folders not watched before this (mono)
         self.busy_since: float | None = None  # the write lock held by another since (mono)
         self.busy_until = 0.0  # while it was: no write tried before this (mono)
@@ -237,6 +242,24 @@ class Daemon:
             log.error(self.root, "daemon", f"reading transcripts: {type(exc).__name__}: {exc}")
             return
         self.stats["transcript_messages"] += found["messages"]
+
+    def keep_memories_seen(self) -> None:
+        """On its own timer, the memories' files looked at and what was hashed kept, so
+        `status` counts the possibly stale by a stat each. A failure is logged, never fatal."""
+        last, now = self.last_memory_check, self.mono()
+        if last is not None and now - last < MEMORY_CHECK_SECONDS:
+            return
+        self.last_memory_check = now
+        from ...core import memory_files
+
+        try:
+            kept = memory_files.keep_seen(self.connection(), self.root)
+        except (db.DatabaseError, apsw.Error):
+            raise
+        except Exception as exc:
+            log.error(self.root, "daemon", f"checking memories: {type(exc).__name__}: {exc}")
+            return
+        self.stats["memory_files_seen"] = self.stats.get("memory_files_seen", 0) + kept
 
     def checkpoint(self) -> None:
         """Copy the WAL back into the database. PASSIVE never waits for readers; once they
@@ -449,6 +472,7 @@ class Daemon:
             self.sweep()
             self.read_transcripts()
             events.update_tally(self.connection())  # `status` counts from it
+            self.keep_memories_seen()  # and its possibly stale memories by a stat each
             self.checkpoint()
             self.writable_again()
         except (db.DatabaseError, apsw.Error) as exc:
