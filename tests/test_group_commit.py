@@ -209,3 +209,16 @@ def test_with_the_lock_held_by_another_process_the_event_is_posted_and_stored_in
     stored = rows(project, "SELECT id, tool_use_id FROM events ORDER BY id")
     assert [t for _, t in stored] == ["t-other", "t-mine"]
     assert applied.event_id == stored[-1][0]
+
+
+def test_a_posted_file_taken_away_by_hand_still_has_its_event_stored(
+    project: Path, writer: apsw.Connection
+) -> None:
+    parts = prepared(project, "Stop", SESSIONS[0], "")
+    mine = group_commit.post(*parts)
+    os.unlink(mine)  # gone, and nobody stored it
+    applied = group_commit.store_posted(writer, mine, *parts)
+    stored = rows(
+        project, "SELECT e.id, h.outcome FROM events e JOIN hook_events h ON h.event_id = e.id"
+    )
+    assert stored == [(applied.event_id, "stored")]

@@ -134,7 +134,8 @@ def store_posted(
     found = find(conn, ev, delivery)
     if found is not None:
         return found
-    return _one(conn, ev, delivery, ctx)  # gone but not stored (taken away by hand): alone
+    with Immediate(conn):  # gone but not stored (taken away by hand): alone, as before
+        return _one(conn, ev, delivery, ctx)
 
 
 def _store_waiting(
