@@ -210,6 +210,8 @@ def connect(
     folder, name = os.path.split(os.path.abspath(path))
     path = os.path.join(canonical(folder), name)
     _refuse_links(path)
+    if os.path.isdir(path):  # SQLite would say "disk I/O error"
+        raise DatabaseError("a folder is there, not a database file")
     if not os.path.lexists(path):
         if not create or readonly:
             raise DatabaseError(f"no database at {path}")

@@ -156,7 +156,7 @@ class ProjectBase:
                 seen = _identity(self.path)
                 conn, immutable = open_to_read(self.path)
             except db.DatabaseError as exc:
-                raise ProjectError(f"cannot read {self.path}: {exc}") from exc
+                raise ProjectError(f"cannot open {self.path} to read it: {exc}") from exc
             self._read_as_is = seen if immutable else None
             if db.schema_version(conn) < db.SCHEMA_VERSION:
                 conn.close()

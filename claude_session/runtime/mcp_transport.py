@@ -347,6 +347,7 @@ class McpHookServer:
                 encoded,
                 facts,
                 frames,
+                group_commit,
                 liveness,
                 mcp_hook_input,
                 redact,
