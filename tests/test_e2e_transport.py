@@ -148,9 +148,10 @@ def debug_lines(project: Path, *words: str) -> list[str]:
 
 
 def catch_up(project: Path, home: Path) -> None:
-    """What a user runs: `claude-session status`, which first reads what is new in the
-    latest session's transcripts (filling in what no hook delivered: the session ended)."""
-    done = run_cli(project, "status", "--json", HOME=str(home))
+    """What a user runs: `claude-session cost`, which first reads what is new in the recent
+    sessions' transcripts (filling in what no hook delivered: the session ended). `status`
+    reads none (it writes nothing); the daemon, gone with the session here, would."""
+    done = run_cli(project, "cost", "--json", HOME=str(home))
     assert done.returncode == 0, done.stderr
 
 
