@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+POSTED = "posted for a group commit"  # the envelope's reason
 GROUP_CAP = 16  # events one writer takes in (its own answer waits for them); the rest, the next
 
 _INBOX: "dict[str, str]" = {}  # root -> its inbox folder, made and checked by this process
@@ -57,24 +58,14 @@ def _inbox(root: str) -> str:
 
 
 def envelope(ev: Event, delivery: Delivery, ctx: Context) -> "dict[str, Any]":
-    """What another process needs to store this event as this one would."""
-    return {
-        "v": 1,
-        "delivery_id": delivery.delivery_id,
-        "received_at": delivery.received_at,
+    """What another process needs to store this event as this one would: a spool envelope
+    (which spool ingestion replays, should its process die) and how the event came."""
+    return spool.envelope_of(ev, delivery, ctx.root, ctx.prepared, POSTED) | {
         "now": ctx.now,
-        "event_hint": ev.name,
-        "project_root": ctx.root,
-        "reason": "posted for a group commit",
-        "payload_bytes": delivery.payload_bytes,
-        "payload_sha256": delivery.payload_sha256,
-        "truncated": delivery.truncated,
-        "prepared": ctx.prepared,
         "dispatcher": delivery.dispatcher,
         "transport": delivery.transport,
         "traceparent": delivery.traceparent,
         "claude_process": list(ctx.claude_process) if ctx.claude_process else None,
-        "payload": ev.text,
     }
 
 
@@ -213,17 +204,17 @@ def _read(
 
     posted = spool.read_envelope(path, root)
     ev = event.parse(conn, posted["payload"], posted.get("event_hint") or "")
-    received = float(posted["received_at"])
+    received = spool.number(posted, "received_at", time.time())
     delivery = Delivery(
         delivery_id=str(posted["delivery_id"]),
         received_at=received,
-        payload_bytes=int(posted.get("payload_bytes") or len(posted["payload"])),
-        payload_sha256=_text(posted, "payload_sha256"),
+        payload_bytes=int(spool.number(posted, "payload_bytes", len(posted["payload"]))),
+        payload_sha256=spool.text(posted, "payload_sha256"),
         truncated=posted.get("truncated") is True,
         duration_ms=max(0.0, (time.time() - received) * 1000),
-        dispatcher=_text(posted, "dispatcher") or "settings",
-        transport=_text(posted, "transport"),
-        traceparent=_text(posted, "traceparent"),
+        dispatcher=spool.text(posted, "dispatcher") or "settings",
+        transport=spool.text(posted, "transport"),
+        traceparent=spool.text(posted, "traceparent"),
     )
     process = posted.get("claude_process")
     claude: tuple[int, int, str] | None = None
@@ -231,16 +222,8 @@ def _read(
         pid, ticks, space = process
         if isinstance(pid, int) and isinstance(ticks, int) and isinstance(space, str):
             claude = (pid, ticks, space)
-    now = posted.get("now")
-    when = float(now) if isinstance(now, int | float) and not isinstance(now, bool) else received
+    when = spool.number(posted, "now", received)
     return ev, delivery, Context(root, when, posted.get("prepared"), settings, claude)
-
-
-def _text(posted: "dict[str, Any]", key: str) -> "str | None":
-    value = posted.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{key} is not text")
-    return value
 
 
 def find(conn: apsw.Connection, ev: Event, delivery: Delivery) -> Applied | None:

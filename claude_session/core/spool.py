@@ -55,6 +55,31 @@ def private_dir(folder: str) -> None:
         raise OSError(f"refusing {folder}: not a directory of this user (a planted link?)")
 
 
+def envelope_of(
+    ev: event.Event,
+    delivery: apply_types.Delivery,
+    root: str | None,
+    prepared: Any,
+    reason: str,
+) -> dict[str, Any]:
+    """An event as a spool file holds it (also an answered one held, and a posted one:
+    core/group_commit.py), everything its replay needs; `reason`: why it is on disk."""
+    return {
+        "v": 1,
+        "delivery_id": delivery.delivery_id,
+        "received_at": delivery.received_at,
+        "duration_ms": round((time.perf_counter() - delivery.started_clock) * 1000, 3),
+        "event_hint": ev.name,
+        "project_root": root,
+        "reason": reason,
+        "payload_bytes": delivery.payload_bytes,
+        "payload_sha256": delivery.payload_sha256,
+        "truncated": delivery.truncated,
+        "prepared": prepared,
+        "payload": ev.text,
+    }
+
+
 def write(folder: str, envelope: dict[str, Any]) -> str:
     """Atomically add one event to `folder`; returns the file's path."""
     private_dir(folder)
@@ -267,22 +292,23 @@ def ingest(conn: apsw.Connection, root: str, limit: int | None = None) -> int:
 def _delivery(
     envelope: dict[str, Any], root: str, settings: dict[str, object]
 ) -> tuple[apply_types.Delivery, apply_types.Context]:
-    received = _number(envelope, "received_at", time.time())
+    received = number(envelope, "received_at", time.time())
     delivery = apply_types.Delivery(
         delivery_id=str(envelope["delivery_id"]),
         received_at=received,
-        payload_bytes=int(_number(envelope, "payload_bytes", len(envelope["payload"]))),
-        payload_sha256=_text(envelope, "payload_sha256"),
+        payload_bytes=int(number(envelope, "payload_bytes", len(envelope["payload"]))),
+        payload_sha256=text(envelope, "payload_sha256"),
         truncated=envelope.get("truncated") is True,
         via="spool",
         dispatcher="spool",
-        duration_ms=_number(envelope, "duration_ms", 0.0),
-        note=f"spooled: {_text(envelope, 'reason') or 'unknown'}"[:500],
+        duration_ms=number(envelope, "duration_ms", 0.0),
+        note=f"spooled: {text(envelope, 'reason') or 'unknown'}"[:500],
     )
     return delivery, apply_types.Context(root, received, envelope.get("prepared"), settings)
 
 
-def _number(envelope: dict[str, Any], key: str, default: float) -> float:
+def number(envelope: dict[str, Any], key: str, default: float) -> float:
+    """A field of an envelope that must be a number, not negative (`default` when missing)."""
     value = envelope.get(key)
     if value is None:
         return float(default)
@@ -291,7 +317,8 @@ def _number(envelope: dict[str, Any], key: str, default: float) -> float:
     return float(value)
 
 
-def _text(envelope: dict[str, Any], key: str) -> str | None:
+def text(envelope: dict[str, Any], key: str) -> str | None:
+    """A field of an envelope that must be text, or missing."""
     value = envelope.get(key)
     if value is not None and not isinstance(value, str):
         raise Unusable(f"{key} is not text")

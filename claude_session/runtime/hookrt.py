@@ -356,29 +356,10 @@ def _hold(root: str, ev: "Event", delivery: "Delivery", prepared: "Any") -> "str
     from ..core import spool
 
     try:
-        return spool.hold(root, _envelope(ev, delivery, root, prepared, "answered early"))
+        return spool.hold(root, spool.envelope_of(ev, delivery, root, prepared, "answered early"))
     except Exception as exc:
         internal_error(root, "early answer", exc)
         return None
-
-
-def _envelope(
-    ev: "Event", delivery: "Delivery", root: str | None, prepared: "Any", reason: str
-) -> "dict[str, Any]":
-    return {
-        "v": 1,
-        "delivery_id": delivery.delivery_id,
-        "received_at": delivery.received_at,
-        "duration_ms": round((time.perf_counter() - delivery.started_clock) * 1000, 3),
-        "event_hint": ev.name,
-        "project_root": root,
-        "reason": reason,
-        "payload_bytes": delivery.payload_bytes,
-        "payload_sha256": delivery.payload_sha256,
-        "truncated": delivery.truncated,
-        "prepared": prepared,
-        "payload": ev.text,
-    }
 
 
 def _spool(
@@ -392,7 +373,7 @@ def _spool(
     """Keep the event in a spool; whether it could be written."""
     from ..core import spool
 
-    envelope = _envelope(ev, delivery, root, prepared, reason)
+    envelope = spool.envelope_of(ev, delivery, root, prepared, reason)
     try:
         spool.write(folder, envelope)
     except Exception as exc:
