@@ -30,6 +30,14 @@ def file_state(conn: apsw.Connection, path: str) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
+def read_again(state: dict[str, Any], inode: int, size: int) -> bool:
+    """Whether a transcript read before (`state`, its `file_state`) must be read from its start:
+    another file under its name, or one shorter than what was read (truncated)."""
+    if state.get("inode") is None:
+        return False
+    return inode != state["inode"] or size < int(state.get("read_to") or 0)
+
+
 def save_filled(conn: apsw.Connection, path: str, filled_to: int) -> None:
     """How far `reconcile` has been handed the file's entries (services/transcripts)."""
     conn.execute("UPDATE transcript_files SET filled_to = ? WHERE path = ?", (filled_to, path))

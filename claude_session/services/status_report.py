@@ -84,12 +84,12 @@ def cost_state(conn: apsw.Connection, root: str) -> dict[str, Any]:
     daemon does, and `cost`), the live sessions' transcripts that cannot be read, and
     `not_read_yet`: for that session and the one active last, the bytes of their transcripts
     written past what was read (only those with some), so a figure behind says so."""
-    from .cost import transcripts
+    from .cost import transcript_lag
 
     found = costs.latest(conn)
     found["transcript_problems"] = costs.transcript_state(conn)["live_problems"]
     wanted = dict.fromkeys(s for s in (found["session_id"], latest_session(conn)) if s)
-    behind = [transcripts.behind(conn, root, session) for session in wanted]
+    behind = [transcript_lag.behind(conn, root, session) for session in wanted]
     found["not_read_yet"] = [b for b in behind if b["bytes"]]
     return found
 

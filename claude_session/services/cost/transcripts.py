@@ -11,7 +11,7 @@ are out of bounds or that is nested too deep (core/transcript_values: the agent 
 the transcript too). Each session is read apart: one that fails (logged once) never stops the
 reading of the others. No hook calls this: the daemon does on its sweeps, `Project.refresh()`
 and the CLI's `cost` (and its listings of live sessions) when asked; `status` reads none and
-says how far behind the figures are (`behind`).
+says how far behind the figures are (transcript_lag.py).
 """
 
 from __future__ import annotations
@@ -349,43 +349,6 @@ def catch_up(
     return summary
 
 
-def behind(conn: apsw.Connection, root: str, session_id: str) -> dict[str, Any]:
-    """How far the stored figures of a session are behind its transcripts, read-only (for
-    `status`, which reads none): the bytes written past what was read (a file found replaced
-    or shorter counts whole, as it would be read again), in how many files, and when the
-    reader last stored anything of them (`read_at`, None: never). A file the reader refuses
-    or cannot find counts nothing (`status` lists those); nor does any, for a database this
-    user did not make here (its transcripts are never read)."""
-    found: dict[str, Any] = {"session_id": session_id, "bytes": 0, "files": 0, "read_at": None}
-    main = db.rows(conn, "SELECT transcript_path FROM sessions WHERE session_id = ?", (session_id,))
-    if not main or not main[0]["transcript_path"]:
-        return found
-    if trust.database_problem(db_path(root)):
-        return found
-    resolved: dict[str, str] = {}
-    for path in files_of(conn, session_id, str(main[0]["transcript_path"])).values():
-        state = usage.file_state(conn, path) or {}
-        if state.get("updated_at") is not None and state.get("last_error") is None:
-            found["read_at"] = max(float(state["updated_at"]), found["read_at"] or 0.0)
-        try:
-            fd = open_transcript(path, resolved)
-        except (Refused, OSError):
-            continue
-        try:
-            info = os.fstat(fd)
-        finally:
-            os.close(fd)
-        offset = int(state.get("read_to") or 0)
-        replaced = state.get("inode") is not None and (
-            info.st_ino != state["inode"] or info.st_size < offset
-        )
-        unread = info.st_size if replaced else info.st_size - offset
-        if unread > 0:
-            found["bytes"] += unread
-            found["files"] += 1
-    return found
-
-
 def _catch_up_session(
     conn: apsw.Connection,
     root: str,
@@ -532,7 +495,7 @@ def _read_open(
     offset = int(state.get("read_to") or 0)
     prompt_id = state.get("prompt_id")
     known = state.get("inode") is not None
-    restarted = known and (info.st_ino != state.get("inode") or info.st_size < offset)
+    restarted = usage.read_again(state, info.st_ino, info.st_size)
     if restarted:
         offset, prompt_id = 0, None
         summary["restarted"].append(path)
