@@ -15,7 +15,7 @@ from ..core import durations, spool
 from ..core.figures import plural
 from ..core.paths import log_path
 from . import demo_view, lookup, output
-from .group import cli, json_option, opened, run_listing
+from .group import cli, json_option, listing_group, opened
 
 
 @cli.command(name="doctor")
@@ -79,14 +79,10 @@ def config_command(root: Path, assignments: tuple[str, ...]) -> None:
         sys.exit(1)
 
 
-@cli.group(invoke_without_command=True)
-@json_option("as `daemon status --json`: an object: running, pid, and what it reports")
-@output.wide_option
-@click.pass_context
-def daemon(ctx: click.Context) -> None:
+@listing_group("status", "as `daemon status --json`: an object: running, pid, and what it reports")
+def daemon() -> None:
     """The project's daemon: marks silent agents stale, ingests the spool. Without a
     command: `daemon status`."""
-    run_listing(ctx, "status")
 
 
 @daemon.command(name="start")

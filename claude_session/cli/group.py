@@ -6,6 +6,7 @@ this module, never the package, so nothing imports in a circle."""
 from __future__ import annotations
 
 import errno
+import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -149,6 +150,25 @@ def run_listing(ctx: click.Context, name: str) -> None:
     command = group.get_command(ctx, name)
     assert command is not None, name
     ctx.invoke(command)
+
+
+def listing_group(listing: str, shape: str) -> Callable[[Callable[[], None]], click.Group]:
+    """A group of `cli` (named and described by the function it decorates, whose body is its
+    docstring) that runs its `listing` when named without a command (`run_listing`), with
+    that listing's --json (`shape`) and --wide."""
+
+    def make(function: Callable[[], None]) -> click.Group:
+        @cli.group(invoke_without_command=True)
+        @json_option(shape)
+        @output.wide_option
+        @click.pass_context
+        @functools.wraps(function)
+        def group(ctx: click.Context) -> None:
+            run_listing(ctx, listing)
+
+        return group
+
+    return make
 
 
 def hoist_project(args: list[str]) -> list[str]:

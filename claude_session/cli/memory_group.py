@@ -15,8 +15,7 @@ import click
 from ..core import memories, recall
 from ..core.paths import db_path
 from ..project.memory_reads import labelled
-from . import output
-from .group import cli, hooks_installed, json_option, opened, run_listing
+from .group import hooks_installed, listing_group, opened
 
 
 @contextmanager
@@ -36,14 +35,10 @@ def parse_id(text: str) -> tuple[str, int]:
     return found
 
 
-@cli.group(invoke_without_command=True)
-@json_option("as `memory list --json`: a list of memories, each with its fields")
-@output.wide_option
-@click.pass_context
-def memory(ctx: click.Context) -> None:
+@listing_group("list", "as `memory list --json`: a list of memories, each with its fields")
+def memory() -> None:
     """Memories: facts, learnings, preferences, context and skills, for this project or all.
     Without a command: `memory list`."""
-    run_listing(ctx, "list")
 
 
 def trusted_text(value: object) -> str:

@@ -12,17 +12,15 @@ import click
 
 from ..project import Project
 from . import lookup, output
-from .group import cli, json_option, require_database, run_listing
+from .group import json_option, listing_group, require_database
 
 
-@cli.group(invoke_without_command=True)
-@json_option("as `state list --json`: a list of keys: key, value, updated_at (Unix seconds)")
-@output.wide_option
-@click.pass_context
-def state(ctx: click.Context) -> None:
+@listing_group(
+    "list", "as `state list --json`: a list of keys: key, value, updated_at (Unix seconds)"
+)
+def state() -> None:
     """The project's state (project_state) and the history of every change. Without a
     command: `state list`."""
-    run_listing(ctx, "list")
 
 
 @state.command(name="get")
